@@ -1,0 +1,83 @@
+"""Events the TCP reassembler emits, in stream order per direction.
+
+A connection has two directions: 0 is from endpoint ``a`` to endpoint ``b`` and 1 the
+reverse. ``a`` is the endpoint that sent the SYN when the handshake was captured, else the
+sender of the first segment seen. Offsets count payload bytes from the start of the
+direction as captured (the byte after the SYN, or the first byte seen mid-stream).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+Endpoint = tuple[str, int]
+
+
+@dataclass(frozen=True, slots=True)
+class StreamStart:
+    """A new connection (or a new use of a 4-tuple after the old one ended)."""
+
+    conn_id: int
+    a: Endpoint
+    b: Endpoint
+    ts_ns: int
+    syn_seen: bool  # True when ``a`` is known to be the initiator
+
+
+@dataclass(frozen=True, slots=True)
+class StreamData:
+    """Contiguous in-order bytes of one direction, carrying the capture time of the
+    segment they arrived in (bytes of one segment are never split across timestamps)."""
+
+    conn_id: int
+    direction: int
+    offset: int
+    data: bytes
+    ts_ns: int
+
+
+@dataclass(frozen=True, slots=True)
+class StreamGap:
+    """Bytes of one direction that will never be delivered.
+
+    ``length`` is None when unknown: the direction was picked up mid-stream (reason
+    ``"midstream"``), so bytes before ``offset`` were never seen. Other reasons:
+    ``"lost"`` (a hole the peer acknowledged, or never filled by the end),
+    ``"window"`` (out-of-order data beyond the per-direction buffer bound was dropped),
+    ``"snaplen"`` (the capture cut the packet short).
+    """
+
+    conn_id: int
+    direction: int
+    offset: int
+    length: int | None
+    ts_ns: int
+    reason: str
+
+
+@dataclass(slots=True)
+class DirectionStats:
+    """Counters for one direction, reported when the connection ends."""
+
+    segments: int = 0
+    bytes: int = 0  # payload bytes delivered in order
+    retransmissions: int = 0  # segments whose bytes had all been seen before
+    overlap_bytes: int = 0  # bytes received again (dropped, first copy kept)
+    out_of_order: int = 0  # segments that arrived ahead of a hole
+    keepalives: int = 0
+    gaps: int = 0
+    gap_bytes: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class StreamEnd:
+    """The connection is over: FIN from both sides, RST, a new SYN reusing the 4-tuple,
+    or the end of the capture (``flush``)."""
+
+    conn_id: int
+    ts_ns: int
+    reason: str  # "fin", "rst", "reuse", "eof"
+    stats: tuple[DirectionStats, DirectionStats] = field(default=(DirectionStats(), DirectionStats()))
+
+
+ReassemblyEvent = StreamStart | StreamData | StreamGap | StreamEnd

@@ -1,0 +1,38 @@
+"""The one packet shape the reassembler accepts: a TCP segment with its endpoints.
+
+Sources (pcap files, live capture, Spark tasks) turn link/IP/TCP bytes into these;
+the reassembler never sees anything else, so it stays independent of capture formats.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# TCP flag bits as they appear in the TCP header.
+FIN = 0x01
+SYN = 0x02
+RST = 0x04
+PSH = 0x08
+ACK = 0x10
+
+
+@dataclass(frozen=True, slots=True)
+class TcpSegment:
+    """One captured TCP segment.
+
+    ``payload`` holds only the bytes that were captured: when the snap length cut the
+    packet, ``payload_len`` (what the TCP header and IP length promise) is larger than
+    ``len(payload)`` and the missing tail must be treated as lost.
+    """
+
+    ts_ns: int  # capture timestamp, nanoseconds since the Unix epoch (UTC)
+    src_ip: str
+    src_port: int
+    dst_ip: str
+    dst_port: int
+    seq: int
+    ack: int
+    flags: int
+    window: int
+    payload: bytes
+    payload_len: int  # bytes the segment carried on the wire (>= len(payload))
