@@ -1,6 +1,19 @@
-"""kdissect: a Kafka wire-protocol dissector and analyzer."""
+"""kdissect: a Kafka wire-protocol dissector and analyzer.
+
+``import kdissect`` stays light: the capture/table layer (pandas) loads on first use.
+"""
+
+from typing import Any
 
 from .decoders import DecodeError, decode_data, decode_request, decode_response
 
-__all__ = ["DecodeError", "decode_data", "decode_request", "decode_response"]
+__all__ = ["Capture", "DecodeError", "decode_data", "decode_request", "decode_response", "open_capture"]
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("Capture", "open_capture"):
+        from . import capture
+
+        return getattr(capture, name)
+    raise AttributeError(f"module 'kdissect' has no attribute {name!r}")

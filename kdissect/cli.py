@@ -10,6 +10,7 @@ from pathlib import Path
 from . import __version__
 from .decoders import DecodeError, decode_request, decode_response
 from .render import safe_text, to_jsonable, tree_lines
+from .sources.events import CaptureFormatError
 
 
 class UsageError(Exception):
@@ -48,6 +49,101 @@ def cmd_decode(args: argparse.Namespace) -> int:
     return 0
 
 
+def _options(args: argparse.Namespace):
+    from .connection import Options
+
+    ports = tuple(int(p) for p in args.ports.split(",") if p.strip()) if args.ports else Options().ports
+    return Options(ports=ports, auto_detect=not args.no_auto_detect)
+
+
+def _progress(paths: list[str]):
+    """A rich progress bar on stderr when it is a terminal, else nothing."""
+    if not sys.stderr.isatty():
+        return None, None
+    from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn, TransferSpeedColumn
+
+    total = sum(Path(p).stat().st_size for p in paths)
+    bar = Progress("[progress.description]{task.description}", BarColumn(), DownloadColumn(), TransferSpeedColumn(),
+                   TimeRemainingColumn(), transient=True)
+    task = bar.add_task("reading", total=total)
+    return bar, lambda n: bar.advance(task, n)
+
+
+def _check_readable(paths: list[str]) -> None:
+    for p in paths:
+        path = Path(p)
+        if not path.is_file():
+            raise UsageError(f"cannot read {p}: no such file")
+
+
+def cmd_analyze(args: argparse.Namespace) -> int:
+    from .cli_output import summary_lines, write_tables
+    from .engine import RunStats, iter_events
+    from .tables.columns import TABLES
+    from .tables.sink import TableSink
+
+    _check_readable(args.captures)
+    wanted = [t.strip() for t in args.tables.split(",")] if args.tables else list(TABLES)
+    unknown = [t for t in wanted if t not in TABLES]
+    if unknown:
+        raise UsageError(f"unknown table {unknown[0]!r} (known: {', '.join(TABLES)})")
+    sink = TableSink(wanted)
+    stats = RunStats()
+    bar, progress = _progress(args.captures)
+    if bar is not None:
+        bar.start()
+    try:
+        sink.consume_all(iter_events(args.captures, _options(args), stats=stats, progress=progress))
+    finally:
+        if bar is not None:
+            bar.stop()
+    if stats.packets == 0 and stats.source_anomalies and not sink.rows["exchanges"]:
+        raise UsageError(f"nothing could be read from {', '.join(args.captures)}")
+    tables = {name: sink.frame(name) for name in TABLES if name in wanted or name in ("connections", "anomalies")}
+    for line in summary_lines(tables, stats.packets):
+        print(line)
+    if args.out:
+        for path, rows in write_tables({k: v for k, v in tables.items() if k in wanted}, Path(args.out), args.format):
+            print(f"wrote {path} ({rows:,} rows)")
+    return 0
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    from .cli_output import exchange_json, exchange_rows, exchange_text
+    from .engine import iter_events
+    from .events import Exchange
+    from .filters import FilterError, compile_filter
+    from .tables.columns import TABLES
+
+    _check_readable(args.captures)
+    predicate = None
+    if args.filter:
+        try:
+            predicate = compile_filter(args.filter, {name for name, _ in TABLES["exchanges"]})
+        except FilterError as exc:
+            raise UsageError(str(exc)) from None
+    exchanges = (ev for ev in iter_events(args.captures, _options(args)) if isinstance(ev, Exchange))
+    shown = 0
+    for ex, row in exchange_rows(exchanges):
+        if predicate is not None and not predicate(row):
+            continue
+        shown += 1
+        if args.json:
+            print(exchange_json(ex, row))
+        else:
+            for line in exchange_text(ex, row, args.full):
+                print(line)
+    if not shown and not args.json:
+        print("no matching Kafka exchanges")
+    return 0
+
+
+def _capture_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("captures", nargs="+", metavar="CAPTURE", help="pcap/pcapng files (gzip allowed)")
+    p.add_argument("--ports", help="comma-separated broker ports (default 9092,9093,9094)")
+    p.add_argument("--no-auto-detect", action="store_true", help="only decode the broker ports, no detection")
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="kdissect", description="Kafka wire-protocol dissector and analyzer.")
     ap.add_argument("--version", action="version", version=f"kdissect {__version__}")
@@ -60,6 +156,20 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--json", action="store_true", help="print JSON (bytes as hex, UUIDs as strings)")
     d.add_argument("--full", action="store_true", help="show long byte values in full")
     d.set_defaults(func=cmd_decode)
+
+    a = sub.add_parser("analyze", help="pair every request with its response and write tables")
+    _capture_args(a)
+    a.add_argument("--out", help="directory to write tables to (DIR/<table>.<ext>)")
+    a.add_argument("--format", choices=("parquet", "csv", "jsonl"), default="parquet")
+    a.add_argument("--tables", help="comma-separated tables to write (default: all)")
+    a.set_defaults(func=cmd_analyze)
+
+    s = sub.add_parser("show", help="print decoded requests with their responses")
+    _capture_args(s)
+    s.add_argument("--json", action="store_true", help="one JSON object per exchange")
+    s.add_argument("--filter", help='expression over exchange columns, e.g. api_name == "Produce" and latency_ms > 100')
+    s.add_argument("--full", action="store_true", help="show long byte values in full")
+    s.set_defaults(func=cmd_show)
     return ap
 
 
@@ -72,6 +182,12 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except DecodeError as exc:
         print(f"kdissect: cannot decode: {safe_text(str(exc))}", file=sys.stderr)
+        return 1
+    except CaptureFormatError as exc:
+        print(f"kdissect: {safe_text(str(exc))}", file=sys.stderr)
+        return 1
+    except OSError as exc:
+        print(f"kdissect: {safe_text(str(exc))}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130

@@ -30,7 +30,7 @@ def default_value(f: Field) -> Any:
         if f.elem == "uuid" and not f.is_array:
             return _ZERO_UUID
         return f.default
-    if f.nullable and f.default is None and f.elem in ("records",):
+    if f.nullable:
         return None
     if f.is_array:
         return []

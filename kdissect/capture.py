@@ -1,0 +1,93 @@
+"""The library front door: ``kdissect.open_capture(path)`` -> tables and decoded messages."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from functools import cached_property
+from os import PathLike
+
+import pandas as pd
+
+from .connection import DEFAULT_PORTS, Options
+from .engine import RunStats, iter_events
+from .events import Exchange, KafkaEvent, KafkaMessage
+from .framing import DEFAULT_MAX_FRAME
+from .tables.sink import TableSink
+
+PathArg = str | PathLike[str]
+
+
+class Capture:
+    """One or more capture files, analysed lazily on first table access.
+
+    Tables are pandas DataFrames: ``exchanges``, ``partitions``, ``errors``, ``connections``,
+    ``brokers``, ``anomalies``. :meth:`events` and :meth:`messages` stream the capture again
+    without keeping it in memory.
+    """
+
+    def __init__(self, paths: Sequence[PathArg], options: Options) -> None:
+        self.paths = list(paths)
+        self.options = options
+        self.stats = RunStats()
+
+    def events(self) -> Iterator[KafkaEvent]:
+        """Every exchange, anomaly and connection summary, streamed in capture order."""
+        return iter_events(self.paths, self.options)
+
+    def exchanges_iter(self) -> Iterator[Exchange]:
+        return (ev for ev in self.events() if isinstance(ev, Exchange))
+
+    def messages(self) -> Iterator[KafkaMessage]:
+        """Decoded messages (request, then its response), with header, body, timestamps, connection."""
+        for ex in self.exchanges_iter():
+            if ex.request is not None:
+                yield ex.request
+            if ex.response is not None:
+                yield ex.response
+
+    @cached_property
+    def _tables(self) -> dict[str, pd.DataFrame]:
+        sink = TableSink()
+        sink.consume_all(iter_events(self.paths, self.options, stats=self.stats))
+        return sink.frames()
+
+    @property
+    def exchanges(self) -> pd.DataFrame:
+        return self._tables["exchanges"]
+
+    @property
+    def partitions(self) -> pd.DataFrame:
+        return self._tables["partitions"]
+
+    @property
+    def errors(self) -> pd.DataFrame:
+        return self._tables["errors"]
+
+    @property
+    def connections(self) -> pd.DataFrame:
+        return self._tables["connections"]
+
+    @property
+    def brokers(self) -> pd.DataFrame:
+        return self._tables["brokers"]
+
+    @property
+    def anomalies(self) -> pd.DataFrame:
+        return self._tables["anomalies"]
+
+
+def open_capture(
+    path_or_paths: PathArg | Sequence[PathArg],
+    *,
+    ports: Sequence[int] = DEFAULT_PORTS,
+    auto_detect: bool = True,
+    max_frame: int = DEFAULT_MAX_FRAME,
+) -> Capture:
+    """Open capture file(s) (pcap, pcapng, gzip of either) for analysis.
+
+    ``ports`` are where brokers listen; with ``auto_detect`` any other TCP connection whose
+    bytes decode as Kafka requests is analysed too.
+    """
+    paths = [path_or_paths] if isinstance(path_or_paths, str | PathLike) else list(path_or_paths)
+    options = Options(ports=tuple(ports), auto_detect=auto_detect, max_frame=max_frame)
+    return Capture(paths, options)

@@ -1,0 +1,124 @@
+"""What the analyze/show commands print: the summary table and the per-exchange dump.
+
+Wire strings pass through :func:`kdissect.render.safe_text` before reaching a terminal.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterable
+from pathlib import Path
+
+import pandas as pd
+
+from .events import Exchange, KafkaMessage
+from .render import safe_text, to_jsonable, tree_lines
+from .tables.sink import exchange_row
+
+
+def _row(cells: tuple) -> str:
+    name, *rest = cells
+    return f"{name:<28} {rest[0]:>7} {rest[1]:>9} {rest[2]:>9} {rest[3]:>9} {rest[4]:>7} {rest[5]:>10}"
+
+
+def summary_lines(tables: dict[str, pd.DataFrame], packets: int) -> list[str]:
+    """Exchanges by API with latency percentiles and error counts, then what went wrong."""
+    ex = tables.get("exchanges")
+    conns = tables.get("connections")
+    lines: list[str] = []
+    n_conn = len(conns) if conns is not None else 0
+    n_kafka = int(conns["is_kafka"].fillna(False).sum()) if conns is not None and n_conn else 0
+    n_ex = len(ex) if ex is not None else 0
+    lines.append(f"{packets:,} packets, {n_conn} TCP connections ({n_kafka} Kafka), {n_ex:,} exchanges")
+    if n_kafka == 0 and not n_ex:
+        lines.append("no Kafka traffic found")
+    if ex is not None and n_ex:
+        lines.append("")
+        head = ("api", "count", "p50 ms", "p99 ms", "max ms", "errors", "unanswered")
+        lines.append(_row(head))
+        for name, group in ex.groupby("api_name", observed=True, sort=True):
+            lat = group["latency_ms"].dropna()
+            p50 = f"{lat.quantile(0.5):.2f}" if len(lat) else "-"
+            p99 = f"{lat.quantile(0.99):.2f}" if len(lat) else "-"
+            mx = f"{lat.max():.2f}" if len(lat) else "-"
+            errors = int((group["status"] == "error").sum())
+            unanswered = int((group["status"] == "unanswered").sum())
+            lines.append(_row((safe_text(str(name)), len(group), p50, p99, mx, errors, unanswered)))
+        statuses = Counter(ex["status"].astype(str))
+        other = {k: v for k, v in statuses.items() if k not in ("ok", "error")}
+        if other:
+            lines.append("status: " + ", ".join(f"{k} {v}" for k, v in sorted(other.items())))
+    an = tables.get("anomalies")
+    if an is not None and len(an):
+        lines.append("")
+        lines.append("not decoded / anomalies:")
+        for kind, group in an.groupby("kind", observed=True, sort=True):
+            total = group["length"].dropna().sum()
+            extra = f", {int(total):,} bytes" if total else ""
+            lines.append(f"  {safe_text(str(kind))}: {len(group)}{extra}")
+    return lines
+
+
+def write_tables(tables: dict[str, pd.DataFrame], out: Path, fmt: str) -> list[tuple[Path, int]]:
+    """Write each table as ``out/<table>.<fmt>``; bytes become hex in text formats."""
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, df in tables.items():
+        path = out / f"{name}.{fmt}"
+        if fmt == "parquet":
+            df.to_parquet(path, index=False)
+        else:
+            text_df = df.copy()
+            for col in text_df.columns:
+                if text_df[col].dtype == object:
+                    text_df[col] = text_df[col].map(lambda v: json.dumps(to_jsonable(v)) if isinstance(
+                        v, list | dict | tuple) else (bytes(v).hex() if isinstance(v, bytes | bytearray) else v))
+            if fmt == "csv":
+                text_df.to_csv(path, index=False)
+            else:
+                text_df.to_json(path, orient="records", lines=True, date_format="iso", date_unit="ns")
+        written.append((path, len(df)))
+    return written
+
+
+def _message_dict(msg: KafkaMessage | None) -> dict | None:
+    if msg is None:
+        return None
+    d = {"ts_first_ns": msg.ts_first, "ts_last_ns": msg.ts_last, "size": msg.size, "header": msg.header,
+         "body": msg.body}
+    if msg.error:
+        d["error"] = msg.error
+        d["raw"] = msg.raw
+    if msg.warnings:
+        d["warnings"] = msg.warnings
+    return d
+
+
+def exchange_json(ex: Exchange, row: dict) -> str:
+    payload = dict(row)
+    payload["request"] = _message_dict(ex.request)
+    payload["response"] = _message_dict(ex.response)
+    return json.dumps(to_jsonable(payload), default=str)
+
+
+def exchange_text(ex: Exchange, row: dict, full: bool) -> Iterable[str]:
+    client = f"{row['client_ip']}:{row['client_port']}" if row["client_ip"] else "?"
+    broker = f"{row['broker_ip']}:{row['broker_port']}" if row["broker_ip"] else "?"
+    latency = f"{row['latency_ms']:.3f} ms" if row["latency_ms"] is not None else "-"
+    yield (f"=== conn {row['connection_id']} {safe_text(client)} -> {safe_text(broker)}  {row['api_name']} "
+           f"v{row['api_version']} corr={row['correlation_id']}  latency {latency}  status {row['status']}")
+    limit = None if full else 64
+    for label, msg in (("request", ex.request), ("response", ex.response)):
+        if msg is None:
+            continue
+        yield f"  {label} ({msg.size + 4} bytes)"
+        if msg.error:
+            yield f"    undecodable: {safe_text(msg.error)}"
+            continue
+        yield from tree_lines({"header": msg.header, "body": msg.body}, "    ", limit)
+
+
+def exchange_rows(exchanges: Iterable[Exchange]) -> Iterable[tuple[Exchange, dict]]:
+    for ex in exchanges:
+        yield ex, exchange_row(ex)

@@ -1,0 +1,88 @@
+"""What the Kafka layer emits: decoded messages, paired exchanges, anomalies, connection summaries.
+
+These are the only objects sinks (tables, reports, live display, Spark rows) consume.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+Endpoint = tuple[str, int]
+
+
+@dataclass(slots=True)
+class KafkaMessage:
+    """One frame of a Kafka connection, decoded or not."""
+
+    conn_id: int
+    is_request: bool
+    offset: int  # stream offset of the size prefix in its direction
+    size: int  # frame size without the prefix
+    ts_first: int  # ns: first packet carrying the frame
+    ts_last: int  # ns: packet that completed it
+    api_key: int | None = None
+    api_version: int | None = None
+    correlation_id: int | None = None
+    header: dict[str, Any] | None = None
+    body: dict[str, Any] | None = None
+    raw: bytes | None = None  # frame bytes, kept when not decodable (orphans, errors, tokens)
+    error: str | None = None  # why it could not be decoded
+    warnings: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class Exchange:
+    """A request with its response, or one of them alone (``status`` says which case)."""
+
+    conn_id: int
+    request: KafkaMessage | None
+    response: KafkaMessage | None
+    status: str  # ok, unanswered, no_response_expected, orphan_response, undecodable (tables add "error")
+    out_of_order: bool = False  # the response overtook an older outstanding request
+    client: Endpoint | None = None
+    broker: Endpoint | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Anomaly:
+    """Something the capture did not let us decode, or that looks wrong on the wire."""
+
+    kind: str  # gap, resync, desync, overflow, decode_error, tls, not_kafka, crc_failure, ...
+    conn_id: int | None
+    direction: str | None  # "request" (client to broker), "response", or None when unknown
+    offset: int | None  # stream offset in that direction
+    length: int | None
+    ts_ns: int | None
+    detail: str
+
+
+@dataclass(slots=True)
+class ConnectionSummary:
+    """Everything known about one TCP connection once it is over."""
+
+    conn_id: int
+    client: Endpoint | None  # None when the roles could not be told apart
+    broker: Endpoint | None
+    endpoints: tuple[Endpoint, Endpoint]
+    first_ts: int
+    last_ts: int
+    is_kafka: bool
+    encrypted: bool = False
+    sasl: str | None = None  # SASL mechanism when a handshake was seen
+    client_ids: list[str] = field(default_factory=list)
+    software_name: str | None = None
+    software_version: str | None = None
+    bytes_to_broker: int = 0
+    bytes_to_client: int = 0
+    frames_to_broker: int = 0
+    frames_to_client: int = 0
+    gaps: int = 0
+    gap_bytes: int = 0
+    retransmissions: int = 0
+    skipped_bytes: int = 0
+    sasl_tokens: int = 0
+    end_reason: str = ""
+
+
+KafkaEvent = Exchange | Anomaly | ConnectionSummary

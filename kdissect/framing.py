@@ -1,0 +1,282 @@
+"""Cut one direction of a TCP stream into Kafka's 4-byte-size-prefixed frames.
+
+A pure state machine: feed it in-order byte runs and gaps (from the reassembler), get back
+frames and framing anomalies. After a gap, a mid-stream start or an absurd size field it
+*hunts*: it slides over the buffered bytes and only resumes at a boundary a validator
+proves (a frame that decodes exactly; see :mod:`kdissect.connection`), so one lost segment
+costs the frames it touched, not the rest of the connection.
+
+Memory is bounded: in normal mode by the frame being assembled (never more than
+``max_frame`` + 4 bytes, and nothing is allocated for a size before its bytes arrive); in
+hunting mode by ``max_hunt`` bytes, beyond which the oldest bytes are given up.
+"""
+
+from __future__ import annotations
+
+import struct
+from bisect import bisect_right
+from collections.abc import Callable
+from dataclasses import dataclass
+
+DEFAULT_MAX_FRAME = 100 * 1024 * 1024  # Kafka's socket.request.max.bytes default
+DEFAULT_MAX_HUNT = 4 * 1024 * 1024
+_SIZE = struct.Struct(">i")
+
+
+@dataclass(frozen=True, slots=True)
+class Frame:
+    """One frame's payload (no size prefix) with where and when it was seen."""
+
+    offset: int  # stream offset of the size prefix
+    data: bytes
+    ts_first: int  # capture time of the first segment carrying any of its bytes
+    ts_last: int  # capture time of the segment that completed it
+    resynced: bool = False  # the first frame accepted after hunting
+
+
+@dataclass(frozen=True, slots=True)
+class Skipped:
+    """Bytes given up on: unreadable after a gap, garbage, or a size field that can't be right."""
+
+    offset: int
+    length: int
+    ts_ns: int
+    reason: str  # "resync" (hunted past), "desync" (absurd size), "overflow" (hunt buffer full)
+
+
+@dataclass(frozen=True, slots=True)
+class Lost:
+    """A gap from the reassembler, passed through in stream order."""
+
+    offset: int
+    length: int | None
+    ts_ns: int
+    reason: str
+
+
+FramingEvent = Frame | Skipped | Lost
+
+
+class Validator:
+    """How the owner of a direction proves a frame boundary while hunting.
+
+    ``plausible(head, size)`` is a cheap check on the first bytes (at most 64) of a
+    candidate whose size field is sane; ``accept(data, at_chunk_edges)`` decides on the
+    complete frame. ``at_chunk_edges`` says the frame starts and ends exactly on segment
+    boundaries, which senders produce when they write one message per call.
+    """
+
+    def plausible(self, head: bytes, size: int) -> bool:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def accept(self, data: bytes, at_chunk_edges: bool) -> bool:  # pragma: no cover - interface
+        raise NotImplementedError
+
+
+class FrameSplitter:
+    """Frames of one direction. Starts in sync (stream start seen) or hunting."""
+
+    def __init__(
+        self,
+        validator: Validator,
+        *,
+        max_frame: int = DEFAULT_MAX_FRAME,
+        max_hunt: int = DEFAULT_MAX_HUNT,
+        min_frame: int = 4,
+        on_desync: Callable[[bytes], bool] | None = None,
+    ) -> None:
+        self.validator = validator
+        self.max_frame = max_frame
+        self.max_hunt = max_hunt
+        self.min_frame = min_frame
+        self.on_desync = on_desync  # lets the owner recognise TLS etc. in a bad size field
+        self.hunting = False
+        self.stopped = False  # the owner gave up on this direction (encrypted, not Kafka)
+        self._buf = bytearray()
+        self._start = 0  # stream offset of _buf[0]
+        self._pos = 0  # read position inside _buf
+        # Where each buffered chunk starts (stream offset) and its capture time, from _head on.
+        self._chunk_starts: list[int] = []
+        self._chunk_ts: list[int] = []
+        self._head = 0
+        self._just_resynced = False
+        self.frames = 0
+        self.skipped_bytes = 0
+
+    # -- input --------------------------------------------------------------------------
+    def feed(self, offset: int, data: bytes, ts_ns: int) -> list[FramingEvent]:
+        """In-order bytes at stream ``offset`` (the reassembler guarantees order)."""
+        if self.stopped or not data:
+            return []
+        end = self._start + len(self._buf)
+        if offset != end:  # a jump the reassembler did not announce: treat as a gap
+            events: list[FramingEvent] = list(self.gap(end, offset - end, ts_ns, "jump"))
+            events.extend(self.feed(offset, data, ts_ns))
+            return events
+        self._chunk_starts.append(offset)
+        self._chunk_ts.append(ts_ns)
+        self._buf += data
+        return self._drain()
+
+    def gap(self, offset: int, length: int | None, ts_ns: int, reason: str) -> list[FramingEvent]:
+        """Bytes that will never come: drop any partial frame and hunt from the next byte."""
+        if self.stopped:
+            return []
+        events: list[FramingEvent] = []
+        pending = len(self._buf) - self._pos
+        if pending and not self.hunting:
+            events.append(Skipped(self._start + self._pos, pending, ts_ns, "partial frame before gap"))
+            self.skipped_bytes += pending
+        elif pending:
+            events.append(Skipped(self._start + self._pos, pending, ts_ns, "resync"))
+            self.skipped_bytes += pending
+        events.append(Lost(offset, length, ts_ns, reason))
+        self._buf.clear()
+        self._clear_chunks()
+        self._pos = 0
+        self._start = offset + (length or 0)
+        self.hunting = True
+        return events
+
+    def start_hunting(self) -> None:
+        """Begin without knowing where frames start (stream picked up mid-way)."""
+        self.hunting = True
+
+    def rescan(self) -> list[FramingEvent]:
+        """Re-run the search over what is buffered (the validator learned something new)."""
+        return self._drain()
+
+    def stop(self) -> int:
+        """Give up on this direction (encrypted or not Kafka); returns bytes dropped."""
+        dropped = len(self._buf) - self._pos
+        self._buf.clear()
+        self._clear_chunks()
+        self._pos = 0
+        self.stopped = True
+        return dropped
+
+    def pending(self) -> tuple[int, int]:
+        """(stream offset, length) of bytes buffered but not yet framed."""
+        return self._start + self._pos, len(self._buf) - self._pos
+
+    # -- framing ------------------------------------------------------------------------
+    def _drain(self) -> list[FramingEvent]:
+        events: list[FramingEvent] = []
+        while not self.stopped:
+            progressed = self._hunt(events) if self.hunting else self._next_frame(events)
+            if not progressed:
+                break
+        self._compact()
+        return events
+
+    def _next_frame(self, events: list[FramingEvent]) -> bool:
+        buf, pos = self._buf, self._pos
+        if len(buf) - pos < 4:
+            return False
+        (size,) = _SIZE.unpack_from(buf, pos)
+        if size < self.min_frame or size > self.max_frame:
+            head = bytes(buf[pos : pos + 8])
+            if self.on_desync is not None and self.on_desync(head):
+                return False  # the owner stopped us (e.g. TLS)
+            events.append(Skipped(self._start + pos, 1, self._ts_at(self._start + pos), f"desync: size {size}"))
+            self.skipped_bytes += 1
+            self._pos = pos + 1
+            self.hunting = True
+            return True
+        end = pos + 4 + size
+        if len(buf) < end:
+            return False
+        events.append(self._emit(pos, size))
+        return True
+
+    def _hunt(self, events: list[FramingEvent]) -> bool:
+        """Slide over the buffer for a frame the validator accepts.
+
+        A plausible candidate whose bytes have not all arrived is remembered, not waited on:
+        a complete candidate further on may be proven first (a lost segment often leaves a
+        size-like word in the middle of a frame). If nothing is proven, bytes before the
+        first incomplete candidate are given up and the rest waits for more data.
+        """
+        buf = self._buf
+        n = len(buf)
+        i = self._pos
+        validator = self.validator
+        waiting: int | None = None
+        while i + 4 <= n:
+            (size,) = _SIZE.unpack_from(buf, i)
+            if self.min_frame <= size <= self.max_frame and validator.plausible(bytes(buf[i + 4 : i + 68]), size):
+                end = i + 4 + size
+                if end > n:
+                    if waiting is None and end - self._pos <= self.max_hunt:
+                        waiting = i
+                elif validator.accept(bytes(buf[i + 4 : end]), self._is_chunk_start(i) and (
+                        end == n or self._is_chunk_start(end))):
+                    if i > self._pos:
+                        self._skip(events, i - self._pos, "resync")
+                    self.hunting = False
+                    self._just_resynced = True
+                    events.append(self._emit(i, size))
+                    return True
+            i += 1
+        keep_from = waiting if waiting is not None else max(self._pos, n - 3)
+        if keep_from > self._pos:
+            self._skip(events, keep_from - self._pos, "resync")
+        if n - self._pos > self.max_hunt:
+            self._skip(events, n - self._pos - self.max_hunt, "overflow")
+        return False
+
+    def _skip(self, events: list[FramingEvent], length: int, reason: str) -> None:
+        offset = self._start + self._pos
+        events.append(Skipped(offset, length, self._ts_at(offset), reason))
+        self.skipped_bytes += length
+        self._pos += length
+
+    def _emit(self, pos: int, size: int) -> Frame:
+        offset = self._start + pos
+        end = pos + 4 + size
+        frame = Frame(
+            offset=offset,
+            data=bytes(self._buf[pos + 4 : end]),
+            ts_first=self._ts_at(offset),
+            ts_last=self._ts_at(self._start + end - 1),
+            resynced=self._just_resynced,
+        )
+        self._just_resynced = False
+        self._pos = end
+        self.frames += 1
+        return frame
+
+    def _chunk_index(self, offset: int) -> int:
+        """Index of the chunk holding stream byte ``offset`` (or the first chunk)."""
+        return max(self._head, bisect_right(self._chunk_starts, offset, self._head) - 1)
+
+    def _is_chunk_start(self, pos: int) -> bool:
+        offset = self._start + pos
+        k = self._chunk_index(offset)
+        return k < len(self._chunk_starts) and self._chunk_starts[k] == offset
+
+    def _ts_at(self, offset: int) -> int:
+        """Capture time of the chunk holding stream byte ``offset``."""
+        if self._head >= len(self._chunk_ts):
+            return 0
+        return self._chunk_ts[self._chunk_index(offset)]
+
+    def _clear_chunks(self) -> None:
+        self._chunk_starts.clear()
+        self._chunk_ts.clear()
+        self._head = 0
+
+    def _compact(self) -> None:
+        """Forget consumed bytes and chunks (amortised: only when most of the buffer is consumed)."""
+        consumed = self._start + self._pos
+        self._head = self._chunk_index(consumed)
+        if self._head > 1024 and self._head * 2 > len(self._chunk_starts):
+            del self._chunk_starts[: self._head]
+            del self._chunk_ts[: self._head]
+            self._head = 0
+        if self._pos and (self._pos >= len(self._buf) or (self._pos > 65536 and self._pos * 2 > len(self._buf))):
+            del self._buf[: self._pos]
+            self._start += self._pos
+            self._pos = 0
+            if not self._buf:
+                self._clear_chunks()

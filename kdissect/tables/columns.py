@@ -1,0 +1,157 @@
+"""One definition of every table's columns and types, shared by pandas, Parquet and Spark.
+
+Types are abstract names mapped to each backend here, so a column added once shows up
+with the same type everywhere.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+# abstract type -> pandas dtype
+_PANDAS = {
+    "int64": "Int64",
+    "int32": "Int32",
+    "int16": "Int16",
+    "int8": "Int8",
+    "float64": "Float64",
+    "bool": "boolean",
+    "string": "string",
+    "category": "category",
+    "timestamp": "datetime64[ns, UTC]",
+    "bytes": "object",
+    "object": "object",
+}
+
+TABLES: dict[str, list[tuple[str, str]]] = {
+    "exchanges": [
+        ("connection_id", "int64"),
+        ("client_ip", "category"),
+        ("client_port", "int32"),
+        ("broker_ip", "category"),
+        ("broker_port", "int32"),
+        ("api_key", "int16"),
+        ("api_name", "category"),
+        ("api_version", "int16"),
+        ("correlation_id", "int32"),
+        ("client_id", "category"),
+        ("request_ts", "timestamp"),
+        ("response_ts", "timestamp"),
+        ("latency_ms", "float64"),
+        ("total_ms", "float64"),
+        ("request_bytes", "int64"),
+        ("response_bytes", "int64"),
+        ("error_code", "int16"),
+        ("error_name", "category"),
+        ("error_count", "int32"),
+        ("throttle_time_ms", "int32"),
+        ("status", "category"),
+        ("out_of_order", "bool"),
+        ("warnings", "string"),
+    ],
+    "partitions": [
+        ("connection_id", "int64"),
+        ("correlation_id", "int32"),
+        ("api_key", "int16"),
+        ("api_name", "category"),
+        ("request_ts", "timestamp"),
+        ("topic", "category"),
+        ("topic_id", "string"),
+        ("partition", "int32"),
+        ("error_code", "int16"),
+        ("error_name", "category"),
+        ("fetch_offset", "int64"),
+        ("committed_offset", "int64"),
+        ("offset", "int64"),
+        ("base_offset", "int64"),
+        ("high_watermark", "int64"),
+        ("last_stable_offset", "int64"),
+        ("log_start_offset", "int64"),
+        ("timestamp", "int64"),
+        ("leader_epoch", "int32"),
+        ("record_count", "int64"),
+        ("request_records_bytes", "int64"),
+        ("response_records_bytes", "int64"),
+    ],
+    "errors": [
+        ("connection_id", "int64"),
+        ("correlation_id", "int32"),
+        ("api_key", "int16"),
+        ("api_name", "category"),
+        ("response_ts", "timestamp"),
+        ("path", "string"),
+        ("error_code", "int16"),
+        ("error_name", "category"),
+        ("retriable", "bool"),
+        ("topic", "category"),
+        ("partition", "int32"),
+        ("group", "category"),
+        ("error_message", "string"),
+    ],
+    "connections": [
+        ("connection_id", "int64"),
+        ("client_ip", "category"),
+        ("client_port", "int32"),
+        ("broker_ip", "category"),
+        ("broker_port", "int32"),
+        ("is_kafka", "bool"),
+        ("first_ts", "timestamp"),
+        ("last_ts", "timestamp"),
+        ("bytes_to_broker", "int64"),
+        ("bytes_to_client", "int64"),
+        ("frames_to_broker", "int64"),
+        ("frames_to_client", "int64"),
+        ("gaps", "int64"),
+        ("gap_bytes", "int64"),
+        ("retransmissions", "int64"),
+        ("skipped_bytes", "int64"),
+        ("client_ids", "string"),
+        ("software_name", "category"),
+        ("software_version", "category"),
+        ("encrypted", "bool"),
+        ("sasl", "category"),
+        ("sasl_tokens", "int64"),
+        ("end_reason", "category"),
+    ],
+    "brokers": [
+        ("node_id", "int32"),
+        ("host", "string"),
+        ("port", "int32"),
+        ("rack", "string"),
+        ("source", "category"),
+        ("first_seen", "timestamp"),
+    ],
+    "anomalies": [
+        ("kind", "category"),
+        ("connection_id", "int64"),
+        ("direction", "category"),
+        ("stream_offset", "int64"),
+        ("length", "int64"),
+        ("ts", "timestamp"),
+        ("detail", "string"),
+    ],
+}
+
+
+def empty_row(table: str) -> dict[str, Any]:
+    return dict.fromkeys(name for name, _ in TABLES[table])
+
+
+def to_dataframe(table: str, rows: list[dict[str, Any]]) -> pd.DataFrame:
+    """Rows (dicts; missing keys are null) as a DataFrame with the table's declared dtypes.
+
+    Timestamps are given as integer nanoseconds since the epoch (UTC).
+    """
+    columns = TABLES[table]
+    data: dict[str, Any] = {}
+    for name, kind in columns:
+        values = [r.get(name) for r in rows]
+        if kind == "timestamp":
+            data[name] = pd.to_datetime(pd.array(values, dtype="Int64"), unit="ns", utc=True)
+        elif kind == "category":
+            data[name] = pd.Categorical(values)
+        else:
+            data[name] = pd.array(values, dtype=_PANDAS[kind])
+    return pd.DataFrame(data, columns=[n for n, _ in columns])

@@ -1,0 +1,83 @@
+"""Walk a decoded message alongside its schema and say what each struct instance is about.
+
+Kafka's schemas tag fields with an ``entityType`` (topicName, groupId, brokerId, ...). Using
+those tags, instead of per-API code, every API — including ones added after this was
+written — yields its topic/partition entries, its errors and the brokers it names.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..decoders import schema
+from ..decoders.schema import Field
+
+PARTITION_KEYS = ("partition_index", "partition", "partition_id", "index")
+
+
+@dataclass(slots=True)
+class Context:
+    """What the enclosing structs said: inherited by nested ones."""
+
+    topic: str | None = None
+    topic_id: uuid.UUID | None = None
+    partition: int | None = None
+    group: str | None = None
+
+
+@dataclass(slots=True)
+class Entry:
+    """One struct instance: its path, its inherited context and its scalar fields."""
+
+    path: str
+    context: Context
+    scalars: dict[str, Any] = field(default_factory=dict)
+    fields: dict[str, Field] = field(default_factory=dict)
+    has_partition: bool = False
+
+
+def walk(msg: schema.Message, body: dict[str, Any]) -> Iterator[Entry]:
+    yield from _walk(msg.root, body, "", Context())
+
+
+def _walk(f: Field, value: dict[str, Any], path: str, parent: Context) -> Iterator[Entry]:
+    ctx = Context(parent.topic, parent.topic_id, None, parent.group)
+    entry = Entry(path, ctx)
+    children: list[tuple[Field, Any]] = []
+    for m in f.fields:
+        if m.key not in value:
+            continue
+        v = value[m.key]
+        if m.elem == "struct":
+            children.append((m, v))
+            continue
+        if m.is_array:
+            continue
+        entry.scalars[m.key] = v
+        entry.fields[m.key] = m
+        if m.entity == "topicName" and isinstance(v, str):
+            ctx.topic = v
+        elif m.entity == "groupId" and isinstance(v, str):
+            ctx.group = v
+        elif m.key == "topic_id" and isinstance(v, uuid.UUID):
+            ctx.topic_id = v
+        elif m.key in PARTITION_KEYS and isinstance(v, int) and m.elem == "int32" and ctx.partition is None:
+            ctx.partition = v
+            entry.has_partition = True
+    yield entry
+    prefix = f"{path}." if path else ""
+    for m, v in children:
+        if v is None:
+            continue
+        if m.is_array:
+            for i, item in enumerate(v):
+                yield from _walk(m, item, f"{prefix}{m.key}[{i}]", ctx)
+        else:
+            yield from _walk(m, v, f"{prefix}{m.key}", ctx)
+
+
+def is_error_field(key: str) -> bool:
+    return key == "error_code" or key.endswith("_error_code")

@@ -1,0 +1,217 @@
+"""Turn the Kafka layer's events into table rows, then pandas DataFrames.
+
+A sink: it consumes events in order and keeps only rows, never messages, so memory grows
+with the output, not the capture.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable
+from typing import Any
+
+import pandas as pd
+
+from ..decoders import schema
+from ..decoders.error_codes import error_name, is_retriable
+from ..events import Anomaly, ConnectionSummary, Exchange, KafkaEvent, KafkaMessage
+from .columns import TABLES, to_dataframe
+from .entries import Entry, is_error_field, walk
+
+# Cluster-state broadcasts list every partition of the cluster: not per-partition traffic.
+_NOT_PARTITION_TRAFFIC = {3, 4, 6, 75}
+_PARTITION_VALUES = ("fetch_offset", "committed_offset", "offset", "base_offset", "high_watermark",
+                     "last_stable_offset", "log_start_offset", "timestamp", "leader_epoch")
+_API_NAMES = schema.api_names()
+
+
+def api_name(key: int | None) -> str | None:
+    if key is None:
+        return None
+    return _API_NAMES.get(key, f"Unknown({key})")
+
+
+def _entries(msg: KafkaMessage | None) -> list[Entry]:
+    if msg is None or msg.body is None or msg.api_key is None or msg.api_version is None:
+        return []
+    kind = "request" if msg.is_request else "response"
+    return list(walk(schema.api_message(msg.api_key, msg.api_version, kind), msg.body))
+
+
+def response_errors(entries: list[Entry]) -> list[tuple[Entry, str, int]]:
+    """Every non-zero error code in a response, in wire order, with the struct it sits in."""
+    return [(e, k, v) for e in entries for k, v in e.scalars.items() if is_error_field(k) and v]
+
+
+def exchange_row(ex: Exchange, errors: list[tuple[Entry, str, int]] | None = None) -> dict[str, Any]:
+    """The ``exchanges`` table row of one exchange (also what ``show --filter`` evaluates)."""
+    req, resp = ex.request, ex.response
+    first = req or resp
+    assert first is not None
+    if errors is None:
+        errors = response_errors(_entries(resp))
+    decoded = resp is not None and resp.body is not None
+    first_error = errors[0][2] if errors else (0 if decoded else None)
+    status = "error" if ex.status == "ok" and errors else ex.status
+    client, broker = ex.client, ex.broker
+    warnings = [w["message"] for m in (req, resp) if m is not None for w in m.warnings]
+    return {
+        "connection_id": ex.conn_id,
+        "client_ip": client[0] if client else None,
+        "client_port": client[1] if client else None,
+        "broker_ip": broker[0] if broker else None,
+        "broker_port": broker[1] if broker else None,
+        "api_key": first.api_key,
+        "api_name": api_name(first.api_key),
+        "api_version": first.api_version,
+        "correlation_id": first.correlation_id,
+        "client_id": req.header.get("client_id") if req is not None and req.header else None,
+        "request_ts": req.ts_first if req else None,
+        "response_ts": resp.ts_first if resp else None,
+        "latency_ms": (resp.ts_first - req.ts_last) / 1e6 if req and resp else None,
+        "total_ms": (resp.ts_last - req.ts_first) / 1e6 if req and resp else None,
+        "request_bytes": req.size + 4 if req else None,
+        "response_bytes": resp.size + 4 if resp else None,
+        "error_code": first_error,
+        "error_name": error_name(first_error) if first_error is not None else None,
+        "error_count": len(errors) if decoded else None,
+        "throttle_time_ms": resp.body.get("throttle_time_ms") if decoded else None,
+        "status": status,
+        "out_of_order": ex.out_of_order,
+        "warnings": "; ".join(warnings) if warnings else None,
+    }
+
+
+class TableSink:
+    """Accumulates rows for every table from a stream of :mod:`kdissect.events`."""
+
+    def __init__(self, tables: Iterable[str] | None = None) -> None:
+        self.wanted = set(tables) if tables is not None else set(TABLES)
+        self.rows: dict[str, list[dict[str, Any]]] = {name: [] for name in TABLES}
+        self.topic_names: dict[uuid.UUID, str] = {}
+        self._brokers_seen: set[tuple] = set()
+
+    def consume(self, event: KafkaEvent) -> None:
+        if isinstance(event, Exchange):
+            self._exchange(event)
+        elif isinstance(event, Anomaly):
+            self.rows["anomalies"].append({
+                "kind": event.kind, "connection_id": event.conn_id, "direction": event.direction,
+                "stream_offset": event.offset, "length": event.length, "ts": event.ts_ns, "detail": event.detail,
+            })
+        elif isinstance(event, ConnectionSummary):
+            self._connection(event)
+
+    def consume_all(self, events: Iterable[KafkaEvent]) -> None:
+        for ev in events:
+            self.consume(ev)
+
+    # -- exchanges and what hangs off them ------------------------------------------------
+    def _exchange(self, ex: Exchange) -> None:
+        req, resp = ex.request, ex.response
+        first = req or resp
+        assert first is not None
+        req_entries, resp_entries = _entries(req), _entries(resp)
+        self._learn_topic_ids(req_entries)
+        self._learn_topic_ids(resp_entries)
+        errors = response_errors(resp_entries)
+        self.rows["exchanges"].append(exchange_row(ex, errors))
+        if "errors" in self.wanted:
+            for entry, key, code in errors:
+                self._error_row(ex, first, resp, entry, key, code)
+        if "partitions" in self.wanted and first.api_key not in _NOT_PARTITION_TRAFFIC:
+            self._partition_rows(ex, first, req, req_entries, resp_entries)
+        if "brokers" in self.wanted and resp is not None:
+            self._broker_rows(resp, resp_entries)
+
+    def _error_row(self, ex: Exchange, first: KafkaMessage, resp: KafkaMessage | None, entry: Entry, key: str,
+                   code: int) -> None:
+        ctx = entry.context
+        self.rows["errors"].append({
+            "connection_id": ex.conn_id, "correlation_id": first.correlation_id, "api_key": first.api_key,
+            "api_name": api_name(first.api_key), "response_ts": resp.ts_first if resp else None,
+            "path": f"{entry.path}.{key}" if entry.path else key, "error_code": code, "error_name": error_name(code),
+            "retriable": is_retriable(code), "topic": ctx.topic, "_topic_id": ctx.topic_id,
+            "partition": ctx.partition, "group": ctx.group, "error_message": entry.scalars.get("error_message"),
+        })
+
+    def _partition_rows(self, ex: Exchange, first: KafkaMessage, req: KafkaMessage | None,
+                        req_entries: list[Entry], resp_entries: list[Entry]) -> None:
+        merged: dict[tuple, dict[str, Any]] = {}
+        for side, entries in (("request", req_entries), ("response", resp_entries)):
+            for e in entries:
+                if not e.has_partition or (e.context.topic is None and e.context.topic_id is None):
+                    continue
+                key = (e.context.topic or e.context.topic_id, e.context.partition)
+                row = merged.get(key)
+                if row is None:
+                    row = merged[key] = {
+                        "connection_id": ex.conn_id, "correlation_id": first.correlation_id,
+                        "api_key": first.api_key, "api_name": api_name(first.api_key),
+                        "request_ts": req.ts_first if req else None, "topic": e.context.topic,
+                        "_topic_id": e.context.topic_id, "partition": e.context.partition,
+                    }
+                for name in _PARTITION_VALUES:
+                    if name in e.scalars and row.get(name) is None:
+                        row[name] = e.scalars[name]
+                if side == "response" and "error_code" in e.scalars:
+                    row["error_code"] = e.scalars["error_code"]
+                    row["error_name"] = error_name(e.scalars["error_code"])
+                records = e.scalars.get("records")
+                if isinstance(records, bytes):
+                    row[f"{side}_records_bytes"] = len(records)
+        self.rows["partitions"].extend(merged.values())
+
+    def _broker_rows(self, resp: KafkaMessage, entries: list[Entry]) -> None:
+        for e in entries:
+            s = e.scalars
+            node = s.get("node_id", s.get("broker_id"))
+            if node is None or "host" not in s or "port" not in s:
+                continue
+            key = (node, s["host"], s["port"], s.get("rack"))
+            if key in self._brokers_seen:
+                continue
+            self._brokers_seen.add(key)
+            self.rows["brokers"].append({
+                "node_id": node, "host": s["host"], "port": s["port"], "rack": s.get("rack"),
+                "source": api_name(resp.api_key), "first_seen": resp.ts_first,
+            })
+
+    def _learn_topic_ids(self, entries: list[Entry]) -> None:
+        for e in entries:
+            ctx = e.context
+            if ctx.topic is not None and ctx.topic_id is not None and ctx.topic_id.int != 0:
+                self.topic_names.setdefault(ctx.topic_id, ctx.topic)
+
+    def _connection(self, c: ConnectionSummary) -> None:
+        self.rows["connections"].append({
+            "connection_id": c.conn_id,
+            "client_ip": c.client[0] if c.client else c.endpoints[0][0],
+            "client_port": c.client[1] if c.client else c.endpoints[0][1],
+            "broker_ip": c.broker[0] if c.broker else c.endpoints[1][0],
+            "broker_port": c.broker[1] if c.broker else c.endpoints[1][1],
+            "is_kafka": c.is_kafka, "first_ts": c.first_ts, "last_ts": c.last_ts,
+            "bytes_to_broker": c.bytes_to_broker, "bytes_to_client": c.bytes_to_client,
+            "frames_to_broker": c.frames_to_broker, "frames_to_client": c.frames_to_client,
+            "gaps": c.gaps, "gap_bytes": c.gap_bytes, "retransmissions": c.retransmissions,
+            "skipped_bytes": c.skipped_bytes, "client_ids": ",".join(c.client_ids) or None,
+            "software_name": c.software_name, "software_version": c.software_version,
+            "encrypted": c.encrypted, "sasl": c.sasl, "sasl_tokens": c.sasl_tokens, "end_reason": c.end_reason,
+        })
+
+    # -- output ---------------------------------------------------------------------------
+    def _resolve_topic_ids(self, rows: list[dict[str, Any]]) -> None:
+        for r in rows:
+            tid = r.pop("_topic_id", None)
+            if tid is not None and tid.int != 0:
+                r["topic_id"] = str(tid)
+                if r.get("topic") is None:
+                    r["topic"] = self.topic_names.get(tid)
+
+    def frame(self, name: str) -> pd.DataFrame:
+        rows = self.rows[name]
+        self._resolve_topic_ids(rows)
+        return to_dataframe(name, rows)
+
+    def frames(self) -> dict[str, pd.DataFrame]:
+        return {name: self.frame(name) for name in TABLES if name in self.wanted}

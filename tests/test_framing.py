@@ -1,0 +1,117 @@
+"""The frame splitter: size prefixes across chunks, gaps, desync and proven resync."""
+
+from __future__ import annotations
+
+import struct
+import tracemalloc
+
+from kdissect.framing import Frame, FrameSplitter, Lost, Skipped, Validator
+from tests.kafka_frames import metadata_request
+
+
+class Magic(Validator):
+    """Accepts frames whose payload starts with b"KF" (a stand-in for 'decodes exactly')."""
+
+    def plausible(self, head: bytes, size: int) -> bool:
+        return head[:2] == b"KF"[: len(head)]
+
+    def accept(self, data: bytes, at_chunk_edges: bool) -> bool:
+        return data.startswith(b"KF")
+
+
+def frame(payload: bytes) -> bytes:
+    return struct.pack(">i", len(payload)) + payload
+
+
+def frames_of(events: list) -> list[bytes]:
+    return [e.data for e in events if isinstance(e, Frame)]
+
+
+def test_frames_split_over_many_chunks_and_many_in_one_chunk() -> None:
+    stream = frame(b"KF" + b"a" * 5000) + frame(b"KF-1") + frame(b"KF-2")
+    s = FrameSplitter(Magic())
+    out = []
+    for i in range(0, len(stream), 7):
+        out += s.feed(i, stream[i : i + 7], ts_ns=i)
+    assert frames_of(out) == [b"KF" + b"a" * 5000, b"KF-1", b"KF-2"]
+    first = out[0]
+    last_byte = 4 + 5002 - 1
+    assert first.offset == 0 and first.ts_first == 0 and first.ts_last == last_byte - last_byte % 7
+
+
+def test_timestamps_are_first_and_last_packet_of_the_frame() -> None:
+    a, b = frame(b"KF" + b"x" * 10), frame(b"KFyy")
+    s = FrameSplitter(Magic())
+    out = s.feed(0, a[:5], 100) + s.feed(5, a[5:] + b, 200)
+    f1, f2 = [e for e in out if isinstance(e, Frame)]
+    assert (f1.ts_first, f1.ts_last) == (100, 200)
+    assert (f2.ts_first, f2.ts_last) == (200, 200)
+
+
+def test_gap_then_resync_at_the_next_proven_frame() -> None:
+    good = [frame(b"KF%d" % i + b"z" * 30) for i in range(4)]
+    stream = b"".join(good)
+    s = FrameSplitter(Magic())
+    out = s.feed(0, stream[:10], 1)
+    lost_at = 10
+    lost_len = len(good[0]) - 10 + 5  # the rest of frame 0 and the start of frame 1
+    out += s.gap(lost_at, lost_len, 2, "lost")
+    out += s.feed(lost_at + lost_len, stream[lost_at + lost_len :], 3)
+    assert frames_of(out) == [g[4:] for g in good[2:]]
+    assert any(isinstance(e, Lost) for e in out)
+    skipped = [e for e in out if isinstance(e, Skipped)]
+    assert sum(e.length for e in skipped) == 10 + (len(good[1]) - 5)  # partial frame + the cut frame
+    resynced = next(e for e in out if isinstance(e, Frame))
+    assert resynced.resynced
+
+
+def test_absurd_size_is_a_desync_not_an_allocation() -> None:
+    tracemalloc.start()
+    s = FrameSplitter(Magic())
+    out = s.feed(0, struct.pack(">i", 2**31 - 1) + b"garbage!" + frame(b"KFokay"), 1)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert frames_of(out) == [b"KFokay"]
+    assert peak < 1 << 20
+    assert any(isinstance(e, Skipped) and e.reason.startswith("desync") for e in out)
+
+
+def test_garbage_alternating_with_valid_frames_recovers_every_frame() -> None:
+    good = [frame(b"KF" + bytes([i]) * 20) for i in range(20)]
+    stream = b"".join(g + b"\x7f\xff\xff\xffjunk\xff\x01\x02" for g in good)
+    s = FrameSplitter(Magic())
+    out = []
+    for i in range(0, len(stream), 13):
+        out += s.feed(i, stream[i : i + 13], i)
+    assert frames_of(out) == [g[4:] for g in good]
+
+
+def test_every_byte_is_framed_skipped_or_lost() -> None:
+    good = [frame(b"KF" + b"q" * n) for n in range(1, 30)]
+    stream = b"".join(good)
+    s = FrameSplitter(Magic())
+    out = s.feed(0, stream[:100], 1) + s.gap(100, 50, 2, "lost") + s.feed(150, stream[150:], 3)
+    accounted = sum(len(e.data) + 4 for e in out if isinstance(e, Frame))
+    accounted += sum(e.length for e in out if isinstance(e, Skipped | Lost))
+    _at, left = s.pending()
+    assert accounted + left == len(stream)
+
+
+def test_hunting_memory_is_bounded() -> None:
+    s = FrameSplitter(Magic(), max_hunt=64 * 1024)
+    s.start_hunting()
+    junk = bytes(range(256)) * 16
+    for i in range(200):
+        s.feed(i * len(junk), junk, i)
+    assert s.pending()[1] <= 64 * 1024
+
+
+def test_real_request_frames_resync_with_the_decoding_validator() -> None:
+    from kdissect.connection import _RequestValidator
+
+    reqs = [metadata_request(i) for i in range(5)]
+    stream = b"".join(reqs)
+    s = FrameSplitter(_RequestValidator())
+    s.start_hunting()  # picked up mid-stream: starts 3 bytes into the first frame
+    out = s.feed(3, stream[3:], 1)
+    assert frames_of(out) == [r[4:] for r in reqs[1:]]
