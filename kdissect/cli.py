@@ -69,6 +69,19 @@ def _progress(paths: list[str]):
     return bar, lambda n: bar.advance(task, n)
 
 
+def _record_options(args: argparse.Namespace):
+    from .decoders.records import FULL, LENGTHS_ONLY, Payloads
+    from .tables.records import RecordOptions
+
+    if args.no_payloads:
+        return RecordOptions(payloads=LENGTHS_ONLY)
+    if args.preview is not None:
+        if args.preview < 0:
+            raise UsageError("--preview takes a number of bytes >= 0")
+        return RecordOptions(payloads=Payloads.preview(args.preview))
+    return RecordOptions(payloads=FULL)
+
+
 def _check_readable(paths: list[str]) -> None:
     for p in paths:
         path = Path(p)
@@ -87,7 +100,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     unknown = [t for t in wanted if t not in TABLES]
     if unknown:
         raise UsageError(f"unknown table {unknown[0]!r} (known: {', '.join(TABLES)})")
-    sink = TableSink(wanted)
+    sink = TableSink(wanted, _record_options(args))
     stats = RunStats()
     bar, progress = _progress(args.captures)
     if bar is not None:
@@ -162,6 +175,9 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--out", help="directory to write tables to (DIR/<table>.<ext>)")
     a.add_argument("--format", choices=("parquet", "csv", "jsonl"), default="parquet")
     a.add_argument("--tables", help="comma-separated tables to write (default: all)")
+    keep = a.add_mutually_exclusive_group()
+    keep.add_argument("--no-payloads", action="store_true", help="records table without keys/values (sizes only)")
+    keep.add_argument("--preview", type=int, metavar="N", help="keep only the first N bytes of keys and values")
     a.set_defaults(func=cmd_analyze)
 
     s = sub.add_parser("show", help="print decoded requests with their responses")

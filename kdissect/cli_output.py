@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from .decoders.records import decode_records
 from .events import Exchange, KafkaMessage
 from .render import safe_text, to_jsonable, tree_lines
 from .tables.sink import exchange_row
@@ -102,6 +103,36 @@ def exchange_json(ex: Exchange, row: dict) -> str:
     return json.dumps(to_jsonable(payload), default=str)
 
 
+def with_records_decoded(value: object) -> object:
+    """A copy of a decoded body where each ``records`` bytes field shows its batches and records."""
+    if isinstance(value, dict):
+        return {k: (_records_view(v) if k == "records" and isinstance(v, bytes) else with_records_decoded(v))
+                for k, v in value.items()}
+    if isinstance(value, list):
+        return [with_records_decoded(v) for v in value]
+    return value
+
+
+def _records_view(raw: bytes) -> list[dict]:
+    rs = decode_records(raw)
+    out: list[dict] = []
+    for b in rs.batches + ([rs.partial] if rs.partial is not None else []):
+        batch: dict = {"base_offset": b.base_offset, "magic": b.magic, "compression": b.codec_name,
+                       "crc_ok": b.crc_ok, "record_count": b.record_count, "complete": b.complete}
+        if b.producer_id is not None and b.producer_id >= 0:
+            batch.update(producer_id=b.producer_id, producer_epoch=b.producer_epoch, transactional=b.is_transactional)
+        if b.is_control:
+            batch["control"] = [{"type": c.type, "coordinator_epoch": c.coordinator_epoch} for c in b.control]
+        batch["records"] = [{"offset": r.offset, "timestamp": r.timestamp, "key": r.key, "value": r.value,
+                             **({"headers": {k: v for k, v in r.headers}} if r.headers else {})} for r in b.records]
+        if b.warnings:
+            batch["warnings"] = [w.message for w in b.warnings]
+        out.append(batch)
+    if rs.truncated:
+        out.append({"truncated_bytes": rs.truncated})
+    return out
+
+
 def exchange_text(ex: Exchange, row: dict, full: bool) -> Iterable[str]:
     client = f"{row['client_ip']}:{row['client_port']}" if row["client_ip"] else "?"
     broker = f"{row['broker_ip']}:{row['broker_port']}" if row["broker_ip"] else "?"
@@ -116,7 +147,7 @@ def exchange_text(ex: Exchange, row: dict, full: bool) -> Iterable[str]:
         if msg.error:
             yield f"    undecodable: {safe_text(msg.error)}"
             continue
-        yield from tree_lines({"header": msg.header, "body": msg.body}, "    ", limit)
+        yield from tree_lines({"header": msg.header, "body": with_records_decoded(msg.body)}, "    ", limit)
 
 
 def exchange_rows(exchanges: Iterable[Exchange]) -> Iterable[tuple[Exchange, dict]]:

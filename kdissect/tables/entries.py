@@ -34,6 +34,7 @@ class Entry:
 
     path: str
     context: Context
+    value: dict[str, Any]  # the struct as decoded (arrays included)
     scalars: dict[str, Any] = field(default_factory=dict)
     fields: dict[str, Field] = field(default_factory=dict)
     has_partition: bool = False
@@ -45,7 +46,7 @@ def walk(msg: schema.Message, body: dict[str, Any]) -> Iterator[Entry]:
 
 def _walk(f: Field, value: dict[str, Any], path: str, parent: Context) -> Iterator[Entry]:
     ctx = Context(parent.topic, parent.topic_id, None, parent.group)
-    entry = Entry(path, ctx)
+    entry = Entry(path, ctx, value)
     children: list[tuple[Field, Any]] = []
     for m in f.fields:
         if m.key not in value:

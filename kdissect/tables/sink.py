@@ -17,6 +17,7 @@ from ..decoders.error_codes import error_name, is_retriable
 from ..events import Anomaly, ConnectionSummary, Exchange, KafkaEvent, KafkaMessage
 from .columns import TABLES, to_dataframe
 from .entries import Entry, is_error_field, walk
+from .records import RecordOptions, batch_rows, produce_base_offsets, record_fields, record_rows
 
 # Cluster-state broadcasts list every partition of the cluster: not per-partition traffic.
 _NOT_PARTITION_TRAFFIC = {3, 4, 6, 75}
@@ -85,8 +86,9 @@ def exchange_row(ex: Exchange, errors: list[tuple[Entry, str, int]] | None = Non
 class TableSink:
     """Accumulates rows for every table from a stream of :mod:`kdissect.events`."""
 
-    def __init__(self, tables: Iterable[str] | None = None) -> None:
+    def __init__(self, tables: Iterable[str] | None = None, records: RecordOptions | None = None) -> None:
         self.wanted = set(tables) if tables is not None else set(TABLES)
+        self.record_options = records or RecordOptions()
         self.rows: dict[str, list[dict[str, Any]]] = {name: [] for name in TABLES}
         self.topic_names: dict[uuid.UUID, str] = {}
         self._brokers_seen: set[tuple] = set()
@@ -123,6 +125,27 @@ class TableSink:
             self._partition_rows(ex, first, req, req_entries, resp_entries)
         if "brokers" in self.wanted and resp is not None:
             self._broker_rows(resp, resp_entries)
+        if self.wanted & {"records", "batches"}:
+            self._record_rows(ex, req_entries, resp_entries)
+
+    def _record_rows(self, ex: Exchange, req_entries: list[Entry], resp_entries: list[Entry]) -> None:
+        base_offsets = produce_base_offsets(resp_entries) if ex.request is not None else {}
+        for direction, msg, entries in (("produce", ex.request, req_entries), ("fetch", ex.response, resp_entries)):
+            parts = record_fields(msg, entries, self.record_options)
+            if not parts:
+                continue
+            assert msg is not None
+            if "batches" in self.wanted:
+                self.rows["batches"].extend(batch_rows(ex, direction, parts))
+            if "records" in self.wanted:
+                self.rows["records"].extend(record_rows(ex, direction, parts, base_offsets))
+            for part in parts:
+                for w in part.records.all_warnings():
+                    self.rows["anomalies"].append({
+                        "kind": w.code, "connection_id": ex.conn_id, "direction": "request" if msg.is_request
+                        else "response", "stream_offset": msg.offset, "length": None, "ts": msg.ts_first,
+                        "detail": f"{part.topic}[{part.partition}] records: {w.message}",
+                    })
 
     def _error_row(self, ex: Exchange, first: KafkaMessage, resp: KafkaMessage | None, entry: Entry, key: str,
                    code: int) -> None:

@@ -1,0 +1,133 @@
+"""Rows for the ``records`` and ``batches`` tables from Produce requests and Fetch responses.
+
+Produce batches carry client-side offsets (usually from 0); the paired response's
+``base_offset`` turns them into the log offsets the broker assigned. Fetch responses list
+aborted transactions per partition; records of a transactional batch from such a producer,
+at or after the transaction's first offset, are flagged ``aborted``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from ..decoders.records import (
+    CONTROL_TYPES,
+    DEFAULT_LIMITS,
+    FULL,
+    Batch,
+    Limits,
+    Payloads,
+    RecordSet,
+    decode_records,
+)
+from ..events import Exchange, KafkaMessage
+from .entries import Entry
+
+_TIMESTAMP_TYPES = {0: "create_time", 1: "log_append_time"}
+
+
+@dataclass(frozen=True, slots=True)
+class RecordOptions:
+    """How much of each record to keep (see :class:`~kdissect.decoders.records.Payloads`)."""
+
+    payloads: Payloads = FULL
+    limits: Limits = DEFAULT_LIMITS
+
+
+@dataclass(slots=True)
+class PartitionRecords:
+    """One ``records`` field located in a message, with its topic-partition context."""
+
+    topic: str | None
+    topic_id: Any
+    partition: int | None
+    records: RecordSet
+    base_offset: int | None  # produce: what the broker assigned; fetch: None (batches carry it)
+    aborted: list[tuple[int, int]]  # fetch: (producer id, first offset) of aborted transactions
+
+
+def record_fields(msg: KafkaMessage | None, entries: list[Entry], options: RecordOptions) -> list[PartitionRecords]:
+    """Decode every ``records`` field of a message (the entries come from the schema walk)."""
+    if msg is None:
+        return []
+    out = []
+    for e in entries:
+        raw = e.scalars.get("records")
+        if not isinstance(raw, bytes) or not raw:
+            continue
+        aborted = [(a["producer_id"], a["first_offset"]) for a in (e.value.get("aborted_transactions") or [])]
+        out.append(PartitionRecords(e.context.topic, e.context.topic_id, e.context.partition,
+                                    decode_records(raw, limits=options.limits, payloads=options.payloads),
+                                    None, aborted))
+    return out
+
+
+def produce_base_offsets(resp_entries: list[Entry]) -> dict[tuple[str | None, int | None], int]:
+    """(topic, partition) -> base offset the broker assigned, from a Produce response."""
+    return {(e.context.topic, e.context.partition): e.scalars["base_offset"]
+            for e in resp_entries if e.has_partition and e.scalars.get("base_offset", -1) >= 0}
+
+
+def _is_aborted(batch: Batch, aborted: list[tuple[int, int]]) -> bool:
+    return batch.is_transactional and any(pid == batch.producer_id and first <= batch.last_offset
+                                          for pid, first in aborted)
+
+
+def batch_rows(ex: Exchange, direction: str, parts: list[PartitionRecords]) -> Iterator[dict[str, Any]]:
+    first = ex.request or ex.response
+    assert first is not None
+    for part in parts:
+        batches = list(part.records.batches)
+        if part.records.partial is not None:
+            batches.append(part.records.partial)
+        for b in batches:
+            decompressed = b.decompressed_size or None
+            yield {
+                "connection_id": ex.conn_id, "correlation_id": first.correlation_id, "direction": direction,
+                "topic": part.topic, "_topic_id": part.topic_id, "partition": part.partition, "position": b.position,
+                "base_offset": b.base_offset, "last_offset": b.last_offset, "magic": b.magic,
+                "compression": b.codec_name, "record_count": b.record_count, "records_decoded": len(b.records),
+                "batch_bytes": b.size, "compressed_bytes": b.compressed_size or None,
+                "decompressed_bytes": decompressed,
+                "compression_ratio": (decompressed / b.compressed_size) if decompressed and b.compressed_size else None,
+                "crc_ok": b.crc_ok, "complete": b.complete, "is_control": b.is_control,
+                "transactional": b.is_transactional, "producer_id": b.producer_id,
+                "producer_epoch": b.producer_epoch, "base_sequence": b.base_sequence,
+                "warnings": "; ".join(w.message for w in b.warnings) or None,
+            }
+
+
+def record_rows(ex: Exchange, direction: str, parts: list[PartitionRecords],
+                base_offsets: dict[tuple[str | None, int | None], int]) -> Iterator[dict[str, Any]]:
+    first = ex.request or ex.response
+    assert first is not None
+    for part in parts:
+        assigned = base_offsets.get((part.topic, part.partition))
+        index = 0
+        for b in part.records.batches:
+            aborted = _is_aborted(b, part.aborted)
+            controls = {c.offset: c for c in b.control}
+            common = {
+                "connection_id": ex.conn_id, "correlation_id": first.correlation_id, "direction": direction,
+                "topic": part.topic, "_topic_id": part.topic_id, "partition": part.partition,
+                "batch_base_offset": b.base_offset, "magic": b.magic, "compression": b.codec_name,
+                "batch_bytes": b.decompressed_size or b.size, "batch_compressed_bytes": b.compressed_size or None,
+                "crc_ok": b.crc_ok, "is_control": b.is_control, "producer_id": b.producer_id,
+                "producer_epoch": b.producer_epoch, "base_sequence": b.base_sequence,
+                "transactional": b.is_transactional, "aborted": aborted,
+                "timestamp_type": _TIMESTAMP_TYPES.get(b.timestamp_type) if b.timestamp_type is not None else None,
+            }
+            for r in b.records:
+                offset = assigned + index if assigned is not None else r.offset
+                index += 1
+                control = controls.get(r.offset)
+                yield {
+                    **common,
+                    "offset": offset,
+                    "timestamp": r.timestamp * 1_000_000 if r.timestamp is not None and r.timestamp >= 0 else None,
+                    "key": r.key, "value": r.value, "key_size": r.key_size, "value_size": r.value_size,
+                    "headers": list(r.headers) if r.headers else [],
+                    "control_type": CONTROL_TYPES.get(control.type, str(control.type)) if control else None,
+                }
