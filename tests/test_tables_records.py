@@ -103,7 +103,8 @@ def test_cli_payload_modes_and_show_prints_records(tmp_path: Path) -> None:
     path = write(tmp_path / "p.pcap", tcp_conversation(timed))
 
     def run(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "kdissect.cli", *args], capture_output=True, text=True, timeout=300)
+        cmd = [sys.executable, "-m", "kdissect.cli", *args]
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=300)
 
     for flag, expect in (([], b"v" * 50), (["--preview", "4"], b"vvvv"), (["--no-payloads"], b"")):
         out_dir = tmp_path / ("o" + "".join(flag))

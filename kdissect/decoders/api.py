@@ -66,8 +66,10 @@ def _api_message(api_key: int, api_version: int, kind: str) -> schema.Message:
         return schema.api_message(api_key, api_version, kind)
     except schema.UnknownMessage:
         rng = schema.version_range(api_key, kind)
-        what = f"unknown api key {api_key}" if rng is None else (
-            f"unsupported {schema.api_names()[api_key]} {kind} version {api_version} (known {rng[0]}-{rng[1]})"
+        what = (
+            f"unknown api key {api_key}"
+            if rng is None
+            else (f"unsupported {schema.api_names()[api_key]} {kind} version {api_version} (known {rng[0]}-{rng[1]})")
         )
         raise DecodeError(what, api_key=api_key, api_version=api_version, offset=0) from None
 

@@ -66,7 +66,10 @@ class DirectionStats:
     out_of_order: int = 0  # segments that arrived ahead of a hole
     keepalives: int = 0
     gaps: int = 0
-    gap_bytes: int = 0
+    gap_bytes: int = 0  # known-length gap bytes (a midstream gap has no length)
+    zero_window_probes: int = 0
+    anomalies: int = 0  # segments contradicting the stream: data past the FIN, a second FIN, RST payload...
+    ignored_bytes: int = 0  # payload bytes of those segments, not part of the stream
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,7 +79,9 @@ class StreamEnd:
 
     conn_id: int
     ts_ns: int
-    reason: str  # "fin", "rst", "reuse", "eof"
+    # "fin", "rst", "reuse", "eof"; also "idle" (no segment for the reassembler's idle timeout)
+    # and "evicted" (the connection table was full): both mean "gave up waiting", like "eof".
+    reason: str
     stats: tuple[DirectionStats, DirectionStats] = field(default=(DirectionStats(), DirectionStats()))
 
 
