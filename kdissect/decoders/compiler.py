@@ -16,7 +16,6 @@ from __future__ import annotations
 import struct
 import uuid
 from collections.abc import Callable
-from functools import cache
 
 from .schema import FIXED_FORMATS, Field, Message
 from .wire import Malformed, read_uvarint, read_uvarlong, read_varint, read_varlong
@@ -260,10 +259,20 @@ def _build(msg: Message, trace: bool, tracker: list | None = None) -> Decoder:
     return namespace["decode"]  # type: ignore[return-value]
 
 
-@cache
+_FAST: dict[tuple[str, int], Decoder] = {}
+
+
 def fast_decoder(msg: Message) -> Decoder:
-    """The decoder used on every message (compiled once per message version)."""
-    return _build(msg, trace=False)
+    """The decoder used on every message (compiled once per message version).
+
+    Keyed by (name, version), not by the message itself: hashing a frozen schema tree on
+    every call cost more than decoding small messages.
+    """
+    key = (msg.name, msg.version)
+    fn = _FAST.get(key)
+    if fn is None:
+        fn = _FAST[key] = _build(msg, trace=False)
+    return fn
 
 
 def traced_decode(msg: Message, b: bytes, p: int, limit: int) -> tuple[str, int, Exception | None]:

@@ -40,11 +40,28 @@ class Entry:
     has_partition: bool = False
 
 
-def walk(msg: schema.Message, body: dict[str, Any]) -> Iterator[Entry]:
-    yield from _walk(msg.root, body, "", Context())
+def walk(msg: schema.Message, body: dict[str, Any], *, errors_only: bool = False) -> Iterator[Entry]:
+    """Every struct instance of a decoded message, outermost first.
+
+    ``errors_only`` skips subtrees that hold no error code (what the exchanges table needs);
+    the context of the structs it does visit is still complete.
+    """
+    yield from _walk(msg.root, body, "", Context(), errors_only)
 
 
-def _walk(f: Field, value: dict[str, Any], path: str, parent: Context) -> Iterator[Entry]:
+_HAS_ERRORS: dict[int, bool] = {}
+
+
+def _has_errors(f: Field) -> bool:
+    """Whether any struct under ``f`` has an error-code field (memoised per schema field)."""
+    known = _HAS_ERRORS.get(id(f))
+    if known is None:
+        known = any(is_error_field(m.key) or (m.elem == "struct" and _has_errors(m)) for m in f.fields)
+        _HAS_ERRORS[id(f)] = known
+    return known
+
+
+def _walk(f: Field, value: dict[str, Any], path: str, parent: Context, errors_only: bool) -> Iterator[Entry]:
     ctx = Context(parent.topic, parent.topic_id, None, parent.group)
     entry = Entry(path, ctx, value)
     children: list[tuple[Field, Any]] = []
@@ -53,7 +70,8 @@ def _walk(f: Field, value: dict[str, Any], path: str, parent: Context) -> Iterat
             continue
         v = value[m.key]
         if m.elem == "struct":
-            children.append((m, v))
+            if not errors_only or _has_errors(m):
+                children.append((m, v))
             continue
         if m.is_array:
             continue
@@ -75,9 +93,9 @@ def _walk(f: Field, value: dict[str, Any], path: str, parent: Context) -> Iterat
             continue
         if m.is_array:
             for i, item in enumerate(v):
-                yield from _walk(m, item, f"{prefix}{m.key}[{i}]", ctx)
+                yield from _walk(m, item, f"{prefix}{m.key}[{i}]", ctx, errors_only)
         else:
-            yield from _walk(m, v, f"{prefix}{m.key}", ctx)
+            yield from _walk(m, v, f"{prefix}{m.key}", ctx, errors_only)
 
 
 def is_error_field(key: str) -> bool:

@@ -32,11 +32,11 @@ def api_name(key: int | None) -> str | None:
     return _API_NAMES.get(key, f"Unknown({key})")
 
 
-def _entries(msg: KafkaMessage | None) -> list[Entry]:
+def _entries(msg: KafkaMessage | None, errors_only: bool = False) -> list[Entry]:
     if msg is None or msg.body is None or msg.api_key is None or msg.api_version is None:
         return []
     kind = "request" if msg.is_request else "response"
-    return list(walk(schema.api_message(msg.api_key, msg.api_version, kind), msg.body))
+    return list(walk(schema.api_message(msg.api_key, msg.api_version, kind), msg.body, errors_only=errors_only))
 
 
 def response_errors(entries: list[Entry]) -> list[tuple[Entry, str, int]]:
@@ -50,7 +50,7 @@ def exchange_row(ex: Exchange, errors: list[tuple[Entry, str, int]] | None = Non
     first = req or resp
     assert first is not None
     if errors is None:
-        errors = response_errors(_entries(resp))
+        errors = response_errors(_entries(resp, errors_only=True))
     decoded = resp is not None and resp.body is not None
     first_error = errors[0][2] if errors else (0 if decoded else None)
     status = "error" if ex.status == "ok" and errors else ex.status
@@ -113,7 +113,10 @@ class TableSink:
         req, resp = ex.request, ex.response
         first = req or resp
         assert first is not None
-        req_entries, resp_entries = _entries(req), _entries(resp)
+        # Only the exchanges table: requests need no walk, responses only down to their errors.
+        lean = not self.wanted & {"partitions", "records", "batches", "brokers"}
+        req_entries = [] if lean else _entries(req)
+        resp_entries = _entries(resp, errors_only=lean)
         self._learn_topic_ids(req_entries)
         self._learn_topic_ids(resp_entries)
         errors = response_errors(resp_entries)

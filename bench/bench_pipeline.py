@@ -1,0 +1,97 @@
+"""kdissect against tshark on the same capture files, side by side in one run.
+
+For each capture (as given, and re-cut to 1448-byte segments like a NIC capture):
+  1. exchanges only: `kdissect analyze --tables exchanges` vs
+     `tshark -r F -d tcp.port==P,kafka -T fields -e kafka.api_key -e kafka.correlation_id`
+  2. everything:     `kdissect analyze` (all tables, records decoded, payloads kept) vs `tshark -V`
+Prints wall time, MB/s, packets/s, records/s, peak RSS and the speed ratio.
+
+    python bench/bench_pipeline.py CAPTURE [CAPTURE ...] --port 9092
+Make a large capture first, e.g. `python captures/make_captures.py --large 60` (see captures/README.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+
+def run(cmd: list[str]) -> tuple[float, int, str]:
+    """Wall seconds, peak RSS (KiB) and stdout of a child process."""
+    t0 = time.perf_counter()
+    with tempfile.TemporaryFile() as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.DEVNULL)
+        _, status, usage = os.wait4(proc.pid, 0)
+        elapsed = time.perf_counter() - t0
+        out.seek(0)
+        text = out.read().decode(errors="replace")
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"failed ({status}): {' '.join(cmd)}")
+    return elapsed, usage.ru_maxrss, text
+
+
+def count_packets(path: Path) -> int:
+    _, _, text = run([sys.executable, "-c", (
+        "import sys\nfrom kdissect.sources.files import iter_capture\nfrom kdissect.sources.events import SourceStats\n"
+        "s=SourceStats()\nfor _ in iter_capture(sys.argv[1], stats=s): pass\nprint(s.packets)"), str(path)])
+    return int(text.strip())
+
+
+def count_records(out_dir: Path) -> int:
+    import pandas as pd
+
+    path = out_dir / "records.parquet"
+    return len(pd.read_parquet(path, columns=["offset"])) if path.exists() else 0
+
+
+def bench(path: Path, port: int) -> list[str]:
+    size_mb = path.stat().st_size / 1e6
+    packets = count_packets(path)
+    kd = [sys.executable, "-m", "kdissect.cli", "analyze", str(path), "--ports", str(port)]
+    lines = [f"### {path.name}: {size_mb:.1f} MB, {packets:,} packets", "",
+             "| job | tool | seconds | MB/s | packets/s | records/s | peak RSS MB | kdissect speed-up |",
+             "|---|---|---|---|---|---|---|---|"]
+    with tempfile.TemporaryDirectory() as tmp:
+        jobs = [
+            ("exchanges", [*kd, "--tables", "exchanges", "--out", f"{tmp}/ex"],
+             ["tshark", "-r", str(path), "-d", f"tcp.port=={port},kafka", "-T", "fields", "-e", "kafka.api_key",
+              "-e", "kafka.correlation_id"]),
+            ("full", [*kd, "--out", f"{tmp}/full"], ["tshark", "-r", str(path), "-d", f"tcp.port=={port},kafka", "-V"]),
+        ]
+        for job, ours, theirs in jobs:
+            t_k, rss_k, _ = run(ours)
+            t_t, rss_t, _ = run(theirs)
+            records = count_records(Path(tmp) / "full") if job == "full" else 0
+            for tool, t, rss in (("kdissect", t_k, rss_k), ("tshark", t_t, rss_t)):
+                rec = f"{records / t:,.0f}" if records and tool == "kdissect" else "-"
+                ratio = f"{t_t / t_k:.2f}x" if tool == "kdissect" else ""
+                lines.append(f"| {job} | {tool} | {t:.2f} | {size_mb / t:.1f} | {packets / t:,.0f} | {rec} | "
+                             f"{rss / 1024:.0f} | {ratio} |")
+    return lines
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("captures", nargs="+", type=Path)
+    ap.add_argument("--port", type=int, default=9092)
+    ap.add_argument("--no-resegment", action="store_true", help="skip the 1448-byte-segment variant")
+    args = ap.parse_args()
+    for path in args.captures:
+        print("\n".join(bench(path, args.port)), flush=True)
+        if not args.no_resegment:
+            with tempfile.TemporaryDirectory() as tmp:
+                nic = Path(tmp) / f"{path.stem}-1448.pcap"
+                subprocess.run([sys.executable, str(HERE / "resegment.py"), str(path), str(nic)], check=True,
+                               stdout=subprocess.DEVNULL)
+                print("\n" + "\n".join(bench(nic, args.port)), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,37 @@
+"""Capture input: pcap/pcapng bytes in, ``TcpSegment`` and ``SourceAnomaly`` events out.
+
+Layers, each usable alone: ``CaptureParser`` (sans-I/O push parser: bytes to capture
+records), ``PacketDecoder`` (records to TCP segments: link, IP with reassembly, TCP),
+``CaptureDecoder`` (both, plus counters) and ``iter_capture`` (files, gzip).
+"""
+
+from kdissect.sources.capture import CaptureDecoder, decode_capture
+from kdissect.sources.defrag import DefragLimits
+from kdissect.sources.events import (
+    AnomalyKind,
+    CaptureFormatError,
+    CaptureRecord,
+    SourceAnomaly,
+    SourceEvent,
+    SourceStats,
+)
+from kdissect.sources.files import iter_capture
+from kdissect.sources.framing import ReaderLimits
+from kdissect.sources.packets import PacketDecoder
+from kdissect.sources.reader import CaptureParser
+
+__all__ = [
+    "AnomalyKind",
+    "CaptureDecoder",
+    "CaptureFormatError",
+    "CaptureParser",
+    "CaptureRecord",
+    "DefragLimits",
+    "PacketDecoder",
+    "ReaderLimits",
+    "SourceAnomaly",
+    "SourceEvent",
+    "SourceStats",
+    "decode_capture",
+    "iter_capture",
+]

@@ -1,0 +1,109 @@
+"""Sans-I/O push parser for capture streams: bytes in (any chunking), records out.
+
+The same object serves a file reader, a live pipe and a Spark task: the caller feeds
+whatever bytes it has and gets back the records (and anomalies) those bytes complete.
+Memory stays bounded: bytes are held only until the unit they belong to is complete,
+and no unit may claim more than ``ReaderLimits`` allow.
+"""
+
+from __future__ import annotations
+
+from kdissect.sources.events import CaptureFormatError, RecordEvent
+from kdissect.sources.framing import FramedFormat, ReaderLimits
+from kdissect.sources.pcap import PcapFormat, is_pcap_magic
+from kdissect.sources.pcapng import SHB_MAGIC, PcapngFormat
+
+_MAGIC_LEN = 4
+# Magics of things people mistake for captures, to make the error say what the file is.
+_FOREIGN_MAGICS = (
+    (b"\x1f\x8b", "gzip-compressed (read it with kdissect.sources.files, which decompresses)"),
+    (b"\x28\xb5\x2f\xfd", "zstd-compressed"),
+    (b"\xfd7zXZ", "xz-compressed"),
+    (b"BZh", "bzip2-compressed"),
+    (b"PK\x03\x04", "a zip archive"),
+)
+
+
+def _not_a_capture(head: bytes) -> CaptureFormatError:
+    shown = head[:8].hex(" ")
+    for magic, what in _FOREIGN_MAGICS:
+        if head.startswith(magic):
+            return CaptureFormatError(f"not a pcap or pcapng capture: starts with {shown}, looks {what}")
+    return CaptureFormatError(f"not a pcap or pcapng capture: starts with {shown}")
+
+
+class CaptureParser:
+    """Feed capture bytes, get ``CaptureRecord``/``SourceAnomaly`` events in stream order.
+
+    Raises ``CaptureFormatError`` (from ``feed`` or ``close``) only when the stream does
+    not start like a pcap or pcapng file; every later problem is an anomaly.
+    """
+
+    def __init__(self, limits: ReaderLimits | None = None) -> None:
+        self._limits = limits or ReaderLimits()
+        self._chunks: list[bytes] = []  # fed bytes not yet joined into _buf
+        self._chunked = 0
+        self._buf = b""
+        self._pos = 0
+        self._base = 0  # stream offset of _buf[0]
+        self._need = _MAGIC_LEN  # bytes after _pos required before parsing can progress
+        self._format: FramedFormat | None = None
+        self._closed = False
+
+    @property
+    def buffered(self) -> int:
+        """Bytes held waiting for the rest of their unit."""
+        return len(self._buf) - self._pos + self._chunked
+
+    def feed(self, data: bytes) -> list[RecordEvent]:
+        """Add the next bytes of the stream; return the events they complete."""
+        if self._closed:
+            raise RuntimeError("feed() after close()")
+        if data:
+            self._chunks.append(bytes(data))
+            self._chunked += len(data)
+        # Joining only once enough bytes are held keeps tiny chunks from costing a copy each.
+        if self.buffered < self._need:
+            return []
+        return self._parse(final=False)
+
+    def close(self) -> list[RecordEvent]:
+        """The stream has ended: return the last events, including any truncation."""
+        if self._closed:
+            return []
+        self._closed = True
+        return self._parse(final=True)
+
+    def _parse(self, final: bool) -> list[RecordEvent]:
+        self._join()
+        out: list[RecordEvent] = []
+        if self._format is None:
+            self._format = self._detect(final)
+            if self._format is None:
+                return out
+        self._pos, self._need = self._format.parse(self._buf, self._pos, self._base, out, final)
+        return out
+
+    def _join(self) -> None:
+        if not self._chunks:
+            return
+        rest = self._buf[self._pos :]
+        self._base += self._pos
+        self._buf = b"".join([rest, *self._chunks])
+        self._pos = 0
+        self._chunks.clear()
+        self._chunked = 0
+
+    def _detect(self, final: bool) -> FramedFormat | None:
+        head = self._buf[:_MAGIC_LEN]
+        if len(head) < _MAGIC_LEN:
+            if final:
+                raise CaptureFormatError(
+                    f"not a pcap or pcapng capture: only {len(self._buf)} bytes" if head else "empty capture file"
+                )
+            return None
+        if is_pcap_magic(head):
+            return PcapFormat(head, self._limits)
+        if head == SHB_MAGIC:
+            return PcapngFormat(self._limits)
+        raise _not_a_capture(self._buf)
