@@ -85,7 +85,7 @@ def _element(out: bytearray, f: Field, value: Any, path: str) -> None:
             _struct(out, f, value, path)
         else:  # pragma: no cover - schema only yields the types above
             raise EncodeError(f"{path}: unsupported type {elem}")
-    except (struct.error, TypeError, AttributeError) as exc:
+    except (struct.error, TypeError, AttributeError, ValueError) as exc:
         raise EncodeError(f"{path}: {value!r} does not fit {elem}: {exc}") from None
 
 
