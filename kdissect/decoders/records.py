@@ -1,0 +1,668 @@
+"""Kafka ``records`` fields: legacy message sets (magic 0/1) and record batches (magic 2).
+
+Produce requests, fetch responses and their relatives carry records as one opaque byte field
+holding batches back to back, in any mix of formats. :func:`decode_records` turns such a field
+into :class:`Batch` objects holding :class:`Record` tuples. Bad bytes never raise: each problem
+becomes a :class:`~kdissect.decoders.errors.DecodeWarning` on the batch (or the set) and decoding
+goes on with what is left, because a dissector must show everything that can be shown. A batch
+cut short at the end of the field is normal (brokers cut fetch responses at the size limit), so
+it is reported as ``truncated`` rather than as a problem.
+
+Records are tuples built with ``tuple.__new__`` in a loop that reads varints inline: a fetch
+response can carry millions of records and per-record overhead is what limits throughput.
+"""
+
+from __future__ import annotations
+
+import struct
+import sys
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+from crc32c import crc32c
+
+from .codecs import CODEC_NAMES, CODEC_NONE, DEFAULT_LIMIT, decompress
+from .errors import DecodeWarning
+from .wire import Malformed, read_varint, read_varlong
+
+LOG_OVERHEAD = 12  # offset (int64) + length (int32), common to every format
+MAGIC_AT = 16  # the magic byte sits here in every format
+V2_HEADER = struct.Struct(">qiibIhiqqqhii")  # the 61-byte record batch header
+_V2_CRC_FROM = 21  # the CRC-32C covers attributes up to the end of the batch
+_LEGACY = struct.Struct(">qiIbb")  # offset, size, crc, magic, attributes
+_I64 = struct.Struct(">q")
+_I32 = struct.Struct(">i")
+CONTROL_KEY = struct.Struct(">hh")
+END_TXN_MARKER = struct.Struct(">hi")
+_LEGACY_KEY_AT = {0: 18, 1: 26}  # where the key length sits in a message of each magic
+_MIN_SIZE = {0: 14, 1: 22, 2: V2_HEADER.size - LOG_OVERHEAD}  # smallest valid length field per magic
+_HEADER_SIZE = {0: _LEGACY.size, 1: _LEGACY.size + 8, 2: V2_HEADER.size}  # bytes before the payload
+_MIN_RECORD = 6  # attributes, timestamp delta, offset delta, key, value, header count: a byte each
+
+ATTR_CODEC = 0x07
+ATTR_LOG_APPEND_TIME = 0x08
+ATTR_TRANSACTIONAL = 0x10
+ATTR_CONTROL = 0x20
+ATTR_DELETE_HORIZON = 0x40
+
+CONTROL_TYPES = {0: "abort", 1: "commit"}
+
+Header = tuple[str, bytes | None]
+
+
+class Record(NamedTuple):
+    """One record, in the same shape whatever the format it came from.
+
+    ``offset`` and ``timestamp`` are absolute (a log-append-time batch's timestamp applied);
+    ``wire_offset`` and ``wire_timestamp`` are the fields as written: deltas in magic 2, the
+    message's own fields in magic 0/1 (relative offsets inside magic 1 wrappers). Sizes are the
+    wire lengths whatever the payload mode (negative: null). ``crc_ok`` is a legacy message's own
+    checksum; magic 2 records have none (the batch CRC covers them) and hold None.
+    """
+
+    offset: int
+    timestamp: int | None  # None: magic 0 messages have no timestamp
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[Header, ...]
+    key_size: int
+    value_size: int
+    attributes: int
+    size: int  # the record's length field (magic 2) or message size (magic 0/1)
+    wire_offset: int
+    wire_timestamp: int | None
+    crc_ok: bool | None
+
+
+class ControlMarker(NamedTuple):
+    """The control record of a control batch: what kind of marker, and for transaction markers
+    (abort/commit) the EndTxnMarker value."""
+
+    offset: int
+    version: int
+    type: int  # 0 abort, 1 commit, others as written
+    value_version: int | None
+    coordinator_epoch: int | None
+
+    @property
+    def kind(self) -> str | None:
+        """``"abort"``, ``"commit"``, or None for a type this decoder does not name."""
+        return CONTROL_TYPES.get(self.type)
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """Bounds that keep hostile input cheap."""
+
+    max_decompressed: int = DEFAULT_LIMIT  # per top-level batch or message, nested wrappers included
+    max_depth: int = 4  # legacy wrappers inside wrappers (Kafka itself allows one level)
+
+
+@dataclass(frozen=True, slots=True)
+class Payloads:
+    """How much of each key, value and header value to keep: all (``keep`` None) or the first
+    ``keep`` bytes; 0 keeps sizes only (payloads ``b""``). Null stays None whatever the mode, and
+    header keys are always kept whole."""
+
+    keep: int | None = None
+
+    @classmethod
+    def preview(cls, n: int) -> Payloads:
+        if n < 0:
+            raise ValueError(f"a preview cannot keep {n} bytes")
+        return cls(n)
+
+
+DEFAULT_LIMITS = Limits()
+FULL = Payloads(None)
+LENGTHS_ONLY = Payloads(0)
+
+
+@dataclass(slots=True)
+class Batch:
+    """One record batch (magic 2) or one top-level legacy message (magic 0/1).
+
+    A legacy message is a batch of one record, or, when compressed, a wrapper whose records are
+    the inner messages. Fields a format lacks are None. For legacy messages ``base_offset`` is
+    the message's offset field (for a wrapper, the offset of its last inner message) and
+    ``max_timestamp`` its timestamp field (magic 1).
+    """
+
+    position: int  # where the batch starts, in bytes from the start of the field (plus ``origin``)
+    size: int  # bytes on the wire, offset and length fields included
+    magic: int
+    base_offset: int
+    length: int
+    crc: int
+    crc_ok: bool | None  # None when the batch is cut short and cannot be checked
+    attributes: int
+    partition_leader_epoch: int | None = None
+    last_offset_delta: int | None = None
+    base_timestamp: int | None = None
+    max_timestamp: int | None = None
+    producer_id: int | None = None
+    producer_epoch: int | None = None
+    base_sequence: int | None = None
+    record_count: int | None = None
+    compressed_size: int = 0  # bytes of the compressed payload (0 when not compressed)
+    decompressed_size: int = 0
+    complete: bool = True
+    records: list[Record] = field(default_factory=list)
+    control: list[ControlMarker] = field(default_factory=list)
+    warnings: list[DecodeWarning] = field(default_factory=list)
+
+    @property
+    def codec(self) -> int:
+        return self.attributes & ATTR_CODEC
+
+    @property
+    def codec_name(self) -> str:
+        return CODEC_NAMES.get(self.codec, str(self.codec))
+
+    @property
+    def timestamp_type(self) -> int | None:
+        """0 create time, 1 log append time; None for magic 0, which has no timestamps."""
+        return (self.attributes & ATTR_LOG_APPEND_TIME) >> 3 if self.magic >= 1 else None
+
+    @property
+    def is_transactional(self) -> bool:
+        return self.magic >= 2 and bool(self.attributes & ATTR_TRANSACTIONAL)
+
+    @property
+    def is_control(self) -> bool:
+        return self.magic >= 2 and bool(self.attributes & ATTR_CONTROL)
+
+    @property
+    def has_delete_horizon(self) -> bool:
+        return self.magic >= 2 and bool(self.attributes & ATTR_DELETE_HORIZON)
+
+    @property
+    def last_offset(self) -> int:
+        if self.last_offset_delta is None:
+            return self.base_offset
+        return self.base_offset + self.last_offset_delta
+
+    def warn(self, code: str, message: str, offset: int | None = None) -> None:
+        self.warnings.append(DecodeWarning(code, message, self.position if offset is None else offset))
+
+
+@dataclass(slots=True)
+class RecordSet:
+    """Everything found in one ``records`` field."""
+
+    batches: list[Batch] = field(default_factory=list)
+    truncated: int = 0  # bytes of a batch cut short at the end (normal in fetch responses)
+    partial: Batch | None = None  # what could be read of that cut batch (complete=False)
+    warnings: list[DecodeWarning] = field(default_factory=list)  # problems outside any batch
+
+    def records(self) -> Iterator[Record]:
+        """Records of every complete batch, in order."""
+        for batch in self.batches:
+            yield from batch.records
+
+    def all_warnings(self) -> Iterator[DecodeWarning]:
+        """Set-level warnings, then each batch's."""
+        yield from self.warnings
+        for batch in self.batches:
+            yield from batch.warnings
+
+    @property
+    def crc_ok(self) -> bool:
+        return all(b.crc_ok for b in self.batches)
+
+
+class _Corrupt(Exception):
+    """Internal: the bytes break the format here (message says how)."""
+
+
+_CORRUPT = (_Corrupt, Malformed, IndexError, struct.error)
+
+
+# Every one- and two-byte zig-zag varint, decoded, indexed by its 14 payload bits: a lookup is
+# cheaper than the arithmetic in the hot loop (the table costs about half a megabyte).
+_ZIGZAG = tuple((v >> 1) ^ -(v & 1) for v in range(1 << 14))
+
+
+def decode_records(
+    data: bytes | bytearray | memoryview,
+    *,
+    limits: Limits = DEFAULT_LIMITS,
+    payloads: Payloads = FULL,
+    origin: int = 0,
+) -> RecordSet:
+    """Decode a ``records`` field. Never raises on bad bytes: problems become warnings.
+
+    ``origin`` is added to every reported position, so a caller can pass the field's offset in
+    its frame and get positions that point into a hex dump of the frame.
+    """
+    buf = data if isinstance(data, bytes) else bytes(data)
+    decoder = _Decoder(buf, limits, payloads, origin)
+    return decoder.run()
+
+
+class _Decoder:
+    """State for one call: the buffer, the options, and the set being filled."""
+
+    def __init__(self, buf: bytes, limits: Limits, payloads: Payloads, origin: int) -> None:
+        self.buf = buf
+        self.view = memoryview(buf)
+        self.limits = limits
+        self.cut = sys.maxsize if payloads.keep is None else payloads.keep
+        self.origin = origin
+        self.out = RecordSet()
+
+    def run(self) -> RecordSet:
+        buf, n, out = self.buf, len(self.buf), self.out
+        pos = 0
+        while pos < n:
+            if n - pos < LOG_OVERHEAD:
+                out.truncated = n - pos
+                break
+            (length,) = _I32.unpack_from(buf, pos + 8)
+            magic = buf[pos + MAGIC_AT] if pos + MAGIC_AT < n else None
+            if length < _MIN_SIZE.get(magic, _MIN_SIZE[0]):
+                out.warnings.append(
+                    DecodeWarning(
+                        "bad_batch_length",
+                        f"length {length} is too small for a magic {magic} batch; "
+                        f"the {n - pos} bytes from here on cannot be split into batches",
+                        self.origin + pos,
+                    )
+                )
+                break
+            end = pos + LOG_OVERHEAD + length
+            if end > n:
+                out.truncated = n - pos
+                if magic in _MIN_SIZE and n - pos >= _HEADER_SIZE[magic]:
+                    out.partial = self._batch(magic, pos, n, complete=False)
+                break
+            if magic in _MIN_SIZE:
+                out.batches.append(self._batch(magic, pos, end, complete=True))
+            else:
+                out.warnings.append(
+                    DecodeWarning("unknown_magic", f"magic {magic}: skipped {end - pos} bytes", self.origin + pos)
+                )
+            pos = end
+        return out
+
+    def _batch(self, magic: int, pos: int, end: int, *, complete: bool) -> Batch:
+        """Decode the batch in ``buf[pos:end]``, whose header bytes are known to be there."""
+        return self._v2(pos, end, complete) if magic == 2 else self._legacy(pos, end, complete)
+
+    # -- magic 2 --------------------------------------------------------------------------------
+
+    def _v2(self, pos: int, end: int, complete: bool) -> Batch:
+        (base_offset, length, epoch, magic, crc, attrs, last_delta, base_ts, max_ts, pid, pepoch, base_seq,
+         count) = V2_HEADER.unpack_from(self.buf, pos)  # fmt: skip
+        batch = Batch(
+            self.origin + pos, end - pos, magic, base_offset, length, crc,
+            crc32c(self.view[pos + _V2_CRC_FROM : end]) == crc if complete else None, attrs,
+            epoch, last_delta, base_ts, max_ts, pid, pepoch, base_seq, count, complete=complete,
+        )  # fmt: skip
+        if batch.crc_ok is False:
+            _warn_crc(batch, crc, "CRC-32C")
+        body = pos + V2_HEADER.size
+        codec = attrs & ATTR_CODEC
+        if codec == CODEC_NONE:
+            buf, start, stop, at = self.buf, body, end, self.origin
+        elif not complete:
+            return batch  # a cut compressed payload: nothing reliable comes out of it
+        else:
+            buf = self._inflate(batch, self.view[body:end], self.limits.max_decompressed, codec)
+            batch.compressed_size, batch.decompressed_size = end - body, len(buf)
+            start, stop, at = 0, len(buf), None
+        cut = sys.maxsize if batch.is_control else self.cut
+        problem = _v2_records(buf, start, stop, batch, cut, attrs & ATTR_LOG_APPEND_TIME)
+        if complete:
+            if problem is not None:
+                where, reason = problem
+                _warn_corrupt_record(batch, len(batch.records), where, at, reason)
+            if len(batch.records) != count:
+                batch.warn("record_count_mismatch", f"header says {count} records, found {len(batch.records)}")
+        if batch.is_control:
+            self._control(batch)
+        return batch
+
+    @staticmethod
+    def _inflate(batch: Batch, payload: bytes | memoryview, limit: int, codec: int, legacy_lz4: bool = False,
+                 where: str = "") -> bytes:  # fmt: skip
+        """Decompress a payload of ``batch``, noting problems on it (``where`` names a nested wrapper)."""
+        result = decompress(codec, payload, limit, legacy_lz4=legacy_lz4)
+        for w in result.warnings:
+            batch.warn(w.code, where + w.message)
+        return result.data
+
+    def _control(self, batch: Batch) -> None:
+        """Decode control records' keys and values, then trim payloads to the requested mode."""
+        for i, rec in enumerate(batch.records):
+            if rec.key is None or len(rec.key) < CONTROL_KEY.size:
+                batch.warn(
+                    "control_key_invalid", f"control record at offset {rec.offset} has a {rec.key_size}-byte key"
+                )
+                continue
+            version, ctype = CONTROL_KEY.unpack_from(rec.key)
+            value_version = epoch = None
+            if ctype in CONTROL_TYPES:
+                if rec.value is not None and len(rec.value) >= END_TXN_MARKER.size:
+                    value_version, epoch = END_TXN_MARKER.unpack_from(rec.value)
+                else:
+                    batch.warn(
+                        "control_value_invalid", f"{CONTROL_TYPES[ctype]} marker with a {rec.value_size}-byte value"
+                    )
+            batch.control.append(ControlMarker(rec.offset, version, ctype, value_version, epoch))
+            if self.cut != sys.maxsize:
+                batch.records[i] = rec._replace(key=_trim(rec.key, self.cut), value=_trim(rec.value, self.cut))
+
+    # -- magic 0 and 1 --------------------------------------------------------------------------
+
+    def _legacy(self, pos: int, end: int, complete: bool) -> Batch:
+        buf = self.buf
+        offset, size, crc, magic, attrs = _LEGACY.unpack_from(buf, pos)
+        timestamp = _I64.unpack_from(buf, pos + 18)[0] if magic == 1 else None
+        batch = Batch(
+            self.origin + pos, end - pos, magic, offset, size, crc,
+            zlib.crc32(self.view[pos + MAGIC_AT : end]) == crc if complete else None, attrs,
+            max_timestamp=timestamp, complete=complete,
+        )  # fmt: skip
+        if not complete:
+            return batch
+        if not batch.crc_ok:
+            _warn_crc(batch, crc, "CRC-32")
+        try:
+            msg = _message(buf, pos, end)
+        except _CORRUPT as exc:
+            batch.warn("corrupt_message", f"message at offset {offset}: {_reason(exc)}")
+            return batch
+        if msg.attributes & ATTR_CODEC:
+            self._unwrap(batch, buf, msg, offset, 0, self.limits.max_decompressed)
+        else:
+            batch.records.append(self._legacy_record(buf, msg, offset, timestamp, batch.crc_ok))
+        return batch
+
+    def _legacy_record(self, buf: bytes, msg: _Message, offset: int, timestamp: int | None, crc_ok: bool) -> Record:
+        cut = self.cut
+        return Record(
+            offset, timestamp,
+            _take(buf, msg.key_at, msg.key_size, cut), _take(buf, msg.value_at, msg.value_size, cut), (),
+            msg.key_size, msg.value_size, msg.attributes, msg.size, msg.offset, msg.timestamp, crc_ok,
+        )  # fmt: skip
+
+    def _unwrap(self, batch: Batch, buf: bytes, wrapper: _Message, wrapper_offset: int, depth: int,
+                budget: int) -> int:  # fmt: skip
+        """Add the inner messages of a compressed wrapper to ``batch``; return the budget left.
+
+        Magic 1 inner offsets are relative and the wrapper's offset is that of the last inner
+        message; when that would make offsets negative (a produce request whose client left the
+        wrapper offset at 0) the relative offsets are kept, as Kafka's own reader does.
+        """
+        if wrapper.key_size >= 0:
+            batch.warn("wrapper_key", f"compressed wrapper carries a {wrapper.key_size}-byte key (ignored)")
+        if wrapper.value_size < 0:
+            batch.warn("wrapper_value_null", "compressed wrapper has a null value: no inner messages")
+            return budget
+        payload = memoryview(buf)[wrapper.value_at : wrapper.value_at + wrapper.value_size]
+        where = f"nested wrapper at offset {wrapper_offset}: " if depth else ""
+        inner = self._inflate(batch, payload, budget, wrapper.attributes & ATTR_CODEC, wrapper.magic == 0, where)
+        if not depth:
+            batch.compressed_size, batch.decompressed_size = wrapper.value_size, len(inner)
+        budget -= len(inner)
+        msgs, problem = _messages(inner)
+        if problem is not None:
+            where, reason = problem
+            batch.warn("corrupt_message", f"inner message at byte {where} of the decompressed wrapper: {reason}")
+        base = wrapper_offset - msgs[-1].offset if wrapper.magic > 0 and msgs else -1
+        log_append_time = wrapper.magic == 1 and bool(wrapper.attributes & ATTR_LOG_APPEND_TIME)
+        mixed = False
+        for msg in msgs:
+            offset = msg.offset + base if base >= 0 else msg.offset
+            mixed = mixed or msg.magic != wrapper.magic
+            crc_ok = zlib.crc32(memoryview(inner)[msg.position + MAGIC_AT : msg.end]) == msg.crc
+            if not crc_ok:
+                batch.warn("crc_mismatch", f"inner message at offset {offset}: CRC-32 {msg.crc:#010x} does not match")
+            if msg.attributes & ATTR_CODEC:
+                batch.warn("nested_compression", f"inner message at offset {offset} is itself compressed")
+                if depth + 1 >= self.limits.max_depth:
+                    batch.warn("max_depth", f"wrappers nested deeper than {self.limits.max_depth}: not opened")
+                else:
+                    budget = self._unwrap(batch, inner, msg, offset, depth + 1, budget)
+                continue
+            timestamp = wrapper.timestamp if log_append_time else msg.timestamp
+            batch.records.append(self._legacy_record(inner, msg, offset, timestamp, crc_ok))
+        if mixed:
+            batch.warn("inner_magic_mismatch", f"a magic {wrapper.magic} wrapper holds messages of another magic")
+        return budget
+
+
+class _Message(NamedTuple):
+    """A legacy message's fields and where its key and value sit (``position`` = its offset field)."""
+
+    position: int
+    offset: int
+    size: int
+    crc: int
+    magic: int
+    attributes: int
+    timestamp: int | None
+    key_size: int
+    key_at: int
+    value_size: int
+    value_at: int
+    end: int
+
+
+def _message(buf: bytes, pos: int, end: int) -> _Message:
+    """Parse the legacy message at ``pos``, which must fit before ``end``."""
+    offset, size, crc, magic, attrs = _LEGACY.unpack_from(buf, pos)
+    key_at = _LEGACY_KEY_AT.get(magic)
+    if key_at is None:
+        raise _Corrupt(f"magic {magic} where a message belongs")
+    msg_end = pos + LOG_OVERHEAD + size
+    if size < _MIN_SIZE[magic] or msg_end > end:
+        raise _Corrupt(f"message size {size} does not fit in the {end - pos - LOG_OVERHEAD} bytes there")
+    timestamp = _I64.unpack_from(buf, pos + 18)[0] if magic == 1 else None
+    (key_size,) = _I32.unpack_from(buf, pos + key_at)
+    p = pos + key_at + 4
+    if key_size > msg_end - p - 4:
+        raise _Corrupt(f"key of {key_size} bytes overruns the message")
+    p += max(key_size, 0)
+    (value_size,) = _I32.unpack_from(buf, p)
+    value_at = p + 4
+    if value_size > msg_end - value_at:
+        raise _Corrupt(f"value of {value_size} bytes overruns the message")
+    used = value_at + max(value_size, 0)
+    if used != msg_end:
+        raise _Corrupt(f"message size {size} but its fields take {used - pos - LOG_OVERHEAD} bytes")
+    return _Message(
+        pos, offset, size, crc, magic, attrs, timestamp, key_size, pos + key_at + 4, value_size, value_at, msg_end
+    )
+
+
+def _messages(buf: bytes) -> tuple[list[_Message], tuple[int, str] | None]:
+    """Every message of an inner message set, and where and why parsing stopped early."""
+    msgs: list[_Message] = []
+    pos, n = 0, len(buf)
+    while pos < n:
+        try:
+            msg = _message(buf, pos, n)
+        except _CORRUPT as exc:
+            return msgs, (pos, _reason(exc))
+        msgs.append(msg)
+        pos = msg.end
+    return msgs, None
+
+
+def _v2_records(buf: bytes, p: int, end: int, batch: Batch, cut: int, log_append_time: int) -> tuple[int, str] | None:
+    """Append the records in ``buf[p:end]`` to ``batch.records``.
+
+    Returns None when the bytes held whole records only, else where the bad record starts and
+    why. This is the hot loop: one- and two-byte varints (nearly all of them) are decoded inline by
+    table lookup, and each length is checked against the record's end before anything is copied.
+    """
+    append = batch.records.append
+    new = tuple.__new__
+    zz = _ZIGZAG
+    base_offset = batch.base_offset
+    base_ts = batch.base_timestamp
+    append_ts = batch.max_timestamp if log_append_time else None
+    start = p
+    try:
+        while p < end:
+            start = p
+            v = buf[p]
+            if v < 0x80:
+                length = zz[v]
+                p += 1
+            elif buf[p + 1] < 0x80:
+                length = zz[(v & 0x7F) | buf[p + 1] << 7]
+                p += 2
+            else:
+                length, p = read_varint(buf, p)
+            rec_end = p + length
+            if length < _MIN_RECORD or rec_end > end:
+                raise _Corrupt(f"record length {length} with {end - p} bytes left")
+            attrs = buf[p]
+            v = buf[p + 1]
+            if v < 0x80:
+                ts_delta = zz[v]
+                p += 2
+            elif buf[p + 2] < 0x80:
+                ts_delta = zz[(v & 0x7F) | buf[p + 2] << 7]
+                p += 3
+            else:
+                ts_delta, p = read_varlong(buf, p + 1)
+            v = buf[p]
+            if v < 0x80:
+                offset_delta = zz[v]
+                p += 1
+            elif buf[p + 1] < 0x80:
+                offset_delta = zz[(v & 0x7F) | buf[p + 1] << 7]
+                p += 2
+            else:
+                offset_delta, p = read_varint(buf, p)
+            v = buf[p]
+            if v < 0x80:
+                key_size = zz[v]
+                p += 1
+            elif buf[p + 1] < 0x80:
+                key_size = zz[(v & 0x7F) | buf[p + 1] << 7]
+                p += 2
+            else:
+                key_size, p = read_varint(buf, p)
+            if key_size < 0:
+                key = None
+            else:
+                q = p + key_size
+                if q > rec_end:
+                    raise _Corrupt(f"key of {key_size} bytes overruns the record")
+                key = buf[p:q] if key_size <= cut else buf[p : p + cut]
+                p = q
+            v = buf[p]
+            if v < 0x80:
+                value_size = zz[v]
+                p += 1
+            elif buf[p + 1] < 0x80:
+                value_size = zz[(v & 0x7F) | buf[p + 1] << 7]
+                p += 2
+            else:
+                value_size, p = read_varint(buf, p)
+            if value_size < 0:
+                value = None
+            else:
+                q = p + value_size
+                if q > rec_end:
+                    raise _Corrupt(f"value of {value_size} bytes overruns the record")
+                value = buf[p:q] if value_size <= cut else buf[p : p + cut]
+                p = q
+            if buf[p] == 0:
+                headers = ()
+                p += 1
+            else:
+                headers, p = _headers(buf, p, rec_end, cut, batch)
+            if p != rec_end:
+                raise _Corrupt(f"record length {length} but its fields take {length + p - rec_end} bytes")
+            append(
+                new(
+                    Record,
+                    (base_offset + offset_delta, base_ts + ts_delta if append_ts is None else append_ts, key, value,
+                     headers, key_size, value_size, attrs, length, offset_delta, ts_delta, None),
+                )
+            )  # fmt: skip
+    except _CORRUPT as exc:
+        return start, _reason(exc)
+    return None
+
+
+def _headers(buf: bytes, p: int, end: int, cut: int, batch: Batch) -> tuple[tuple[Header, ...], int]:
+    """The header count at ``p`` and the headers after it, all inside ``buf[:end]`` (varints inline,
+    as in the record loop: tracing headers are on every record in some deployments)."""
+    zz = _ZIGZAG
+    v = buf[p]
+    if v < 0x80:
+        count = zz[v]
+        p += 1
+    else:
+        count, p = read_varint(buf, p)
+    if count < 0 or count > (end - p) >> 1:  # each header takes at least two bytes
+        raise _Corrupt(f"{count} headers in {end - p} bytes")
+    headers = []
+    for _ in range(count):
+        v = buf[p]
+        if v < 0x80:
+            n = zz[v]
+            p += 1
+        else:
+            n, p = read_varint(buf, p)
+        q = p + n
+        if n < 0 or q > end:
+            raise _Corrupt(f"header key of {n} bytes")
+        try:
+            key = buf[p:q].decode()
+        except UnicodeDecodeError:
+            key = buf[p:q].decode(errors="backslashreplace")
+            batch.warn("header_key_not_utf8", f"header key {key!r} is not UTF-8 (shown escaped)")
+        p = q
+        v = buf[p]
+        if v < 0x80:
+            n = zz[v]
+            p += 1
+        else:
+            n, p = read_varint(buf, p)
+        if n < 0:
+            headers.append((key, None))
+            continue
+        q = p + n
+        if q > end:
+            raise _Corrupt(f"header value of {n} bytes overruns the record")
+        headers.append((key, buf[p:q] if n <= cut else buf[p : p + cut]))
+        p = q
+    return tuple(headers), p
+
+
+def _take(buf: bytes, at: int, size: int, cut: int) -> bytes | None:
+    """A nullable payload, at most ``cut`` bytes of it."""
+    return None if size < 0 else buf[at : at + min(size, cut)]
+
+
+def _trim(payload: bytes | None, cut: int) -> bytes | None:
+    return None if payload is None else payload[:cut]
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, _Corrupt | Malformed):
+        return str(exc)
+    return "runs past the end of the data"
+
+
+def _warn_crc(batch: Batch, crc: int, kind: str) -> None:
+    zero = " (zero: never set)" if crc == 0 else ""
+    batch.warn("crc_mismatch", f"{kind} {crc:#010x}{zero} does not match the bytes; records decoded anyway")
+
+
+def _warn_corrupt_record(batch: Batch, index: int, where: int, origin: int | None, reason: str) -> None:
+    """Flag the record that stopped a batch; ``origin`` None means ``where`` is in decompressed data."""
+    if origin is None:
+        batch.warn("corrupt_record", f"record #{index} (byte {where} of the decompressed records): {reason}")
+    else:
+        batch.warn("corrupt_record", f"record #{index}: {reason}", origin + where)
