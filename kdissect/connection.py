@@ -56,6 +56,10 @@ def _known_versions() -> dict[tuple[int, str], tuple[int, int]]:
 
 
 _KNOWN = _known_versions()
+_MAX_KEY = max(key for key, _ in _KNOWN)
+_NEWER_KEYS = 8  # api keys beyond the table's that may still be Kafka's
+_NEWER_VERSIONS = 2  # likewise for versions beyond the newest known
+_MAX_ORPHAN = 64 * 1024  # an in-sync response frame answering no known request may claim this much
 
 
 class _RequestValidator(Validator):
@@ -74,6 +78,20 @@ class _RequestValidator(Validator):
             return False
         return "trailing_bytes" not in msg
 
+    def sane(self, head: bytes, size: int) -> bool:
+        """An api key and version Kafka could send (a little beyond the table, for newer
+        clients, whose requests still come out as undecodable frames with their bytes) and a
+        client id that fits the frame."""
+        if size < 8:
+            return False
+        key, version = _HH.unpack_from(head, 0)
+        rng = _KNOWN.get((key, "request"))
+        if rng is None and not _MAX_KEY < key <= _MAX_KEY + _NEWER_KEYS:
+            return False
+        if not 0 <= version <= (rng[1] if rng is not None else 0) + _NEWER_VERSIONS:
+            return False
+        return size < 10 or -1 <= _HHIH.unpack_from(head, 0)[3] <= size - 10
+
 
 def _request_key_ok(head: bytes) -> bool:
     key, version = _HH.unpack_from(head, 0)
@@ -90,6 +108,11 @@ class _ResponseValidator(Validator):
 
     def plausible(self, head: bytes, size: int) -> bool:
         return len(head) >= 4
+
+    def sane(self, head: bytes, size: int) -> bool:
+        """A response to a pending request, or a modest orphan (its request was lost): a stray
+        byte turning the next size field into megabytes must not hold the direction hostage."""
+        return _I.unpack_from(head, 0)[0] in self.pairer or size <= _MAX_ORPHAN
 
     def accept(self, data: bytes, at_chunk_edges: bool) -> bool:
         request = self.pairer.request_for(_I.unpack_from(data, 0)[0])
@@ -189,6 +212,9 @@ class KafkaConnection:
         events: list[KafkaEvent] = []
         self.summary.last_ts = max(self.summary.last_ts, ts_ns)
         self.summary.end_reason = reason
+        if not self._done:  # requests first: responses proven at the end may answer them
+            for d in sorted((0, 1), key=lambda d: d != self.request_dir):
+                events.extend(self._handle(d, self.splitters[d].doubt()))
         for d, s in enumerate(self.splitters):
             at, left = s.pending()
             if left and not s.stopped:
@@ -274,7 +300,7 @@ class KafkaConnection:
                 self.summary.sasl_tokens += 1
                 return []
             return self._undecodable(msg, frame, exc)
-        self._sasl_raw = False
+        self._set_sasl_raw(False)
         self._undecodable_run[0] = 0
         msg.header, msg.body = decoded["header"], decoded["body"]
         msg.warnings = decoded.get("warnings", [])
@@ -290,6 +316,20 @@ class KafkaConnection:
             return self._undecodable(msg, frame, DecodeError("response shorter than a correlation id"))
         msg.correlation_id = _I.unpack_from(data, 0)[0]
         request, overtook = self.pairer.take(msg.correlation_id)
+        early: list[KafkaEvent] = []
+        if request is None and not self._sasl_raw:
+            # A response cannot come before its request is complete: if the request direction
+            # still waits on a frame, that frame's size field may be garbage hiding the request.
+            assert self.request_dir is not None
+            requests = self.splitters[self.request_dir]
+            if not requests.hunting:
+                early = self._handle(self.request_dir, requests.doubt(once=True))
+                request, overtook = self.pairer.take(msg.correlation_id)
+        return [*early, *self._paired(msg, request, overtook, frame)]
+
+    def _paired(self, msg: KafkaMessage, request: KafkaMessage | None, overtook: bool,
+                frame: Frame) -> list[KafkaEvent]:
+        data = frame.data
         if request is None:
             if self._sasl_raw:
                 self.summary.sasl_tokens += 1
@@ -349,7 +389,13 @@ class KafkaConnection:
     def _learn_from_response(self, request: KafkaMessage, msg: KafkaMessage) -> None:
         if request.api_key == SASL_HANDSHAKE and request.api_version == 0 and msg.body is not None:
             # Handshake v0: the SASL tokens that follow travel as bare size-prefixed frames.
-            self._sasl_raw = msg.body.get("error_code") == 0
+            self._set_sasl_raw(msg.body.get("error_code") == 0)
+
+    def _set_sasl_raw(self, raw: bool) -> None:
+        """Raw tokens are size-prefixed but are not requests: let them through unvetted."""
+        self._sasl_raw = raw
+        if self.request_dir is not None:
+            self.splitters[self.request_dir].vetting = not raw
 
     # -- giving up ----------------------------------------------------------------------
     def _check_tls(self, direction: int, head: bytes) -> bool:

@@ -13,6 +13,7 @@ hunting mode by ``max_hunt`` bytes, beyond which the oldest bytes are given up.
 
 from __future__ import annotations
 
+import heapq
 import struct
 from bisect import bisect_right
 from collections.abc import Callable
@@ -72,6 +73,13 @@ class Validator:
     def accept(self, data: bytes, at_chunk_edges: bool) -> bool:  # pragma: no cover - interface
         raise NotImplementedError
 
+    def sane(self, head: bytes, size: int) -> bool:
+        """Looser than ``plausible``, checked on each frame while in sync: False when the
+        head cannot start a frame of this direction at all (e.g. garbage whose first bytes
+        claim 16 MiB). Without it one stray byte would make the splitter wait for a frame
+        that never ends and swallow the rest of the connection."""
+        return True
+
 
 class FrameSplitter:
     """Frames of one direction. Starts in sync (stream start seen) or hunting."""
@@ -90,6 +98,7 @@ class FrameSplitter:
         self.max_hunt = max_hunt
         self.min_frame = min_frame
         self.on_desync = on_desync  # lets the owner recognise TLS etc. in a bad size field
+        self.vetting = True  # ask validator.sane() about each in-sync frame (off for raw SASL tokens)
         self.hunting = False
         self.stopped = False  # the owner gave up on this direction (encrypted, not Kafka)
         self._buf = bytearray()
@@ -100,6 +109,15 @@ class FrameSplitter:
         self._chunk_ts: list[int] = []
         self._head = 0
         self._just_resynced = False
+        self._doubted: int | None = None  # stream offset of the last frame doubted
+        # Hunting memory, so each feed judges only new positions (rescanning is quadratic):
+        # positions before _scan_from were judged; those that could not be judged for lack of
+        # bytes wait in _due as (stream offset where they can be, offset); _holds are the ones
+        # whose bytes must be kept (a heap of offsets, stale entries skipped lazily).
+        self._scan_from = 0
+        self._due: list[tuple[int, int]] = []
+        self._holds: list[int] = []
+        self._holding: set[int] = set()
         self.frames = 0
         self.skipped_bytes = 0
 
@@ -125,7 +143,7 @@ class FrameSplitter:
         events: list[FramingEvent] = []
         pending = len(self._buf) - self._pos
         if pending and not self.hunting:
-            events.append(Skipped(self._start + self._pos, pending, ts_ns, "partial frame before gap"))
+            events.append(Skipped(self._start + self._pos, pending, ts_ns, "partial_frame: cut by a gap"))
             self.skipped_bytes += pending
         elif pending:
             events.append(Skipped(self._start + self._pos, pending, ts_ns, "resync"))
@@ -135,15 +153,55 @@ class FrameSplitter:
         self._clear_chunks()
         self._pos = 0
         self._start = offset + (length or 0)
-        self.hunting = True
+        self._start_hunt()
         return events
 
     def start_hunting(self) -> None:
         """Begin without knowing where frames start (stream picked up mid-way)."""
+        self._start_hunt()
+
+    def _start_hunt(self) -> None:
         self.hunting = True
+        self._scan_from = self._start + self._pos
+        self._due.clear()
+        self._holds.clear()
+        self._holding.clear()
+
+    def doubt(self, *, once: bool = False) -> list[FramingEvent]:
+        """The owner doubts the incomplete frame waited on: at the end of the stream it will
+        never complete, and mid-stream the peer may have answered requests hidden inside it
+        (its size field was garbage). Hunt through what is buffered (up to ``max_hunt``
+        bytes) for frames the validator proves; if none is, nothing changes. ``once`` skips
+        a frame already doubted, which keeps repeated doubts linear."""
+        at, left = self.pending()
+        if self.stopped or not left or left > self.max_hunt or (once and at == self._doubted):
+            return []
+        self._doubted = at
+        start, was_hunting = self._pos, self.hunting
+        self._pos += 0 if was_hunting else 1  # the size field waited on was not a frame's
+        self.hunting = True
+        events: list[FramingEvent] = []
+        while self._hunt_final(events) if self.hunting else self._next_frame(events):
+            pass
+        if not events:
+            self._pos = start
+            if was_hunting:
+                self._start_hunt()
+            else:
+                self.hunting = False
+            return []
+        if self.hunting:
+            self._start_hunt()
+        if not was_hunting:
+            events.insert(0, Skipped(at, 1, self._ts_at(at), "desync: frame never completed"))
+            self.skipped_bytes += 1
+        self._compact()
+        return events
 
     def rescan(self) -> list[FramingEvent]:
         """Re-run the search over what is buffered (the validator learned something new)."""
+        if self.hunting:
+            self._start_hunt()
         return self._drain()
 
     def stop(self) -> int:
@@ -178,15 +236,26 @@ class FrameSplitter:
             head = bytes(buf[pos : pos + 8])
             if self.on_desync is not None and self.on_desync(head):
                 return False  # the owner stopped us (e.g. TLS)
-            events.append(Skipped(self._start + pos, 1, self._ts_at(self._start + pos), f"desync: size {size}"))
-            self.skipped_bytes += 1
-            self._pos = pos + 1
-            self.hunting = True
-            return True
+            return self._desync(events, f"desync: size {size}")
         end = pos + 4 + size
+        if self.vetting:
+            head_end = pos + 4 + min(size, 64)
+            if len(buf) < head_end:
+                return False
+            if not self.validator.sane(bytes(buf[pos + 4 : head_end]), size):
+                return self._desync(events, f"desync: no frame of {size} bytes starts like this")
         if len(buf) < end:
             return False
         events.append(self._emit(pos, size))
+        return True
+
+    def _desync(self, events: list[FramingEvent], reason: str) -> bool:
+        """The size field at the read position is not a frame's: skip a byte and hunt."""
+        offset = self._start + self._pos
+        events.append(Skipped(offset, 1, self._ts_at(offset), reason))
+        self.skipped_bytes += 1
+        self._pos += 1
+        self._start_hunt()
         return True
 
     def _hunt(self, events: list[FramingEvent]) -> bool:
@@ -195,34 +264,82 @@ class FrameSplitter:
         A plausible candidate whose bytes have not all arrived is remembered, not waited on:
         a complete candidate further on may be proven first (a lost segment often leaves a
         size-like word in the middle of a frame). If nothing is proven, bytes before the
-        first incomplete candidate are given up and the rest waits for more data.
+        first incomplete candidate are given up and the rest waits for more data. Each
+        position is judged once, plus once more when the bytes it waited for arrive.
         """
-        buf = self._buf
-        n = len(buf)
-        i = self._pos
-        validator = self.validator
-        waiting: int | None = None
+        base, n = self._start, len(self._buf)
+        due = set()
+        while self._due and self._due[0][0] <= base + n:
+            due.add(heapq.heappop(self._due)[1])
+        for at in sorted(due):
+            if at - base >= self._pos and self._judge(at - base, n, events):
+                return True
+        i = max(self._pos, self._scan_from - base)
         while i + 4 <= n:
-            (size,) = _SIZE.unpack_from(buf, i)
-            if self.min_frame <= size <= self.max_frame and validator.plausible(bytes(buf[i + 4 : i + 68]), size):
-                end = i + 4 + size
-                if end > n:
-                    if waiting is None and end - self._pos <= self.max_hunt:
-                        waiting = i
-                elif validator.accept(bytes(buf[i + 4 : end]), self._is_chunk_start(i) and (
-                        end == n or self._is_chunk_start(end))):
-                    if i > self._pos:
-                        self._skip(events, i - self._pos, "resync")
-                    self.hunting = False
-                    self._just_resynced = True
-                    events.append(self._emit(i, size))
-                    return True
+            if self._judge(i, n, events):
+                return True
             i += 1
-        keep_from = waiting if waiting is not None else max(self._pos, n - 3)
+        self._scan_from = base + i
+        while self._holds and (self._holds[0] not in self._holding or self._holds[0] < base + self._pos):
+            self._holding.discard(heapq.heappop(self._holds))
+        keep_from = self._holds[0] - base if self._holds else max(self._pos, n - 3)
         if keep_from > self._pos:
             self._skip(events, keep_from - self._pos, "resync")
         if n - self._pos > self.max_hunt:
             self._skip(events, n - self._pos - self.max_hunt, "overflow")
+        return False
+
+    def _judge(self, i: int, n: int, events: list[FramingEvent]) -> bool:
+        """Judge the candidate at ``i``: emit it if proven, else remember it if it lacks bytes."""
+        at = self._start + i
+        self._holding.discard(at)
+        (size,) = _SIZE.unpack_from(self._buf, i)
+        if not self.min_frame <= size <= self.max_frame:
+            return False
+        head_end = i + 4 + min(size, 64)
+        if head_end > n:  # too few bytes to judge yet
+            self._wait(at, self._start + head_end, hold=True)
+            return False
+        if not self.validator.plausible(bytes(self._buf[i + 4 : head_end]), size):
+            return False
+        end = i + 4 + size
+        if end > n:
+            self._wait(at, self._start + end, hold=end - self._pos <= self.max_hunt)
+            return False
+        if not self._proven(i, end):
+            return False
+        self._resync_at(i, size, events)
+        return True
+
+    def _resync_at(self, i: int, size: int, events: list[FramingEvent]) -> None:
+        """A proven frame at ``i``: give up the bytes before it and leave hunting."""
+        if i > self._pos:
+            self._skip(events, i - self._pos, "resync")
+        self.hunting = False
+        self._just_resynced = True
+        events.append(self._emit(i, size))
+
+    def _proven(self, i: int, end: int) -> bool:
+        at_edges = self._is_chunk_start(i) and (end == len(self._buf) or self._is_chunk_start(end))
+        return self.validator.accept(bytes(self._buf[i + 4 : end]), at_edges)
+
+    def _wait(self, at: int, ready_at: int, *, hold: bool) -> None:
+        heapq.heappush(self._due, (ready_at, at))
+        if hold:
+            self._holding.add(at)
+            heapq.heappush(self._holds, at)
+
+    def _hunt_final(self, events: list[FramingEvent]) -> bool:
+        """Hunting at the end of what will ever arrive: incomplete candidates are worthless."""
+        buf, n = self._buf, len(self._buf)
+        for i in range(self._pos, n - 3):
+            (size,) = _SIZE.unpack_from(buf, i)
+            end = i + 4 + size
+            if (self.min_frame <= size <= self.max_frame and end <= n
+                    and self.validator.plausible(bytes(buf[i + 4 : i + 4 + min(size, 64)]), size)
+                    and self._proven(i, end)):
+                self._resync_at(i, size, events)
+                return True
         return False
 
     def _skip(self, events: list[FramingEvent], length: int, reason: str) -> None:

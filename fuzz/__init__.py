@@ -1,0 +1,1 @@
+"""Coverage-guided fuzzing of kdissect's entry points (see fuzz/README.md)."""
