@@ -120,6 +120,9 @@ def framing(data: bytes) -> None:
             events += splitter.gap(at, len(chunk), n, "lost")
         else:
             events += splitter.feed(at, chunk, n)
+        if n % 5 == 4:  # as when the peer answers a request the splitter has not seen
+            events += splitter.doubt()
+    events += splitter.finish()
     accounted = 0
     for ev in events:
         if isinstance(ev, Frame):

@@ -191,7 +191,7 @@ class KafkaConnection:
         self.summary.last_ts = max(self.summary.last_ts, ts_ns)
         if not self._seen_data[direction]:
             self._seen_data[direction] = True
-            if looks_like_tls(data[:3]):
+            if looks_like_tls(data[:3]) and not self.summary.is_kafka:
                 return self._encrypted(direction, offset, ts_ns)
         if self.request_dir is None:
             self._probed[direction] += len(data)
@@ -214,7 +214,7 @@ class KafkaConnection:
         self.summary.end_reason = reason
         if not self._done:  # requests first: responses proven at the end may answer them
             for d in sorted((0, 1), key=lambda d: d != self.request_dir):
-                events.extend(self._handle(d, self.splitters[d].doubt()))
+                events.extend(self._handle(d, self.splitters[d].finish()))
         for d, s in enumerate(self.splitters):
             at, left = s.pending()
             if left and not s.stopped:
@@ -223,13 +223,18 @@ class KafkaConnection:
                             f"{left} bytes of an incomplete frame at the end of the connection")
                 )
                 self.summary.skipped_bytes += left
+        skipped = sum(s.skipped_bytes for s in self.splitters)
+        if not self._done and self.request_dir is not None and not self.summary.is_kafka and skipped:
+            # on a Kafka port (elsewhere non-Kafka connections are dropped silently by design)
+            events.append(Anomaly("not_kafka", self.conn_id, None, None, None, ts_ns,
+                                  f"no Kafka frame in this connection's bytes ({skipped} skipped)"))
         if stats is not None:
             for st in stats:
                 self.summary.retransmissions += st.retransmissions
         for ex in self.pairer.drain():
             ex.client, ex.broker = self.summary.client, self.summary.broker
             events.append(ex)
-        self.summary.skipped_bytes += sum(s.skipped_bytes for s in self.splitters)
+        self.summary.skipped_bytes += skipped
         self._done = True
         events.append(self.summary)
         return events
@@ -321,9 +326,8 @@ class KafkaConnection:
             # A response cannot come before its request is complete: if the request direction
             # still waits on a frame, that frame's size field may be garbage hiding the request.
             assert self.request_dir is not None
-            requests = self.splitters[self.request_dir]
-            if not requests.hunting:
-                early = self._handle(self.request_dir, requests.doubt(once=True))
+            early = self._handle(self.request_dir, self.splitters[self.request_dir].doubt())
+            if early:
                 request, overtook = self.pairer.take(msg.correlation_id)
         return [*early, *self._paired(msg, request, overtook, frame)]
 
@@ -399,8 +403,9 @@ class KafkaConnection:
 
     # -- giving up ----------------------------------------------------------------------
     def _check_tls(self, direction: int, head: bytes) -> bool:
-        """Called by a splitter on an absurd size field: TLS records explain it."""
-        if looks_like_tls(head):
+        """Called by a splitter on an absurd size field: TLS records explain it, unless Kafka
+        was already decoded here (Kafka has no STARTTLS: those bytes are garbage)."""
+        if looks_like_tls(head) and not self.summary.is_kafka:
             self._stop_all()
             self.summary.encrypted = True
             return True

@@ -109,7 +109,6 @@ class FrameSplitter:
         self._chunk_ts: list[int] = []
         self._head = 0
         self._just_resynced = False
-        self._doubted: int | None = None  # stream offset of the last frame doubted
         # Hunting memory, so each feed judges only new positions (rescanning is quadratic):
         # positions before _scan_from were judged; those that could not be judged for lack of
         # bytes wait in _due as (stream offset where they can be, offset); _holds are the ones
@@ -167,16 +166,22 @@ class FrameSplitter:
         self._holds.clear()
         self._holding.clear()
 
-    def doubt(self, *, once: bool = False) -> list[FramingEvent]:
-        """The owner doubts the incomplete frame waited on: at the end of the stream it will
-        never complete, and mid-stream the peer may have answered requests hidden inside it
-        (its size field was garbage). Hunt through what is buffered (up to ``max_hunt``
-        bytes) for frames the validator proves; if none is, nothing changes. ``once`` skips
-        a frame already doubted, which keeps repeated doubts linear."""
-        at, left = self.pending()
-        if self.stopped or not left or left > self.max_hunt or (once and at == self._doubted):
+    def doubt(self) -> list[FramingEvent]:
+        """The owner doubts the incomplete frame waited on: the peer answered requests that
+        may be hidden inside it (its size field was garbage). Hunt from that frame on; it
+        stays a candidate, so if it was real it is proven once its bytes are all in."""
+        if self.stopped or self.hunting or not self.pending()[1]:
             return []
-        self._doubted = at
+        self._start_hunt()
+        return self._drain()
+
+    def finish(self) -> list[FramingEvent]:
+        """End of stream: a frame still incomplete never will be, so its size field may have
+        been garbage. Hunt through what is buffered (up to ``max_hunt`` bytes) for frames the
+        validator proves; if none is, everything stays pending for the owner to report."""
+        at, left = self.pending()
+        if self.stopped or not left or left > self.max_hunt:
+            return []
         start, was_hunting = self._pos, self.hunting
         self._pos += 0 if was_hunting else 1  # the size field waited on was not a frame's
         self.hunting = True
@@ -184,14 +189,8 @@ class FrameSplitter:
         while self._hunt_final(events) if self.hunting else self._next_frame(events):
             pass
         if not events:
-            self._pos = start
-            if was_hunting:
-                self._start_hunt()
-            else:
-                self.hunting = False
+            self._pos, self.hunting = start, was_hunting
             return []
-        if self.hunting:
-            self._start_hunt()
         if not was_hunting:
             events.insert(0, Skipped(at, 1, self._ts_at(at), "desync: frame never completed"))
             self.skipped_bytes += 1

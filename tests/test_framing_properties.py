@@ -44,7 +44,7 @@ def test_hunting_after_garbage_finds_every_valid_frame(junk: bytes, valid: list[
     stream = junk + b"".join(valid)
     s = FrameSplitter(_RequestValidator())
     s.start_hunting()
-    events = feed_chunked(s, stream, points) + s.doubt()
+    events = feed_chunked(s, stream, points) + s.finish()
     got = [data for _, data in frames(events)]
     assert got[-len(valid) :] == [v[4:] for v in valid]
     assert frames(events)[-len(valid)][0] == len(junk) or len(got) > len(valid)
@@ -58,7 +58,7 @@ def test_in_sync_garbage_between_frames_costs_only_what_it_touches(
     """Garbage after a good frame: the frames after it come back by the end of the stream."""
     stream = valid[0] + junk + b"".join(valid[1:])
     s = FrameSplitter(_RequestValidator())
-    events = feed_chunked(s, stream, points) + s.doubt()
+    events = feed_chunked(s, stream, points) + s.finish()
     got = [data for _, data in frames(events)]
     assert got[0] == valid[0][4:]
     assert got[-(len(valid) - 2) :] == [v[4:] for v in valid[2:]] or len(valid) == 2
@@ -76,5 +76,5 @@ def test_chunking_never_changes_what_hunting_proves(
     for points in (a, b):
         s = FrameSplitter(_RequestValidator())
         s.start_hunting()
-        runs.append(frames(feed_chunked(s, stream, points) + s.doubt()))
+        runs.append(frames(feed_chunked(s, stream, points) + s.finish()))
     assert runs[0] == runs[1]
