@@ -8,7 +8,9 @@ costs the frames it touched, not the rest of the connection.
 
 Memory is bounded: in normal mode by the frame being assembled (never more than
 ``max_frame`` + 4 bytes, and nothing is allocated for a size before its bytes arrive); in
-hunting mode by ``max_hunt`` bytes, beyond which the oldest bytes are given up.
+hunting mode by ``max_hunt`` bytes, beyond which the oldest bytes are given up, and by
+``MAX_WAITING`` remembered candidates. Time is linear: hunting judges each position once,
+plus once more when the bytes a candidate waited for arrive.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from dataclasses import dataclass
 
 DEFAULT_MAX_FRAME = 100 * 1024 * 1024  # Kafka's socket.request.max.bytes default
 DEFAULT_MAX_HUNT = 4 * 1024 * 1024
+MAX_WAITING = 4096  # candidates remembered while hunting, waiting for their bytes
 _SIZE = struct.Struct(">i")
 
 
@@ -303,7 +306,8 @@ class FrameSplitter:
             return False
         end = i + 4 + size
         if end > n:
-            self._wait(at, self._start + end, hold=end - self._pos <= self.max_hunt)
+            if size + 4 <= self.max_hunt:  # a bigger one could never be held whole while hunting
+                self._wait(at, self._start + end, hold=end - self._pos <= self.max_hunt)
             return False
         if not self._proven(i, end):
             return False
@@ -323,6 +327,8 @@ class FrameSplitter:
         return self.validator.accept(bytes(self._buf[i + 4 : end]), at_edges)
 
     def _wait(self, at: int, ready_at: int, *, hold: bool) -> None:
+        if len(self._due) >= MAX_WAITING:  # dense garbage: forget it (costs at most one frame)
+            return
         heapq.heappush(self._due, (ready_at, at))
         if hold:
             self._holding.add(at)
