@@ -72,11 +72,7 @@ class _RequestValidator(Validator):
         return -1 <= client_id_len <= size - 10
 
     def accept(self, data: bytes, at_chunk_edges: bool) -> bool:
-        try:
-            msg = decode_api.decode_request_frame(data)
-        except DecodeError:
-            return False
-        return "trailing_bytes" not in msg
+        return len(data) >= 4 and decode_api.frame_fits(data, *_HH.unpack_from(data, 0), "request")
 
     def sane(self, head: bytes, size: int) -> bool:
         """An api key and version Kafka could send (a little beyond the table, for newer
@@ -119,11 +115,7 @@ class _ResponseValidator(Validator):
         if request is None:  # an orphan (its request was lost or before the capture)
             return at_chunk_edges
         assert request.api_key is not None and request.api_version is not None
-        try:
-            msg = decode_api.decode_response_frame(data, request.api_key, request.api_version)
-        except DecodeError:
-            return False
-        return "trailing_bytes" not in msg
+        return decode_api.frame_fits(data, request.api_key, request.api_version, "response")
 
 
 class KafkaConnection:

@@ -99,6 +99,28 @@ def decode_response_frame(b: bytes, api_key: int, api_version: int) -> dict[str,
     return result
 
 
+def _fits(msg: schema.Message, b: bytes, p: int) -> int | None:
+    try:
+        return compiler.fast_decoder(msg)(b, p, len(b))[1]
+    except _CATCH:
+        return None
+
+
+def frame_fits(b: bytes, api_key: int, api_version: int, kind: str) -> bool:
+    """Whether ``b`` (no size prefix) decodes exactly, header and body, as that message.
+
+    For proving frame boundaries while hunting: no result is built beyond the decode itself
+    and a failure costs no error location, so trying many candidates stays cheap.
+    """
+    try:
+        msg = schema.api_message(api_key, api_version, kind)
+    except schema.UnknownMessage:
+        return False
+    name = "RequestHeader" if kind == "request" else "ResponseHeader"
+    p = _fits(schema.message(name, msg.header_version or 0), b, 0)
+    return p is not None and _fits(msg, b, p) == len(b)
+
+
 def _with_or_without_prefix(frame: bytes | bytearray | memoryview, decode) -> dict[str, Any]:
     b = bytes(frame)
     stripped, had_prefix = strip_size_prefix(b)

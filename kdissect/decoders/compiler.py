@@ -275,10 +275,23 @@ def fast_decoder(msg: Message) -> Decoder:
     return fn
 
 
+_TRACED: dict[tuple[str, int], tuple[Decoder, list]] = {}
+
+
 def traced_decode(msg: Message, b: bytes, p: int, limit: int) -> tuple[str, int, Exception | None]:
-    """Re-run a failed decode with path tracking: (field path, offset, exception or None)."""
-    tracker: list = ["", p]
-    fn = _build(msg, trace=True, tracker=tracker)
+    """Re-run a failed decode with path tracking: (field path, offset, exception or None).
+
+    The traced build is compiled once per message version, like the fast one: hostile input
+    fails to decode all the time, and compiling on each failure made garbage expensive. Its
+    tracker is reset per call (decoding is single-threaded per pipeline).
+    """
+    key = (msg.name, msg.version)
+    cached = _TRACED.get(key)
+    if cached is None:
+        tracker: list = ["", p]
+        cached = _TRACED[key] = (_build(msg, trace=True, tracker=tracker), tracker)
+    fn, tracker = cached
+    tracker[0], tracker[1] = "", p
     try:
         fn(b, p, limit)
     except Exception as exc:
