@@ -89,6 +89,12 @@ def _check_readable(paths: list[str]) -> None:
             raise UsageError(f"cannot read {p}: no such file")
 
 
+def _check_something_read(stats, captures: list[str]) -> None:
+    """Damage is reported in the output; only a capture with no readable packet at all fails."""
+    if stats.packets == 0 and stats.source_anomalies:
+        raise UsageError(f"nothing could be read from {', '.join(captures)}")
+
+
 def cmd_analyze(args: argparse.Namespace) -> int:
     from .cli_output import summary_lines, write_tables
     from .engine import RunStats, iter_events
@@ -110,8 +116,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     finally:
         if bar is not None:
             bar.stop()
-    if stats.packets == 0 and stats.source_anomalies and not sink.rows["exchanges"]:
-        raise UsageError(f"nothing could be read from {', '.join(args.captures)}")
+    _check_something_read(stats, args.captures)
     tables = {name: sink.frame(name) for name in TABLES if name in wanted or name in ("connections", "anomalies")}
     for line in summary_lines(tables, stats.packets):
         print(line)
@@ -123,7 +128,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
 
 def cmd_show(args: argparse.Namespace) -> int:
     from .cli_output import exchange_json, exchange_rows, exchange_text
-    from .engine import iter_events
+    from .engine import RunStats, iter_events
     from .events import Exchange
     from .filters import FilterError, compile_filter
     from .tables.columns import TABLES
@@ -135,7 +140,8 @@ def cmd_show(args: argparse.Namespace) -> int:
             predicate = compile_filter(args.filter, {name for name, _ in TABLES["exchanges"]})
         except FilterError as exc:
             raise UsageError(str(exc)) from None
-    exchanges = (ev for ev in iter_events(args.captures, _options(args)) if isinstance(ev, Exchange))
+    stats = RunStats()
+    exchanges = (ev for ev in iter_events(args.captures, _options(args), stats=stats) if isinstance(ev, Exchange))
     shown = 0
     for ex, row in exchange_rows(exchanges):
         if predicate is not None and not predicate(row):
@@ -146,6 +152,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         else:
             for line in exchange_text(ex, row, args.full):
                 print(line)
+    _check_something_read(stats, args.captures)
     if not shown and not args.json:
         print("no matching Kafka exchanges")
     return 0

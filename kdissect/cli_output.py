@@ -17,6 +17,24 @@ from .events import Exchange, KafkaMessage
 from .render import safe_text, to_jsonable, tree_lines
 from .tables.sink import exchange_row
 
+# Why each kind of anomaly happens, for the summary (kinds not listed are shown bare).
+_WHY = {
+    "gap": "bytes missing from the capture: packet loss, snap length, late start",
+    "midstream": "directions picked up mid-stream",
+    "partial_frame": "frames cut by a gap",
+    "truncated_frame": "frames cut by the end of the capture",
+    "desync": "size fields that cannot start a frame",
+    "resync": "bytes skipped while looking for the next provable frame",
+    "overflow": "bytes given up while hunting (search window full)",
+    "decode_error": "frames that did not decode",
+    "tls": "encrypted connections",
+    "not_kafka": "connections on Kafka ports that carried no Kafka",
+    "truncated_file": "capture file cut short",
+    "corrupt_record": "capture records with impossible framing",
+    "crc_mismatch": "record batches whose checksum is wrong",
+    "decompression_capped": "record batches inflating past the memory cap",
+}
+
 
 def _row(cells: tuple) -> str:
     name, *rest = cells
@@ -53,11 +71,12 @@ def summary_lines(tables: dict[str, pd.DataFrame], packets: int) -> list[str]:
     an = tables.get("anomalies")
     if an is not None and len(an):
         lines.append("")
-        lines.append("not decoded / anomalies:")
+        lines.append("not decoded / anomalies (see the anomalies table):")
         for kind, group in an.groupby("kind", observed=True, sort=True):
             total = group["length"].dropna().sum()
             extra = f", {int(total):,} bytes" if total else ""
-            lines.append(f"  {safe_text(str(kind))}: {len(group)}{extra}")
+            why = f" — {_WHY[str(kind)]}" if str(kind) in _WHY else ""
+            lines.append(f"  {safe_text(str(kind))}: {len(group)}{extra}{why}")
     return lines
 
 
