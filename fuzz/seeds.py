@@ -8,6 +8,7 @@ input format: ``python -m fuzz.seeds``.
 from __future__ import annotations
 
 import gzip
+import random
 import struct
 from pathlib import Path
 
@@ -60,7 +61,7 @@ def seeds() -> dict[str, dict[str, bytes]]:
         "pcap-snaplen": write_capture(segments, snaplen=120),
         "pcap-frag6": write_capture(tcp_conversation(convo, client=("fd00::1", 5000), server=("fd00::2", 9092)),
                                     encap=Encapsulation(fragment_size=256)),
-        "pcap-gz": gzip.compress(pcap),
+        "pcap-gz": gzip.compress(pcap, mtime=0),
     }
     decode = {}
     for key in sorted({k for k, _, _ in ALL_APIS}):
@@ -94,13 +95,28 @@ def seeds() -> dict[str, dict[str, bytes]]:
             "framing": framing, "reassembly": reassembly, "conversation": conversation}
 
 
+def regressions() -> dict[str, dict[str, bytes]]:
+    """Inputs that once hung or lost frames, rebuilt here so they stay readable."""
+    rng = random.Random(1)
+    claim = struct.pack(">i", 60_000) + metadata_request(1)[4:]  # a request header claiming 60 kB
+    stray = b"\x01" + b"".join(metadata_request(i) for i in range(3))  # one stray byte, then requests
+    return {
+        # hunting rescanned the whole buffer behind a waiting candidate on every chunk (quadratic)
+        "framing": {"slow-hunt-behind-waiting-candidate": b"\xff\x00\xff\xff\xff\xff" + claim + rng.randbytes(58_000)},
+        # a stray byte made the splitter wait for a 16 MiB frame and swallow the connection
+        "conversation": {"lost-stray-byte-swallowed-requests": conversation_bytes(
+            [(0, stray), (1, metadata_response(0)), (1, metadata_response(1)), (1, metadata_response(2))])},
+    }
+
+
 def main() -> None:
-    for target, files in seeds().items():
-        folder = CORPUS / target
-        folder.mkdir(parents=True, exist_ok=True)
-        for name, data in files.items():
-            (folder / f"seed-{name}").write_bytes(data)
-        print(f"{target}: {len(files)} seeds")
+    for prefix, kinds in (("seed-", seeds()), ("", regressions())):
+        for target, files in kinds.items():
+            folder = CORPUS / target
+            folder.mkdir(parents=True, exist_ok=True)
+            for name, data in files.items():
+                (folder / f"{prefix}{name}").write_bytes(data)
+            print(f"{target}: {len(files)} {'seeds' if prefix else 'regression inputs'}")
 
 
 if __name__ == "__main__":
