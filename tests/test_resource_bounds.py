@@ -136,7 +136,7 @@ def test_hunting_memory_is_bounded_whatever_the_garbage() -> None:
 
     Every fourth byte starts a response-like size field claiming just under the window, so
     each is a candidate waiting for its bytes: the worst case for what hunting remembers."""
-    window = 64 * 1024
+    window = 32 * 1024
     garbage = b"\x00\x00\xff\xf0" * (4 * 1024)  # 16 KiB per segment
 
     def run(total: int) -> int:
@@ -144,7 +144,7 @@ def test_hunting_memory_is_bounded_whatever_the_garbage() -> None:
         s.start_hunting()
         return peak(lambda: [s.feed(at, garbage, 0) for at in range(0, total, len(garbage))])
 
-    small, large = run(256 * 1024), run(512 * 1024)
+    small, large = run(128 * 1024), run(256 * 1024)
     assert large < 1.3 * small + 16 * 1024
     assert large < 4 * window + MAX_WAITING * 200  # bytes held + remembered candidates
 
