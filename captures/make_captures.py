@@ -131,10 +131,11 @@ SCENARIOS = [
     Scenario(
         "kcat-legacy-protocol", 19092, CaptureSpec(), Step("kcat", "legacy", topic="legacy"),
         "kcat forced to broker.version.fallback=0.9.0: Metadata v0, Produce v1 carrying magic-0 message "
-        "sets (plain and gzip-wrapped) that tansu answers by closing the connection, then Fetch v1 of "
-        "three records seeded before the capture",
+        "sets (plain and gzip-wrapped) that tansu refuses, then Fetch v1 of three records seeded before "
+        "the capture",
         topics=(("legacy", 1),), seed=Step("confluent", "seed", topic="legacy"),
-        quirks=("no ApiVersions request at all", "Produce v1 requests get no reply: the broker closes")),
+        quirks=("no ApiVersions request at all",
+                "tansu answers each Produce v1 with UNKNOWN_PRODUCER_ID (59); kcat gives up (exit 1)")),
     Scenario(
         "librdkafka-snaplen200", 39092, CaptureSpec(snaplen=TRUNCATING_SNAPLEN),
         Step("confluent", "produce-consume", codecs=("none", "lz4"), pad=1200),

@@ -21,7 +21,7 @@ class Capture:
     """One or more capture files, analysed lazily on first table access.
 
     Tables are pandas DataFrames: ``exchanges``, ``partitions``, ``errors``, ``connections``,
-    ``brokers``, ``anomalies``. :meth:`events` and :meth:`messages` stream the capture again
+    ``brokers``, ``records``, ``batches``, ``anomalies``. :meth:`events` and :meth:`messages` stream the capture again
     without keeping it in memory.
     """
 
@@ -70,6 +70,14 @@ class Capture:
     @property
     def brokers(self) -> pd.DataFrame:
         return self._tables["brokers"]
+
+    @property
+    def records(self) -> pd.DataFrame:
+        return self._tables["records"]
+
+    @property
+    def batches(self) -> pd.DataFrame:
+        return self._tables["batches"]
 
     @property
     def anomalies(self) -> pd.DataFrame:

@@ -162,7 +162,9 @@ def commit_record(group_id: str, topic: str, partition: int, offset: int, **extr
 
 def count_requests(sent: Iterable[tuple[str, int]]) -> list[dict]:
     """Turn (api name, version) pairs from a client log into sorted counts with api keys."""
-    counts = Counter((API_KEYS.get(name), name, version) for name, version in sent)
+    # librdkafka logs one request as "IncrementalAlterConfigsRequestRequest": drop the doubled suffix.
+    named = ((name.removesuffix("Request"), version) for name, version in sent)
+    counts = Counter((API_KEYS.get(name), name, version) for name, version in named)
     rows = [
         {"api_key": key, "api_name": name, "api_version": version, "count": n}
         for (key, name, version), n in counts.items()

@@ -57,7 +57,7 @@ def apiversions_loop(args, result: dict) -> None:
 
 
 def legacy(args, result: dict) -> None:
-    """Metadata v0, two magic-0 produces (plain and gzip) that tansu drops, then Fetch v1 of seeded data."""
+    """Metadata v0, two magic-0 produces (plain and gzip) that tansu refuses, then Fetch v1 of seeded data."""
     run_kcat(args, result, [*LEGACY, "-L", "-t", args.topic], timeout=15)
     for codec in ("none", "gzip"):
         plan = [PlannedMessage(f"legacy-{codec}-{i}".encode(), f"magic 0 message {i} ({codec})".encode(), codec)
@@ -77,8 +77,8 @@ def legacy(args, result: dict) -> None:
             msg["topic"], msg["partition"], msg["offset"],
             None if msg.get("key") is None else msg["key"].encode(),
             None if msg.get("payload") is None else msg["payload"].encode(), []))
-    result["notes"].append("forced to broker.version.fallback=0.9.0: tansu closes the connection on the "
-                           "Produce v1 requests, so those messages were not delivered")
+    result["notes"].append("forced to broker.version.fallback=0.9.0: tansu refuses the Produce v1 requests "
+                           "(error UNKNOWN_PRODUCER_ID), so those messages were not delivered")
 
 
 COMMANDS = {"apiversions-loop": apiversions_loop, "legacy": legacy}
