@@ -134,6 +134,7 @@ class KafkaConnection:
         self._seen_data = [False, False]
         self._probed = [0, 0]
         self._undecodable_run = [0, 0]
+        self._early_skips: list[tuple[int, Skipped]] = []  # skipped before the roles were known
         self._sasl_raw = False  # after a SaslHandshake v0: raw SASL tokens until Kafka resumes
         self._done = False
         if self.request_dir is not None:
@@ -141,6 +142,7 @@ class KafkaConnection:
         else:
             for s in self.splitters:
                 s.start_hunting()
+                s.retain = True  # kept until the roles are known and the right validator can look
 
     # -- setup --------------------------------------------------------------------------
     def _make_splitter(self, direction: int) -> FrameSplitter:
@@ -162,6 +164,8 @@ class KafkaConnection:
         self.summary.broker = self.endpoints[1 - request_dir]
         self.splitters[request_dir].validator = _RequestValidator()
         self.splitters[1 - request_dir].validator = self._response_validator
+        for s in self.splitters:
+            s.retain = False
 
     def _role(self, direction: int) -> str | None:
         if self.request_dir is None:
@@ -232,9 +236,10 @@ class KafkaConnection:
             if isinstance(ev, Frame):
                 out.extend(self._frame(direction, ev))
             elif isinstance(ev, Skipped):
-                if self.request_dir is not None or not ev.reason.startswith("resync"):
-                    out.append(Anomaly(ev.reason.split(":")[0], self.conn_id, self._role(direction), ev.offset,
-                                       ev.length, ev.ts_ns, f"skipped {ev.length} bytes ({ev.reason})"))
+                if self.request_dir is None and ev.reason.startswith("resync"):
+                    self._early_skips.append((direction, ev))  # reported only if this turns out to be Kafka
+                else:
+                    out.append(self._skipped(direction, ev))
             elif isinstance(ev, Lost):
                 self.summary.gaps += 1
                 self.summary.gap_bytes += ev.length or 0
@@ -249,9 +254,11 @@ class KafkaConnection:
             # The first frame a request validator accepted tells us who the client is.
             self._set_roles(direction)
             self.summary.is_kafka = True
+            events = [self._skipped(d, ev) for d, ev in self._early_skips]
+            self._early_skips.clear()
             if self.syn_seen:  # the answers start at the stream's first byte: no need to hunt
                 self.splitters[1 - direction].sync_at_start()
-            events = self._frame(direction, frame)
+            events.extend(self._frame(direction, frame))
             events.extend(self._handle(1 - direction, self.splitters[1 - direction].rescan()))
             return events
         self.summary.is_kafka = True
@@ -263,6 +270,10 @@ class KafkaConnection:
         self.summary.bytes_to_client += 4 + size
         self.summary.frames_to_client += 1
         return self._response(frame) if frame.complete else self._cut_response(frame)
+
+    def _skipped(self, direction: int, ev: Skipped) -> Anomaly:
+        return Anomaly(ev.reason.split(":")[0], self.conn_id, self._role(direction), ev.offset, ev.length, ev.ts_ns,
+                       f"skipped {ev.length} bytes ({ev.reason})")
 
     def _message(self, frame: Frame, is_request: bool) -> KafkaMessage:
         return KafkaMessage(

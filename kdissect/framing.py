@@ -110,6 +110,10 @@ class FrameSplitter:
         # A frame whose size is known but whose middle a known-length gap cut: its head and end.
         self._cut: tuple[int, bytes, int, int] | None = None  # (offset, head, size, ts_first)
         self.awaiting_candidate = False  # hunting, and a plausible frame's bytes are still arriving
+        # While the owner does not yet know which validator fits (roles unknown), hunting keeps the
+        # bytes it could not prove (up to max_hunt) so a later rescan can still find frames in them.
+        self.retain = False
+        self._scan_at = 0  # stream offset where the next hunt resumes scanning
         self.frames = 0
         self.skipped_bytes = 0
 
@@ -234,6 +238,7 @@ class FrameSplitter:
 
     def rescan(self) -> list[FramingEvent]:
         """Re-run the search over what is buffered (the validator learned something new)."""
+        self._scan_at = 0
         return self._drain()
 
     def stop(self) -> int:
@@ -293,7 +298,7 @@ class FrameSplitter:
         """
         buf = self._buf
         n = len(buf)
-        i = self._pos
+        i = max(self._pos, self._scan_at - self._start)
         validator = self.validator
         waiting: int | None = None
         while i + 4 <= n:
@@ -314,7 +319,8 @@ class FrameSplitter:
             i += 1
         self.awaiting_candidate = waiting is not None
         keep_from = waiting if waiting is not None else max(self._pos, n - 3)
-        if keep_from > self._pos:
+        self._scan_at = self._start + keep_from
+        if keep_from > self._pos and not self.retain:
             self._skip(events, keep_from - self._pos, "resync")
         if n - self._pos > self.max_hunt:
             self._skip(events, n - self._pos - self.max_hunt, "overflow")

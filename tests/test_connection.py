@@ -101,6 +101,22 @@ def test_roles_found_on_an_unknown_port_even_when_the_broker_speaks_first_in_the
     assert ok.client == CLIENT and ok.broker == broker
 
 
+def test_bytes_seen_before_the_roles_are_known_are_kept_for_the_right_validator() -> None:
+    """Mid-stream on an unknown port: the answer that arrives before any request is proven is
+    still found once the roles are learned, and the tail skipped before the first proven request
+    is reported."""
+    w = _conn(broker=("10.0.0.2", 31337), syn=False)
+    w.send(0, metadata_request(1)[-20:], 1)  # the end of a request sent before the capture
+    w.send(1, metadata_response(1), 2)  # its answer: an orphan, seen before any request is proven
+    w.send(0, metadata_request(2), 3)
+    w.send(1, metadata_response(2), 4)
+    w.close(5)
+    assert [(e.status, (e.request or e.response).correlation_id) for e in w.of(Exchange)] == [
+        ("orphan_response", 1), ("ok", 2)]
+    skipped = [(a.kind, a.direction, a.offset, a.length) for a in w.of(Anomaly) if a.kind == "resync"]
+    assert skipped == [("resync", "request", 0, 20)]
+
+
 def test_loss_costs_only_the_frames_it_touches() -> None:
     w = _conn()
     for cid in range(1, 6):

@@ -59,10 +59,10 @@ QUIRKS: dict[str, Quirk] = {
         why="snap length 200: frames over 134 bytes of payload are cut; gaps of known length keep the "
             "framing in sync, so every exchange is still paired"),
     "librdkafka-midstream-produce": Quirk(
-        anomaly_kinds=frozenset({"midstream", "resync", "truncated_frame"}),
-        statuses={"orphan_response": 2, "unanswered": 2}, unanswered=("Produce", "Produce"), errors=frozenset(),
-        why="the capture starts inside a Produce request and stops after 40 packets: the answers to "
-            "requests sent before it are orphans, the last requests' answers are after it"),
+        anomaly_kinds=frozenset({"midstream", "truncated_frame"}),
+        statuses={"orphan_response": 3, "unanswered": 2}, unanswered=("Produce", "Produce"), errors=frozenset(),
+        why="the capture starts mid-connection and stops after 40 packets, inside a Produce request: the "
+            "answers to the 3 requests sent before it are orphans, the 2 requests in it are unanswered"),
 }
 
 
