@@ -9,6 +9,8 @@ the departure is listed in ``QUIRKS`` with its reason, and asserted exactly.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections import Counter
 from dataclasses import dataclass, field
 from functools import cache
@@ -369,3 +371,15 @@ def test_snap_length_cuts_keep_every_exchange_paired() -> None:
     assert len(commits) == sent["OffsetCommit"] == len(truth(name)["commits"])
     assert set(commits["client_id"].astype(str)) == {"confluent-kafka-group-consumer"}
     assert len(capture(name).records) == 0  # every batch is longer than the snap length
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if truth(n)["broker"]["port"] not in (9092, 9093, 9094)])
+def test_analyze_finds_kafka_on_an_unusual_port_with_no_flags(name: str) -> None:
+    """What a new user types first: `kdissect analyze FILE`, broker on 19092/29092/39092."""
+    path = CAPTURES / truth(name)["capture"]["file"]
+    done = subprocess.run([sys.executable, "-m", "kdissect.cli", "analyze", str(path)],
+                          capture_output=True, text=True, timeout=120, check=True)
+    conns = len(capture(name).connections)
+    assert f"{conns} TCP connections ({conns} Kafka), {len(capture(name).exchanges)} exchanges" in done.stdout
+    listed = {line.split()[0] for line in done.stdout.splitlines()[3:] if line[:1].isalpha() and ":" not in line}
+    assert listed == set(capture(name).exchanges["api_name"].dropna().astype(str))
