@@ -12,6 +12,7 @@ from .connection import DEFAULT_PORTS, Options
 from .engine import RunStats, iter_events
 from .events import Exchange, KafkaEvent, KafkaMessage
 from .framing import DEFAULT_MAX_FRAME
+from .tables.records import RecordOptions
 from .tables.sink import TableSink
 
 PathArg = str | PathLike[str]
@@ -21,13 +22,14 @@ class Capture:
     """One or more capture files, analysed lazily on first table access.
 
     Tables are pandas DataFrames: ``exchanges``, ``partitions``, ``errors``, ``connections``,
-    ``brokers``, ``anomalies``. :meth:`events` and :meth:`messages` stream the capture again
+    ``brokers``, ``anomalies``, ``records``, ``batches``. :meth:`events` and :meth:`messages` stream the capture again
     without keeping it in memory.
     """
 
-    def __init__(self, paths: Sequence[PathArg], options: Options) -> None:
+    def __init__(self, paths: Sequence[PathArg], options: Options, records: RecordOptions | None = None) -> None:
         self.paths = list(paths)
         self.options = options
+        self.record_options = records or RecordOptions()
         self.stats = RunStats()
 
     def events(self) -> Iterator[KafkaEvent]:
@@ -47,7 +49,7 @@ class Capture:
 
     @cached_property
     def _tables(self) -> dict[str, pd.DataFrame]:
-        sink = TableSink()
+        sink = TableSink(records=self.record_options)
         sink.consume_all(iter_events(self.paths, self.options, stats=self.stats))
         return sink.frames()
 
@@ -75,6 +77,14 @@ class Capture:
     def anomalies(self) -> pd.DataFrame:
         return self._tables["anomalies"]
 
+    @property
+    def records(self) -> pd.DataFrame:
+        return self._tables["records"]
+
+    @property
+    def batches(self) -> pd.DataFrame:
+        return self._tables["batches"]
+
 
 def open_capture(
     path_or_paths: PathArg | Sequence[PathArg],
@@ -82,12 +92,14 @@ def open_capture(
     ports: Sequence[int] = DEFAULT_PORTS,
     auto_detect: bool = True,
     max_frame: int = DEFAULT_MAX_FRAME,
+    records: RecordOptions | None = None,
 ) -> Capture:
     """Open capture file(s) (pcap, pcapng, gzip of either) for analysis.
 
     ``ports`` are where brokers listen; with ``auto_detect`` any other TCP connection whose
-    bytes decode as Kafka requests is analysed too.
+    bytes decode as Kafka requests is analysed too. ``records`` sets how much of each record
+    payload to keep and the per-batch decompression cap (see ``kdissect.RecordOptions``).
     """
     paths = [path_or_paths] if isinstance(path_or_paths, str | PathLike) else list(path_or_paths)
     options = Options(ports=tuple(ports), auto_detect=auto_detect, max_frame=max_frame)
-    return Capture(paths, options)
+    return Capture(paths, options, records)
