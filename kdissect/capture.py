@@ -12,6 +12,7 @@ from .connection import DEFAULT_PORTS, Options
 from .engine import RunStats, iter_events
 from .events import Exchange, KafkaEvent, KafkaMessage
 from .framing import DEFAULT_MAX_FRAME
+from .tables.records import RecordOptions
 from .tables.sink import TableSink
 
 PathArg = str | PathLike[str]
@@ -30,9 +31,10 @@ class Capture:
     stream the capture again without keeping it in memory.
     """
 
-    def __init__(self, paths: Sequence[PathArg], options: Options) -> None:
+    def __init__(self, paths: Sequence[PathArg], options: Options, records: RecordOptions | None = None) -> None:
         self.paths = list(paths)
         self.options = options
+        self.record_options = records or RecordOptions()
         self.stats = RunStats()
 
     def events(self) -> Iterator[KafkaEvent]:
@@ -52,7 +54,7 @@ class Capture:
 
     @cached_property
     def _tables(self) -> dict[str, pd.DataFrame]:
-        sink = TableSink()
+        sink = TableSink(records=self.record_options)
         sink.consume_all(iter_events(self.paths, self.options, stats=self.stats))
         return sink.frames()
 
@@ -72,12 +74,14 @@ def open_capture(
     ports: Sequence[int] = DEFAULT_PORTS,
     auto_detect: bool = True,
     max_frame: int = DEFAULT_MAX_FRAME,
+    records: RecordOptions | None = None,
 ) -> Capture:
     """Open capture file(s) (pcap, pcapng, gzip of either) for analysis.
 
     ``ports`` are where brokers listen; with ``auto_detect`` any other TCP connection whose
-    bytes decode as Kafka requests is analysed too.
+    bytes decode as Kafka requests is analysed too. ``records`` sets how much of each record
+    payload to keep and the per-batch decompression cap (see ``kdissect.RecordOptions``).
     """
     paths = [path_or_paths] if isinstance(path_or_paths, str | PathLike) else list(path_or_paths)
     options = Options(ports=tuple(ports), auto_detect=auto_detect, max_frame=max_frame)
-    return Capture(paths, options)
+    return Capture(paths, options, records)

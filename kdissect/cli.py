@@ -70,16 +70,19 @@ def _progress(paths: list[str]):
 
 
 def _record_options(args: argparse.Namespace):
-    from .decoders.records import FULL, LENGTHS_ONLY, Payloads
+    from .decoders.records import FULL, LENGTHS_ONLY, Limits, Payloads
     from .tables.records import RecordOptions
 
+    if args.max_decompressed is not None and args.max_decompressed < 1:
+        raise UsageError("--max-decompressed takes a number of bytes >= 1")
+    limits = Limits() if args.max_decompressed is None else Limits(max_decompressed=args.max_decompressed)
     if args.no_payloads:
-        return RecordOptions(payloads=LENGTHS_ONLY)
+        return RecordOptions(payloads=LENGTHS_ONLY, limits=limits)
     if args.preview is not None:
         if args.preview < 0:
             raise UsageError("--preview takes a number of bytes >= 0")
-        return RecordOptions(payloads=Payloads.preview(args.preview))
-    return RecordOptions(payloads=FULL)
+        return RecordOptions(payloads=Payloads.preview(args.preview), limits=limits)
+    return RecordOptions(payloads=FULL, limits=limits)
 
 
 def _check_readable(paths: list[str]) -> None:
@@ -178,6 +181,8 @@ def build_parser() -> argparse.ArgumentParser:
     keep = a.add_mutually_exclusive_group()
     keep.add_argument("--no-payloads", action="store_true", help="records table without keys/values (sizes only)")
     keep.add_argument("--preview", type=int, metavar="N", help="keep only the first N bytes of keys and values")
+    a.add_argument("--max-decompressed", type=int, metavar="BYTES",
+                   help="cap on one batch's decompressed size (default 256 MiB); beyond it: an anomaly row")
     a.set_defaults(func=cmd_analyze)
 
     s = sub.add_parser("show", help="print decoded requests with their responses")
