@@ -100,6 +100,7 @@ class FrameSplitter:
         self._chunk_ts: list[int] = []
         self._head = 0
         self._just_resynced = False
+        self._wait_until = 0  # in sync: stream offset the frame being assembled ends at
         self.frames = 0
         self.skipped_bytes = 0
 
@@ -116,6 +117,8 @@ class FrameSplitter:
         self._chunk_starts.append(offset)
         self._chunk_ts.append(ts_ns)
         self._buf += data
+        if end + len(data) < self._wait_until and not self.hunting:
+            return []  # still inside the frame being assembled (most segments of a big frame)
         return self._drain()
 
     def gap(self, offset: int, length: int | None, ts_ns: int, reason: str) -> list[FramingEvent]:
@@ -135,6 +138,7 @@ class FrameSplitter:
         self._clear_chunks()
         self._pos = 0
         self._start = offset + (length or 0)
+        self._wait_until = 0
         self.hunting = True
         return events
 
@@ -185,6 +189,7 @@ class FrameSplitter:
             return True
         end = pos + 4 + size
         if len(buf) < end:
+            self._wait_until = self._start + end
             return False
         events.append(self._emit(pos, size))
         return True
@@ -214,6 +219,7 @@ class FrameSplitter:
                     if i > self._pos:
                         self._skip(events, i - self._pos, "resync")
                     self.hunting = False
+                    self._wait_until = 0
                     self._just_resynced = True
                     events.append(self._emit(i, size))
                     return True
@@ -234,9 +240,11 @@ class FrameSplitter:
     def _emit(self, pos: int, size: int) -> Frame:
         offset = self._start + pos
         end = pos + 4 + size
+        with memoryview(self._buf) as view:
+            data = bytes(view[pos + 4 : end])  # one copy (a bytearray slice would be a second)
         frame = Frame(
             offset=offset,
-            data=bytes(self._buf[pos + 4 : end]),
+            data=data,
             ts_first=self._ts_at(offset),
             ts_last=self._ts_at(self._start + end - 1),
             resynced=self._just_resynced,
