@@ -17,12 +17,17 @@ from .tables.sink import TableSink
 PathArg = str | PathLike[str]
 
 
+def _table(name: str) -> property:
+    """A read-only attribute for one table (the whole capture is analysed on first access)."""
+    return property(lambda self: self._tables[name], doc=f"The ``{name}`` table (pandas DataFrame).")
+
+
 class Capture:
     """One or more capture files, analysed lazily on first table access.
 
     Tables are pandas DataFrames: ``exchanges``, ``partitions``, ``errors``, ``connections``,
-    ``brokers``, ``anomalies``. :meth:`events` and :meth:`messages` stream the capture again
-    without keeping it in memory.
+    ``brokers``, ``records``, ``batches``, ``anomalies``. :meth:`events` and :meth:`messages`
+    stream the capture again without keeping it in memory.
     """
 
     def __init__(self, paths: Sequence[PathArg], options: Options) -> None:
@@ -51,29 +56,14 @@ class Capture:
         sink.consume_all(iter_events(self.paths, self.options, stats=self.stats))
         return sink.frames()
 
-    @property
-    def exchanges(self) -> pd.DataFrame:
-        return self._tables["exchanges"]
-
-    @property
-    def partitions(self) -> pd.DataFrame:
-        return self._tables["partitions"]
-
-    @property
-    def errors(self) -> pd.DataFrame:
-        return self._tables["errors"]
-
-    @property
-    def connections(self) -> pd.DataFrame:
-        return self._tables["connections"]
-
-    @property
-    def brokers(self) -> pd.DataFrame:
-        return self._tables["brokers"]
-
-    @property
-    def anomalies(self) -> pd.DataFrame:
-        return self._tables["anomalies"]
+    exchanges = _table("exchanges")
+    partitions = _table("partitions")
+    errors = _table("errors")
+    connections = _table("connections")
+    brokers = _table("brokers")
+    records = _table("records")
+    batches = _table("batches")
+    anomalies = _table("anomalies")
 
 
 def open_capture(

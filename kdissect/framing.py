@@ -32,6 +32,13 @@ class Frame:
     ts_first: int  # capture time of the first segment carrying any of its bytes
     ts_last: int  # capture time of the segment that completed it
     resynced: bool = False  # the first frame accepted after hunting
+    # Set when gaps of known length (snap length cuts) fell inside the frame: its real size.
+    # ``data`` then holds only the bytes captured before the first gap.
+    wire_size: int | None = None
+
+    @property
+    def complete(self) -> bool:
+        return self.wire_size is None
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +108,13 @@ class FrameSplitter:
         self._head = 0
         self._just_resynced = False
         self._wait_until = 0  # in sync: stream offset the frame being assembled ends at
+        # A frame whose size is known but whose middle a known-length gap cut: its head and end.
+        self._cut: tuple[int, bytes, int, int] | None = None  # (offset, head, size, ts_first)
+        self.awaiting_candidate = False  # hunting, and a plausible frame's bytes are still arriving
+        # While the owner does not yet know which validator fits (roles unknown), hunting keeps the
+        # bytes it could not prove (up to max_hunt) so a later rescan can still find frames in them.
+        self.retain = False
+        self._scan_at = 0  # stream offset where the next hunt resumes scanning
         self.frames = 0
         self.skipped_bytes = 0
 
@@ -109,6 +123,8 @@ class FrameSplitter:
         """In-order bytes at stream ``offset`` (the reassembler guarantees order)."""
         if self.stopped or not data:
             return []
+        if self._cut is not None:
+            return self._feed_cut(offset, data, ts_ns)
         end = self._start + len(self._buf)
         if offset != end:  # a jump the reassembler did not announce: treat as a gap
             events: list[FramingEvent] = list(self.gap(end, offset - end, ts_ns, "jump"))
@@ -125,8 +141,13 @@ class FrameSplitter:
         """Bytes that will never come: drop any partial frame and hunt from the next byte."""
         if self.stopped:
             return []
+        if self._cut is not None:
+            return self._gap_in_cut(offset, length, ts_ns, reason)
         events: list[FramingEvent] = []
         pending = len(self._buf) - self._pos
+        if self._can_stay_in_sync(offset, length):
+            assert length is not None
+            return [Lost(offset, length, ts_ns, reason), *self._start_cut(offset + length, ts_ns)]
         if pending and not self.hunting:
             events.append(Skipped(self._start + self._pos, pending, ts_ns, "partial frame before gap"))
             self.skipped_bytes += pending
@@ -142,17 +163,95 @@ class FrameSplitter:
         self.hunting = True
         return events
 
+    # -- frames cut by gaps of known length -----------------------------------------------
+    def _can_stay_in_sync(self, offset: int, length: int | None) -> bool:
+        """A gap of known length that ends inside the frame being assembled (whose size field
+        was captured) leaves the next frame boundary known: no need to hunt."""
+        pending = len(self._buf) - self._pos
+        if self.hunting or length is None or pending < 4 or offset != self._start + len(self._buf):
+            return False
+        (size,) = _SIZE.unpack_from(self._buf, self._pos)
+        if not self.min_frame <= size <= self.max_frame:
+            return False
+        return offset + length <= self._start + self._pos + 4 + size
+
+    def _start_cut(self, resume: int, ts_ns: int) -> list[FramingEvent]:
+        """Keep the captured head of the current frame and skip to its end; ``resume`` is where
+        the stream continues after the gap."""
+        pos = self._pos
+        (size,) = _SIZE.unpack_from(self._buf, pos)
+        frame_at = self._start + pos
+        self._cut = (frame_at, bytes(self._buf[pos + 4 :]), size, self._ts_at(frame_at))
+        self._wait_until = 0
+        self._buf.clear()
+        self._clear_chunks()
+        self._pos = 0
+        self._start = resume
+        return self._finish_cut(ts_ns) if resume == self._cut_end() else []
+
+    def _finish_cut(self, ts_ns: int) -> list[FramingEvent]:
+        assert self._cut is not None
+        frame_at, head, size, ts_first = self._cut
+        self._cut = None
+        self._start = frame_at + 4 + size
+        self.frames += 1
+        return [Frame(frame_at, head, ts_first, ts_ns, wire_size=size)]
+
+    def _cut_end(self) -> int:
+        assert self._cut is not None
+        return self._cut[0] + 4 + self._cut[2]
+
+    def _gap_in_cut(self, offset: int, length: int | None, ts_ns: int, reason: str) -> list[FramingEvent]:
+        """Another gap while skipping to the end of a cut frame."""
+        end = self._cut_end()
+        if length is not None and offset + length <= end:
+            self._start = offset + length
+            lost: list[FramingEvent] = [Lost(offset, length, ts_ns, reason)]
+            return lost + self._finish_cut(ts_ns) if self._start == end else lost
+        assert self._cut is not None
+        frame_at = self._cut[0]
+        self._cut = None
+        self._start = offset
+        self.skipped_bytes += offset - frame_at
+        return [Skipped(frame_at, offset - frame_at, ts_ns, "partial frame before gap"), *self.gap(
+            offset, length, ts_ns, reason)]
+
+    def _feed_cut(self, offset: int, data: bytes, ts_ns: int) -> list[FramingEvent]:
+        """Bytes after a gap inside a cut frame: drop them up to the frame's end, then carry on."""
+        if offset != self._start:
+            jumped = self._gap_in_cut(self._start, offset - self._start, ts_ns, "jump")
+            return [*jumped, *self.feed(offset, data, ts_ns)]
+        end = self._cut_end()
+        if offset + len(data) < end:
+            self._start = offset + len(data)
+            return []
+        events = self._finish_cut(ts_ns)
+        rest = data[end - offset :]
+        if rest:
+            events.extend(self.feed(end, rest, ts_ns))
+        return events
+
     def start_hunting(self) -> None:
         """Begin without knowing where frames start (stream picked up mid-way)."""
         self.hunting = True
 
+    def sync_at_start(self) -> None:
+        """Stop hunting when nothing has been given up yet and the buffer starts at stream
+        offset 0: the owner learned that offset 0 is the true start of the stream (SYN seen)."""
+        if self.hunting and self.skipped_bytes == 0 and self._start + self._pos == 0:
+            self.hunting = self.awaiting_candidate = False
+            self._wait_until = 0
+
     def rescan(self) -> list[FramingEvent]:
         """Re-run the search over what is buffered (the validator learned something new)."""
+        self._scan_at = 0
         return self._drain()
 
     def stop(self) -> int:
         """Give up on this direction (encrypted or not Kafka); returns bytes dropped."""
         dropped = len(self._buf) - self._pos
+        self._cut = None
+        self.awaiting_candidate = False
         self._buf.clear()
         self._clear_chunks()
         self._pos = 0
@@ -161,6 +260,8 @@ class FrameSplitter:
 
     def pending(self) -> tuple[int, int]:
         """(stream offset, length) of bytes buffered but not yet framed."""
+        if self._cut is not None:
+            return self._cut[0], self._start - self._cut[0]
         return self._start + self._pos, len(self._buf) - self._pos
 
     # -- framing ------------------------------------------------------------------------
@@ -204,7 +305,7 @@ class FrameSplitter:
         """
         buf = self._buf
         n = len(buf)
-        i = self._pos
+        i = max(self._pos, self._scan_at - self._start)
         validator = self.validator
         waiting: int | None = None
         while i + 4 <= n:
@@ -218,14 +319,16 @@ class FrameSplitter:
                         end == n or self._is_chunk_start(end))):
                     if i > self._pos:
                         self._skip(events, i - self._pos, "resync")
-                    self.hunting = False
+                    self.hunting = self.awaiting_candidate = False
                     self._wait_until = 0
                     self._just_resynced = True
                     events.append(self._emit(i, size))
                     return True
             i += 1
+        self.awaiting_candidate = waiting is not None
         keep_from = waiting if waiting is not None else max(self._pos, n - 3)
-        if keep_from > self._pos:
+        self._scan_at = self._start + keep_from
+        if keep_from > self._pos and not self.retain:
             self._skip(events, keep_from - self._pos, "resync")
         if n - self._pos > self.max_hunt:
             self._skip(events, n - self._pos - self.max_hunt, "overflow")

@@ -115,3 +115,30 @@ def test_real_request_frames_resync_with_the_decoding_validator() -> None:
     s.start_hunting()  # picked up mid-stream: starts 3 bytes into the first frame
     out = s.feed(3, stream[3:], 1)
     assert frames_of(out) == [r[4:] for r in reqs[1:]]
+
+
+def test_known_length_gaps_inside_a_frame_keep_the_splitter_in_sync() -> None:
+    """Snap-length cuts: the size field was captured, so the next boundary is known."""
+    big, after = frame(b"KF" + b"b" * 300), frame(b"KF-after")
+    s = FrameSplitter(Magic())
+    out = s.feed(0, big[:50], 1)
+    out += s.gap(50, 100, 1, "snaplen")
+    out += s.feed(150, big[150:200], 2)
+    out += s.gap(200, len(big) - 200, 2, "snaplen")  # ends exactly at the frame's end
+    out += s.feed(len(big), after, 3)
+    frames = [e for e in out if isinstance(e, Frame)]
+    assert [f.data for f in frames] == [big[4:50], after[4:]]
+    assert frames[0].wire_size == len(big) - 4 and not frames[0].complete
+    assert (frames[0].ts_first, frames[0].ts_last) == (1, 2) and frames[1].complete
+    assert not any(isinstance(e, Skipped) for e in out) and not s.hunting
+
+
+def test_a_gap_past_the_end_of_a_cut_frame_falls_back_to_hunting() -> None:
+    big, nxt = frame(b"KF" + b"c" * 100), frame(b"KF-next" + b"z" * 20)
+    stream = big + nxt + frame(b"KF-last")
+    s = FrameSplitter(Magic())
+    out = s.feed(0, stream[:20], 1) + s.gap(20, 10, 1, "snaplen")
+    out += s.gap(30, len(big) + 5 - 30, 2, "lost")  # swallows the start of the next frame
+    out += s.feed(len(big) + 5, stream[len(big) + 5 :], 3)
+    assert frames_of(out) == [b"KF-last"]
+    assert next(e.reason for e in out if isinstance(e, Skipped)) == "partial frame before gap"

@@ -74,14 +74,26 @@ def _api_message(api_key: int, api_version: int, kind: str) -> schema.Message:
         raise DecodeError(what, api_key=api_key, api_version=api_version, offset=0) from None
 
 
-def decode_request_frame(b: bytes) -> dict[str, Any]:
-    """Decode a request (no size prefix): header first, its version chosen by api key + version."""
+def _request_header(b: bytes) -> tuple[schema.Message, dict[str, Any], int]:
+    """The request's body schema, its decoded header, and where the body starts."""
     if len(b) < 4:
         raise DecodeError(f"request of {len(b)} bytes is shorter than a header", offset=0)
     api_key, api_version = _I16I16.unpack_from(b, 0)
     msg = _api_message(api_key, api_version, "request")
     header_msg = schema.message("RequestHeader", msg.header_version or 0)
     header, p = _run(header_msg, b, 0, api_key=api_key, api_version=api_version)
+    return msg, header, p
+
+
+def decode_request_header(b: bytes) -> dict[str, Any]:
+    """Decode only a request's header (for frames the capture holds only the start of)."""
+    return _request_header(b)[1]
+
+
+def decode_request_frame(b: bytes) -> dict[str, Any]:
+    """Decode a request (no size prefix): header first, its version chosen by api key + version."""
+    msg, header, p = _request_header(b)
+    api_key, api_version = _I16I16.unpack_from(b, 0)
     body, end = _run(msg, b, p, api_key=api_key, api_version=api_version)
     result: dict[str, Any] = {"header": header, "body": body}
     _warn_trailing(result, b, end)
