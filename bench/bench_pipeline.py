@@ -25,15 +25,19 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 
 
-def run(cmd: list[str]) -> tuple[float, float, int, str]:
-    """Wall seconds, CPU seconds, peak RSS (KiB) and stdout of a child process."""
+def run(cmd: list[str], output: bool = False) -> tuple[float, float, int, str]:
+    """Wall seconds, CPU seconds, peak RSS (KiB) and (with ``output``) stdout of a child process.
+
+    Output is read back only when asked: this process must stay small, because Linux reports a
+    child's peak RSS as at least its parent's at the time it was spawned (`tshark -V` writes
+    hundreds of MB)."""
     t0 = time.perf_counter()
     with tempfile.TemporaryFile() as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.DEVNULL)
         _, status, usage = os.wait4(proc.pid, 0)
         elapsed = time.perf_counter() - t0
         out.seek(0)
-        text = out.read().decode(errors="replace")
+        text = out.read().decode(errors="replace") if output else ""
     if os.waitstatus_to_exitcode(status) != 0:
         raise SystemExit(f"failed ({status}): {' '.join(cmd)}")
     return elapsed, usage.ru_utime + usage.ru_stime, usage.ru_maxrss, text
@@ -42,18 +46,18 @@ def run(cmd: list[str]) -> tuple[float, float, int, str]:
 def count_packets(path: Path) -> int:
     *_, text = run([sys.executable, "-c", (
         "import sys\nfrom kdissect.sources.files import iter_capture\nfrom kdissect.sources.events import SourceStats\n"
-        "s=SourceStats()\nfor _ in iter_capture(sys.argv[1], stats=s): pass\nprint(s.packets)"), str(path)])
+        "s=SourceStats()\nfor _ in iter_capture(sys.argv[1], stats=s): pass\nprint(s.packets)"), str(path)],
+        output=True)
     return int(text.strip())
 
 
 def count_records(out_dir: Path) -> int:
-    """Rows of the records table, read in a child: this process must stay small, because Linux
-    reports a child's peak RSS as at least its parent's at the time it was spawned."""
+    """Rows of the records table, read in a child (this process must stay small, see ``run``)."""
     path = out_dir / "records.parquet"
     if not path.exists():
         return 0
     *_, text = run([sys.executable, "-c", "import sys, pyarrow.parquet as pq\n"
-                    "print(pq.ParquetFile(sys.argv[1]).metadata.num_rows)", str(path)])
+                    "print(pq.ParquetFile(sys.argv[1]).metadata.num_rows)", str(path)], output=True)
     return int(text.strip())
 
 
