@@ -92,9 +92,9 @@ def _check_readable(paths: list[str]) -> None:
 
 def _tune_gc() -> None:
     """A run allocates millions of short-lived objects while the tables' rows pile up; the default
-    young-generation threshold (700) makes the collector rescan them so often that it took a third
-    of a full ``analyze`` (``bench/bench_pipeline.py``). Collect less often, and never rescan what
-    the imports made."""
+    young-generation threshold (700) makes the collector rescan them so often that it took about a
+    fifth of a full ``analyze`` (``bench/bench_pipeline.py``). Collect less often, and never rescan
+    what the imports made."""
     gc.freeze()
     gc.set_threshold(100_000, 50, 100)
 
