@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import sys
 from pathlib import Path
@@ -92,8 +93,17 @@ def _check_readable(paths: list[str]) -> None:
             raise UsageError(f"cannot read {p}: no such file")
 
 
+def _tune_gc() -> None:
+    """A run allocates millions of short-lived objects while the tables' rows pile up; the default
+    young-generation threshold (700) makes the collector rescan them so often that it took about a
+    fifth of a full ``analyze`` (``bench/bench_pipeline.py``). Collect less often, and never rescan
+    what the imports made."""
+    gc.freeze()
+    gc.set_threshold(100_000, 50, 100)
+
+
 def cmd_analyze(args: argparse.Namespace) -> int:
-    from .cli_output import summary_lines, write_tables
+    from .cli_output import TableWriter, summary_lines
     from .engine import RunStats, iter_events
     from .tables.columns import TABLES
     from .tables.sink import TableSink
@@ -103,7 +113,10 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     unknown = [t for t in wanted if t not in TABLES]
     if unknown:
         raise UsageError(f"unknown table {unknown[0]!r} (known: {', '.join(TABLES)})")
-    sink = TableSink(wanted, _record_options(args))
+    _tune_gc()
+    # Writing to files, the big tables go out in pieces as they grow: memory stays flat.
+    writer = TableWriter(Path(args.out), args.format) if args.out else None
+    sink = TableSink(wanted, _record_options(args), spill=writer.write if writer else None)
     stats = RunStats()
     bar, progress = _progress(args.captures)
     if bar is not None:
@@ -118,8 +131,10 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     tables = {name: sink.frame(name) for name in TABLES if name in wanted or name in ("connections", "anomalies")}
     for line in summary_lines(tables, stats.packets):
         print(line)
-    if args.out:
-        for path, rows in write_tables({k: v for k, v in tables.items() if k in wanted}, Path(args.out), args.format):
+    if writer is not None:
+        for name in wanted:
+            writer.write(name, tables[name])
+        for path, rows in writer.close():
             print(f"wrote {path} ({rows:,} rows)")
     return 0
 
@@ -132,6 +147,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     from .tables.columns import TABLES
 
     _check_readable(args.captures)
+    _tune_gc()
     predicate = None
     if args.filter:
         try:

@@ -107,6 +107,7 @@ class FrameSplitter:
         self._chunk_ts: list[int] = []
         self._head = 0
         self._just_resynced = False
+        self._wait_until = 0  # in sync: stream offset the frame being assembled ends at
         # A frame whose size is known but whose middle a known-length gap cut: its head and end.
         self._cut: tuple[int, bytes, int, int] | None = None  # (offset, head, size, ts_first)
         self.awaiting_candidate = False  # hunting, and a plausible frame's bytes are still arriving
@@ -132,6 +133,8 @@ class FrameSplitter:
         self._chunk_starts.append(offset)
         self._chunk_ts.append(ts_ns)
         self._buf += data
+        if end + len(data) < self._wait_until and not self.hunting:
+            return []  # still inside the frame being assembled (most segments of a big frame)
         return self._drain()
 
     def gap(self, offset: int, length: int | None, ts_ns: int, reason: str) -> list[FramingEvent]:
@@ -156,6 +159,7 @@ class FrameSplitter:
         self._clear_chunks()
         self._pos = 0
         self._start = offset + (length or 0)
+        self._wait_until = 0
         self.hunting = True
         return events
 
@@ -178,6 +182,7 @@ class FrameSplitter:
         (size,) = _SIZE.unpack_from(self._buf, pos)
         frame_at = self._start + pos
         self._cut = (frame_at, bytes(self._buf[pos + 4 :]), size, self._ts_at(frame_at))
+        self._wait_until = 0
         self._buf.clear()
         self._clear_chunks()
         self._pos = 0
@@ -235,6 +240,7 @@ class FrameSplitter:
         offset 0: the owner learned that offset 0 is the true start of the stream (SYN seen)."""
         if self.hunting and self.skipped_bytes == 0 and self._start + self._pos == 0:
             self.hunting = self.awaiting_candidate = False
+            self._wait_until = 0
 
     def rescan(self) -> list[FramingEvent]:
         """Re-run the search over what is buffered (the validator learned something new)."""
@@ -284,6 +290,7 @@ class FrameSplitter:
             return True
         end = pos + 4 + size
         if len(buf) < end:
+            self._wait_until = self._start + end
             return False
         events.append(self._emit(pos, size))
         return True
@@ -313,6 +320,7 @@ class FrameSplitter:
                     if i > self._pos:
                         self._skip(events, i - self._pos, "resync")
                     self.hunting = self.awaiting_candidate = False
+                    self._wait_until = 0
                     self._just_resynced = True
                     events.append(self._emit(i, size))
                     return True
@@ -335,9 +343,11 @@ class FrameSplitter:
     def _emit(self, pos: int, size: int) -> Frame:
         offset = self._start + pos
         end = pos + 4 + size
+        with memoryview(self._buf) as view:
+            data = bytes(view[pos + 4 : end])  # one copy (a bytearray slice would be a second)
         frame = Frame(
             offset=offset,
-            data=bytes(self._buf[pos + 4 : end]),
+            data=data,
             ts_first=self._ts_at(offset),
             ts_last=self._ts_at(self._start + end - 1),
             resynced=self._just_resynced,
