@@ -36,6 +36,7 @@ typedef struct Node {
     Py_ssize_t min_elem; /* fewest bytes one array element takes */
     long long tag;       /* -1 for regular fields */
     PyObject *key;       /* interned result key */
+    PyObject *layout;    /* structs: dict of the regular keys, in order, to None (copied per value) */
     Py_ssize_t nregular, ntagged;
     struct Node *regular, *tagged;
 } Node;
@@ -196,9 +197,11 @@ decode_string(Cursor *c, Py_ssize_t L, const Node *nd, int nullable)
     return text;
 }
 
+/* The tagged-field section: -1 on error, else 1 when every value stored is untracked. */
 static int
 decode_tags(Cursor *c, Py_ssize_t L, const Node *nd, PyObject *dict)
 {
+    int atomic = 1;
     uint64_t count, tag, size;
     if (read_uvar(c, L, 5, &count) < 0)
         return -1;
@@ -226,12 +229,15 @@ decode_tags(Cursor *c, Py_ssize_t L, const Node *nd, PyObject *dict)
                 fail("tagged field has unread bytes");
                 return -1;
             }
+            if (known->kind == K_STRUCT && PyObject_GC_IsTracked(v))
+                atomic = 0;
             int rc = PyDict_SetItem(dict, known->key, v);
             Py_DECREF(v);
             if (rc < 0)
                 return -1;
             continue;
         }
+        atomic = 0; /* a list of (tag, bytes) tuples */
         PyObject *list = PyDict_GetItemWithError(dict, str_unknown_tags); /* borrowed */
         if (list == NULL) {
             if (PyErr_Occurred())
@@ -253,46 +259,40 @@ decode_tags(Cursor *c, Py_ssize_t L, const Node *nd, PyObject *dict)
             return -1;
         c->p = end;
     }
-    return 0;
+    return atomic;
 }
 
-/* A dict holding only untracked values cannot be in a cycle; CPython re-tracks it if a
- * container is stored in it later, so untracking it now only spares the collector work. */
-static void
-untrack_if_atomic(PyObject *dict)
-{
-    Py_ssize_t pos = 0;
-    PyObject *key, *value;
-    while (PyDict_Next(dict, &pos, &key, &value)) {
-        if (PyObject_GC_IsTracked(value))
-            return;
-    }
-    PyObject_GC_UnTrack(dict);
-}
-
+/* A struct: a copy of its layout dict (keys already placed, nothing to resize), filled in.
+ * The dict is left untracked by the collector when every value is untracked: CPython tracks
+ * a dict as soon as a GC-able value is stored, and re-tracks it if a container is stored
+ * later, so this only spares the collector work. */
 static PyObject *
 decode_struct(Cursor *c, Py_ssize_t L, const Node *nd)
 {
-#if PY_VERSION_HEX < 0x030D0000
-    PyObject *dict = _PyDict_NewPresized(nd->nregular); /* sized once, like a dict literal */
-#else
-    PyObject *dict = PyDict_New();
-#endif
+    PyObject *dict = PyDict_Copy(nd->layout);
     if (dict == NULL)
         return NULL;
+    int atomic = 1;
     for (Py_ssize_t i = 0; i < nd->nregular; i++) {
         const Node *m = &nd->regular[i];
         PyObject *v = decode_value(c, L, m);
         if (v == NULL)
             goto error;
+        if (m->kind == K_STRUCT && PyObject_GC_IsTracked(v))
+            atomic = 0;
         int rc = PyDict_SetItem(dict, m->key, v);
         Py_DECREF(v);
         if (rc < 0)
             goto error;
     }
-    if ((nd->flags & F_FLEXIBLE) && decode_tags(c, L, nd, dict) < 0)
-        goto error;
-    untrack_if_atomic(dict);
+    if (nd->flags & F_FLEXIBLE) {
+        int tags = decode_tags(c, L, nd, dict);
+        if (tags < 0)
+            goto error;
+        atomic &= tags;
+    }
+    if (atomic && PyObject_GC_IsTracked(dict))
+        PyObject_GC_UnTrack(dict);
     return dict;
 error:
     Py_DECREF(dict);
@@ -385,6 +385,7 @@ node_clear(Node *nd)
     PyMem_Free(nd->regular);
     PyMem_Free(nd->tagged);
     Py_CLEAR(nd->key);
+    Py_CLEAR(nd->layout);
     nd->regular = nd->tagged = NULL;
     nd->nregular = nd->ntagged = 0;
 }
@@ -427,9 +428,23 @@ node_build(Node *nd, PyObject *spec, int depth)
     Py_INCREF(key);
     PyUnicode_InternInPlace(&key);
     nd->key = key;
-    if (nodes_build(&nd->regular, &nd->nregular, regular, depth) < 0)
+    if (nodes_build(&nd->regular, &nd->nregular, regular, depth) < 0 ||
+        nodes_build(&nd->tagged, &nd->ntagged, tagged, depth) < 0)
         return -1;
-    return nodes_build(&nd->tagged, &nd->ntagged, tagged, depth);
+    if (nd->kind != K_STRUCT)
+        return 0;
+    nd->layout = PyDict_New();
+    if (nd->layout == NULL)
+        return -1;
+    for (Py_ssize_t i = 0; i < nd->nregular; i++) {
+        if (PyDict_SetItem(nd->layout, nd->regular[i].key, Py_None) < 0)
+            return -1;
+    }
+    if (PyDict_GET_SIZE(nd->layout) != nd->nregular) {
+        PyErr_SetString(PyExc_ValueError, "duplicate field key in decode program");
+        return -1;
+    }
+    return 0;
 }
 
 /* ---- the Program type ------------------------------------------------------------------- */

@@ -41,6 +41,7 @@ def _reason(exc: Exception | None, remaining: int) -> str:
 
 
 def _warn_trailing(result: dict[str, Any], b: bytes, end: int) -> None:
+    """Keep bytes after the body (callers test ``end < len(b)`` first: the usual case costs no call)."""
     if end < len(b):
         result["trailing_bytes"] = b[end:]
         result.setdefault("warnings", []).append(
@@ -109,7 +110,8 @@ def decode_request_frame(b: bytes) -> dict[str, Any]:
     api_key, api_version = _I16I16.unpack_from(b, 0)
     body, end = _run(msg, b, p, api_key=api_key, api_version=api_version)
     result: dict[str, Any] = {"header": header, "body": body}
-    _warn_trailing(result, b, end)
+    if end < len(b):
+        _warn_trailing(result, b, end)
     return result
 
 
@@ -119,21 +121,22 @@ def decode_response_frame(b: bytes, api_key: int, api_version: int) -> dict[str,
     header, p = _run(header_msg, b, 0, api_key=api_key, api_version=api_version)
     body, end = _run(msg, b, p, api_key=api_key, api_version=api_version)
     result: dict[str, Any] = {"header": header, "body": body}
-    _warn_trailing(result, b, end)
+    if end < len(b):
+        _warn_trailing(result, b, end)
     return result
 
 
-def _with_or_without_prefix(frame: bytes | bytearray | memoryview, decode) -> dict[str, Any]:
+def _with_or_without_prefix(frame: bytes | bytearray | memoryview, decode, *args: int) -> dict[str, Any]:
     b = bytes(frame)
     stripped, had_prefix = strip_size_prefix(b)
     if not had_prefix:
-        return decode(b)
+        return decode(b, *args)
     try:
-        return decode(stripped)
+        return decode(stripped, *args)
     except DecodeError:
         # The first 4 bytes only looked like a size (e.g. a correlation id equal to the length).
         try:
-            return decode(b)
+            return decode(b, *args)
         except DecodeError:
             pass
         raise
@@ -150,7 +153,7 @@ def decode_request(frame: bytes | bytearray | memoryview) -> dict[str, Any]:
 
 def decode_response(frame: bytes | bytearray | memoryview, api_key: int, api_version: int) -> dict[str, Any]:
     """Decode one response frame (with or without size prefix) to a request of ``api_key`` v``api_version``."""
-    return _with_or_without_prefix(frame, lambda b: decode_response_frame(b, api_key, api_version))
+    return _with_or_without_prefix(frame, decode_response_frame, api_key, api_version)
 
 
 def decode_data(name: str, data: bytes, version: int | None = None) -> dict[str, Any]:
