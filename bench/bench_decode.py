@@ -1,11 +1,12 @@
-"""Frames decoded per second: kdissect's compiled decoders against kio on the same bytes.
+"""Frames decoded per second: kdissect's decoders (native and pure Python) against kio on the same bytes.
 
 The mix is fixed: a Metadata v12 response with 1,000 partitions, a Fetch v16 response, a
 Produce v11 request, an OffsetCommit v9 request and a JoinGroup v9 response. Frames are
 built once (by kdissect's encoder) and both decoders read exactly those bytes, header
-included: kdissect through ``decode_request``/``decode_response``, kio through its
-(Rust-backed) ``entity_reader`` for the header class, then the body class. Rounds
-alternate between the two so a busy machine hurts both alike; each figure is the best round.
+included: kdissect through ``decode_request``/``decode_response`` (once with the C
+interpreter, once with the generated Python decoders), kio through its (Rust-backed)
+``entity_reader`` for the header class, then the body class. Rounds alternate between the
+sides so a busy machine hurts all alike; each figure is the best round.
 
     python bench/bench_decode.py [--rounds 7] [--repeat 50]
 """
@@ -23,7 +24,7 @@ from kio.schema.response_header.v1.header import ResponseHeader as KioResponseHe
 from kio.serial import entity_reader
 
 import kdissect
-from kdissect.decoders import encoder
+from kdissect.decoders import compiler, encoder
 
 Frame = tuple[str, bytes, int, int, str]  # label, frame without size prefix, api key, version, kind
 
@@ -123,7 +124,10 @@ def kio_decoder(frame: Frame) -> Callable[[], object]:
     return decode
 
 
-def timed(fns: list[Callable[[], object]], repeat: int) -> float:
+def timed(fns: list[Callable[[], object]], repeat: int, native: bool | None = None) -> float:
+    """Seconds for ``repeat`` passes over ``fns``, with kdissect's native or Python decoders selected."""
+    if native is not None:
+        compiler.use_native(native)
     t = time.perf_counter()
     for _ in range(repeat):
         for fn in fns:
@@ -141,25 +145,29 @@ def main() -> None:
     print(f"mix: {len(mix)} frames, {total_bytes:,} bytes per pass")
     for label, raw, *_ in mix:
         print(f"  {label:<42} {len(raw):>8,} bytes")
-    sides = {"kdissect": [kdissect_decoder(f) for f in mix], "kio": [kio_decoder(f) for f in mix]}
-    for fns in sides.values():  # warm up: compile decoders, load kio classes
-        timed(fns, 1)
+    kd = [kdissect_decoder(f) for f in mix]
+    sides = {"kdissect": (kd, True)} if compiler.native_loaded() else {}
+    if not sides:
+        print("(native extension not built: only the pure-Python decoders are measured)")
+    sides["kdissect-py"] = (kd, False)
+    sides["kio"] = ([kio_decoder(f) for f in mix], None)
+    for fns, native in sides.values():  # warm up: compile decoders, load kio classes
+        timed(fns, 1, native)
     best = dict.fromkeys(sides, float("inf"))
     for _ in range(args.rounds):
-        for name, fns in sides.items():
-            best[name] = min(best[name], timed(fns, args.repeat))
+        for name, (fns, native) in sides.items():
+            best[name] = min(best[name], timed(fns, args.repeat, native))
     print(f"\nbest of {args.rounds} rounds, {args.repeat} passes each:")
     for name, secs in best.items():
         msgs = len(mix) * args.repeat / secs
         mbs = total_bytes * args.repeat / secs / 1e6
-        print(f"  {name:<9} {msgs:>10,.0f} messages/s  {mbs:>8,.1f} MB/s")
-    print(f"  kdissect / kio = {best['kio'] / best['kdissect']:.2f}x")
-    print("\nper frame (best of the same rounds, 1 pass = 1 decode):")
+        print(f"  {name:<12} {msgs:>10,.0f} messages/s  {mbs:>8,.1f} MB/s  {best['kio'] / secs:.2f}x kio")
+    ours = [n for n in sides if n != "kio"]
+    print("\nper frame (best of 3 more rounds each, ratio to kio):")
+    print(f"  {'':<42} " + "  ".join(f"{n:>12}" for n in ours))
     for i, frame in enumerate(mix):
-        per = {}
-        for name, fns in sides.items():
-            per[name] = min(timed([fns[i]], args.repeat) for _ in range(3))
-        print(f"  {frame[0]:<42} kdissect/kio = {per['kio'] / per['kdissect']:.2f}x")
+        per = {n: min(timed([fns[i]], args.repeat, native) for _ in range(3)) for n, (fns, native) in sides.items()}
+        print(f"  {frame[0]:<42} " + "  ".join(f"{per['kio'] / per[n]:>11.2f}x" for n in ours))
 
 
 if __name__ == "__main__":

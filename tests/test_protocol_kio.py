@@ -27,6 +27,8 @@ from tests.kio_convert import (
 )
 from tests.strategies import message_values
 
+pytestmark = pytest.mark.usefixtures("decoder_mode")  # native and pure-Python decoders alike
+
 KIO = kio_api_versions()
 _NO_SHRINK = (Phase.explicit, Phase.generate)  # failures are printed as found: shrinking kio entities is slow
 OURS = schema.all_api_versions()

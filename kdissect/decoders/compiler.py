@@ -1,4 +1,8 @@
-"""Compile a resolved message (see :mod:`schema`) into a specialised Python decoder.
+"""Compile a resolved message (see :mod:`schema`) into a specialised decoder.
+
+When the C extension is built, the decoder used is :mod:`program`'s schema program run by
+``_native.c``; the Python code generated here is its fallback (and the whole decoder when
+the extension is missing or ``KDISSECT_PURE_PYTHON=1`` is set).
 
 Like Kafka's own generator, we turn the schema into straight-line code once per
 (message, version): consecutive fixed-width fields become one ``struct`` call, arrays of
@@ -17,12 +21,12 @@ import struct
 import uuid
 from collections.abc import Callable
 
-from .schema import FIXED_FORMATS, Field, Message
+from . import program
+from .schema import FIXED_FORMATS, FIXED_SIZES, Field, Message, min_size
 from .wire import Malformed, read_uvarint, read_uvarlong, read_varint, read_varlong
 
 Decoder = Callable[[bytes, int, int], tuple[dict, int]]
 
-_FIXED_SIZES = {t: struct.calcsize(">" + f) for t, f in FIXED_FORMATS.items()}
 # Readers for short arrays of fixed-width primitives, indexed by element count: replica lists,
 # partition lists and the like are short, and a prepared Struct beats formatting one per array.
 _ARRAY_CACHED = 64
@@ -36,19 +40,6 @@ _VARINT_READERS = {"uvarint": "_uvar", "varint": "_svar", "varlong": "_svarl"}
 
 def _uuid(raw: bytes) -> uuid.UUID:
     return uuid.UUID(bytes=raw)
-
-
-def min_size(f: Field) -> int:
-    """Fewest bytes one element of this field can take (bounds array lengths before looping)."""
-    if f.is_array:
-        return 1
-    if f.elem in _FIXED_SIZES:
-        return _FIXED_SIZES[f.elem]
-    if f.elem == "struct":
-        if f.nullable:
-            return 1
-        return sum(min_size(m) for m in f.regular) + (1 if f.flexible else 0)
-    return 1 if f.compact or f.elem in _VARINT_READERS else 2 if f.elem == "string" else 4
 
 
 class _Codegen:
@@ -119,7 +110,7 @@ class _Codegen:
         elem = f.elem
         if elem in FIXED_FORMATS:
             s = self.unpacker(FIXED_FORMATS[elem])
-            out.append(f"{ind}{target}, = {s}(b, p); p += {_FIXED_SIZES[elem]}")
+            out.append(f"{ind}{target}, = {s}(b, p); p += {FIXED_SIZES[elem]}")
             if elem == "uuid":
                 out.append(f"{ind}{target} = _uuid({target})")
         elif elem in _VARINT_READERS:
@@ -281,20 +272,63 @@ def _build(msg: Message, trace: bool, tracker: list | None = None) -> Decoder:
     return namespace["decode"]  # type: ignore[return-value]
 
 
-_FAST: dict[tuple[str, int], Decoder] = {}
+_PYTHON: dict[tuple[str, int], Decoder] = {}
+_NATIVE: dict[tuple[str, int], Decoder] = {}
+_native = program.native_module()
+_fast = _NATIVE if _native is not None else _PYTHON
 
 
-def fast_decoder(msg: Message) -> Decoder:
-    """The decoder used on every message (compiled once per message version).
+def python_decoder(msg: Message) -> Decoder:
+    """The generated Python decoder (compiled once per message version).
 
     Keyed by (name, version), not by the message itself: hashing a frozen schema tree on
     every call cost more than decoding small messages.
     """
     key = (msg.name, msg.version)
-    fn = _FAST.get(key)
+    fn = _PYTHON.get(key)
     if fn is None:
-        fn = _FAST[key] = _build(msg, trace=False)
+        fn = _PYTHON[key] = _build(msg, trace=False)
     return fn
+
+
+def native_decoder(msg: Message) -> Decoder:
+    """The C interpreter running this message's program (cached); on bad bytes it hands the
+    same arguments to the Python decoder, so results and errors are the Python decoder's."""
+    if _native is None:
+        raise RuntimeError("the native decoder extension is not available")
+    key = (msg.name, msg.version)
+    fn = _NATIVE.get(key)
+    if fn is None:
+        try:
+            fn = _native.Program(program.program(msg), lambda b, p, limit: python_decoder(msg)(b, p, limit))
+        except ValueError:  # a schema nested deeper than the interpreter's bound: Python only
+            fn = python_decoder(msg)
+        _NATIVE[key] = fn
+    return fn
+
+
+def fast_decoder(msg: Message) -> Decoder:
+    """The decoder used on every message: native when the extension is loaded, else Python."""
+    fn = _fast.get((msg.name, msg.version))
+    if fn is None:
+        fn = native_decoder(msg) if _fast is _NATIVE else python_decoder(msg)
+    return fn
+
+
+def native_loaded() -> bool:
+    return _native is not None
+
+
+def use_native(enabled: bool) -> None:
+    """Choose the native or the Python decoders (tests and benchmarks compare the two)."""
+    global _fast
+    if enabled and _native is None:
+        raise RuntimeError("the native decoder extension is not available")
+    _fast = _NATIVE if enabled else _PYTHON
+
+
+def native_enabled() -> bool:
+    return _fast is _NATIVE
 
 
 def traced_decode(msg: Message, b: bytes, p: int, limit: int) -> tuple[str, int, Exception | None]:
