@@ -307,3 +307,27 @@ def test_decoded_values_are_plain_python_objects() -> None:
     replicas = topic["partitions"][0]["replica_nodes"]
     replicas.append(3)  # results are ordinary mutable lists
     assert replicas == [1, 2, 3] and type(replicas) is list
+
+
+
+def test_decoded_containers_stay_visible_to_the_cycle_collector() -> None:
+    """Results may be mutated: a cycle built through any decoded list or struct must be collectable."""
+    import weakref
+
+    msg, raw = _leak_workload()[0]  # the Metadata response
+    body, _ = compiler.native_decoder(msg)(raw, 0, len(raw))
+    topic = body["topics"][0]
+    partition = topic["partitions"][0]
+    replicas = partition["replica_nodes"]
+    assert gc.is_tracked(replicas) and gc.is_tracked(partition) and gc.is_tracked(topic)
+
+    class Holder:
+        pass
+
+    holder = Holder()
+    replicas.append(holder)
+    holder.back = body  # a cycle through a decoded list of primitives and every struct above it
+    ref = weakref.ref(holder)
+    del body, topic, partition, replicas, holder
+    gc.collect()
+    assert ref() is None, "a cycle through decoded data leaked"

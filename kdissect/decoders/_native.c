@@ -5,12 +5,11 @@
  * members). Calling a Program as program(b, p, L) walks that tree over the bytes and builds
  * the same dicts, lists and values as the generated Python decoder, returning (dict, end).
  *
- * The cycle collector is paused while a result is built, and the parts that cannot be in a
- * cycle as decoded are untracked: dicts whose values are all untracked (CPython re-tracks a
- * dict when a container is stored in it), UUIDs, and lists of primitives. Such a list is not
- * re-tracked if the caller later stores containers in it, so a reference cycle built through
- * one would not be collected; decoded data is read, not rebuilt into cycles, so large
- * responses are spared thousands of collector visits instead.
+ * The cycle collector is paused while a result is built, and only what can never join a cycle
+ * is untracked: dicts whose values are all untracked (CPython re-tracks a dict as soon as a
+ * container is stored in it) and UUIDs (immutable). Lists stay tracked, primitive ones too: a
+ * list is never re-tracked, so a caller who stored containers in an untracked list could build
+ * a cycle the collector would never free.
  *
  * Every length is checked against the bytes left before anything is allocated for it. When
  * the bytes break a rule (or hold something this interpreter does not represent, such as a
@@ -229,7 +228,7 @@ decode_tags(Cursor *c, Py_ssize_t L, const Node *nd, PyObject *dict)
                 fail("tagged field has unread bytes");
                 return -1;
             }
-            if (known->kind == K_STRUCT && PyObject_GC_IsTracked(v))
+            if (PyObject_GC_IsTracked(v))
                 atomic = 0;
             int rc = PyDict_SetItem(dict, known->key, v);
             Py_DECREF(v);
@@ -278,7 +277,7 @@ decode_struct(Cursor *c, Py_ssize_t L, const Node *nd)
         PyObject *v = decode_value(c, L, m);
         if (v == NULL)
             goto error;
-        if (m->kind == K_STRUCT && PyObject_GC_IsTracked(v))
+        if (PyObject_GC_IsTracked(v)) /* a list, or a struct holding one */
             atomic = 0;
         int rc = PyDict_SetItem(dict, m->key, v);
         Py_DECREF(v);
@@ -360,8 +359,6 @@ decode_array(Cursor *c, Py_ssize_t L, const Node *nd)
         }
         PyList_SET_ITEM(list, i, v);
     }
-    if (nd->kind != K_STRUCT)
-        PyObject_GC_UnTrack(list); /* ints, strings, bytes or UUIDs only: no cycle as decoded */
     return list;
 }
 
