@@ -7,7 +7,17 @@ from typing import Any
 
 from .decoders import DecodeError, decode_data, decode_request, decode_response
 
-__all__ = ["Capture", "DecodeError", "decode_data", "decode_request", "decode_response", "open_capture"]
+__all__ = [
+    "Capture",
+    "DecodeError",
+    "Limits",
+    "Payloads",
+    "RecordOptions",
+    "decode_data",
+    "decode_request",
+    "decode_response",
+    "open_capture",
+]
 __version__ = "0.1.0"
 
 
@@ -16,4 +26,12 @@ def __getattr__(name: str) -> Any:
         from . import capture
 
         return getattr(capture, name)
+    if name in ("Limits", "Payloads"):
+        from .decoders import records
+
+        return getattr(records, name)
+    if name == "RecordOptions":
+        from .tables.records import RecordOptions
+
+        return RecordOptions
     raise AttributeError(f"module 'kdissect' has no attribute {name!r}")

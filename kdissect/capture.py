@@ -12,22 +12,29 @@ from .connection import DEFAULT_PORTS, Options
 from .engine import RunStats, iter_events
 from .events import Exchange, KafkaEvent, KafkaMessage
 from .framing import DEFAULT_MAX_FRAME
+from .tables.records import RecordOptions
 from .tables.sink import TableSink
 
 PathArg = str | PathLike[str]
+
+
+def _table(name: str) -> property:
+    """A read-only attribute for one table (the whole capture is analysed on first access)."""
+    return property(lambda self: self._tables[name], doc=f"The ``{name}`` table (pandas DataFrame).")
 
 
 class Capture:
     """One or more capture files, analysed lazily on first table access.
 
     Tables are pandas DataFrames: ``exchanges``, ``partitions``, ``errors``, ``connections``,
-    ``brokers``, ``anomalies``. :meth:`events` and :meth:`messages` stream the capture again
-    without keeping it in memory.
+    ``brokers``, ``records``, ``batches``, ``anomalies``. :meth:`events` and :meth:`messages`
+    stream the capture again without keeping it in memory.
     """
 
-    def __init__(self, paths: Sequence[PathArg], options: Options) -> None:
+    def __init__(self, paths: Sequence[PathArg], options: Options, records: RecordOptions | None = None) -> None:
         self.paths = list(paths)
         self.options = options
+        self.record_options = records or RecordOptions()
         self.stats = RunStats()
 
     def events(self) -> Iterator[KafkaEvent]:
@@ -47,33 +54,18 @@ class Capture:
 
     @cached_property
     def _tables(self) -> dict[str, pd.DataFrame]:
-        sink = TableSink()
+        sink = TableSink(records=self.record_options)
         sink.consume_all(iter_events(self.paths, self.options, stats=self.stats))
         return sink.frames()
 
-    @property
-    def exchanges(self) -> pd.DataFrame:
-        return self._tables["exchanges"]
-
-    @property
-    def partitions(self) -> pd.DataFrame:
-        return self._tables["partitions"]
-
-    @property
-    def errors(self) -> pd.DataFrame:
-        return self._tables["errors"]
-
-    @property
-    def connections(self) -> pd.DataFrame:
-        return self._tables["connections"]
-
-    @property
-    def brokers(self) -> pd.DataFrame:
-        return self._tables["brokers"]
-
-    @property
-    def anomalies(self) -> pd.DataFrame:
-        return self._tables["anomalies"]
+    exchanges = _table("exchanges")
+    partitions = _table("partitions")
+    errors = _table("errors")
+    connections = _table("connections")
+    brokers = _table("brokers")
+    records = _table("records")
+    batches = _table("batches")
+    anomalies = _table("anomalies")
 
 
 def open_capture(
@@ -82,12 +74,14 @@ def open_capture(
     ports: Sequence[int] = DEFAULT_PORTS,
     auto_detect: bool = True,
     max_frame: int = DEFAULT_MAX_FRAME,
+    records: RecordOptions | None = None,
 ) -> Capture:
     """Open capture file(s) (pcap, pcapng, gzip of either) for analysis.
 
     ``ports`` are where brokers listen; with ``auto_detect`` any other TCP connection whose
-    bytes decode as Kafka requests is analysed too.
+    bytes decode as Kafka requests is analysed too. ``records`` sets how much of each record
+    payload to keep and the per-batch decompression cap (see ``kdissect.RecordOptions``).
     """
     paths = [path_or_paths] if isinstance(path_or_paths, str | PathLike) else list(path_or_paths)
     options = Options(ports=tuple(ports), auto_detect=auto_detect, max_frame=max_frame)
-    return Capture(paths, options)
+    return Capture(paths, options, records)

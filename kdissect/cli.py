@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import sys
 from pathlib import Path
@@ -70,16 +71,19 @@ def _progress(paths: list[str]):
 
 
 def _record_options(args: argparse.Namespace):
-    from .decoders.records import FULL, LENGTHS_ONLY, Payloads
+    from .decoders.records import FULL, LENGTHS_ONLY, Limits, Payloads
     from .tables.records import RecordOptions
 
+    if args.max_decompressed is not None and args.max_decompressed < 1:
+        raise UsageError("--max-decompressed takes a number of bytes >= 1")
+    limits = Limits() if args.max_decompressed is None else Limits(max_decompressed=args.max_decompressed)
     if args.no_payloads:
-        return RecordOptions(payloads=LENGTHS_ONLY)
+        return RecordOptions(payloads=LENGTHS_ONLY, limits=limits)
     if args.preview is not None:
         if args.preview < 0:
             raise UsageError("--preview takes a number of bytes >= 0")
-        return RecordOptions(payloads=Payloads.preview(args.preview))
-    return RecordOptions(payloads=FULL)
+        return RecordOptions(payloads=Payloads.preview(args.preview), limits=limits)
+    return RecordOptions(payloads=FULL, limits=limits)
 
 
 def _check_readable(paths: list[str]) -> None:
@@ -95,8 +99,17 @@ def _check_something_read(stats, captures: list[str]) -> None:
         raise UsageError(f"nothing could be read from {', '.join(captures)}")
 
 
+def _tune_gc() -> None:
+    """A run allocates millions of short-lived objects while the tables' rows pile up; the default
+    young-generation threshold (700) makes the collector rescan them so often that it took about a
+    fifth of a full ``analyze`` (``bench/bench_pipeline.py``). Collect less often, and never rescan
+    what the imports made."""
+    gc.freeze()
+    gc.set_threshold(100_000, 50, 100)
+
+
 def cmd_analyze(args: argparse.Namespace) -> int:
-    from .cli_output import summary_lines, write_tables
+    from .cli_output import TableWriter, summary_lines
     from .engine import RunStats, iter_events
     from .tables.columns import TABLES
     from .tables.sink import TableSink
@@ -106,7 +119,10 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     unknown = [t for t in wanted if t not in TABLES]
     if unknown:
         raise UsageError(f"unknown table {unknown[0]!r} (known: {', '.join(TABLES)})")
-    sink = TableSink(wanted, _record_options(args))
+    _tune_gc()
+    # Writing to files, the big tables go out in pieces as they grow: memory stays flat.
+    writer = TableWriter(Path(args.out), args.format) if args.out else None
+    sink = TableSink(wanted, _record_options(args), spill=writer.write if writer else None)
     stats = RunStats()
     bar, progress = _progress(args.captures)
     if bar is not None:
@@ -120,8 +136,10 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     tables = {name: sink.frame(name) for name in TABLES if name in wanted or name in ("connections", "anomalies")}
     for line in summary_lines(tables, stats.packets):
         print(line)
-    if args.out:
-        for path, rows in write_tables({k: v for k, v in tables.items() if k in wanted}, Path(args.out), args.format):
+    if writer is not None:
+        for name in wanted:
+            writer.write(name, tables[name])
+        for path, rows in writer.close():
             print(f"wrote {path} ({rows:,} rows)")
     return 0
 
@@ -134,6 +152,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     from .tables.columns import TABLES
 
     _check_readable(args.captures)
+    _tune_gc()
     predicate = None
     if args.filter:
         try:
@@ -185,6 +204,8 @@ def build_parser() -> argparse.ArgumentParser:
     keep = a.add_mutually_exclusive_group()
     keep.add_argument("--no-payloads", action="store_true", help="records table without keys/values (sizes only)")
     keep.add_argument("--preview", type=int, metavar="N", help="keep only the first N bytes of keys and values")
+    a.add_argument("--max-decompressed", type=int, metavar="BYTES",
+                   help="cap on one batch's decompressed size (default 256 MiB); beyond it: an anomaly row")
     a.set_defaults(func=cmd_analyze)
 
     s = sub.add_parser("show", help="print decoded requests with their responses")

@@ -15,6 +15,7 @@ import pandas as pd
 from .decoders.records import decode_records
 from .events import Exchange, KafkaMessage
 from .render import safe_text, to_jsonable, tree_lines
+from .tables.columns import TABLES, arrow_schema
 from .tables.sink import exchange_row
 
 # Why each kind of anomaly happens, for the summary (kinds not listed are shown bare).
@@ -80,26 +81,57 @@ def summary_lines(tables: dict[str, pd.DataFrame], packets: int) -> list[str]:
     return lines
 
 
+class TableWriter:
+    """Writes tables to ``out/<table>.<fmt>``, each possibly in several pieces (a sink's spills).
+
+    Parquet pieces go through one writer per table with the table's fixed Arrow schema; text
+    formats append (CSV writes its header once). Bytes become hex in text formats.
+    """
+
+    def __init__(self, out: Path, fmt: str) -> None:
+        out.mkdir(parents=True, exist_ok=True)
+        self.out, self.fmt = out, fmt
+        self.rows: dict[str, int] = {}
+        self._parquet: dict[str, object] = {}
+
+    def write(self, name: str, df: pd.DataFrame) -> None:
+        path = self.out / f"{name}.{self.fmt}"
+        first = name not in self.rows
+        self.rows[name] = self.rows.get(name, 0) + len(df)
+        if self.fmt == "parquet":
+            import pyarrow as pa
+            import pyarrow.parquet as pq
+
+            table = pa.Table.from_pandas(df, schema=arrow_schema(name), preserve_index=False)
+            if first:  # the table's schema carries pandas' metadata, so dtypes survive a round trip
+                self._parquet[name] = pq.ParquetWriter(path, table.schema)
+            self._parquet[name].write_table(table)  # type: ignore[attr-defined]
+            return
+        text_df = df.copy()
+        for col in text_df.columns:
+            if text_df[col].dtype == object:
+                text_df[col] = text_df[col].map(lambda v: json.dumps(to_jsonable(v)) if isinstance(
+                    v, list | dict | tuple) else (bytes(v).hex() if isinstance(v, bytes | bytearray) else v))
+        with path.open("w" if first else "a", newline="") as f:
+            if self.fmt == "csv":
+                text_df.to_csv(f, index=False, header=first)
+            else:
+                text_df.to_json(f, orient="records", lines=True, date_format="iso", date_unit="ns")
+
+    def close(self) -> list[tuple[Path, int]]:
+        """Finish every file; (path, rows written) per table, in the order first written."""
+        for writer in self._parquet.values():
+            writer.close()  # type: ignore[attr-defined]
+        order = [name for name in TABLES if name in self.rows]
+        return [(self.out / f"{name}.{self.fmt}", self.rows[name]) for name in order]
+
+
 def write_tables(tables: dict[str, pd.DataFrame], out: Path, fmt: str) -> list[tuple[Path, int]]:
     """Write each table as ``out/<table>.<fmt>``; bytes become hex in text formats."""
-    out.mkdir(parents=True, exist_ok=True)
-    written = []
+    writer = TableWriter(out, fmt)
     for name, df in tables.items():
-        path = out / f"{name}.{fmt}"
-        if fmt == "parquet":
-            df.to_parquet(path, index=False)
-        else:
-            text_df = df.copy()
-            for col in text_df.columns:
-                if text_df[col].dtype == object:
-                    text_df[col] = text_df[col].map(lambda v: json.dumps(to_jsonable(v)) if isinstance(
-                        v, list | dict | tuple) else (bytes(v).hex() if isinstance(v, bytes | bytearray) else v))
-            if fmt == "csv":
-                text_df.to_csv(path, index=False)
-            else:
-                text_df.to_json(path, orient="records", lines=True, date_format="iso", date_unit="ns")
-        written.append((path, len(df)))
-    return written
+        writer.write(name, df)
+    return writer.close()
 
 
 def _message_dict(msg: KafkaMessage | None) -> dict | None:

@@ -12,6 +12,7 @@ declared not Kafka and dropped, so unrelated traffic costs little.
 
 from __future__ import annotations
 
+import contextlib
 import struct
 from dataclasses import dataclass
 
@@ -20,7 +21,7 @@ from .decoders import schema
 from .decoders.errors import DecodeError
 from .events import Anomaly, ConnectionSummary, Endpoint, Exchange, KafkaEvent, KafkaMessage
 from .framing import DEFAULT_MAX_FRAME, Frame, FrameSplitter, FramingEvent, Lost, Skipped, Validator
-from .pairing import Pairer
+from .pairing import Pairer, expects_response
 
 DEFAULT_PORTS = (9092, 9093, 9094)
 SASL_HANDSHAKE = 17
@@ -28,6 +29,12 @@ API_VERSIONS = 18
 _HH = struct.Struct(">hh")
 _HHIH = struct.Struct(">hhih")
 _I = struct.Struct(">i")
+ANSWERED_ACKS0 = "the broker answered a Produce request sent with acks=0 (Kafka brokers never do)"
+
+
+def _cut_reason(frame: Frame) -> str:
+    assert frame.wire_size is not None
+    return f"only {len(frame.data) + 4} of {frame.wire_size + 4} bytes captured: body not decoded"
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,6 +149,7 @@ class KafkaConnection:
         self._seen_data = [False, False]
         self._probed = [0, 0]
         self._undecodable_run = [0, 0]
+        self._early_skips: list[tuple[int, Skipped]] = []  # skipped before the roles were known
         self._sasl_raw = False  # after a SaslHandshake v0: raw SASL tokens until Kafka resumes
         self._done = False
         if self.request_dir is not None:
@@ -149,6 +157,7 @@ class KafkaConnection:
         else:
             for s in self.splitters:
                 s.start_hunting()
+                s.retain = True  # kept until the roles are known and the right validator can look
 
     # -- setup --------------------------------------------------------------------------
     def _make_splitter(self, direction: int) -> FrameSplitter:
@@ -170,6 +179,8 @@ class KafkaConnection:
         self.summary.broker = self.endpoints[1 - request_dir]
         self.splitters[request_dir].validator = _RequestValidator()
         self.splitters[1 - request_dir].validator = self._response_validator
+        for s in self.splitters:
+            s.retain = False
 
     def _role(self, direction: int) -> str | None:
         if self.request_dir is None:
@@ -190,7 +201,10 @@ class KafkaConnection:
         events = self._handle(direction, self.splitters[direction].feed(offset, data, ts_ns))
         if self.summary.encrypted:  # a splitter found TLS records mid-stream
             events.extend(self._encrypted(direction, offset, ts_ns))
-        if self.request_dir is None and min(self._probed) + max(self._probed) > 2 * self.options.probe_limit:
+        if (self.request_dir is None and sum(self._probed) > 2 * self.options.probe_limit
+                and not any(s.awaiting_candidate for s in self.splitters)):
+            # A plausible frame still arriving (a big Produce picked up mid-stream) is waited
+            # for; the splitter bounds that wait by its hunt buffer.
             events.extend(self._not_kafka(ts_ns))
         return events
 
@@ -245,9 +259,10 @@ class KafkaConnection:
             if isinstance(ev, Frame):
                 out.extend(self._frame(direction, ev))
             elif isinstance(ev, Skipped):
-                if self.request_dir is not None or not ev.reason.startswith("resync"):
-                    out.append(Anomaly(ev.reason.split(":")[0], self.conn_id, self._role(direction), ev.offset,
-                                       ev.length, ev.ts_ns, f"skipped {ev.length} bytes ({ev.reason})"))
+                if self.request_dir is None and ev.reason.startswith("resync"):
+                    self._early_skips.append((direction, ev))  # reported only if this turns out to be Kafka
+                else:
+                    out.append(self._skipped(direction, ev))
             elif isinstance(ev, Lost):
                 self.summary.gaps += 1
                 self.summary.gap_bytes += ev.length or 0
@@ -262,24 +277,33 @@ class KafkaConnection:
             # The first frame a request validator accepted tells us who the client is.
             self._set_roles(direction)
             self.summary.is_kafka = True
-            events = self._frame(direction, frame)
+            events = [self._skipped(d, ev) for d, ev in self._early_skips]
+            self._early_skips.clear()
+            if self.syn_seen:  # the answers start at the stream's first byte: no need to hunt
+                self.splitters[1 - direction].sync_at_start()
+            events.extend(self._frame(direction, frame))
             events.extend(self._handle(1 - direction, self.splitters[1 - direction].rescan()))
             return events
         self.summary.is_kafka = True
+        size = len(frame.data) if frame.wire_size is None else frame.wire_size
         if direction == self.request_dir:
-            self.summary.bytes_to_broker += 4 + len(frame.data)
+            self.summary.bytes_to_broker += 4 + size
             self.summary.frames_to_broker += 1
-            return self._request(frame)
-        self.summary.bytes_to_client += 4 + len(frame.data)
+            return self._request(frame) if frame.complete else self._cut_request(frame)
+        self.summary.bytes_to_client += 4 + size
         self.summary.frames_to_client += 1
-        return self._response(frame)
+        return self._response(frame) if frame.complete else self._cut_response(frame)
+
+    def _skipped(self, direction: int, ev: Skipped) -> Anomaly:
+        return Anomaly(ev.reason.split(":")[0], self.conn_id, self._role(direction), ev.offset, ev.length, ev.ts_ns,
+                       f"skipped {ev.length} bytes ({ev.reason})")
 
     def _message(self, frame: Frame, is_request: bool) -> KafkaMessage:
         return KafkaMessage(
             conn_id=self.conn_id,
             is_request=is_request,
             offset=frame.offset,
-            size=len(frame.data),
+            size=len(frame.data) if frame.wire_size is None else frame.wire_size,
             ts_first=frame.ts_first,
             ts_last=frame.ts_last,
             raw=frame.data if self.options.keep_raw else None,
@@ -312,7 +336,7 @@ class KafkaConnection:
         if len(data) < 4:
             return self._undecodable(msg, frame, DecodeError("response shorter than a correlation id"))
         msg.correlation_id = _I.unpack_from(data, 0)[0]
-        request, overtook = self.pairer.take(msg.correlation_id)
+        request, overtook, settled = self.pairer.take(msg.correlation_id)
         early: list[KafkaEvent] = []
         if request is None and not self._sasl_raw:
             # A response cannot come before its request is complete: if the request direction
@@ -320,11 +344,11 @@ class KafkaConnection:
             assert self.request_dir is not None
             early = self._handle(self.request_dir, self.splitters[self.request_dir].doubt())
             if early:
-                request, overtook = self.pairer.take(msg.correlation_id)
-        return [*early, *self._paired(msg, request, overtook, frame)]
+                request, overtook, settled = self.pairer.take(msg.correlation_id)
+        return [*early, *self._paired(msg, request, overtook, settled, frame)]
 
     def _paired(self, msg: KafkaMessage, request: KafkaMessage | None, overtook: bool,
-                frame: Frame) -> list[KafkaEvent]:
+                settled: list[Exchange], frame: Frame) -> list[KafkaEvent]:
         data = frame.data
         if request is None:
             if self._sasl_raw:
@@ -332,6 +356,10 @@ class KafkaConnection:
                 return []
             msg.raw = data
             return [Exchange(self.conn_id, None, msg, "orphan_response")]
+        return [*settled, *self._answer(request, msg, data, frame, overtook)]
+
+    def _answer(self, request: KafkaMessage, msg: KafkaMessage, data: bytes, frame: Frame,
+                overtook: bool) -> list[KafkaEvent]:
         assert request.api_key is not None and request.api_version is not None
         msg.api_key, msg.api_version = request.api_key, request.api_version
         try:
@@ -347,8 +375,44 @@ class KafkaConnection:
         msg.warnings = decoded.get("warnings", [])
         if msg.warnings:
             msg.raw = data
+        if not expects_response(request):
+            msg.warnings.append({"code": "acks0_answered", "message": ANSWERED_ACKS0})
         self._learn_from_response(request, msg)
         return [Exchange(self.conn_id, request, msg, "ok", overtook)]
+
+    # -- frames the capture holds only the start of (snap length) ---------------------------
+    def _cut_request(self, frame: Frame) -> list[KafkaEvent]:
+        """Header fields from the captured head; the request still pairs with its response."""
+        msg = self._cut_message(frame, True)
+        if len(frame.data) < 8:
+            return [self._head_lost(frame, "request")]
+        msg.api_key, msg.api_version, msg.correlation_id = struct.unpack_from(">hhi", frame.data, 0)
+        with contextlib.suppress(DecodeError):  # if the client id itself was cut, the rest stands
+            msg.header = decode_api.decode_request_header(frame.data)
+        return list(self.pairer.add_request(msg))
+
+    def _cut_response(self, frame: Frame) -> list[KafkaEvent]:
+        msg = self._cut_message(frame, False)
+        if len(frame.data) < 4:
+            return [self._head_lost(frame, "response")]
+        msg.correlation_id = _I.unpack_from(frame.data, 0)[0]
+        request, overtook, settled = self.pairer.take(msg.correlation_id)
+        if request is not None:
+            msg.api_key, msg.api_version = request.api_key, request.api_version
+        return [*settled, Exchange(self.conn_id, request, msg, "truncated", overtook)]
+
+    def _cut_message(self, frame: Frame, is_request: bool) -> KafkaMessage:
+        msg = self._message(frame, is_request)
+        msg.raw = frame.data
+        msg.error = _cut_reason(frame)
+        msg.warnings = [{"code": "cut", "message": msg.error}]
+        return msg
+
+    def _head_lost(self, frame: Frame, role: str) -> Anomaly:
+        """A cut frame whose captured head is too short to name the request or its answer."""
+        assert frame.wire_size is not None
+        return Anomaly("partial_frame", self.conn_id, role, frame.offset, 4 + frame.wire_size,
+                       frame.ts_first, f"{_cut_reason(frame)}; too little to pair")
 
     def _undecodable(self, msg: KafkaMessage, frame: Frame, exc: DecodeError) -> list[KafkaEvent]:
         msg.raw = frame.data

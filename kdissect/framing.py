@@ -36,6 +36,13 @@ class Frame:
     ts_first: int  # capture time of the first segment carrying any of its bytes
     ts_last: int  # capture time of the segment that completed it
     resynced: bool = False  # the first frame accepted after hunting
+    # Set when gaps of known length (snap length cuts) fell inside the frame: its real size.
+    # ``data`` then holds only the bytes captured before the first gap.
+    wire_size: int | None = None
+
+    @property
+    def complete(self) -> bool:
+        return self.wire_size is None
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,11 +122,19 @@ class FrameSplitter:
         # Hunting memory, so each feed judges only new positions (rescanning is quadratic):
         # positions before _scan_from were judged; those that could not be judged for lack of
         # bytes wait in _due as (stream offset where they can be, offset); _holds are the ones
-        # whose bytes must be kept (a heap of offsets, stale entries skipped lazily).
+        # whose bytes must be kept (a heap of offsets, stale entries skipped lazily);
+        # _awaiting are the plausible ones among them whose body is still arriving.
         self._scan_from = 0
         self._due: list[tuple[int, int]] = []
         self._holds: list[int] = []
         self._holding: set[int] = set()
+        self._awaiting: set[int] = set()
+        self._wait_until = 0  # in sync: stream offset the frame being assembled ends at
+        # A frame whose size is known but whose middle a known-length gap cut: its head and end.
+        self._cut: tuple[int, bytes, int, int] | None = None  # (offset, head, size, ts_first)
+        # While the owner does not yet know which validator fits (roles unknown), hunting keeps the
+        # bytes it could not prove (up to max_hunt) so a later rescan can still find frames in them.
+        self.retain = False
         self.frames = 0
         self.skipped_bytes = 0
 
@@ -128,6 +143,8 @@ class FrameSplitter:
         """In-order bytes at stream ``offset`` (the reassembler guarantees order)."""
         if self.stopped or not data:
             return []
+        if self._cut is not None:
+            return self._feed_cut(offset, data, ts_ns)
         end = self._start + len(self._buf)
         if offset != end:  # a jump the reassembler did not announce: treat as a gap
             events: list[FramingEvent] = list(self.gap(end, offset - end, ts_ns, "jump"))
@@ -136,14 +153,21 @@ class FrameSplitter:
         self._chunk_starts.append(offset)
         self._chunk_ts.append(ts_ns)
         self._buf += data
+        if end + len(data) < self._wait_until and not self.hunting:
+            return []  # still inside the frame being assembled (most segments of a big frame)
         return self._drain()
 
     def gap(self, offset: int, length: int | None, ts_ns: int, reason: str) -> list[FramingEvent]:
         """Bytes that will never come: drop any partial frame and hunt from the next byte."""
         if self.stopped:
             return []
+        if self._cut is not None:
+            return self._gap_in_cut(offset, length, ts_ns, reason)
         events: list[FramingEvent] = []
         pending = len(self._buf) - self._pos
+        if self._can_stay_in_sync(offset, length):
+            assert length is not None
+            return [Lost(offset, length, ts_ns, reason), *self._start_cut(offset + length, ts_ns)]
         if pending and not self.hunting:
             events.append(Skipped(self._start + self._pos, pending, ts_ns, "partial_frame: cut by a gap"))
             self.skipped_bytes += pending
@@ -158,22 +182,105 @@ class FrameSplitter:
         self._start_hunt()
         return events
 
+    # -- frames cut by gaps of known length -----------------------------------------------
+    def _can_stay_in_sync(self, offset: int, length: int | None) -> bool:
+        """A gap of known length that ends inside the frame being assembled (whose size field
+        was captured) leaves the next frame boundary known: no need to hunt."""
+        pending = len(self._buf) - self._pos
+        if self.hunting or length is None or pending < 4 or offset != self._start + len(self._buf):
+            return False
+        pos = self._pos
+        (size,) = _SIZE.unpack_from(self._buf, pos)
+        if not self.min_frame <= size <= self.max_frame:
+            return False
+        if self.vetting:  # a stray byte's garbage size must not make us skip to its "end"
+            head = bytes(self._buf[pos + 4 : pos + 4 + min(size, 64)])
+            if len(head) < min(size, 10) or not self.validator.sane(head, size):
+                return False
+        return offset + length <= self._start + pos + 4 + size
+
+    def _start_cut(self, resume: int, ts_ns: int) -> list[FramingEvent]:
+        """Keep the captured head of the current frame and skip to its end; ``resume`` is where
+        the stream continues after the gap."""
+        pos = self._pos
+        (size,) = _SIZE.unpack_from(self._buf, pos)
+        frame_at = self._start + pos
+        self._cut = (frame_at, bytes(self._buf[pos + 4 :]), size, self._ts_at(frame_at))
+        self._wait_until = 0
+        self._buf.clear()
+        self._clear_chunks()
+        self._pos = 0
+        self._start = resume
+        return self._finish_cut(ts_ns) if resume == self._cut_end() else []
+
+    def _finish_cut(self, ts_ns: int) -> list[FramingEvent]:
+        assert self._cut is not None
+        frame_at, head, size, ts_first = self._cut
+        self._cut = None
+        self._start = frame_at + 4 + size
+        self.frames += 1
+        return [Frame(frame_at, head, ts_first, ts_ns, wire_size=size)]
+
+    def _cut_end(self) -> int:
+        assert self._cut is not None
+        return self._cut[0] + 4 + self._cut[2]
+
+    def _gap_in_cut(self, offset: int, length: int | None, ts_ns: int, reason: str) -> list[FramingEvent]:
+        """Another gap while skipping to the end of a cut frame."""
+        end = self._cut_end()
+        if length is not None and offset + length <= end:
+            self._start = offset + length
+            lost: list[FramingEvent] = [Lost(offset, length, ts_ns, reason)]
+            return lost + self._finish_cut(ts_ns) if self._start == end else lost
+        assert self._cut is not None
+        frame_at = self._cut[0]
+        self._cut = None
+        self._start = offset
+        self.skipped_bytes += offset - frame_at
+        return [Skipped(frame_at, offset - frame_at, ts_ns, "partial_frame: cut by a gap"), *self.gap(
+            offset, length, ts_ns, reason)]
+
+    def _feed_cut(self, offset: int, data: bytes, ts_ns: int) -> list[FramingEvent]:
+        """Bytes after a gap inside a cut frame: drop them up to the frame's end, then carry on."""
+        if offset != self._start:
+            jumped = self._gap_in_cut(self._start, offset - self._start, ts_ns, "jump")
+            return [*jumped, *self.feed(offset, data, ts_ns)]
+        end = self._cut_end()
+        if offset + len(data) < end:
+            self._start = offset + len(data)
+            return []
+        events = self._finish_cut(ts_ns)
+        rest = data[end - offset :]
+        if rest:
+            events.extend(self.feed(end, rest, ts_ns))
+        return events
+
     def start_hunting(self) -> None:
         """Begin without knowing where frames start (stream picked up mid-way)."""
         self._start_hunt()
 
     def _start_hunt(self) -> None:
         self.hunting = True
+        self._wait_until = 0
         self._scan_from = self._start + self._pos
         self._due.clear()
         self._holds.clear()
         self._holding.clear()
+        self._awaiting.clear()
+
+    @property
+    def awaiting_candidate(self) -> bool:
+        """Hunting, and a plausible frame's bytes are still arriving (within ``max_hunt``)."""
+        if self.stopped or not self.hunting:
+            return False
+        first = self._start + self._pos
+        return any(at >= first for at in self._awaiting)
 
     def doubt(self) -> list[FramingEvent]:
         """The owner doubts the incomplete frame waited on: the peer answered requests that
         may be hidden inside it (its size field was garbage). Hunt from that frame on; it
         stays a candidate, so if it was real it is proven once its bytes are all in."""
-        if self.stopped or self.hunting or not self.pending()[1]:
+        if self.stopped or self.hunting or self._cut is not None or not self.pending()[1]:
             return []
         self._start_hunt()
         return self._drain()
@@ -183,7 +290,7 @@ class FrameSplitter:
         been garbage. Hunt through what is buffered (up to ``max_hunt`` bytes) for frames the
         validator proves; if none is, everything stays pending for the owner to report."""
         at, left = self.pending()
-        if self.stopped or not left or left > self.max_hunt:
+        if self.stopped or self._cut is not None or not left or left > self.max_hunt:
             return []
         start, was_hunting = self._pos, self.hunting
         self._pos += 0 if was_hunting else 1  # the size field waited on was not a frame's
@@ -200,6 +307,13 @@ class FrameSplitter:
         self._compact()
         return events
 
+    def sync_at_start(self) -> None:
+        """Stop hunting when nothing has been given up yet and the buffer starts at stream
+        offset 0: the owner learned that offset 0 is the true start of the stream (SYN seen)."""
+        if self.hunting and self.skipped_bytes == 0 and self._start + self._pos == 0:
+            self.hunting = False
+            self._wait_until = 0
+
     def rescan(self) -> list[FramingEvent]:
         """Re-run the search over what is buffered (the validator learned something new)."""
         if self.hunting:
@@ -209,6 +323,7 @@ class FrameSplitter:
     def stop(self) -> int:
         """Give up on this direction (encrypted or not Kafka); returns bytes dropped."""
         dropped = len(self._buf) - self._pos
+        self._cut = None
         self._buf.clear()
         self._clear_chunks()
         self._pos = 0
@@ -217,6 +332,8 @@ class FrameSplitter:
 
     def pending(self) -> tuple[int, int]:
         """(stream offset, length) of bytes buffered but not yet framed."""
+        if self._cut is not None:
+            return self._cut[0], self._start - self._cut[0]
         return self._start + self._pos, len(self._buf) - self._pos
 
     # -- framing ------------------------------------------------------------------------
@@ -247,6 +364,7 @@ class FrameSplitter:
             if not self.validator.sane(bytes(buf[pos + 4 : head_end]), size):
                 return self._desync(events, f"desync: no frame of {size} bytes starts like this")
         if len(buf) < end:
+            self._wait_until = self._start + end
             return False
         events.append(self._emit(pos, size))
         return True
@@ -272,7 +390,9 @@ class FrameSplitter:
         base, n = self._start, len(self._buf)
         due = set()
         while self._due and self._due[0][0] <= base + n:
-            due.add(heapq.heappop(self._due)[1])
+            at = heapq.heappop(self._due)[1]
+            self._awaiting.discard(at)
+            due.add(at)
         for at in sorted(due):
             if at - base >= self._pos and self._judge(at - base, n, events):
                 return True
@@ -285,7 +405,7 @@ class FrameSplitter:
         while self._holds and (self._holds[0] not in self._holding or self._holds[0] < base + self._pos):
             self._holding.discard(heapq.heappop(self._holds))
         keep_from = self._holds[0] - base if self._holds else max(self._pos, n - 3)
-        if keep_from > self._pos:
+        if keep_from > self._pos and not self.retain:
             self._skip(events, keep_from - self._pos, "resync")
         if n - self._pos > self.max_hunt:
             self._skip(events, n - self._pos - self.max_hunt, "overflow")
@@ -307,7 +427,7 @@ class FrameSplitter:
         end = i + 4 + size
         if end > n:
             if size + 4 <= self.max_hunt:  # a bigger one could never be held whole while hunting
-                self._wait(at, self._start + end, hold=end - self._pos <= self.max_hunt)
+                self._wait(at, self._start + end, hold=end - self._pos <= self.max_hunt, body=True)
             return False
         if not self._proven(i, end):
             return False
@@ -326,13 +446,16 @@ class FrameSplitter:
         at_edges = self._is_chunk_start(i) and (end == len(self._buf) or self._is_chunk_start(end))
         return self.validator.accept(bytes(self._buf[i + 4 : end]), at_edges)
 
-    def _wait(self, at: int, ready_at: int, *, hold: bool) -> None:
+    def _wait(self, at: int, ready_at: int, *, hold: bool, body: bool = False) -> None:
+        """Remember a candidate until ``ready_at``; ``body``: its head was plausible."""
         if len(self._due) >= MAX_WAITING:  # dense garbage: forget it (costs at most one frame)
             return
         heapq.heappush(self._due, (ready_at, at))
         if hold:
             self._holding.add(at)
             heapq.heappush(self._holds, at)
+            if body:
+                self._awaiting.add(at)
 
     def _hunt_final(self, events: list[FramingEvent]) -> bool:
         """Hunting at the end of what will ever arrive: incomplete candidates are worthless."""
@@ -356,9 +479,11 @@ class FrameSplitter:
     def _emit(self, pos: int, size: int) -> Frame:
         offset = self._start + pos
         end = pos + 4 + size
+        with memoryview(self._buf) as view:
+            data = bytes(view[pos + 4 : end])  # one copy (a bytearray slice would be a second)
         frame = Frame(
             offset=offset,
-            data=bytes(self._buf[pos + 4 : end]),
+            data=data,
             ts_first=self._ts_at(offset),
             ts_last=self._ts_at(self._start + end - 1),
             resynced=self._just_resynced,

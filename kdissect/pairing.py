@@ -3,6 +3,12 @@
 Kafka answers requests on a connection in order, each response echoing its request's
 correlation id. The response body can only be decoded once its request's api key and
 version are known, so pairing also tells the decoder what to expect.
+
+Produce requests with acks=0 expect no answer, but some brokers (tansu) send one anyway.
+They are held like other requests and settled as ``no_response_expected`` once a later
+request is answered (answers come in order, so theirs will not come), when too many pile up,
+or at the end of the connection; an answer that does come pairs with them instead of being
+reported as an orphan.
 """
 
 from __future__ import annotations
@@ -12,6 +18,7 @@ from collections.abc import Iterator
 from .events import Exchange, KafkaMessage
 
 PRODUCE = 0
+MAX_SILENT = 256  # acks=0 requests held for a possible answer; older ones are settled
 
 
 def expects_response(request: KafkaMessage) -> bool:
@@ -24,6 +31,7 @@ class Pairer:
 
     def __init__(self) -> None:
         self._pending: dict[int, KafkaMessage] = {}
+        self._silent = 0  # how many of the pending requests are acks=0 Produce requests
 
     def __contains__(self, correlation_id: int) -> bool:
         return correlation_id in self._pending
@@ -32,28 +40,52 @@ class Pairer:
         return self._pending.get(correlation_id)
 
     def add_request(self, request: KafkaMessage) -> list[Exchange]:
-        """Register a decoded request; returns exchanges it completes or supersedes."""
-        out: list[Exchange] = []
-        if not expects_response(request):
-            out.append(Exchange(request.conn_id, request, None, "no_response_expected"))
-            return out
+        """Register a request; returns exchanges it completes or supersedes."""
         cid = request.correlation_id
         assert cid is not None
-        old = self._pending.pop(cid, None)
+        out: list[Exchange] = []
+        old = self._pop(cid)
         if old is not None:  # the id was reused before an answer came: the old one never got one
-            out.append(Exchange(old.conn_id, old, None, "unanswered"))
+            out.append(_unanswered(old))
         self._pending[cid] = request
+        if not expects_response(request):
+            self._silent += 1
+            if self._silent > MAX_SILENT:
+                oldest = next(c for c, r in self._pending.items() if not expects_response(r))
+                out.append(_unanswered(self._pop(oldest)))
         return out
 
-    def take(self, correlation_id: int) -> tuple[KafkaMessage | None, bool]:
-        """Remove and return the request a response answers, and whether it overtook older ones."""
+    def take(self, correlation_id: int) -> tuple[KafkaMessage | None, bool, list[Exchange]]:
+        """Remove and return the request a response answers, whether it overtook older requests
+        that expect an answer, and the older acks=0 requests this answer settles."""
         if correlation_id not in self._pending:
-            return None, False
-        overtook = next(iter(self._pending)) != correlation_id  # requests wait in arrival order
-        return self._pending.pop(correlation_id), overtook
+            return None, False, []
+        settled: list[Exchange] = []
+        overtook = False
+        for cid in list(self._pending):  # requests wait in arrival order
+            if cid == correlation_id:
+                break
+            if expects_response(self._pending[cid]):
+                overtook = True
+            else:
+                settled.append(_unanswered(self._pop(cid)))
+        return self._pop(correlation_id), overtook, settled
 
     def drain(self) -> Iterator[Exchange]:
         """End of the connection: whatever is still outstanding was never answered."""
         for request in self._pending.values():
-            yield Exchange(request.conn_id, request, None, "unanswered")
+            yield _unanswered(request)
         self._pending.clear()
+        self._silent = 0
+
+    def _pop(self, correlation_id: int) -> KafkaMessage | None:
+        request = self._pending.pop(correlation_id, None)
+        if request is not None and not expects_response(request):
+            self._silent -= 1
+        return request
+
+
+def _unanswered(request: KafkaMessage | None) -> Exchange:
+    assert request is not None
+    status = "unanswered" if expects_response(request) else "no_response_expected"
+    return Exchange(request.conn_id, request, None, status)

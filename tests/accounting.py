@@ -14,7 +14,14 @@ from kdissect.events import Anomaly, Exchange, KafkaEvent
 
 
 def accounted(events: Iterable[KafkaEvent]) -> Counter[tuple[int, str]]:
-    """Bytes per (conn_id, "request"/"response") that some event stands for."""
+    """Bytes per (conn_id, "request"/"response") that some event stands for.
+
+    A frame cut by gaps of known length (its size field was captured) stands for its whole
+    span, as does the anomaly for one too short to pair or still incomplete at the end: the
+    gaps inside such a span are reported too but counted by the span.
+    """
+    events = list(events)
+    spans = _cut_spans(events)
     out: Counter[tuple[int, str]] = Counter()
     for ev in events:
         if isinstance(ev, Exchange):
@@ -23,8 +30,27 @@ def accounted(events: Iterable[KafkaEvent]) -> Counter[tuple[int, str]]:
                     out[(ev.conn_id, role)] += 4 + msg.size
         elif isinstance(ev, Anomaly) and ev.kind != "decode_error" and ev.direction and ev.length:
             # A decode_error anomaly describes the frame of an "undecodable" exchange: counted there.
+            if ev.kind == "gap" and _inside(spans.get((ev.conn_id, ev.direction), []), ev.offset, ev.length):
+                continue
             out[(ev.conn_id, ev.direction)] += ev.length
     return out
+
+
+def _cut_spans(events: list[KafkaEvent]) -> dict[tuple[int, str], list[tuple[int, int]]]:
+    spans: dict[tuple[int, str], list[tuple[int, int]]] = {}
+    for ev in events:
+        if isinstance(ev, Exchange):
+            for role, msg in (("request", ev.request), ("response", ev.response)):
+                if msg is not None and any(w.get("code") == "cut" for w in msg.warnings):
+                    spans.setdefault((ev.conn_id, role), []).append((msg.offset, msg.offset + 4 + msg.size))
+        elif isinstance(ev, Anomaly) and ev.kind in ("partial_frame", "truncated_frame") and ev.direction:
+            assert ev.offset is not None and ev.length is not None
+            spans.setdefault((ev.conn_id, ev.direction), []).append((ev.offset, ev.offset + ev.length))
+    return spans
+
+
+def _inside(spans: list[tuple[int, int]], offset: int | None, length: int) -> bool:
+    return offset is not None and any(a <= offset and offset + length <= b for a, b in spans)
 
 
 def anomaly_kinds(events: Iterable[KafkaEvent]) -> Counter[str]:

@@ -72,6 +72,22 @@ def test_acks_zero_unanswered_orphan_and_out_of_order() -> None:
     assert by_cid[99].status == "orphan_response" and by_cid[99].response.raw
 
 
+def test_an_answered_acks_zero_produce_pairs_with_its_answer_and_is_flagged() -> None:
+    """Some brokers (tansu) answer acks=0: the answer is paired, not left as an orphan."""
+    w = _conn()
+    w.send(0, produce_request(1, acks=0) + produce_request(2, acks=0) + produce_request(3, acks=0), 1)
+    w.send(1, produce_response(2), 2)  # answers 2: 1 will never be answered (answers come in order)
+    w.close(3)
+    by_cid = {e.request.correlation_id: e for e in w.of(Exchange)}
+    assert [e.request.correlation_id for e in w.of(Exchange)] == [1, 2, 3]
+    assert by_cid[1].status == "no_response_expected" and by_cid[1].response is None
+    assert by_cid[3].status == "no_response_expected"
+    answered = by_cid[2]
+    assert answered.status == "ok" and not answered.out_of_order
+    assert answered.response.body["responses"][0]["name"] == "orders"
+    assert [x["code"] for x in answered.response.warnings] == ["acks0_answered"]
+
+
 def test_roles_found_on_an_unknown_port_even_when_the_broker_speaks_first_in_the_capture() -> None:
     broker = ("10.0.0.2", 31337)
     w = _conn(broker=broker, syn=False)  # mid-stream: no SYN, so no hint who is who
@@ -83,6 +99,22 @@ def test_roles_found_on_an_unknown_port_even_when_the_broker_speaks_first_in_the
     assert "ok" in statuses
     [ok] = [e for e in w.of(Exchange) if e.status == "ok"]
     assert ok.client == CLIENT and ok.broker == broker
+
+
+def test_bytes_seen_before_the_roles_are_known_are_kept_for_the_right_validator() -> None:
+    """Mid-stream on an unknown port: the answer that arrives before any request is proven is
+    still found once the roles are learned, and the tail skipped before the first proven request
+    is reported."""
+    w = _conn(broker=("10.0.0.2", 31337), syn=False)
+    w.send(0, metadata_request(1)[-20:], 1)  # the end of a request sent before the capture
+    w.send(1, metadata_response(1), 2)  # its answer: an orphan, seen before any request is proven
+    w.send(0, metadata_request(2), 3)
+    w.send(1, metadata_response(2), 4)
+    w.close(5)
+    assert [(e.status, (e.request or e.response).correlation_id) for e in w.of(Exchange)] == [
+        ("orphan_response", 1), ("ok", 2)]
+    skipped = [(a.kind, a.direction, a.offset, a.length) for a in w.of(Anomaly) if a.kind == "resync"]
+    assert skipped == [("resync", "request", 0, 20)]
 
 
 def test_loss_costs_only_the_frames_it_touches() -> None:

@@ -115,3 +115,50 @@ def test_real_request_frames_resync_with_the_decoding_validator() -> None:
     s.start_hunting()  # picked up mid-stream: starts 3 bytes into the first frame
     out = s.feed(3, stream[3:], 1)
     assert frames_of(out) == [r[4:] for r in reqs[1:]]
+
+
+def test_known_length_gaps_inside_a_frame_keep_the_splitter_in_sync() -> None:
+    """Snap-length cuts: the size field was captured, so the next boundary is known."""
+    big, after = frame(b"KF" + b"b" * 300), frame(b"KF-after")
+    s = FrameSplitter(Magic())
+    out = s.feed(0, big[:50], 1)
+    out += s.gap(50, 100, 1, "snaplen")
+    out += s.feed(150, big[150:200], 2)
+    out += s.gap(200, len(big) - 200, 2, "snaplen")  # ends exactly at the frame's end
+    out += s.feed(len(big), after, 3)
+    frames = [e for e in out if isinstance(e, Frame)]
+    assert [f.data for f in frames] == [big[4:50], after[4:]]
+    assert frames[0].wire_size == len(big) - 4 and not frames[0].complete
+    assert (frames[0].ts_first, frames[0].ts_last) == (1, 2) and frames[1].complete
+    assert not any(isinstance(e, Skipped) for e in out) and not s.hunting
+
+
+def test_a_gap_past_the_end_of_a_cut_frame_falls_back_to_hunting() -> None:
+    big, nxt = frame(b"KF" + b"c" * 100), frame(b"KF-next" + b"z" * 20)
+    stream = big + nxt + frame(b"KF-last")
+    s = FrameSplitter(Magic())
+    out = s.feed(0, stream[:20], 1) + s.gap(20, 10, 1, "snaplen")
+    out += s.gap(30, len(big) + 5 - 30, 2, "lost")  # swallows the start of the next frame
+    out += s.feed(len(big) + 5, stream[len(big) + 5 :], 3)
+    assert frames_of(out) == [b"KF-last"]
+    assert next(e.reason for e in out if isinstance(e, Skipped)) == "partial_frame: cut by a gap"
+
+
+class SaneMagic(Magic):
+    """Magic, and a frame's first bytes must already look like one while in sync."""
+
+    def sane(self, head: bytes, size: int) -> bool:
+        return head.startswith(b"KF")
+
+
+def test_a_known_length_gap_after_a_garbage_size_field_hunts_instead_of_skipping_to_its_end() -> None:
+    """A stray byte turned the size field into 16 MiB: a gap right after it must not make the
+    splitter trust that size and drop everything up to its supposed end."""
+    first, nxt = frame(b"KF-first"), frame(b"KF-next")
+    garbage = b"\x01" + frame(b"xx" + b"z" * 20)[1:]  # size field now claims 16 MiB
+    stream = first + garbage + b"?" * 30 + nxt
+    s = FrameSplitter(SaneMagic())
+    at = len(first) + 20  # the garbage head is only 16 bytes in when the gap comes
+    out = s.feed(0, stream[:at], 1) + s.gap(at, 30, 2, "lost") + s.feed(at + 30, stream[at + 30 :], 3)
+    assert frames_of(out) == [b"KF-first", b"KF-next"] and not s.hunting
+    assert not any(isinstance(e, Frame) and e.wire_size for e in out)

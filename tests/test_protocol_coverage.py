@@ -9,6 +9,8 @@ from hypothesis import strategies as st
 from kdissect.decoders import api, compiler, encoder, schema
 from tests.strategies import message_values
 
+pytestmark = pytest.mark.usefixtures("decoder_mode")  # native and pure-Python decoders alike
+
 ALL = schema.all_api_versions()
 
 

@@ -10,6 +10,8 @@ import pytest
 import kdissect
 from kdissect.decoders import encoder
 
+pytestmark = pytest.mark.usefixtures("decoder_mode")  # native and pure-Python decoders alike
+
 
 def _produce_v0_frame() -> bytes:
     """The Produce v0 example: client "foo", topic "test", one message "hello world"."""

@@ -36,4 +36,6 @@ def test_quick_start_main_job_runs() -> None:
         [sys.executable, "-m", "kdissect.cli", *argv[1:]], cwd=ROOT, capture_output=True, text=True, timeout=600
     )
     assert out.returncode == 0, out.stderr
-    assert out.stdout.strip()
+    assert argv[1] == "analyze", "the main job is analysing a capture"
+    assert (ROOT / argv[2]).is_file(), "the capture must ship in captures/"
+    assert "Produce" in out.stdout and "Fetch" in out.stdout, out.stdout

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import gzip
+import subprocess
+import sys
 from pathlib import Path
 
 import kdissect
@@ -93,9 +96,6 @@ def test_truncated_trailing_fetch_batch_is_normal(tmp_path: Path) -> None:
 
 
 def test_cli_payload_modes_and_show_prints_records(tmp_path: Path) -> None:
-    import subprocess
-    import sys
-
     import pandas as pd
 
     recs = [new_record(b"key", b"v" * 50, offset=0), new_record(b"bin", b"\xff\x00\x01", offset=1)]
@@ -114,3 +114,57 @@ def test_cli_payload_modes_and_show_prints_records(tmp_path: Path) -> None:
         assert df["value"].iloc[0] == expect and df["value_size"].iloc[0] == 50
     shown = run("show", str(path))
     assert 'value: "vvvv' in shown.stdout and "value: 0xff0001" in shown.stdout and "offset: 0" in shown.stdout
+
+
+# The columns issue #4 names for the records table, in its order (key_size/value_size sit beside them
+# so --no-payloads still tells how big each key and value was).
+RECORD_COLUMNS = [
+    "connection_id", "correlation_id", "direction", "topic", "partition", "offset", "timestamp", "timestamp_type",
+    "key", "value", "headers", "batch_base_offset", "magic", "compression", "batch_bytes", "batch_compressed_bytes",
+    "crc_ok", "is_control", "control_type", "producer_id", "producer_epoch", "base_sequence", "transactional",
+    "aborted",
+]  # fmt: skip
+
+
+def test_records_and_batches_tables_have_the_named_columns_from_the_public_api(tmp_path: Path) -> None:
+    recs = [new_record(b"k", b"v", offset=0)]
+    cap = _capture(tmp_path, [(0, _produce(1, encode_batch(recs, codec=GZIP))), (1, _produce_response(1, 3))])
+    cols = list(cap.records.columns)
+    assert [c for c in cols if c in RECORD_COLUMNS] == RECORD_COLUMNS
+    assert set(cols) - set(RECORD_COLUMNS) == {"key_size", "value_size"}
+    assert {"compression_ratio", "record_count", "crc_ok", "compressed_bytes"} <= set(cap.batches.columns)
+    assert list(cap.records["offset"]) == [3]
+
+
+def test_decompression_bomb_becomes_an_anomaly_and_the_cap_is_configurable(tmp_path: Path) -> None:
+    payload = gzip.compress(b"\0" * (4 << 20))  # 4 MiB of zeros in a few KiB
+    batch = encode_batch([], codec=GZIP, record_count=1, compressor=lambda _: payload)
+    timed = [(0, _produce(1, batch), T0), (1, _produce_response(1, 0), T0 + MS)]
+    path = write(tmp_path / "bomb.pcap", tcp_conversation(timed))
+    cap = kdissect.open_capture(path, records=kdissect.RecordOptions(limits=kdissect.Limits(max_decompressed=1 << 20)))
+    assert "decompression_capped" in set(cap.anomalies["kind"].astype(str))
+    assert cap.batches["decompressed_bytes"].iloc[0] == 1 << 20
+    uncapped = kdissect.open_capture(path)  # the default cap (256 MiB) lets it through
+    assert "decompression_capped" not in set(uncapped.anomalies["kind"].astype(str))
+    assert uncapped.batches["decompressed_bytes"].iloc[0] == 4 << 20
+    res = subprocess.run([sys.executable, "-m", "kdissect.cli", "analyze", str(path), "--max-decompressed", "1048576"],
+                         capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert res.returncode == 0 and "decompression_capped" in res.stdout
+
+
+def test_show_truncates_long_values_unless_full(tmp_path: Path) -> None:
+    long_text, long_bin = b"t" * 300, bytes(range(200))
+    recs = [new_record(b"key", long_text, offset=0), new_record(None, long_bin, offset=1)]
+    timed = [(0, _produce(1, encode_batch(recs)), T0), (1, _produce_response(1, 9), T0 + MS)]
+    path = write(tmp_path / "long.pcap", tcp_conversation(timed))
+
+    def show(*flags: str) -> str:
+        res = subprocess.run([sys.executable, "-m", "kdissect.cli", "show", str(path), *flags],
+                             capture_output=True, text=True, timeout=300)  # fmt: skip
+        assert res.returncode == 0, res.stderr
+        return res.stdout
+
+    short, full = show(), show("--full")
+    assert "t" * 300 not in short and "t" * 40 in short
+    assert bytes(range(200)).hex() not in short and bytes(range(20)).hex() in short
+    assert "t" * 300 in full and bytes(range(200)).hex() in full

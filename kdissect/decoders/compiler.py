@@ -1,4 +1,8 @@
-"""Compile a resolved message (see :mod:`schema`) into a specialised Python decoder.
+"""Compile a resolved message (see :mod:`schema`) into a specialised decoder.
+
+When the C extension is built, the decoder used is :mod:`program`'s schema program run by
+``_native.c``; the Python code generated here is its fallback (and the whole decoder when
+the extension is missing or ``KDISSECT_PURE_PYTHON=1`` is set).
 
 Like Kafka's own generator, we turn the schema into straight-line code once per
 (message, version): consecutive fixed-width fields become one ``struct`` call, arrays of
@@ -17,30 +21,25 @@ import struct
 import uuid
 from collections.abc import Callable
 
-from .schema import FIXED_FORMATS, Field, Message
+from . import program
+from .schema import FIXED_FORMATS, FIXED_SIZES, Field, Message, min_size
 from .wire import Malformed, read_uvarint, read_uvarlong, read_varint, read_varlong
 
 Decoder = Callable[[bytes, int, int], tuple[dict, int]]
 
-_FIXED_SIZES = {t: struct.calcsize(">" + f) for t, f in FIXED_FORMATS.items()}
+# Readers for short arrays of fixed-width primitives, indexed by element count: replica lists,
+# partition lists and the like are short, and a prepared Struct beats formatting one per array.
+_ARRAY_CACHED = 64
+_ARRAY_READERS = {
+    code: tuple(struct.Struct(f">{n}{code}").unpack_from for n in range(_ARRAY_CACHED))
+    for t, code in FIXED_FORMATS.items()
+    if t != "uuid"
+}
 _VARINT_READERS = {"uvarint": "_uvar", "varint": "_svar", "varlong": "_svarl"}
 
 
 def _uuid(raw: bytes) -> uuid.UUID:
     return uuid.UUID(bytes=raw)
-
-
-def min_size(f: Field) -> int:
-    """Fewest bytes one element of this field can take (bounds array lengths before looping)."""
-    if f.is_array:
-        return 1
-    if f.elem in _FIXED_SIZES:
-        return _FIXED_SIZES[f.elem]
-    if f.elem == "struct":
-        if f.nullable:
-            return 1
-        return sum(min_size(m) for m in f.regular) + (1 if f.flexible else 0)
-    return 1 if f.compact or f.elem in _VARINT_READERS else 2 if f.elem == "string" else 4
 
 
 class _Codegen:
@@ -49,6 +48,7 @@ class _Codegen:
     def __init__(self, trace: bool) -> None:
         self.trace = trace
         self.consts: dict[str, object] = {}
+        self.unpackers: dict[str, str] = {}
         self.funcs: list[list[str]] = []
         self.n = 0
 
@@ -64,8 +64,12 @@ class _Codegen:
         self.consts[name] = value
         return name
 
-    def struct_const(self, fmt: str) -> str:
-        return self.const(struct.Struct(">" + fmt), "S")
+    def unpacker(self, fmt: str) -> str:
+        """Name of a constant bound to ``Struct(fmt).unpack_from`` (one call, no attribute lookup)."""
+        name = self.unpackers.get(fmt)
+        if name is None:
+            name = self.unpackers[fmt] = self.const(struct.Struct(">" + fmt).unpack_from, "S")
+        return name
 
     # -- bookkeeping for the traced build -------------------------------------------------
     def mark(self, out: list[str], ind: str, path: str) -> None:
@@ -76,12 +80,11 @@ class _Codegen:
     def read_len(self, out: list[str], ind: str, target: str, compact: bool, legacy_fmt: str) -> None:
         """Read a length: compact = unsigned varint minus one, else a signed big-endian int."""
         if compact:
-            out.append(f"{ind}{target} = b[p]; p += 1")
-            out.append(f"{ind}if {target} > 127: {target}, p = _uvar(b, p - 1)")
-            out.append(f"{ind}{target} -= 1")
+            out.append(f"{ind}{target} = b[p] - 1; p += 1")
+            out.append(f"{ind}if {target} > 126: {target}, p = _uvar(b, p - 1); {target} -= 1")
         else:
-            s = self.struct_const(legacy_fmt)
-            out.append(f"{ind}{target}, = {s}.unpack_from(b, p); p += {struct.calcsize('>' + legacy_fmt)}")
+            s = self.unpacker(legacy_fmt)
+            out.append(f"{ind}{target}, = {s}(b, p); p += {struct.calcsize('>' + legacy_fmt)}")
 
     def null_branch(self, out: list[str], ind: str, f: Field, n: str, what: str, target: str) -> None:
         """After a length read: the null case (or an error for non-nullable fields), then ``else:``."""
@@ -106,8 +109,8 @@ class _Codegen:
     def element(self, out: list[str], ind: str, f: Field, target: str, path: str) -> None:
         elem = f.elem
         if elem in FIXED_FORMATS:
-            s = self.struct_const(FIXED_FORMATS[elem])
-            out.append(f"{ind}{target}, = {s}.unpack_from(b, p); p += {_FIXED_SIZES[elem]}")
+            s = self.unpacker(FIXED_FORMATS[elem])
+            out.append(f"{ind}{target}, = {s}(b, p); p += {FIXED_SIZES[elem]}")
             if elem == "uuid":
                 out.append(f"{ind}{target} = _uuid({target})")
         elif elem in _VARINT_READERS:
@@ -118,15 +121,17 @@ class _Codegen:
             self.null_branch(out, ind, f, n, elem, target)
             out.append(f"{ind}    e = p + {n}")
             out.append(f"{ind}    if e > L: raise _Bad('{elem} of ' + str({n}) + ' bytes runs past the end')")
-            if elem == "string":
-                out.append(f"{ind}    {target} = b[p:e].decode('utf-8', 'replace'); p = e")
+            if elem == "string":  # strict decoding is the fast path; bad UTF-8 is shown replaced
+                out.append(f"{ind}    try: {target} = b[p:e].decode()")
+                out.append(f"{ind}    except UnicodeDecodeError: {target} = b[p:e].decode('utf-8', 'replace')")
+                out.append(f"{ind}    p = e")
             else:
                 out.append(f"{ind}    {target} = b[p:e]; p = e")
         elif elem == "struct":
             if f.nullable:
                 m = self.var("m")
-                s = self.struct_const("b")
-                out.append(f"{ind}{m}, = {s}.unpack_from(b, p); p += 1")
+                s = self.unpacker("b")
+                out.append(f"{ind}{m}, = {s}(b, p); p += 1")
                 out.append(f"{ind}if {m} < 0:")
                 out.append(f"{ind}    {target} = None")
                 out.append(f"{ind}else:")
@@ -148,14 +153,17 @@ class _Codegen:
         )
         if f.elem in FIXED_FORMATS and f.elem != "uuid":
             code = FIXED_FORMATS[f.elem]
-            out.append(f"{body}{target} = list(_unpack_from('>%d{code}' % {n}, b, p)); p += {n} * {size}")
+            readers = self.const(_ARRAY_READERS[code], "A")
+            out.append(
+                f"{body}{target} = list({readers}[{n}](b, p) if {n} < {_ARRAY_CACHED} else "
+                f"_unpack_from('>%d{code}' % {n}, b, p)); p += {n} * {size}"
+            )
             return
-        i = self.var("i")
-        item = self.var("x")
-        out.append(f"{body}{target} = []")
+        i, item, add = self.var("i"), self.var("x"), self.var("add")
+        out.append(f"{body}{target} = []; {add} = {target}.append")
         out.append(f"{body}for {i} in range({n}):")
         self.element(out, body + "    ", f.element(), item, f"{path}[{{{i}}}]")
-        out.append(f"{body}    {target}.append({item})")
+        out.append(f"{body}    {add}({item})")
 
     def struct_body(self, out: list[str], ind: str, f: Field, target: str, path: str) -> None:
         """Read a struct's regular fields (fusing fixed-width runs), build the dict, then its tags."""
@@ -167,9 +175,9 @@ class _Codegen:
             if not run:
                 return
             fmt = "".join(FIXED_FORMATS[x.elem] for x, _ in run)
-            s = self.struct_const(fmt)
+            s = self.unpacker(fmt)
             targets = ", ".join(v for _, v in run)
-            out.append(f"{ind}{targets}, = {s}.unpack_from(b, p); p += {struct.calcsize('>' + fmt)}")
+            out.append(f"{ind}{targets}, = {s}(b, p); p += {struct.calcsize('>' + fmt)}")
             for x, v in run:
                 if x.elem == "uuid":
                     out.append(f"{ind}{v} = _uuid({v})")
@@ -185,7 +193,7 @@ class _Codegen:
             self.mark(out, ind, prefix + m.key)
             self.value(out, ind, m, v, prefix + m.key)
         flush_run()
-        items = ", ".join(f"{self.const(k)}: {v}" for k, v in names)
+        items = ", ".join(f"{k!r}: {v}" for k, v in names)  # literal keys: one constant-key map build
         out.append(f"{ind}{target} = {{{items}}}")
         if f.flexible:
             self.tagged_section(out, ind, f, target, prefix)
@@ -194,6 +202,8 @@ class _Codegen:
         self.mark(out, ind, prefix + "_tagged_fields")
         nt, tg, sz = self.var("nt"), self.var("tg"), self.var("sz")
         out.append(f"{ind}{nt} = b[p]; p += 1")
+        out.append(f"{ind}if {nt}:")  # an empty section (nearly every struct) costs one test
+        ind += "    "
         out.append(f"{ind}if {nt} > 127: {nt}, p = _uvar(b, p - 1)")
         out.append(f"{ind}for _ in range({nt}):")
         body = ind + "    "
@@ -205,7 +215,7 @@ class _Codegen:
         for m in f.tagged:
             fn = self.tagged_function(m, prefix + m.key)
             out.append(f"{body}{branch} {tg} == {m.tag}:")
-            out.append(f"{body}    {target}[{self.const(m.key)}] = {fn}(b, p, e)")
+            out.append(f"{body}    {target}[{m.key!r}] = {fn}(b, p, e)")
             branch = "elif"
         unknown = "unknown_tagged_fields"
         if branch == "if":
@@ -217,7 +227,7 @@ class _Codegen:
     def tagged_function(self, f: Field, path: str) -> str:
         """A tagged value lives in its own size-delimited slot: decode it with L = slot end."""
         name = self.var("_tf")
-        lines = [f"def {name}(b, p, L):"]
+        lines = [f"def {name}(b, p, L, {_LOCALS}):"]
         v = self.var()
         self.mark(lines, "    ", path)
         self.value(lines, "    ", f, v, path)
@@ -230,13 +240,16 @@ class _Codegen:
 def generate_source(msg: Message, trace: bool) -> tuple[str, dict[str, object]]:
     """Python source of ``decode(b, p, L) -> (dict, p)`` for a message version, and its constants."""
     gen = _Codegen(trace)
-    body: list[str] = ["def decode(b, p, L):"]
+    body: list[str] = [f"def decode(b, p, L, {_LOCALS}):"]
     gen.struct_body(body, "    ", msg.root, "r", "")
     body.append("    return r, p")
     src = "\n".join("\n".join(fn) for fn in gen.funcs) + "\n" + "\n".join(body) + "\n"
-    return src, gen.consts
+    # Constants become default arguments, i.e. fast locals instead of global lookups.
+    consts = ", ".join(f"{name}={name}" for name in gen.consts)
+    return src.replace(_LOCALS, consts).replace(", ):", "):"), gen.consts
 
 
+_LOCALS = "__LOCALS__"  # placeholder in generated signatures, replaced once the constants are known
 _RUNTIME = {
     "_uvar": read_uvarint,
     "_uvarl": read_uvarlong,
@@ -259,20 +272,63 @@ def _build(msg: Message, trace: bool, tracker: list | None = None) -> Decoder:
     return namespace["decode"]  # type: ignore[return-value]
 
 
-_FAST: dict[tuple[str, int], Decoder] = {}
+_PYTHON: dict[tuple[str, int], Decoder] = {}
+_NATIVE: dict[tuple[str, int], Decoder] = {}
+_native = program.native_module()
+_fast = _NATIVE if _native is not None else _PYTHON
 
 
-def fast_decoder(msg: Message) -> Decoder:
-    """The decoder used on every message (compiled once per message version).
+def python_decoder(msg: Message) -> Decoder:
+    """The generated Python decoder (compiled once per message version).
 
     Keyed by (name, version), not by the message itself: hashing a frozen schema tree on
     every call cost more than decoding small messages.
     """
     key = (msg.name, msg.version)
-    fn = _FAST.get(key)
+    fn = _PYTHON.get(key)
     if fn is None:
-        fn = _FAST[key] = _build(msg, trace=False)
+        fn = _PYTHON[key] = _build(msg, trace=False)
     return fn
+
+
+def native_decoder(msg: Message) -> Decoder:
+    """The C interpreter running this message's program (cached); on bad bytes it hands the
+    same arguments to the Python decoder, so results and errors are the Python decoder's."""
+    if _native is None:
+        raise RuntimeError("the native decoder extension is not available")
+    key = (msg.name, msg.version)
+    fn = _NATIVE.get(key)
+    if fn is None:
+        try:
+            fn = _native.Program(program.program(msg), lambda b, p, limit: python_decoder(msg)(b, p, limit))
+        except ValueError:  # a schema nested deeper than the interpreter's bound: Python only
+            fn = python_decoder(msg)
+        _NATIVE[key] = fn
+    return fn
+
+
+def fast_decoder(msg: Message) -> Decoder:
+    """The decoder used on every message: native when the extension is loaded, else Python."""
+    fn = _fast.get((msg.name, msg.version))
+    if fn is None:
+        fn = native_decoder(msg) if _fast is _NATIVE else python_decoder(msg)
+    return fn
+
+
+def native_loaded() -> bool:
+    return _native is not None
+
+
+def use_native(enabled: bool) -> None:
+    """Choose the native or the Python decoders (tests and benchmarks compare the two)."""
+    global _fast
+    if enabled and _native is None:
+        raise RuntimeError("the native decoder extension is not available")
+    _fast = _NATIVE if enabled else _PYTHON
+
+
+def native_enabled() -> bool:
+    return _fast is _NATIVE
 
 
 _TRACED: dict[tuple[str, int], tuple[Decoder, list]] = {}

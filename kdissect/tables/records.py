@@ -120,7 +120,12 @@ def record_rows(ex: Exchange, direction: str, parts: list[PartitionRecords],
                 "timestamp_type": _TIMESTAMP_TYPES.get(b.timestamp_type) if b.timestamp_type is not None else None,
             }
             for r in b.records:
-                offset = assigned + index if assigned is not None else r.offset
+                # A produce request's offsets are placeholders until the broker assigns them: absolute
+                # only when the paired response gave the base offset, else unknown (not the placeholder).
+                if assigned is not None:
+                    offset: int | None = assigned + index
+                else:
+                    offset = r.offset if direction == "fetch" else None
                 index += 1
                 control = controls.get(r.offset)
                 yield {

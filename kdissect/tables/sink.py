@@ -7,7 +7,7 @@ with the output, not the capture.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import pandas as pd
@@ -24,6 +24,9 @@ _NOT_PARTITION_TRAFFIC = {3, 4, 6, 75}
 _PARTITION_VALUES = ("fetch_offset", "committed_offset", "offset", "base_offset", "high_watermark",
                      "last_stable_offset", "log_start_offset", "timestamp", "leader_epoch")
 _API_NAMES = schema.api_names()
+# Tables whose rows grow with the traffic's volume (not its request count) and that no summary reads.
+SPILLABLE = ("records", "batches", "partitions", "errors")
+Spill = Callable[[str, pd.DataFrame], None]
 
 
 def api_name(key: int | None) -> str | None:
@@ -84,11 +87,19 @@ def exchange_row(ex: Exchange, errors: list[tuple[Entry, str, int]] | None = Non
 
 
 class TableSink:
-    """Accumulates rows for every table from a stream of :mod:`kdissect.events`."""
+    """Accumulates rows for every table from a stream of :mod:`kdissect.events`.
 
-    def __init__(self, tables: Iterable[str] | None = None, records: RecordOptions | None = None) -> None:
+    With ``spill``, each ``SPILLABLE`` table is handed over as a DataFrame every ``spill_rows`` rows
+    and forgotten, so memory stays flat however many records the capture holds (a topic id is
+    named in spilled rows only if a Metadata response named it before they were spilled).
+    """
+
+    def __init__(self, tables: Iterable[str] | None = None, records: RecordOptions | None = None,
+                 spill: Spill | None = None, spill_rows: int = 50_000) -> None:
         self.wanted = set(tables) if tables is not None else set(TABLES)
         self.record_options = records or RecordOptions()
+        self.spill = spill
+        self.spill_rows = spill_rows
         self.rows: dict[str, list[dict[str, Any]]] = {name: [] for name in TABLES}
         self.topic_names: dict[uuid.UUID, str] = {}
         self._brokers_seen: set[tuple] = set()
@@ -130,6 +141,10 @@ class TableSink:
             self._broker_rows(resp, resp_entries)
         if self.wanted & {"records", "batches"}:
             self._record_rows(ex, req_entries, resp_entries)
+        if self.spill is not None:
+            for name in SPILLABLE:
+                if len(self.rows[name]) >= self.spill_rows:
+                    self.spill(name, self.take(name))
 
     def _record_rows(self, ex: Exchange, req_entries: list[Entry], resp_entries: list[Entry]) -> None:
         base_offsets = produce_base_offsets(resp_entries) if ex.request is not None else {}
@@ -238,6 +253,12 @@ class TableSink:
         rows = self.rows[name]
         self._resolve_topic_ids(rows)
         return to_dataframe(name, rows)
+
+    def take(self, name: str) -> pd.DataFrame:
+        """The table's rows so far as a DataFrame, forgetting them (what ``spill`` receives)."""
+        frame = self.frame(name)
+        self.rows[name] = []
+        return frame
 
     def frames(self) -> dict[str, pd.DataFrame]:
         return {name: self.frame(name) for name in TABLES if name in self.wanted}

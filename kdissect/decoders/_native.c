@@ -1,0 +1,629 @@
+/* Interpreter for the decode programs built by kdissect/decoders/program.py.
+ *
+ * Nothing here knows about any Kafka API: a Program is a tree of nodes compiled once from a
+ * resolved schema (one node per field: element kind, flags, key, min element size, tag,
+ * members). Calling a Program as program(b, p, L) walks that tree over the bytes and builds
+ * the same dicts, lists and values as the generated Python decoder, returning (dict, end).
+ *
+ * The cycle collector is paused while a result is built, and only what can never join a cycle
+ * is untracked: dicts whose values are all untracked (CPython re-tracks a dict as soon as a
+ * container is stored in it) and UUIDs (immutable). Lists stay tracked, primitive ones too: a
+ * list is never re-tracked, so a caller who stored containers in an untracked list could build
+ * a cycle the collector would never free.
+ *
+ * Every length is checked against the bytes left before anything is allocated for it. When
+ * the bytes break a rule (or hold something this interpreter does not represent, such as a
+ * varlong wider than 64 bits), the Program hands the same arguments to its Python fallback,
+ * so results and errors (with field paths) are exactly the Python decoder's.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+enum {
+    K_BOOL, K_INT8, K_INT16, K_UINT16, K_INT32, K_UINT32, K_INT64, K_FLOAT64, K_UUID,
+    K_VARINT, K_VARLONG, K_UVARINT, K_STRING, K_BYTES, K_RECORDS, K_STRUCT, K_COUNT
+};
+enum { F_ARRAY = 1, F_NULLABLE = 2, F_COMPACT = 4, F_FLEXIBLE = 8 };
+#define MAX_DEPTH 64 /* schema nesting bound: decoding recursion follows the program, not the data */
+
+typedef struct Node {
+    int kind;
+    int flags;
+    Py_ssize_t min_elem; /* fewest bytes one array element takes */
+    long long tag;       /* -1 for regular fields */
+    PyObject *key;       /* interned result key */
+    PyObject *layout;    /* structs: dict of the regular keys, in order, to None (copied per value) */
+    Py_ssize_t nregular, ntagged;
+    struct Node *regular, *tagged;
+} Node;
+
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    Node root;
+    PyObject *fallback;
+} Program;
+
+static PyObject *Error;          /* malformed or unrepresentable input: the caller falls back */
+static PyObject *uuid_type;      /* uuid.UUID */
+static PyObject *safe_unknown;   /* uuid.SafeUUID.unknown */
+static PyObject *str_int, *str_is_safe, *str_unknown_tags, *empty_tuple;
+
+static const Py_ssize_t FIXED_SIZE[K_COUNT] = {1, 1, 2, 2, 4, 4, 8, 8, 16};
+
+/* ---- reading ---------------------------------------------------------------------------- */
+
+typedef struct {
+    const unsigned char *b;
+    Py_ssize_t p;
+} Cursor;
+
+static void *
+fail(const char *why)
+{
+    PyErr_SetString(Error, why);
+    return NULL;
+}
+
+static inline uint16_t be16(const unsigned char *s) { return (uint16_t)((s[0] << 8) | s[1]); }
+static inline uint32_t be32(const unsigned char *s)
+{
+    return ((uint32_t)s[0] << 24) | ((uint32_t)s[1] << 16) | ((uint32_t)s[2] << 8) | s[3];
+}
+static inline uint64_t be64(const unsigned char *s) { return ((uint64_t)be32(s) << 32) | be32(s + 4); }
+
+/* Unsigned LEB128 of at most max_bytes bytes (5 or 10), as wire.read_uvarint. */
+static int
+read_uvar(Cursor *c, Py_ssize_t L, int max_bytes, uint64_t *out)
+{
+    uint64_t result = 0;
+    int shift = 0;
+    for (int i = 0; i < max_bytes; i++) {
+        if (c->p >= L) {
+            fail("varint runs past the end");
+            return -1;
+        }
+        unsigned char byte = c->b[c->p++];
+        if (shift == 63 && (byte & 0x7E)) {
+            fail("varint wider than 64 bits");
+            return -1;
+        }
+        result |= (uint64_t)(byte & 0x7F) << shift;
+        if (!(byte & 0x80)) {
+            *out = result;
+            return 0;
+        }
+        shift += 7;
+    }
+    fail("varint too long");
+    return -1;
+}
+
+/* A length: compact = unsigned varint minus one, else a signed int16 / int32. */
+static int
+read_len(Cursor *c, Py_ssize_t L, int compact, int wide, long long *out)
+{
+    if (compact) {
+        uint64_t v;
+        if (read_uvar(c, L, 5, &v) < 0)
+            return -1;
+        *out = (long long)v - 1;
+        return 0;
+    }
+    Py_ssize_t size = wide ? 4 : 2;
+    if (c->p + size > L) {
+        fail("length runs past the end");
+        return -1;
+    }
+    *out = wide ? (long long)(int32_t)be32(c->b + c->p) : (long long)(int16_t)be16(c->b + c->p);
+    c->p += size;
+    return 0;
+}
+
+/* After a length: 1 = null (nullable and exactly -1), 0 = a value follows, -1 = error. */
+static int
+null_length(long long n, int nullable)
+{
+    if (n >= 0)
+        return 0;
+    if (nullable && n == -1)
+        return 1;
+    fail("null or negative length");
+    return -1;
+}
+
+static PyObject *
+make_uuid(const unsigned char *s)
+{
+    PyObject *value = _PyLong_FromByteArray(s, 16, 0, 0);
+    if (value == NULL)
+        return NULL;
+    PyObject *u = ((PyTypeObject *)uuid_type)->tp_new((PyTypeObject *)uuid_type, empty_tuple, NULL);
+    if (u == NULL || PyObject_GenericSetAttr(u, str_int, value) < 0 ||
+        PyObject_GenericSetAttr(u, str_is_safe, safe_unknown) < 0) {
+        Py_XDECREF(u);
+        Py_DECREF(value);
+        return NULL;
+    }
+    Py_DECREF(value);
+    PyObject_GC_UnTrack(u); /* immutable, holds an int and an enum member: never in a cycle */
+    return u;
+}
+
+static PyObject *
+fixed_value(int kind, const unsigned char *s)
+{
+    switch (kind) {
+    case K_BOOL: return PyBool_FromLong(s[0] != 0);
+    case K_INT8: return PyLong_FromLong((int8_t)s[0]);
+    case K_INT16: return PyLong_FromLong((int16_t)be16(s));
+    case K_UINT16: return PyLong_FromLong(be16(s));
+    case K_INT32: return PyLong_FromLong((int32_t)be32(s));
+    case K_UINT32: return PyLong_FromUnsignedLong(be32(s));
+    case K_INT64: return PyLong_FromLongLong((int64_t)be64(s));
+    case K_FLOAT64: return PyFloat_FromDouble(PyFloat_Unpack8((const char *)s, 0));
+    default: return make_uuid(s);
+    }
+}
+
+static PyObject *decode_value(Cursor *c, Py_ssize_t L, const Node *nd);
+
+static PyObject *
+decode_string(Cursor *c, Py_ssize_t L, const Node *nd, int nullable)
+{
+    long long n;
+    if (read_len(c, L, nd->flags & F_COMPACT, nd->kind != K_STRING, &n) < 0)
+        return NULL;
+    int null = null_length(n, nullable);
+    if (null < 0)
+        return NULL;
+    if (null)
+        Py_RETURN_NONE;
+    if (n > L - c->p)
+        return fail("string or bytes run past the end");
+    const char *s = (const char *)c->b + c->p;
+    c->p += (Py_ssize_t)n;
+    if (nd->kind != K_STRING)
+        return PyBytes_FromStringAndSize(s, (Py_ssize_t)n);
+    PyObject *text = PyUnicode_DecodeUTF8(s, (Py_ssize_t)n, NULL);
+    if (text == NULL && PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) {
+        PyErr_Clear(); /* bad UTF-8 is shown replaced, as the Python decoder does */
+        text = PyUnicode_DecodeUTF8(s, (Py_ssize_t)n, "replace");
+    }
+    return text;
+}
+
+/* The tagged-field section: -1 on error, else 1 when every value stored is untracked. */
+static int
+decode_tags(Cursor *c, Py_ssize_t L, const Node *nd, PyObject *dict)
+{
+    int atomic = 1;
+    uint64_t count, tag, size;
+    if (read_uvar(c, L, 5, &count) < 0)
+        return -1;
+    for (uint64_t i = 0; i < count; i++) {
+        if (read_uvar(c, L, 5, &tag) < 0 || read_uvar(c, L, 5, &size) < 0)
+            return -1;
+        if ((long long)size > L - c->p) {
+            fail("tagged field runs past the end");
+            return -1;
+        }
+        Py_ssize_t end = c->p + (Py_ssize_t)size;
+        const Node *known = NULL;
+        for (Py_ssize_t k = 0; k < nd->ntagged; k++) {
+            if ((uint64_t)nd->tagged[k].tag == tag) {
+                known = &nd->tagged[k];
+                break;
+            }
+        }
+        if (known != NULL) {
+            PyObject *v = decode_value(c, end, known);
+            if (v == NULL)
+                return -1;
+            if (c->p != end) {
+                Py_DECREF(v);
+                fail("tagged field has unread bytes");
+                return -1;
+            }
+            if (PyObject_GC_IsTracked(v))
+                atomic = 0;
+            int rc = PyDict_SetItem(dict, known->key, v);
+            Py_DECREF(v);
+            if (rc < 0)
+                return -1;
+            continue;
+        }
+        atomic = 0; /* a list of (tag, bytes) tuples */
+        PyObject *list = PyDict_GetItemWithError(dict, str_unknown_tags); /* borrowed */
+        if (list == NULL) {
+            if (PyErr_Occurred())
+                return -1;
+            list = PyList_New(0);
+            if (list == NULL)
+                return -1;
+            int rc = PyDict_SetItem(dict, str_unknown_tags, list);
+            Py_DECREF(list);
+            if (rc < 0)
+                return -1;
+        }
+        PyObject *item = Py_BuildValue("(Ky#)", (unsigned long long)tag, c->b + c->p, (Py_ssize_t)size);
+        if (item == NULL)
+            return -1;
+        int rc = PyList_Append(list, item);
+        Py_DECREF(item);
+        if (rc < 0)
+            return -1;
+        c->p = end;
+    }
+    return atomic;
+}
+
+/* A struct: a copy of its layout dict (keys already placed, nothing to resize), filled in.
+ * The dict is left untracked by the collector when every value is untracked: CPython tracks
+ * a dict as soon as a GC-able value is stored, and re-tracks it if a container is stored
+ * later, so this only spares the collector work. */
+static PyObject *
+decode_struct(Cursor *c, Py_ssize_t L, const Node *nd)
+{
+    PyObject *dict = PyDict_Copy(nd->layout);
+    if (dict == NULL)
+        return NULL;
+    int atomic = 1;
+    for (Py_ssize_t i = 0; i < nd->nregular; i++) {
+        const Node *m = &nd->regular[i];
+        PyObject *v = decode_value(c, L, m);
+        if (v == NULL)
+            goto error;
+        if (PyObject_GC_IsTracked(v)) /* a list, or a struct holding one */
+            atomic = 0;
+        int rc = PyDict_SetItem(dict, m->key, v);
+        Py_DECREF(v);
+        if (rc < 0)
+            goto error;
+    }
+    if (nd->flags & F_FLEXIBLE) {
+        int tags = decode_tags(c, L, nd, dict);
+        if (tags < 0)
+            goto error;
+        atomic &= tags;
+    }
+    if (atomic && PyObject_GC_IsTracked(dict))
+        PyObject_GC_UnTrack(dict);
+    return dict;
+error:
+    Py_DECREF(dict);
+    return NULL;
+}
+
+/* One element (not an array); `nullable` is the field's own flag, false inside arrays. */
+static PyObject *
+decode_element(Cursor *c, Py_ssize_t L, const Node *nd, int nullable)
+{
+    int kind = nd->kind;
+    if (kind <= K_UUID) {
+        Py_ssize_t size = FIXED_SIZE[kind];
+        if (size > L - c->p)
+            return fail("fixed-width field runs past the end");
+        PyObject *v = fixed_value(kind, c->b + c->p);
+        c->p += size;
+        return v;
+    }
+    uint64_t u;
+    switch (kind) {
+    case K_VARINT:
+    case K_VARLONG:
+        if (read_uvar(c, L, kind == K_VARINT ? 5 : 10, &u) < 0)
+            return NULL;
+        return PyLong_FromLongLong((long long)(u >> 1) ^ -(long long)(u & 1));
+    case K_UVARINT:
+        if (read_uvar(c, L, 5, &u) < 0)
+            return NULL;
+        return PyLong_FromUnsignedLongLong(u);
+    case K_STRUCT:
+        if (nullable) {
+            if (c->p >= L)
+                return fail("struct marker runs past the end");
+            if ((int8_t)c->b[c->p++] < 0)
+                Py_RETURN_NONE;
+        }
+        return decode_struct(c, L, nd);
+    default:
+        return decode_string(c, L, nd, nullable);
+    }
+}
+
+static PyObject *
+decode_array(Cursor *c, Py_ssize_t L, const Node *nd)
+{
+    long long n;
+    if (read_len(c, L, nd->flags & F_COMPACT, 1, &n) < 0)
+        return NULL;
+    int null = null_length(n, nd->flags & F_NULLABLE);
+    if (null < 0)
+        return NULL;
+    if (null)
+        Py_RETURN_NONE;
+    if (n * (nd->min_elem ? nd->min_elem : 1) > L - c->p) /* empty elements: the Python decoder decides */
+        return fail("array cannot fit in the bytes left");
+    PyObject *list = PyList_New((Py_ssize_t)n);
+    if (list == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < (Py_ssize_t)n; i++) {
+        PyObject *v = decode_element(c, L, nd, 0);
+        if (v == NULL) {
+            Py_DECREF(list);
+            return NULL;
+        }
+        PyList_SET_ITEM(list, i, v);
+    }
+    return list;
+}
+
+static PyObject *
+decode_value(Cursor *c, Py_ssize_t L, const Node *nd)
+{
+    if (nd->flags & F_ARRAY)
+        return decode_array(c, L, nd);
+    return decode_element(c, L, nd, nd->flags & F_NULLABLE);
+}
+
+/* ---- building programs ------------------------------------------------------------------ */
+
+static void
+node_clear(Node *nd)
+{
+    for (Py_ssize_t i = 0; i < nd->nregular; i++)
+        node_clear(&nd->regular[i]);
+    for (Py_ssize_t i = 0; i < nd->ntagged; i++)
+        node_clear(&nd->tagged[i]);
+    PyMem_Free(nd->regular);
+    PyMem_Free(nd->tagged);
+    Py_CLEAR(nd->key);
+    Py_CLEAR(nd->layout);
+    nd->regular = nd->tagged = NULL;
+    nd->nregular = nd->ntagged = 0;
+}
+
+static int node_build(Node *nd, PyObject *spec, int depth);
+
+static int
+nodes_build(Node **out, Py_ssize_t *count, PyObject *specs, int depth)
+{
+    Py_ssize_t n = PyTuple_GET_SIZE(specs);
+    *out = PyMem_Calloc(n ? n : 1, sizeof(Node));
+    if (*out == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        *count = i + 1; /* node_clear frees what was built, even on failure */
+        if (node_build(&(*out)[i], PyTuple_GET_ITEM(specs, i), depth + 1) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* spec = (kind, key, flags, min_elem, tag, regular_specs, tagged_specs) */
+static int
+node_build(Node *nd, PyObject *spec, int depth)
+{
+    PyObject *key, *regular, *tagged;
+    if (depth > MAX_DEPTH) {
+        PyErr_SetString(PyExc_ValueError, "schema nested too deeply for the native decoder");
+        return -1;
+    }
+    if (!PyArg_ParseTuple(spec, "iUinLO!O!", &nd->kind, &key, &nd->flags, &nd->min_elem, &nd->tag,
+                          &PyTuple_Type, &regular, &PyTuple_Type, &tagged))
+        return -1;
+    if (nd->kind < 0 || nd->kind >= K_COUNT || nd->min_elem < 0) {
+        PyErr_SetString(PyExc_ValueError, "bad node in decode program");
+        return -1;
+    }
+    Py_INCREF(key);
+    PyUnicode_InternInPlace(&key);
+    nd->key = key;
+    if (nodes_build(&nd->regular, &nd->nregular, regular, depth) < 0 ||
+        nodes_build(&nd->tagged, &nd->ntagged, tagged, depth) < 0)
+        return -1;
+    if (nd->kind != K_STRUCT)
+        return 0;
+    nd->layout = PyDict_New();
+    if (nd->layout == NULL)
+        return -1;
+    for (Py_ssize_t i = 0; i < nd->nregular; i++) {
+        if (PyDict_SetItem(nd->layout, nd->regular[i].key, Py_None) < 0)
+            return -1;
+    }
+    if (PyDict_GET_SIZE(nd->layout) != nd->nregular) {
+        PyErr_SetString(PyExc_ValueError, "duplicate field key in decode program");
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- the Program type ------------------------------------------------------------------- */
+
+static PyObject *
+program_vectorcall(PyObject *self_obj, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    Program *self = (Program *)self_obj;
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (nargs != 3 || kwnames != NULL || !PyBytes_CheckExact(args[0]))
+        return PyObject_Vectorcall(self->fallback, args, nargsf, kwnames);
+    Py_ssize_t p = PyLong_AsSsize_t(args[1]);
+    if (p == -1 && PyErr_Occurred())
+        return NULL;
+    Py_ssize_t L = PyLong_AsSsize_t(args[2]);
+    if (L == -1 && PyErr_Occurred())
+        return NULL;
+    if (p < 0 || p > L || L > PyBytes_GET_SIZE(args[0]))
+        return PyObject_Vectorcall(self->fallback, args, nargsf, kwnames);
+    Cursor c = {(const unsigned char *)PyBytes_AS_STRING(args[0]), p};
+    /* The result tree has no cycles: collecting while it is half built only costs time
+     * (thousands of dicts and lists per large response would trigger several passes). */
+    int gc_was_enabled = PyGC_Disable();
+    PyObject *value = decode_struct(&c, L, &self->root);
+    if (gc_was_enabled)
+        PyGC_Enable();
+    if (value == NULL) {
+        if (!PyErr_ExceptionMatches(Error))
+            return NULL;
+        PyErr_Clear();
+        return PyObject_Vectorcall(self->fallback, args, nargsf, kwnames);
+    }
+    PyObject *end = PyLong_FromSsize_t(c.p);
+    if (end == NULL) {
+        Py_DECREF(value);
+        return NULL;
+    }
+    PyObject *result = PyTuple_New(2);
+    if (result == NULL) {
+        Py_DECREF(value);
+        Py_DECREF(end);
+        return NULL;
+    }
+    PyTuple_SET_ITEM(result, 0, value);
+    PyTuple_SET_ITEM(result, 1, end);
+    return result;
+}
+
+/* program.strict(b, p, L): decode without the fallback, raising Error on bad bytes (for tests). */
+static PyObject *
+program_strict(Program *self, PyObject *args)
+{
+    Py_buffer buf;
+    Py_ssize_t p, L;
+    if (!PyArg_ParseTuple(args, "y*nn", &buf, &p, &L))
+        return NULL;
+    if (p < 0 || p > L || L > buf.len) {
+        PyBuffer_Release(&buf);
+        return fail("position outside the buffer");
+    }
+    Cursor c = {(const unsigned char *)buf.buf, p};
+    PyObject *value = decode_struct(&c, L, &self->root);
+    PyBuffer_Release(&buf);
+    if (value == NULL)
+        return NULL;
+    return Py_BuildValue("(Nn)", value, c.p);
+}
+
+static PyObject *
+program_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    PyObject *spec, *fallback;
+    static char *kwlist[] = {"spec", "fallback", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!O:Program", kwlist, &PyTuple_Type, &spec, &fallback))
+        return NULL;
+    if (!PyCallable_Check(fallback)) {
+        PyErr_SetString(PyExc_TypeError, "fallback must be callable");
+        return NULL;
+    }
+    Program *self = (Program *)type->tp_alloc(type, 0);
+    if (self == NULL)
+        return NULL;
+    self->vectorcall = program_vectorcall;
+    Py_INCREF(fallback);
+    self->fallback = fallback;
+    if (node_build(&self->root, spec, 0) < 0) {
+        Py_DECREF(self);
+        return NULL;
+    }
+    if (self->root.kind != K_STRUCT || self->root.flags & (F_ARRAY | F_NULLABLE)) {
+        Py_DECREF(self);
+        PyErr_SetString(PyExc_ValueError, "a program's root must be a plain struct");
+        return NULL;
+    }
+    return (PyObject *)self;
+}
+
+static int
+program_traverse(Program *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->fallback);
+    return 0;
+}
+
+static int
+program_clear(Program *self)
+{
+    Py_CLEAR(self->fallback);
+    return 0;
+}
+
+static void
+program_dealloc(Program *self)
+{
+    PyObject_GC_UnTrack(self);
+    program_clear(self);
+    node_clear(&self->root);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyMethodDef program_methods[] = {
+    {"strict", (PyCFunction)program_strict, METH_VARARGS,
+     "strict(b, p, L) -> (dict, end): decode natively, raising Error instead of falling back."},
+    {NULL},
+};
+
+static PyTypeObject ProgramType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "kdissect.decoders._native.Program",
+    .tp_doc = "Program(spec, fallback): a compiled decode program, called as program(b, p, L) -> (dict, end).",
+    .tp_basicsize = sizeof(Program),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_new = program_new,
+    .tp_dealloc = (destructor)program_dealloc,
+    .tp_traverse = (traverseproc)program_traverse,
+    .tp_clear = (inquiry)program_clear,
+    .tp_call = PyVectorcall_Call,
+    .tp_vectorcall_offset = offsetof(Program, vectorcall),
+    .tp_methods = program_methods,
+};
+
+static struct PyModuleDef native_module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "kdissect.decoders._native",
+    .m_doc = "Schema-program interpreter for Kafka message decoding (see program.py).",
+    .m_size = -1,
+};
+
+PyMODINIT_FUNC
+PyInit__native(void)
+{
+    PyObject *m = PyModule_Create(&native_module);
+    if (m == NULL)
+        return NULL;
+    PyObject *uuid_mod = PyImport_ImportModule("uuid");
+    if (uuid_mod == NULL)
+        goto error;
+    uuid_type = PyObject_GetAttrString(uuid_mod, "UUID");
+    PyObject *safe = PyObject_GetAttrString(uuid_mod, "SafeUUID");
+    Py_DECREF(uuid_mod);
+    if (uuid_type == NULL || safe == NULL || !PyType_Check(uuid_type)) {
+        Py_XDECREF(safe);
+        goto error;
+    }
+    safe_unknown = PyObject_GetAttrString(safe, "unknown");
+    Py_DECREF(safe);
+    str_int = PyUnicode_InternFromString("int");
+    str_is_safe = PyUnicode_InternFromString("is_safe");
+    str_unknown_tags = PyUnicode_InternFromString("unknown_tagged_fields");
+    empty_tuple = PyTuple_New(0);
+    Error = PyErr_NewException("kdissect.decoders._native.Error", NULL, NULL);
+    if (safe_unknown == NULL || str_int == NULL || str_is_safe == NULL || str_unknown_tags == NULL ||
+        empty_tuple == NULL || Error == NULL || PyType_Ready(&ProgramType) < 0)
+        goto error;
+    Py_INCREF(Error);
+    if (PyModule_AddObject(m, "Error", Error) < 0)
+        goto error;
+    Py_INCREF(&ProgramType);
+    if (PyModule_AddObject(m, "Program", (PyObject *)&ProgramType) < 0)
+        goto error;
+    return m;
+error:
+    Py_DECREF(m);
+    return NULL;
+}

@@ -1,0 +1,60 @@
+"""Compile a resolved message into the program the C interpreter (``_native.c``) runs.
+
+The program is a tree of plain tuples, one per field, built from the same resolved schema
+the Python code generator reads: ``(kind, key, flags, min_elem, tag, regular, tagged)``.
+The C side turns it into its own node structs once; nothing in C is specific to an API.
+When the extension is not built (no compiler at install time), or ``KDISSECT_PURE_PYTHON=1``
+is set, :func:`native_module` returns None and the generated Python decoders are used.
+"""
+
+from __future__ import annotations
+
+import os
+from types import ModuleType
+
+from .schema import FIXED_FORMATS, VARINT_TYPES, Field, Message, min_size
+
+# Element kinds, in the order of the C enum.
+KINDS = {
+    name: i
+    for i, name in enumerate((*FIXED_FORMATS, "varint", "varlong", "uvarint", "string", "bytes", "records", "struct"))
+}
+ARRAY, NULLABLE, COMPACT, FLEXIBLE = 1, 2, 4, 8
+assert set(KINDS) == set(FIXED_FORMATS) | VARINT_TYPES | {"string", "bytes", "records", "struct"}
+
+
+def native_module() -> ModuleType | None:
+    """The C extension, or None when it is not built or pure Python is forced."""
+    if os.environ.get("KDISSECT_PURE_PYTHON", "") not in ("", "0"):
+        return None
+    try:
+        from . import _native
+    except ImportError:
+        return None
+    return _native
+
+
+def node(f: Field) -> tuple:
+    """One field as a program node (members recursively, tagged members apart)."""
+    flags = (
+        (ARRAY if f.is_array else 0)
+        | (NULLABLE if f.nullable else 0)
+        | (COMPACT if f.compact else 0)
+        | (FLEXIBLE if f.flexible else 0)
+    )
+    min_elem = min_size(f.element()) if f.is_array else 0
+    tag = -1 if f.tag is None else f.tag
+    return (
+        KINDS[f.elem],
+        f.key,
+        flags,
+        min_elem,
+        tag,
+        tuple(node(m) for m in f.regular),
+        tuple(node(m) for m in f.tagged),
+    )
+
+
+def program(msg: Message) -> tuple:
+    """The whole message version as one program (its root struct)."""
+    return node(msg.root)
