@@ -6,8 +6,10 @@ with the same type everywhere.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 # abstract type -> pandas dtype
@@ -193,22 +195,42 @@ def empty_row(table: str) -> dict[str, Any]:
     return dict.fromkeys(name for name, _ in TABLES[table])
 
 
-def to_dataframe(table: str, rows: list[dict[str, Any]]) -> pd.DataFrame:
-    """Rows (dicts; missing keys are null) as a DataFrame with the table's declared dtypes.
+def to_dataframe(table: str, columns: Mapping[str, list[Any]]) -> pd.DataFrame:
+    """Columns (a list of values per column name; None is null) as a DataFrame with the table's
+    declared dtypes.
 
     Timestamps are given as integer nanoseconds since the epoch (UTC).
     """
-    columns = TABLES[table]
-    data: dict[str, Any] = {}
-    for name, kind in columns:
-        values = [r.get(name) for r in rows]
+    data = {name: _array(kind, columns[name]) for name, kind in TABLES[table]}
+    return pd.DataFrame(data, columns=list(data))
+
+
+_NUMPY_INTS = {"int64", "int32", "int16", "int8", "timestamp"}
+
+
+def _array(kind: str, values: list[Any]) -> Any:
+    """One column as a pandas array; lists without nulls go through numpy, which is many times
+    faster than pandas' element-by-element inference."""
+    if kind in _NUMPY_INTS or kind == "bool":
+        dense = _dense(values, np.bool_ if kind == "bool" else np.int64)
         if kind == "timestamp":
-            data[name] = pd.to_datetime(pd.array(values, dtype="Int64"), unit="ns", utc=True)
-        elif kind == "category":
-            data[name] = pd.Categorical(values)
-        else:
-            data[name] = pd.array(values, dtype=_PANDAS[kind])
-    return pd.DataFrame(data, columns=[n for n, _ in columns])
+            return pd.to_datetime(dense if dense is not None else pd.array(values, dtype="Int64"), unit="ns",
+                                  utc=True)
+        if dense is not None:
+            return pd.array(dense, dtype=_PANDAS[kind])
+    if kind == "category":
+        return pd.Categorical(values)
+    return pd.array(values, dtype=_PANDAS[kind])
+
+
+def _dense(values: list[Any], dtype: type) -> np.ndarray | None:
+    """The values as a numpy array, or None when some are null (or not of the type)."""
+    if None in values:
+        return None
+    try:
+        return np.array(values, dtype=dtype)
+    except (TypeError, ValueError, OverflowError):
+        return None
 
 
 def arrow_schema(table: str):
