@@ -205,32 +205,53 @@ def to_dataframe(table: str, columns: Mapping[str, list[Any]]) -> pd.DataFrame:
     return pd.DataFrame(data, columns=list(data))
 
 
-_NUMPY_INTS = {"int64", "int32", "int16", "int8", "timestamp"}
+# kinds that go through numpy: the numpy type of their values
+_NUMPY = {"int64": np.int64, "int32": np.int32, "int16": np.int16, "int8": np.int8, "bool": np.bool_,
+          "timestamp": np.int64}
 
 
 def _array(kind: str, values: list[Any]) -> Any:
-    """One column as a pandas array; lists without nulls go through numpy, which is many times
-    faster than pandas' element-by-element inference."""
-    if kind in _NUMPY_INTS or kind == "bool":
-        dense = _dense(values, np.bool_ if kind == "bool" else np.int64)
+    """One column as a pandas array. Numbers and objects go through numpy, many times faster than
+    pandas' element-by-element inference; whatever numpy cannot take goes to pandas as before."""
+    if kind in _NUMPY:
+        masked = _masked(values, _NUMPY[kind])
         if kind == "timestamp":
-            return pd.to_datetime(dense if dense is not None else pd.array(values, dtype="Int64"), unit="ns",
+            return pd.to_datetime(masked if masked is not None else pd.array(values, dtype="Int64"), unit="ns",
                                   utc=True)
-        if dense is not None:
-            return pd.array(dense, dtype=_PANDAS[kind])
-    if kind == "category":
-        return pd.Categorical(values)
+        return masked if masked is not None else pd.array(values, dtype=_PANDAS[kind])
+    if kind == "category":  # (all null: pandas infers float categories from a list, kept as they were)
+        return pd.Categorical(_objects(values) if values.count(None) != len(values) else values)
+    if kind in ("bytes", "headers"):
+        return pd.array(_objects(values), dtype=object)
     return pd.array(values, dtype=_PANDAS[kind])
 
 
-def _dense(values: list[Any], dtype: type) -> np.ndarray | None:
-    """The values as a numpy array, or None when some are null (or not of the type)."""
-    if None in values:
-        return None
+def _objects(values: list[Any]) -> np.ndarray:
+    """A 1-d object array of the values as they are (lists stay cells, not a dimension)."""
+    return np.fromiter(values, dtype=object, count=len(values))
+
+
+def _masked(values: list[Any], dtype: type) -> Any:
+    """The values (None: null) as a pandas masked array of ``dtype``, or None when they are not all
+    of that type or out of its range."""
+    wide_type = np.bool_ if dtype is np.bool_ else np.int64
     try:
-        return np.array(values, dtype=dtype)
+        if None in values:
+            objects = _objects(values)
+            mask = np.equal(objects, None)
+            objects[mask] = 0
+            wide = objects.astype(wide_type)
+        else:
+            mask = np.zeros(len(values), dtype=np.bool_)
+            wide = np.array(values, dtype=wide_type)
     except (TypeError, ValueError, OverflowError):
         return None
+    if dtype is np.bool_:
+        return pd.arrays.BooleanArray(wide, mask)
+    data = wide.astype(dtype)
+    if not np.array_equal(data, wide):
+        return None
+    return pd.arrays.IntegerArray(data, mask)
 
 
 def arrow_schema(table: str):
