@@ -7,6 +7,8 @@ with the same type everywhere.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, field
+from itertools import repeat
 from typing import Any
 
 import numpy as np
@@ -195,14 +197,34 @@ def empty_row(table: str) -> dict[str, Any]:
     return dict.fromkeys(name for name, _ in TABLES[table])
 
 
-def to_dataframe(table: str, columns: Mapping[str, list[Any]]) -> pd.DataFrame:
-    """Columns (a list of values per column name; None is null) as a DataFrame with the table's
-    declared dtypes.
+@dataclass(slots=True)
+class Runs:
+    """A column given as runs, ``values[i]`` repeated ``counts[i]`` times: what a value shared by a
+    batch's records costs once per batch instead of once per record."""
+
+    values: list[Any] = field(default_factory=list)
+    counts: list[int] = field(default_factory=list)
+
+    def expand(self) -> list[Any]:
+        out: list[Any] = []
+        for value, n in zip(self.values, self.counts, strict=True):
+            out.extend(repeat(value, n))
+        return out
+
+
+def to_dataframe(table: str, columns: Mapping[str, list[Any] | Runs]) -> pd.DataFrame:
+    """Columns (values per column name, None for null) as a DataFrame with the table's declared dtypes.
 
     Timestamps are given as integer nanoseconds since the epoch (UTC).
     """
-    data = {name: _array(kind, columns[name]) for name, kind in TABLES[table]}
+    data = {name: _column(kind, columns[name]) for name, kind in TABLES[table]}
     return pd.DataFrame(data, columns=list(data))
+
+
+def _column(kind: str, column: list[Any] | Runs) -> Any:
+    if isinstance(column, Runs):  # convert each run's value once, then repeat it
+        return _array(kind, column.values).take(np.repeat(np.arange(len(column.values)), column.counts))
+    return _array(kind, column)
 
 
 # kinds that go through numpy: the numpy type of their values

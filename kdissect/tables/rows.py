@@ -1,9 +1,9 @@
 """A table's rows held column by column while a sink fills it.
 
 The records table gets a row per Kafka record (hundreds of thousands per capture), most of whose
-cells repeat their batch's values: building them column-wise (a batch's values repeated once per
-batch, its records' fields transposed in one go) costs a fraction of a dict per row, and the
-columns go to pandas as they are.
+cells repeat their batch's values: such a value is kept once per batch as a run (value, count),
+the records' own fields are transposed a batch at a time, and the columns go to pandas as they
+are. That costs a fraction of a dict per row.
 """
 
 from __future__ import annotations
@@ -12,20 +12,20 @@ from collections.abc import Iterable, Mapping, Sequence
 from itertools import repeat
 from typing import Any
 
-from .columns import TABLES
+from .columns import TABLES, Runs
 
 # Carried alongside a table's own columns: resolved into ``topic``/``topic_id`` at output time.
 HIDDEN = ("_topic_id",)
 
 
 class TableRows:
-    """Rows of one table as a list per column (missing cells are None)."""
+    """Rows of one table, a list (or :class:`Runs`) per column; missing cells are None."""
 
     __slots__ = ("columns", "length", "table")
 
     def __init__(self, table: str) -> None:
         self.table = table
-        self.columns: dict[str, list[Any]] = {name: [] for name, _ in TABLES[table]}
+        self.columns: dict[str, list[Any] | Runs] = {name: [] for name, _ in TABLES[table]}
         for name in HIDDEN:
             self.columns[name] = []
         self.length = 0
@@ -33,10 +33,28 @@ class TableRows:
     def __len__(self) -> int:
         return self.length
 
+    def listed(self, name: str) -> list[Any]:
+        """Column ``name`` as a plain list (runs expanded, for good)."""
+        column = self.columns[name]
+        if isinstance(column, Runs):
+            column = self.columns[name] = column.expand()
+        return column
+
+    def aligned(self, names: Sequence[str]) -> list[list[Any]]:
+        """Columns ``names`` as lists to change in place cell by cell: their run values when they are
+        all runs with the same counts (a cell then stands for its whole run), else plain lists."""
+        columns = [self.columns[name] for name in names]
+        first = columns[0]
+        if isinstance(first, Runs) and all(isinstance(c, Runs) and c.counts == first.counts for c in columns):
+            return [c.values for c in columns]  # type: ignore[union-attr]
+        return [self.listed(name) for name in names]
+
     def append(self, row: Mapping[str, Any]) -> None:
         """One row given as a dict; keys that are not columns are ignored."""
         get = row.get
         for name, column in self.columns.items():
+            if isinstance(column, Runs):
+                column = self.listed(name)
             column.append(get(name))
         self.length += 1
 
@@ -46,10 +64,18 @@ class TableRows:
 
     def add_block(self, n: int, same: Mapping[str, Any], each: Mapping[str, Sequence[Any]]) -> None:
         """``n`` rows at once: ``same`` holds values shared by all of them, ``each`` a sequence of
-        ``n`` values per column; other columns are None."""
+        ``n`` values per column; other columns are None. A column empty so far and given in
+        ``same`` is kept as runs."""
         for name, column in self.columns.items():
             if name in each:
-                column.extend(each[name])
+                self.listed(name).extend(each[name])
+                continue
+            value = same.get(name)
+            if not self.length and not isinstance(column, Runs):
+                column = self.columns[name] = Runs()
+            if isinstance(column, Runs):
+                column.values.append(value)
+                column.counts.append(n)
             else:
-                column.extend(repeat(same.get(name), n))
+                column.extend(repeat(value, n))
         self.length += n

@@ -244,8 +244,11 @@ class TableSink:
     # -- output ---------------------------------------------------------------------------
     def _resolve_topic_ids(self, rows: TableRows) -> None:
         """Name the topic of rows that gave only its id (Fetch v13+, ...), from what Metadata said."""
-        cols = rows.columns
-        ids, topics, strings = cols["_topic_id"], cols.get("topic"), cols.get("topic_id")
+        if "topic" not in rows.columns:
+            return
+        with_text = "topic_id" in rows.columns
+        ids, topics, *text_column = rows.aligned(["_topic_id", "topic", "topic_id"][: 3 if with_text else 2])
+        strings = text_column[0] if text_column else None
         if ids.count(None) == len(ids):
             return
         text: dict[uuid.UUID, str] = {}
@@ -257,7 +260,7 @@ class TableSink:
                 continue
             if strings is not None:
                 strings[i] = text.get(tid) or text.setdefault(tid, str(tid))
-            if topics is not None and topics[i] is None:
+            if topics[i] is None:
                 topics[i] = self.topic_names.get(tid)
 
     def frame(self, name: str) -> pd.DataFrame:
