@@ -21,14 +21,14 @@ HIDDEN = ("_topic_id",)
 class TableRows:
     """Rows of one table, a list (or :class:`Runs`) per column; missing cells are None."""
 
-    __slots__ = ("columns", "length", "table")
+    __slots__ = ("columns", "length", "runs")
 
     def __init__(self, table: str) -> None:
-        self.table = table
         self.columns: dict[str, list[Any] | Runs] = {name: [] for name, _ in TABLES[table]}
         for name in HIDDEN:
             self.columns[name] = []
         self.length = 0
+        self.runs = False  # whether some column is kept as runs
 
     def __len__(self) -> int:
         return self.length
@@ -51,11 +51,13 @@ class TableRows:
 
     def append(self, row: Mapping[str, Any]) -> None:
         """One row given as a dict; keys that are not columns are ignored."""
+        if self.runs:
+            for name in self.columns:
+                self.listed(name)
+            self.runs = False
         get = row.get
         for name, column in self.columns.items():
-            if isinstance(column, Runs):
-                column = self.listed(name)
-            column.append(get(name))
+            column.append(get(name))  # type: ignore[union-attr]
         self.length += 1
 
     def extend(self, rows: Iterable[Mapping[str, Any]]) -> None:
@@ -64,15 +66,17 @@ class TableRows:
 
     def add_block(self, n: int, same: Mapping[str, Any], each: Mapping[str, Sequence[Any]]) -> None:
         """``n`` rows at once: ``same`` holds values shared by all of them, ``each`` a sequence of
-        ``n`` values per column; other columns are None. A column empty so far and given in
-        ``same`` is kept as runs."""
-        for name, column in self.columns.items():
-            if name in each:
-                self.listed(name).extend(each[name])
-                continue
-            value = same.get(name)
-            if not self.length and not isinstance(column, Runs):
-                column = self.columns[name] = Runs()
+        ``n`` values per column; other columns are None. Columns not in ``each`` in a table's first
+        block are kept as runs."""
+        columns = self.columns
+        if not self.length:
+            for name in columns.keys() - each.keys():
+                columns[name] = Runs()
+            self.runs = True
+        for name, values in each.items():
+            self.listed(name).extend(values)
+        for name in columns.keys() - each.keys():
+            column, value = columns[name], same.get(name)
             if isinstance(column, Runs):
                 column.values.append(value)
                 column.counts.append(n)
