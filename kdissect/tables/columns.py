@@ -218,7 +218,7 @@ def to_dataframe(table: str, columns: Mapping[str, list[Any] | Runs]) -> pd.Data
     Timestamps are given as integer nanoseconds since the epoch (UTC).
     """
     data = {name: _column(kind, columns[name]) for name, kind in TABLES[table]}
-    return pd.DataFrame(data, columns=list(data))
+    return pd.DataFrame(data, columns=list(data), copy=False)
 
 
 def _column(kind: str, column: list[Any] | Runs) -> Any:
