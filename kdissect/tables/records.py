@@ -24,6 +24,7 @@ from ..decoders.records import (
 )
 from ..events import Exchange, KafkaMessage
 from .entries import Entry
+from .rows import TableRows
 
 _TIMESTAMP_TYPES = {0: "create_time", 1: "log_append_time"}
 
@@ -99,40 +100,40 @@ def batch_rows(ex: Exchange, direction: str, parts: list[PartitionRecords]) -> I
             }
 
 
-def record_rows(ex: Exchange, direction: str, parts: list[PartitionRecords],
-                base_offsets: dict[tuple[str | None, int | None], int]) -> Iterator[dict[str, Any]]:
+def add_records(table: TableRows, ex: Exchange, direction: str, parts: list[PartitionRecords],
+                base_offsets: dict[tuple[str | None, int | None], int]) -> None:
+    """Add a row per record to the ``records`` table, a batch at a time (see :mod:`.rows`)."""
     first = ex.request or ex.response
     assert first is not None
     for part in parts:
         assigned = base_offsets.get((part.topic, part.partition))
         index = 0
         for b in part.records.batches:
-            aborted = _is_aborted(b, part.aborted)
-            controls = {c.offset: c for c in b.control}
-            common = {
+            n = len(b.records)
+            if not n:
+                continue
+            offsets, timestamps, keys, values, headers, key_sizes, value_sizes = list(zip(*b.records, strict=True))[:7]
+            # A produce request's offsets are placeholders until the broker assigns them: absolute
+            # only when the paired response gave the base offset, else unknown (not the placeholder).
+            if assigned is not None:
+                offsets = range(assigned + index, assigned + index + n)
+            elif direction != "fetch":
+                offsets = (None,) * n
+            index += n
+            controls = {c.offset: CONTROL_TYPES.get(c.type, str(c.type)) for c in b.control}
+            table.add_block(n, {
                 "connection_id": ex.conn_id, "correlation_id": first.correlation_id, "direction": direction,
                 "topic": part.topic, "_topic_id": part.topic_id, "partition": part.partition,
                 "batch_base_offset": b.base_offset, "magic": b.magic, "compression": b.codec_name,
                 "batch_bytes": b.decompressed_size or b.size, "batch_compressed_bytes": b.compressed_size or None,
                 "crc_ok": b.crc_ok, "is_control": b.is_control, "producer_id": b.producer_id,
                 "producer_epoch": b.producer_epoch, "base_sequence": b.base_sequence,
-                "transactional": b.is_transactional, "aborted": aborted,
+                "transactional": b.is_transactional, "aborted": _is_aborted(b, part.aborted),
                 "timestamp_type": _TIMESTAMP_TYPES.get(b.timestamp_type) if b.timestamp_type is not None else None,
-            }
-            for r in b.records:
-                # A produce request's offsets are placeholders until the broker assigns them: absolute
-                # only when the paired response gave the base offset, else unknown (not the placeholder).
-                if assigned is not None:
-                    offset: int | None = assigned + index
-                else:
-                    offset = r.offset if direction == "fetch" else None
-                index += 1
-                control = controls.get(r.offset)
-                yield {
-                    **common,
-                    "offset": offset,
-                    "timestamp": r.timestamp * 1_000_000 if r.timestamp is not None and r.timestamp >= 0 else None,
-                    "key": r.key, "value": r.value, "key_size": r.key_size, "value_size": r.value_size,
-                    "headers": list(r.headers) if r.headers else [],
-                    "control_type": CONTROL_TYPES.get(control.type, str(control.type)) if control else None,
-                }
+            }, {
+                "offset": offsets,
+                "timestamp": [t * 1_000_000 if t is not None and t >= 0 else None for t in timestamps],
+                "key": keys, "value": values, "key_size": key_sizes, "value_size": value_sizes,
+                "headers": list(map(list, headers)),
+                "control_type": [controls.get(r.offset) for r in b.records] if controls else (None,) * n,
+            })

@@ -17,7 +17,8 @@ from ..decoders.error_codes import error_name, is_retriable
 from ..events import Anomaly, ConnectionSummary, Exchange, KafkaEvent, KafkaMessage
 from .columns import TABLES, to_dataframe
 from .entries import Entry, is_error_field, walk
-from .records import RecordOptions, batch_rows, produce_base_offsets, record_fields, record_rows
+from .records import RecordOptions, add_records, batch_rows, produce_base_offsets, record_fields
+from .rows import TableRows
 
 # Cluster-state broadcasts list every partition of the cluster: not per-partition traffic.
 _NOT_PARTITION_TRAFFIC = {3, 4, 6, 75}
@@ -100,7 +101,7 @@ class TableSink:
         self.record_options = records or RecordOptions()
         self.spill = spill
         self.spill_rows = spill_rows
-        self.rows: dict[str, list[dict[str, Any]]] = {name: [] for name in TABLES}
+        self.rows: dict[str, TableRows] = {name: TableRows(name) for name in TABLES}
         self.topic_names: dict[uuid.UUID, str] = {}
         self._brokers_seen: set[tuple] = set()
 
@@ -156,7 +157,7 @@ class TableSink:
             if "batches" in self.wanted:
                 self.rows["batches"].extend(batch_rows(ex, direction, parts))
             if "records" in self.wanted:
-                self.rows["records"].extend(record_rows(ex, direction, parts, base_offsets))
+                add_records(self.rows["records"], ex, direction, parts, base_offsets)
             for part in parts:
                 for w in part.records.all_warnings():
                     self.rows["anomalies"].append({
@@ -241,23 +242,36 @@ class TableSink:
         })
 
     # -- output ---------------------------------------------------------------------------
-    def _resolve_topic_ids(self, rows: list[dict[str, Any]]) -> None:
-        for r in rows:
-            tid = r.pop("_topic_id", None)
-            if tid is not None and tid.int != 0:
-                r["topic_id"] = str(tid)
-                if r.get("topic") is None:
-                    r["topic"] = self.topic_names.get(tid)
+    def _resolve_topic_ids(self, rows: TableRows) -> None:
+        """Name the topic of rows that gave only its id (Fetch v13+, ...), from what Metadata said."""
+        if "topic" not in rows.columns:
+            return
+        with_text = "topic_id" in rows.columns
+        ids, topics, *text_column = rows.aligned(["_topic_id", "topic", "topic_id"][: 3 if with_text else 2])
+        strings = text_column[0] if text_column else None
+        if ids.count(None) == len(ids):
+            return
+        text: dict[uuid.UUID, str] = {}
+        for i, tid in enumerate(ids):
+            if tid is None:
+                continue
+            ids[i] = None
+            if tid.int == 0:
+                continue
+            if strings is not None:
+                strings[i] = text.get(tid) or text.setdefault(tid, str(tid))
+            if topics[i] is None:
+                topics[i] = self.topic_names.get(tid)
 
     def frame(self, name: str) -> pd.DataFrame:
         rows = self.rows[name]
         self._resolve_topic_ids(rows)
-        return to_dataframe(name, rows)
+        return to_dataframe(name, rows.columns)
 
     def take(self, name: str) -> pd.DataFrame:
         """The table's rows so far as a DataFrame, forgetting them (what ``spill`` receives)."""
         frame = self.frame(name)
-        self.rows[name] = []
+        self.rows[name] = TableRows(name)
         return frame
 
     def frames(self) -> dict[str, pd.DataFrame]:
