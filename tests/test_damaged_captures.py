@@ -151,12 +151,16 @@ def _run(messages: list[tuple[int, bytes, int]], port: int = 9092, records: Reco
     return events, sink
 
 
+def _rows(sink: TableSink, table: str) -> list[dict]:
+    return sink.frame(table).to_dict("records")
+
+
 def _statuses(sink: TableSink) -> dict[int, str]:
-    return {r["correlation_id"]: r["status"] for r in sink.rows["exchanges"]}
+    return {r["correlation_id"]: r["status"] for r in _rows(sink, "exchanges")}
 
 
 def _kinds(sink: TableSink) -> list[str]:
-    return sorted(r["kind"] for r in sink.rows["anomalies"])
+    return sorted(r["kind"] for r in _rows(sink, "anomalies"))
 
 
 def test_frame_claiming_2_gib_is_a_desync_not_an_allocation() -> None:
@@ -168,7 +172,7 @@ def test_frame_claiming_2_gib_is_a_desync_not_an_allocation() -> None:
     tracemalloc.stop()
     assert peak < 16 * MiB
     assert _statuses(sink) == {1: "ok", 2: "ok", 3: "ok"}
-    desync = [r for r in sink.rows["anomalies"] if r["kind"] == "desync"]
+    desync = [r for r in _rows(sink, "anomalies") if r["kind"] == "desync"]
     assert {r["direction"] for r in desync} == {"request", "response"}
     assert all("size 2147483647" in r["detail"] for r in desync)
     assert set(_kinds(sink)) == {"desync", "resync"}
@@ -180,7 +184,7 @@ def test_records_field_claiming_more_records_than_bytes() -> None:
     _events, sink = _run(exchange(1) + exchange(2, produce_request(2, records=batch)) + exchange(3))
     assert _statuses(sink) == {1: "ok", 2: "ok", 3: "ok"}
     assert _kinds(sink) == ["record_count_mismatch"]
-    assert [r["value"] for r in sink.rows["records"]] == [b"v0", b"v1", b"v2"]
+    assert [r["value"] for r in _rows(sink, "records")] == [b"v0", b"v1", b"v2"]
 
 
 def test_deeply_nested_wrappers_stop_at_the_depth_limit() -> None:
@@ -225,12 +229,12 @@ def test_http_on_a_kafka_port_is_reported_not_kafka() -> None:
     http = [(0, b"GET /metrics HTTP/1.1\r\nHost: broker\r\n\r\n", T0),
             (1, b"HTTP/1.1 200 OK\r\n\r\n" + b"x" * 500, T0 + 1)]
     events, sink = _run(http * 3)
-    assert not sink.rows["exchanges"]
+    assert not _rows(sink, "exchanges")
     found = _kinds(sink)
     assert found.count("not_kafka") == 1 and set(found) <= {"desync", "resync", "not_kafka", "truncated_frame"}
-    assert {r["direction"] for r in sink.rows["anomalies"] if r["kind"] == "desync"} == {"request", "response"}
+    assert {r["direction"] for r in _rows(sink, "anomalies") if r["kind"] == "desync"} == {"request", "response"}
     assert dict(accounted(events)) == {(0, "request"): 3 * len(http[0][1]), (0, "response"): 3 * len(http[1][1])}
-    [conn] = sink.rows["connections"]
+    [conn] = _rows(sink, "connections")
     assert not conn["is_kafka"]
 
 
@@ -238,7 +242,7 @@ def test_tls_on_a_kafka_port_is_reported_encrypted() -> None:
     hello = b"\x16\x03\x01\x00\xc8\x01\x00\x00\xc4\x03\x03" + bytes(190)
     _events, sink = _run([(0, hello, T0), (1, b"\x16\x03\x03\x00\x40" + bytes(64), T0 + 1)])
     assert _kinds(sink) == ["tls"]
-    [conn] = sink.rows["connections"]
+    [conn] = _rows(sink, "connections")
     assert conn["encrypted"]
 
 
