@@ -25,6 +25,7 @@ from crc32c import crc32c
 
 from .codecs import CODEC_NAMES, CODEC_NONE, DEFAULT_LIMIT, decompress
 from .errors import DecodeWarning
+from .program import native_module
 from .wire import Malformed, read_varint, read_varlong
 
 LOG_OVERHEAD = 12  # offset (int64) + length (int32), common to every format
@@ -314,7 +315,7 @@ class _Decoder:
             batch.compressed_size, batch.decompressed_size = end - body, len(buf)
             start, stop, at = 0, len(buf), None
         cut = sys.maxsize if batch.is_control else self.cut
-        problem = _v2_records(buf, start, stop, batch, cut, attrs & ATTR_LOG_APPEND_TIME)
+        problem = _decode_v2_records(buf, start, stop, batch, cut, attrs & ATTR_LOG_APPEND_TIME)
         if complete:
             if problem is not None:
                 where, reason = problem
@@ -592,6 +593,36 @@ def _v2_records(buf: bytes, p: int, end: int, batch: Batch, cut: int, log_append
     except _CORRUPT as exc:
         return start, _reason(exc)
     return None
+
+
+def _native_v2_records(
+    buf: bytes, p: int, end: int, batch: Batch, cut: int, log_append_time: int
+) -> tuple[int, str] | None:
+    """:func:`_v2_records` in C; whatever the C loop leaves (bad bytes, a header key that is not
+    UTF-8, numbers wider than 64 bits) is redone from the start by the Python loop, so records,
+    warnings and the reported problem are exactly the Python loop's."""
+    append_ts = batch.max_timestamp if log_append_time else None
+    if _native.v2_records(
+        buf, p, end, batch.records, Record, batch.base_offset, batch.base_timestamp, append_ts, cut
+    ):
+        return None
+    return _v2_records(buf, p, end, batch, cut, log_append_time)
+
+
+_native = native_module()
+_decode_v2_records = _v2_records if _native is None else _native_v2_records
+
+
+def use_native(enabled: bool) -> None:
+    """Decode record batches in C or in Python (tests and benchmarks compare the two)."""
+    global _decode_v2_records
+    if enabled and _native is None:
+        raise RuntimeError("the native decoder extension is not available")
+    _decode_v2_records = _native_v2_records if enabled else _v2_records
+
+
+def native_enabled() -> bool:
+    return _decode_v2_records is _native_v2_records
 
 
 def _headers(buf: bytes, p: int, end: int, cut: int, batch: Batch) -> tuple[tuple[Header, ...], int]:
