@@ -238,3 +238,11 @@ def test_valid_records_are_decoded_in_c_without_falling_back(recs: list) -> None
     python = batch()
     assert records._v2_records(raw, 0, len(raw), python, sys.maxsize, 0) is None
     assert same(out.records, python.records)
+
+
+def test_buffers_other_than_bytes_and_odd_ranges_are_left_to_python() -> None:
+    raw = encode_record(new_record(b"k", b"v"))
+    for buf, p, end in ((bytearray(raw), 0, len(raw)), (raw, 0, len(raw) + 1), (raw, 2, 1)):
+        assert records._native.v2_records(buf, p, end, [], Record, 0, 0, None, sys.maxsize) is False
+    native, _ = both(bytearray(raw), 0, len(raw), sys.maxsize, 0)  # type: ignore[arg-type]
+    assert type(native.records[0].key) is bytearray

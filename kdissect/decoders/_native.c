@@ -15,6 +15,10 @@
  * the bytes break a rule (or hold something this interpreter does not represent, such as a
  * varlong wider than 64 bits), the Program hands the same arguments to its Python fallback,
  * so results and errors (with field paths) are exactly the Python decoder's.
+ *
+ * v2_records is records.py's magic 2 record loop (decompressed records -> Record tuples), under
+ * the same rules: it reports failure and removes what it appended, and records.py reruns the
+ * Python loop on that batch, so warnings and error positions are the Python loop's.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -528,15 +532,15 @@ v2_records(PyObject *module, PyObject *args)
     Py_ssize_t p, end;
     RecordContext ctx;
     long long base_offset, base_ts;
-    if (!PyArg_ParseTuple(args, "O!nnO!O!LLOn:v2_records", &PyBytes_Type, &buf, &p, &end, &PyList_Type, &records,
+    if (!PyArg_ParseTuple(args, "OnnO!O!LLOn:v2_records", &buf, &p, &end, &PyList_Type, &records,
                           &PyType_Type, &ctx.type, &base_offset, &base_ts, &ctx.append_ts, &ctx.cut))
         return NULL;
     if (!PyType_IsSubtype(ctx.type, &PyTuple_Type) || ctx.type->tp_itemsize != sizeof(PyObject *)) {
         PyErr_SetString(PyExc_TypeError, "v2_records needs a tuple subclass for its records");
         return NULL;
     }
-    if (p < 0 || p > end || end > PyBytes_GET_SIZE(buf) || ctx.cut < 0)
-        Py_RETURN_FALSE;
+    if (!PyBytes_CheckExact(buf) || p < 0 || p > end || end > PyBytes_GET_SIZE(buf) || ctx.cut < 0)
+        Py_RETURN_FALSE; /* Python's slices would be of another type, or Python decides */
     ctx.base_offset = base_offset;
     ctx.base_ts = base_ts;
     Py_ssize_t before = PyList_GET_SIZE(records);

@@ -9,7 +9,9 @@ cut short at the end of the field is normal (brokers cut fetch responses at the 
 it is reported as ``truncated`` rather than as a problem.
 
 Records are tuples built with ``tuple.__new__`` in a loop that reads varints inline: a fetch
-response can carry millions of records and per-record overhead is what limits throughput.
+response can carry millions of records and per-record overhead is what limits throughput. The
+magic 2 loop also exists in C (``_native.v2_records``, used when the extension is built); the
+Python loop below stays the reference, and redoes any batch the C loop does not finish.
 """
 
 from __future__ import annotations
