@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import gc
 import sys
-import tracemalloc
 from typing import Any
 
 import pytest
@@ -22,7 +21,7 @@ from kdissect.decoders import records
 from kdissect.decoders.records import FULL, LENGTHS_ONLY, Batch, Payloads, Record, decode_records
 from kdissect.decoders.records_encode import encode_batch, encode_record, new_record
 from kdissect.decoders.wire import write_varint
-from tests.conftest import PURE_PYTHON_FORCED
+from tests.conftest import PURE_PYTHON_FORCED, assert_no_leaks
 
 pytestmark = pytest.mark.skipif(
     PURE_PYTHON_FORCED, reason="KDISSECT_PURE_PYTHON forces the Python loop: nothing native to compare"
@@ -191,21 +190,7 @@ def test_no_memory_or_reference_leaks_over_many_calls() -> None:
                     records._native_v2_records(buf, 0, len(buf), batch(max_ts=append_ts), cut, 8)
                     records._native_v2_records(buf, 0, len(buf), batch(), cut, 0)
 
-    run(20)
-    gc.collect()
-    refs = [sys.getrefcount(b) for b in buffers] + [sys.getrefcount(append_ts), sys.getrefcount(Record)]
-    tracemalloc.start()
-    try:
-        run(3)
-        gc.collect()
-        before = tracemalloc.get_traced_memory()[0]
-        run(40)
-        gc.collect()
-        grown = tracemalloc.get_traced_memory()[0] - before
-    finally:
-        tracemalloc.stop()
-    assert grown < 16 * 1024, f"{grown} bytes kept after 40 passes"
-    assert [sys.getrefcount(b) for b in buffers] + [sys.getrefcount(append_ts), sys.getrefcount(Record)] == refs
+    assert_no_leaks(run, [*buffers, append_ts, Record])
 
 
 def test_records_and_their_headers_stay_visible_to_the_cycle_collector() -> None:

@@ -405,6 +405,21 @@ payload(Cursor *c, Py_ssize_t L, int64_t size, Py_ssize_t cut)
     return v;
 }
 
+/* A 2-tuple taking over both references; NULL (both released) when either is NULL or on failure. */
+static PyObject *
+pair_of(PyObject *a, PyObject *b)
+{
+    PyObject *t = a != NULL && b != NULL ? PyTuple_New(2) : NULL;
+    if (t == NULL) {
+        Py_XDECREF(a);
+        Py_XDECREF(b);
+        return NULL;
+    }
+    PyTuple_SET_ITEM(t, 0, a);
+    PyTuple_SET_ITEM(t, 1, b);
+    return t;
+}
+
 /* The headers of a record ending at L, as a tuple of (str, bytes | None) tuples. A key that is
  * not UTF-8 fails: the Python loop escapes it and warns on the batch. */
 static PyObject *
@@ -435,19 +450,9 @@ record_headers(Cursor *c, Py_ssize_t L, Py_ssize_t cut)
             goto error;
         }
         c->p += (Py_ssize_t)n;
-        PyObject *value = NULL;
-        if (read_zigzag(c, L, 5, &n) < 0 || (value = payload(c, L, n, cut)) == NULL) {
-            Py_DECREF(key);
+        PyObject *pair = pair_of(key, read_zigzag(c, L, 5, &n) < 0 ? NULL : payload(c, L, n, cut));
+        if (pair == NULL)
             goto error;
-        }
-        PyObject *pair = PyTuple_New(2);
-        if (pair == NULL) {
-            Py_DECREF(key);
-            Py_DECREF(value);
-            goto error;
-        }
-        PyTuple_SET_ITEM(pair, 0, key);
-        PyTuple_SET_ITEM(pair, 1, value);
         PyTuple_SET_ITEM(headers, i, pair);
     }
     return headers;
@@ -686,20 +691,7 @@ program_vectorcall(PyObject *self_obj, PyObject *const *args, size_t nargsf, PyO
         PyErr_Clear();
         return PyObject_Vectorcall(self->fallback, args, nargsf, kwnames);
     }
-    PyObject *end = PyLong_FromSsize_t(c.p);
-    if (end == NULL) {
-        Py_DECREF(value);
-        return NULL;
-    }
-    PyObject *result = PyTuple_New(2);
-    if (result == NULL) {
-        Py_DECREF(value);
-        Py_DECREF(end);
-        return NULL;
-    }
-    PyTuple_SET_ITEM(result, 0, value);
-    PyTuple_SET_ITEM(result, 1, end);
-    return result;
+    return pair_of(value, PyLong_FromSsize_t(c.p));
 }
 
 /* program.strict(b, p, L): decode without the fallback, raising Error on bad bytes (for tests). */

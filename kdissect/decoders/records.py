@@ -27,7 +27,7 @@ from crc32c import crc32c
 
 from .codecs import CODEC_NAMES, CODEC_NONE, DEFAULT_LIMIT, decompress
 from .errors import DecodeWarning
-from .program import native_module
+from .program import native_module, require_native
 from .wire import Malformed, read_varint, read_varlong
 
 LOG_OVERHEAD = 12  # offset (int64) + length (int32), common to every format
@@ -618,9 +618,7 @@ _decode_v2_records = _v2_records if _native is None else _native_v2_records
 def use_native(enabled: bool) -> None:
     """Decode record batches in C or in Python (tests and benchmarks compare the two)."""
     global _decode_v2_records
-    if enabled and _native is None:
-        raise RuntimeError("the native decoder extension is not available")
-    _decode_v2_records = _native_v2_records if enabled else _v2_records
+    _decode_v2_records = _native_v2_records if require_native(enabled) else _v2_records
 
 
 def native_enabled() -> bool:
