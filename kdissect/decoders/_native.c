@@ -790,7 +790,7 @@ static PyTypeObject ProgramType = {
 static struct PyModuleDef native_module = {
     PyModuleDef_HEAD_INIT,
     .m_name = "kdissect.decoders._native",
-    .m_doc = "Schema-program interpreter for Kafka message decoding (see program.py).",
+    .m_doc = "Schema-program interpreter for Kafka message decoding (see program.py), and the magic 2 record loop.",
     .m_size = -1,
     .m_methods = module_methods,
 };
