@@ -1,5 +1,8 @@
 """Records decoded per second: kdissect's decode_records against kafka-python's DefaultRecordBatch.
 
+kdissect runs with its record loop in C (the default when the extension is built) and in pure
+Python (``records.use_native(False)``, as with ``KDISSECT_PURE_PYTHON=1``).
+
 Both read the same magic 2 batches, written by kafka-python's own builder, for every codec.
 kafka-python decodes key, value and headers of each record as it iterates, and so does
 kdissect (plus the CRC check, which kafka-python skips unless asked). Each figure is the best
@@ -17,6 +20,7 @@ from collections.abc import Callable
 
 from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 
+from kdissect.decoders import records
 from kdissect.decoders.codecs import CODEC_NAMES
 from kdissect.decoders.records import LENGTHS_ONLY, decode_records
 
@@ -55,6 +59,15 @@ def kdissect_lengths(batches: list[bytes]) -> int:
     return sum(len(batch.records) for data in batches for batch in decode_records(data, payloads=LENGTHS_ONLY).batches)
 
 
+def kdissect_python(batches: list[bytes]) -> int:
+    native = records.native_enabled()
+    records.use_native(False)
+    try:
+        return kdissect(batches)
+    finally:
+        records.use_native(native)
+
+
 def best_rate(fn: Callable[[list[bytes]], int], batches: list[bytes]) -> float:
     t = time.perf_counter()
     n = fn(batches)
@@ -73,8 +86,13 @@ def main() -> None:
         f"{args.batches} batches x {args.records} records, values {args.value_size} B, {args.headers} headers; "
         f"best of {args.rounds} rounds"
     )
-    print(f"{'codec':8} {'kafka-python':>14} {'kdissect':>14} {'ratio':>6} {'lengths-only':>14} {'ratio':>6}")
-    sides = {"kp": kafka_python, "kd": kdissect, "kl": kdissect_lengths}
+    loop = "C" if records.native_enabled() else "Python"
+    print(f"kdissect's record loop: {loop} (pure Python column: the Python loop, whatever the build)")
+    print(
+        f"{'codec':8} {'kafka-python':>14} {'kdissect':>14} {'ratio':>6} {'lengths-only':>14} {'ratio':>6} "
+        f"{'pure Python':>14} {'ratio':>6}"
+    )
+    sides = {"kp": kafka_python, "kd": kdissect, "kl": kdissect_lengths, "py": kdissect_python}
     for codec in sorted(CODEC_NAMES):
         batches = build_batches(codec, args.batches, args.records, args.value_size, args.headers)
         assert kafka_python(batches) == kdissect(batches) == args.batches * args.records
@@ -84,7 +102,8 @@ def main() -> None:
                 best[name] = max(best[name], best_rate(fn, batches))
         print(
             f"{CODEC_NAMES[codec]:8} {best['kp']:>12,.0f}/s {best['kd']:>12,.0f}/s {best['kd'] / best['kp']:>5.2f}x "
-            f"{best['kl']:>12,.0f}/s {best['kl'] / best['kp']:>5.2f}x"
+            f"{best['kl']:>12,.0f}/s {best['kl'] / best['kp']:>5.2f}x "
+            f"{best['py']:>12,.0f}/s {best['py'] / best['kp']:>5.2f}x"
         )
 
 

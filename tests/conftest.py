@@ -2,14 +2,37 @@
 
 from __future__ import annotations
 
+import gc
 import os
-from collections.abc import Iterator
+import sys
+import tracemalloc
+from collections.abc import Callable, Iterator, Sequence
 
 import pytest
 
 from kdissect.decoders import compiler
 
 PURE_PYTHON_FORCED = os.environ.get("KDISSECT_PURE_PYTHON", "") not in ("", "0")
+
+
+def assert_no_leaks(run: Callable[[int], None], watched: Sequence[object]) -> None:
+    """``run(times)`` (native code called ``times`` over) keeps no memory and no references to
+    ``watched``: warmed up first, then 40 passes must leave under 16 KiB behind."""
+    run(20)
+    gc.collect()
+    refs = [sys.getrefcount(o) for o in watched]
+    tracemalloc.start()
+    try:
+        run(3)
+        gc.collect()
+        before = tracemalloc.get_traced_memory()[0]
+        run(40)
+        gc.collect()
+        grown = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert grown < 16 * 1024, f"{grown} bytes kept after 40 passes"
+    assert [sys.getrefcount(o) for o in watched] == refs
 
 
 @pytest.fixture(scope="module", params=["native", "python"])

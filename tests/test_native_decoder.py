@@ -13,7 +13,6 @@ import contextlib
 import gc
 import struct
 import sys
-import tracemalloc
 import uuid
 from dataclasses import replace
 from pathlib import Path
@@ -26,7 +25,7 @@ from hypothesis import strategies as st
 from kdissect.decoders import api, compiler, encoder, program, schema
 from kdissect.decoders.errors import DecodeError
 from kdissect.decoders.schema import Field, Message
-from tests.conftest import PURE_PYTHON_FORCED
+from tests.conftest import PURE_PYTHON_FORCED, assert_no_leaks
 from tests.strategies import message_values, struct_values
 
 ALL = schema.all_api_versions()
@@ -278,22 +277,7 @@ def test_no_memory_or_reference_leaks_over_many_decodes() -> None:
                 with contextlib.suppress(api._CATCH):  # the truncated frame fails in both decoders
                     decode(raw, 0, len(raw))
 
-    run(20)
-    gc.collect()
-    key = sys.intern("partition_index")
-    refs = [sys.getrefcount(raw) for _, raw in decoders] + [sys.getrefcount(key)]
-    tracemalloc.start()
-    try:
-        run(3)
-        gc.collect()
-        before = tracemalloc.get_traced_memory()[0]
-        run(40)
-        gc.collect()
-        grown = tracemalloc.get_traced_memory()[0] - before
-    finally:
-        tracemalloc.stop()
-    assert grown < 16 * 1024, f"{grown} bytes kept after 40 passes"
-    assert [sys.getrefcount(raw) for _, raw in decoders] + [sys.getrefcount(key)] == refs
+    assert_no_leaks(run, [raw for _, raw in decoders] + [sys.intern("partition_index")])
 
 
 def test_decoded_values_are_plain_python_objects() -> None:

@@ -15,6 +15,10 @@
  * the bytes break a rule (or hold something this interpreter does not represent, such as a
  * varlong wider than 64 bits), the Program hands the same arguments to its Python fallback,
  * so results and errors (with field paths) are exactly the Python decoder's.
+ *
+ * v2_records is records.py's magic 2 record loop (decompressed records -> Record tuples), under
+ * the same rules: it reports failure and removes what it appended, and records.py reruns the
+ * Python loop on that batch, so warnings and error positions are the Python loop's.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -370,6 +374,219 @@ decode_value(Cursor *c, Py_ssize_t L, const Node *nd)
     return decode_element(c, L, nd, nd->flags & F_NULLABLE);
 }
 
+/* ---- magic 2 records -------------------------------------------------------------------- */
+
+/* A zig-zag varint of at most max_bytes bytes (5: int, 10: long) that must end before L. */
+static inline int
+read_zigzag(Cursor *c, Py_ssize_t L, int max_bytes, int64_t *out)
+{
+    if (c->p < L && c->b[c->p] < 0x80) { /* nearly every varint in a record is one byte */
+        unsigned char v = c->b[c->p++];
+        *out = (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
+        return 0;
+    }
+    uint64_t u;
+    if (read_uvar(c, L, max_bytes, &u) < 0)
+        return -1;
+    *out = (int64_t)(u >> 1) ^ -(int64_t)(u & 1);
+    return 0;
+}
+
+/* A nullable payload of `size` bytes at the cursor (negative: None), at most `cut` kept. */
+static PyObject *
+payload(Cursor *c, Py_ssize_t L, int64_t size, Py_ssize_t cut)
+{
+    if (size < 0)
+        Py_RETURN_NONE;
+    if (size > L - c->p)
+        return fail("payload overruns the record");
+    PyObject *v = PyBytes_FromStringAndSize((const char *)c->b + c->p, size <= cut ? (Py_ssize_t)size : cut);
+    c->p += (Py_ssize_t)size;
+    return v;
+}
+
+/* A 2-tuple taking over both references; NULL (both released) when either is NULL or on failure. */
+static PyObject *
+pair_of(PyObject *a, PyObject *b)
+{
+    PyObject *t = a != NULL && b != NULL ? PyTuple_New(2) : NULL;
+    if (t == NULL) {
+        Py_XDECREF(a);
+        Py_XDECREF(b);
+        return NULL;
+    }
+    PyTuple_SET_ITEM(t, 0, a);
+    PyTuple_SET_ITEM(t, 1, b);
+    return t;
+}
+
+/* The headers of a record ending at L, as a tuple of (str, bytes | None) tuples. A key that is
+ * not UTF-8 fails: the Python loop escapes it and warns on the batch. */
+static PyObject *
+record_headers(Cursor *c, Py_ssize_t L, Py_ssize_t cut)
+{
+    int64_t count;
+    if (read_zigzag(c, L, 5, &count) < 0)
+        return NULL;
+    if (count < 0 || count > (L - c->p) >> 1) /* each header takes at least two bytes */
+        return fail("header count overruns the record");
+    PyObject *headers = PyTuple_New((Py_ssize_t)count);
+    if (headers == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < (Py_ssize_t)count; i++) {
+        int64_t n;
+        if (read_zigzag(c, L, 5, &n) < 0)
+            goto error;
+        if (n < 0 || n > L - c->p) {
+            fail("header key overruns the record");
+            goto error;
+        }
+        PyObject *key = PyUnicode_DecodeUTF8((const char *)c->b + c->p, (Py_ssize_t)n, NULL);
+        if (key == NULL) {
+            if (PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) {
+                PyErr_Clear();
+                fail("header key is not UTF-8");
+            }
+            goto error;
+        }
+        c->p += (Py_ssize_t)n;
+        PyObject *pair = pair_of(key, read_zigzag(c, L, 5, &n) < 0 ? NULL : payload(c, L, n, cut));
+        if (pair == NULL)
+            goto error;
+        PyTuple_SET_ITEM(headers, i, pair);
+    }
+    return headers;
+error:
+    Py_DECREF(headers);
+    return NULL;
+}
+
+typedef struct {
+    PyTypeObject *type; /* the Record namedtuple */
+    int64_t base_offset, base_ts;
+    PyObject *append_ts; /* None: create time (base + delta) */
+    Py_ssize_t cut;
+} RecordContext;
+
+/* Sets a Record field from a new reference; returns -1 (and fails) when it is NULL. */
+static inline int
+set_field(PyObject *rec, Py_ssize_t i, PyObject *v)
+{
+    if (v == NULL)
+        return -1;
+    PyTuple_SET_ITEM(rec, i, v);
+    return 0;
+}
+
+/* One record at the cursor: a Record (tracked, as tuple.__new__ makes it) or NULL. */
+static PyObject *
+decode_record(Cursor *c, Py_ssize_t end, const RecordContext *ctx)
+{
+    int64_t length, ts_delta, offset_delta, key_size, value_size, offset, ts = 0;
+    if (read_zigzag(c, end, 5, &length) < 0)
+        return NULL;
+    if (length < 6 || length > end - c->p) /* attributes, 2 deltas, key, value, header count */
+        return fail("record length overruns the batch");
+    Py_ssize_t rec_end = c->p + (Py_ssize_t)length;
+    unsigned char attrs = c->b[c->p++];
+    if (read_zigzag(c, rec_end, 10, &ts_delta) < 0 || read_zigzag(c, rec_end, 5, &offset_delta) < 0)
+        return NULL;
+    if (__builtin_add_overflow(ctx->base_offset, offset_delta, &offset) ||
+        (ctx->append_ts == Py_None && __builtin_add_overflow(ctx->base_ts, ts_delta, &ts)))
+        return fail("offset or timestamp wider than 64 bits");
+    PyObject *rec = ctx->type->tp_alloc(ctx->type, 12);
+    if (rec == NULL)
+        return NULL;
+    if (read_zigzag(c, rec_end, 5, &key_size) < 0 || set_field(rec, 2, payload(c, rec_end, key_size, ctx->cut)) < 0 ||
+        read_zigzag(c, rec_end, 5, &value_size) < 0 ||
+        set_field(rec, 3, payload(c, rec_end, value_size, ctx->cut)) < 0)
+        goto error;
+    if (c->p < rec_end && c->b[c->p] == 0) {
+        c->p++;
+        PyTuple_SET_ITEM(rec, 4, Py_NewRef(empty_tuple));
+    }
+    else if (set_field(rec, 4, record_headers(c, rec_end, ctx->cut)) < 0)
+        goto error;
+    if (c->p != rec_end) {
+        fail("record fields do not fill its length");
+        goto error;
+    }
+    if (set_field(rec, 0, PyLong_FromLongLong(offset)) < 0 ||
+        set_field(rec, 1, ctx->append_ts == Py_None ? PyLong_FromLongLong(ts) : Py_NewRef(ctx->append_ts)) < 0 ||
+        set_field(rec, 5, PyLong_FromLongLong(key_size)) < 0 || set_field(rec, 6, PyLong_FromLongLong(value_size)) < 0 ||
+        set_field(rec, 7, PyLong_FromLong(attrs)) < 0 || set_field(rec, 8, PyLong_FromLongLong(length)) < 0 ||
+        set_field(rec, 9, PyLong_FromLongLong(offset_delta)) < 0 || set_field(rec, 10, PyLong_FromLongLong(ts_delta)) < 0)
+        goto error;
+    PyTuple_SET_ITEM(rec, 11, Py_NewRef(Py_None));
+    return rec;
+error:
+    Py_DECREF(rec); /* unset items are NULL, which tuple dealloc skips */
+    return NULL;
+}
+
+/* v2_records(buf, p, end, records, Record, base_offset, base_ts, append_ts, cut) -> bool
+ *
+ * Appends the Record of each record in buf[p:end] to the list `records`, as records.py's
+ * _v2_records does. False when the bytes break a rule or hold something this loop leaves to
+ * Python (a varint wider than 64 bits, a header key that is not UTF-8): the records appended
+ * are removed again, and the caller runs the Python loop, which reports where and why. */
+static PyObject *
+v2_records(PyObject *module, PyObject *args)
+{
+    PyObject *buf, *records;
+    Py_ssize_t p, end;
+    RecordContext ctx;
+    long long base_offset, base_ts;
+    if (!PyArg_ParseTuple(args, "OnnO!O!LLOn:v2_records", &buf, &p, &end, &PyList_Type, &records,
+                          &PyType_Type, &ctx.type, &base_offset, &base_ts, &ctx.append_ts, &ctx.cut))
+        return NULL;
+    if (!PyType_IsSubtype(ctx.type, &PyTuple_Type) || ctx.type->tp_itemsize != sizeof(PyObject *)) {
+        PyErr_SetString(PyExc_TypeError, "v2_records needs a tuple subclass for its records");
+        return NULL;
+    }
+    if (!PyBytes_CheckExact(buf) || p < 0 || p > end || end > PyBytes_GET_SIZE(buf) || ctx.cut < 0)
+        Py_RETURN_FALSE; /* Python's slices would be of another type, or Python decides */
+    ctx.base_offset = base_offset;
+    ctx.base_ts = base_ts;
+    Py_ssize_t before = PyList_GET_SIZE(records);
+    Cursor c = {(const unsigned char *)PyBytes_AS_STRING(buf), p};
+    int gc_was_enabled = PyGC_Disable(); /* records hold no cycles: see decode's note */
+    int ok = 1;
+    while (c.p < end) {
+        PyObject *rec = decode_record(&c, end, &ctx);
+        if (rec == NULL || PyList_Append(records, rec) < 0) {
+            Py_XDECREF(rec);
+            ok = 0;
+            break;
+        }
+        Py_DECREF(rec);
+    }
+    if (gc_was_enabled)
+        PyGC_Enable();
+    if (ok)
+        Py_RETURN_TRUE;
+    PyObject *type, *value, *traceback;
+    PyErr_Fetch(&type, &value, &traceback);
+    int redo = type == Error;
+    if (PyList_SetSlice(records, before, PyList_GET_SIZE(records), NULL) < 0 || redo) {
+        Py_XDECREF(type); /* a failure to cut back is the error reported */
+        Py_XDECREF(value);
+        Py_XDECREF(traceback);
+        if (redo && !PyErr_Occurred())
+            Py_RETURN_FALSE;
+    }
+    else
+        PyErr_Restore(type, value, traceback);
+    return NULL;
+}
+
+static PyMethodDef module_methods[] = {
+    {"v2_records", v2_records, METH_VARARGS,
+     "v2_records(buf, p, end, records, Record, base_offset, base_ts, append_ts, cut) -> bool: append the "
+     "magic 2 records in buf[p:end] to records; False (nothing appended) when the Python loop must decide."},
+    {NULL},
+};
+
 /* ---- building programs ------------------------------------------------------------------ */
 
 static void
@@ -474,20 +691,7 @@ program_vectorcall(PyObject *self_obj, PyObject *const *args, size_t nargsf, PyO
         PyErr_Clear();
         return PyObject_Vectorcall(self->fallback, args, nargsf, kwnames);
     }
-    PyObject *end = PyLong_FromSsize_t(c.p);
-    if (end == NULL) {
-        Py_DECREF(value);
-        return NULL;
-    }
-    PyObject *result = PyTuple_New(2);
-    if (result == NULL) {
-        Py_DECREF(value);
-        Py_DECREF(end);
-        return NULL;
-    }
-    PyTuple_SET_ITEM(result, 0, value);
-    PyTuple_SET_ITEM(result, 1, end);
-    return result;
+    return pair_of(value, PyLong_FromSsize_t(c.p));
 }
 
 /* program.strict(b, p, L): decode without the fallback, raising Error on bad bytes (for tests). */
@@ -586,8 +790,9 @@ static PyTypeObject ProgramType = {
 static struct PyModuleDef native_module = {
     PyModuleDef_HEAD_INIT,
     .m_name = "kdissect.decoders._native",
-    .m_doc = "Schema-program interpreter for Kafka message decoding (see program.py).",
+    .m_doc = "Schema-program interpreter for Kafka message decoding (see program.py), and the magic 2 record loop.",
     .m_size = -1,
+    .m_methods = module_methods,
 };
 
 PyMODINIT_FUNC

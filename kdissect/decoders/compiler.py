@@ -322,9 +322,7 @@ def native_loaded() -> bool:
 def use_native(enabled: bool) -> None:
     """Choose the native or the Python decoders (tests and benchmarks compare the two)."""
     global _fast
-    if enabled and _native is None:
-        raise RuntimeError("the native decoder extension is not available")
-    _fast = _NATIVE if enabled else _PYTHON
+    _fast = _NATIVE if program.require_native(enabled) else _PYTHON
 
 
 def native_enabled() -> bool:

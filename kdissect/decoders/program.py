@@ -34,6 +34,14 @@ def native_module() -> ModuleType | None:
     return _native
 
 
+def require_native(enabled: bool) -> bool:
+    """``enabled``, once checked that the extension is there when asked for (for the switches
+    tests and benchmarks use to compare the native and Python paths)."""
+    if enabled and native_module() is None:
+        raise RuntimeError("the native decoder extension is not available")
+    return enabled
+
+
 def node(f: Field) -> tuple:
     """One field as a program node (members recursively, tagged members apart)."""
     flags = (

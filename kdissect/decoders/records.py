@@ -9,7 +9,9 @@ cut short at the end of the field is normal (brokers cut fetch responses at the 
 it is reported as ``truncated`` rather than as a problem.
 
 Records are tuples built with ``tuple.__new__`` in a loop that reads varints inline: a fetch
-response can carry millions of records and per-record overhead is what limits throughput.
+response can carry millions of records and per-record overhead is what limits throughput. The
+magic 2 loop also exists in C (``_native.v2_records``, used when the extension is built); the
+Python loop below stays the reference, and redoes any batch the C loop does not finish.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from crc32c import crc32c
 
 from .codecs import CODEC_NAMES, CODEC_NONE, DEFAULT_LIMIT, decompress
 from .errors import DecodeWarning
+from .program import native_module, require_native
 from .wire import Malformed, read_varint, read_varlong
 
 LOG_OVERHEAD = 12  # offset (int64) + length (int32), common to every format
@@ -314,7 +317,7 @@ class _Decoder:
             batch.compressed_size, batch.decompressed_size = end - body, len(buf)
             start, stop, at = 0, len(buf), None
         cut = sys.maxsize if batch.is_control else self.cut
-        problem = _v2_records(buf, start, stop, batch, cut, attrs & ATTR_LOG_APPEND_TIME)
+        problem = _decode_v2_records(buf, start, stop, batch, cut, attrs & ATTR_LOG_APPEND_TIME)
         if complete:
             if problem is not None:
                 where, reason = problem
@@ -592,6 +595,34 @@ def _v2_records(buf: bytes, p: int, end: int, batch: Batch, cut: int, log_append
     except _CORRUPT as exc:
         return start, _reason(exc)
     return None
+
+
+def _native_v2_records(
+    buf: bytes, p: int, end: int, batch: Batch, cut: int, log_append_time: int
+) -> tuple[int, str] | None:
+    """:func:`_v2_records` in C; whatever the C loop leaves (bad bytes, a header key that is not
+    UTF-8, numbers wider than 64 bits) is redone from the start by the Python loop, so records,
+    warnings and the reported problem are exactly the Python loop's."""
+    append_ts = batch.max_timestamp if log_append_time else None
+    if _native.v2_records(
+        buf, p, end, batch.records, Record, batch.base_offset, batch.base_timestamp, append_ts, cut
+    ):
+        return None
+    return _v2_records(buf, p, end, batch, cut, log_append_time)
+
+
+_native = native_module()
+_decode_v2_records = _v2_records if _native is None else _native_v2_records
+
+
+def use_native(enabled: bool) -> None:
+    """Decode record batches in C or in Python (tests and benchmarks compare the two)."""
+    global _decode_v2_records
+    _decode_v2_records = _native_v2_records if require_native(enabled) else _v2_records
+
+
+def native_enabled() -> bool:
+    return _decode_v2_records is _native_v2_records
 
 
 def _headers(buf: bytes, p: int, end: int, cut: int, batch: Batch) -> tuple[tuple[Header, ...], int]:
