@@ -126,14 +126,6 @@ class TableWriter:
         return [(self.out / f"{name}.{self.fmt}", self.rows[name]) for name in order]
 
 
-def write_tables(tables: dict[str, pd.DataFrame], out: Path, fmt: str) -> list[tuple[Path, int]]:
-    """Write each table as ``out/<table>.<fmt>``; bytes become hex in text formats."""
-    writer = TableWriter(out, fmt)
-    for name, df in tables.items():
-        writer.write(name, df)
-    return writer.close()
-
-
 def _message_dict(msg: KafkaMessage | None) -> dict | None:
     if msg is None:
         return None

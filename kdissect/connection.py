@@ -285,12 +285,11 @@ class KafkaConnection:
             events.extend(self._handle(1 - direction, self.splitters[1 - direction].rescan()))
             return events
         self.summary.is_kafka = True
-        size = len(frame.data) if frame.wire_size is None else frame.wire_size
         if direction == self.request_dir:
-            self.summary.bytes_to_broker += 4 + size
+            self.summary.bytes_to_broker += 4 + frame.size
             self.summary.frames_to_broker += 1
             return self._request(frame) if frame.complete else self._cut_request(frame)
-        self.summary.bytes_to_client += 4 + size
+        self.summary.bytes_to_client += 4 + frame.size
         self.summary.frames_to_client += 1
         return self._response(frame) if frame.complete else self._cut_response(frame)
 
@@ -303,7 +302,7 @@ class KafkaConnection:
             conn_id=self.conn_id,
             is_request=is_request,
             offset=frame.offset,
-            size=len(frame.data) if frame.wire_size is None else frame.wire_size,
+            size=frame.size,
             ts_first=frame.ts_first,
             ts_last=frame.ts_last,
             raw=frame.data if self.options.keep_raw else None,

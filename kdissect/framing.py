@@ -44,6 +44,11 @@ class Frame:
     def complete(self) -> bool:
         return self.wire_size is None
 
+    @property
+    def size(self) -> int:
+        """The frame's size on the wire (without its size prefix), cut or not."""
+        return len(self.data) if self.wire_size is None else self.wire_size
+
 
 @dataclass(frozen=True, slots=True)
 class Skipped:

@@ -193,10 +193,6 @@ TABLES: dict[str, list[tuple[str, str]]] = {
 }
 
 
-def empty_row(table: str) -> dict[str, Any]:
-    return dict.fromkeys(name for name, _ in TABLES[table])
-
-
 @dataclass(slots=True)
 class Runs:
     """A column given as runs, ``values[i]`` repeated ``counts[i]`` times: what a value shared by a
