@@ -31,18 +31,9 @@ def _run(msg: schema.Message, b: bytes, p: int, *, api_key: int | None, api_vers
 def _header_and_body(
     header_msg: schema.Message, msg: schema.Message, b: bytes, api_key: int, api_version: int
 ) -> tuple[dict, dict, int]:
-    """A whole frame: :func:`_run` for the header then the body, in one call (small frames are
-    dominated by per-call overhead once the decoders are native)."""
-    fast = compiler.fast_decoder
-    n = len(b)
-    try:
-        header, p = fast(header_msg)(b, 0, n)
-    except _CATCH:
-        _fail(header_msg, b, 0, api_key, api_version)
-    try:
-        body, end = fast(msg)(b, p, n)
-    except _CATCH:
-        _fail(msg, b, p, api_key, api_version)
+    """A whole frame: the header, then the body where the header ends."""
+    header, p = _run(header_msg, b, 0, api_key=api_key, api_version=api_version)
+    body, end = _run(msg, b, p, api_key=api_key, api_version=api_version)
     return header, body, end
 
 
