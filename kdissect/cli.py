@@ -133,7 +133,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         if bar is not None:
             bar.stop()
     _check_something_read(stats, args.captures)
-    tables = {name: sink.frame(name) for name in TABLES if name in wanted or name in ("connections", "anomalies")}
+    tables = {name: sink.columns(name) for name in TABLES if name in wanted or name in ("connections", "anomalies")}
     for line in summary_lines(tables, stats.packets):
         print(line)
     if writer is not None:

@@ -7,16 +7,16 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-
-import pandas as pd
+from typing import Any
 
 from .decoders.records import decode_records
 from .events import Exchange, KafkaMessage
 from .render import safe_text, to_jsonable, tree_lines
-from .tables.columns import TABLES, arrow_schema
-from .tables.sink import exchange_row
+from .tables.columns import TABLES, Runs
+from .tables.sink import Columns, exchange_row
 
 # Why each kind of anomaly happens, for the summary (kinds not listed are shown bare).
 _WHY = {
@@ -42,72 +42,101 @@ def _row(cells: tuple) -> str:
     return f"{name:<28} {rest[0]:>7} {rest[1]:>9} {rest[2]:>9} {rest[3]:>9} {rest[4]:>7} {rest[5]:>10}"
 
 
-def summary_lines(tables: dict[str, pd.DataFrame], packets: int) -> list[str]:
-    """Exchanges by API with latency percentiles and error counts, then what went wrong."""
-    ex = tables.get("exchanges")
-    conns = tables.get("connections")
+def summary_lines(tables: Mapping[str, Columns], packets: int) -> list[str]:
+    """Exchanges by API with latency percentiles and error counts, then what went wrong.
+
+    Works on the sink's columns, so printing it needs neither pandas nor numpy."""
+    ex, conns, an = tables.get("exchanges"), tables.get("connections"), tables.get("anomalies")
     lines: list[str] = []
-    n_conn = len(conns) if conns is not None else 0
-    n_kafka = int(conns["is_kafka"].fillna(False).sum()) if conns is not None and n_conn else 0
-    n_ex = len(ex) if ex is not None else 0
+    n_conn = len(_values(conns, "connection_id")) if conns is not None else 0
+    n_kafka = sum(1 for v in _values(conns, "is_kafka") if v) if conns is not None else 0
+    n_ex = len(_values(ex, "status")) if ex is not None else 0
     lines.append(f"{packets:,} packets, {n_conn} TCP connections ({n_kafka} Kafka), {n_ex:,} exchanges")
     if n_kafka == 0 and not n_ex:
         lines.append("no Kafka traffic found")
     if ex is not None and n_ex:
         lines.append("")
-        head = ("api", "count", "p50 ms", "p99 ms", "max ms", "errors", "unanswered")
-        lines.append(_row(head))
-        for name, group in ex.groupby("api_name", observed=True, sort=True):
-            lat = group["latency_ms"].dropna()
-            p50 = f"{lat.quantile(0.5):.2f}" if len(lat) else "-"
-            p99 = f"{lat.quantile(0.99):.2f}" if len(lat) else "-"
-            mx = f"{lat.max():.2f}" if len(lat) else "-"
-            errors = int((group["status"] == "error").sum())
-            unanswered = int((group["status"] == "unanswered").sum())
-            lines.append(_row((safe_text(str(name)), len(group), p50, p99, mx, errors, unanswered)))
-        statuses = Counter(ex["status"].astype(str))
-        other = {k: v for k, v in statuses.items() if k not in ("ok", "error")}
+        lines.append(_row(("api", "count", "p50 ms", "p99 ms", "max ms", "errors", "unanswered")))
+        statuses = _values(ex, "status")
+        by_api: dict[str, list[int]] = {}
+        for i, name in enumerate(_values(ex, "api_name")):
+            if name is not None:
+                by_api.setdefault(name, []).append(i)
+        latency = _values(ex, "latency_ms")
+        for name in sorted(by_api):
+            rows = by_api[name]
+            lat = sorted(latency[i] for i in rows if latency[i] is not None)
+            p50 = p99 = mx = "-"
+            if lat:
+                p50, p99, mx = (f"{v:.2f}" for v in (_quantile(lat, 0.5), _quantile(lat, 0.99), lat[-1]))
+            errors = sum(1 for i in rows if statuses[i] == "error")
+            unanswered = sum(1 for i in rows if statuses[i] == "unanswered")
+            lines.append(_row((safe_text(name), len(rows), p50, p99, mx, errors, unanswered)))
+        other = {k: v for k, v in Counter(statuses).items() if k not in ("ok", "error")}
         if other:
-            lines.append("status: " + ", ".join(f"{k} {v}" for k, v in sorted(other.items())))
-    an = tables.get("anomalies")
-    if an is not None and len(an):
+            ordered = sorted(other.items(), key=lambda kv: str(kv[0]))
+            lines.append("status: " + ", ".join(f"{k} {v}" for k, v in ordered))
+    if an is not None and _values(an, "kind"):
         lines.append("")
         lines.append("not decoded / anomalies (see the anomalies table):")
-        for kind, group in an.groupby("kind", observed=True, sort=True):
-            total = group["length"].dropna().sum()
-            extra = f", {int(total):,} bytes" if total else ""
-            why = f" — {_WHY[str(kind)]}" if str(kind) in _WHY else ""
-            lines.append(f"  {safe_text(str(kind))}: {len(group)}{extra}{why}")
+        kinds: dict[str, list[int]] = {}
+        for kind, length in zip(_values(an, "kind"), _values(an, "length"), strict=True):
+            kinds.setdefault(kind, []).append(length or 0)
+        for kind in sorted(kinds):
+            total = sum(kinds[kind])
+            extra = f", {total:,} bytes" if total else ""
+            why = f" — {_WHY[kind]}" if kind in _WHY else ""
+            lines.append(f"  {safe_text(str(kind))}: {len(kinds[kind])}{extra}{why}")
     return lines
+
+
+def _values(table: Columns, name: str) -> list[Any]:
+    column = table[name]
+    return column.expand() if isinstance(column, Runs) else column
+
+
+def _quantile(ordered: list[float], q: float) -> float:
+    """The ``q`` quantile of sorted values, interpolated linearly (as pandas and numpy do by default)."""
+    h = (len(ordered) - 1) * q
+    lo = int(h)
+    hi = min(lo + 1, len(ordered) - 1)
+    return ordered[lo] + (h - lo) * (ordered[hi] - ordered[lo])
 
 
 class TableWriter:
     """Writes tables to ``out/<table>.<fmt>``, each possibly in several pieces (a sink's spills).
 
-    Parquet pieces go through one writer per table with the table's fixed Arrow schema; text
-    formats append (CSV writes its header once). Bytes become hex in text formats.
+    Parquet pieces go through one writer per table with the table's fixed Arrow schema, on a
+    background thread: Parquet encoding and compression run without the GIL, so they overlap
+    the decoding of what follows (one piece at a time, so memory stays bounded). Text formats
+    append (CSV writes its header once). Bytes become hex in text formats.
     """
 
     def __init__(self, out: Path, fmt: str) -> None:
         out.mkdir(parents=True, exist_ok=True)
         self.out, self.fmt = out, fmt
         self.rows: dict[str, int] = {}
-        self._parquet: dict[str, object] = {}
+        self._parquet: dict[str, Any] = {}
+        self._pool: ThreadPoolExecutor | None = None
+        self._pending: Future | None = None
 
-    def write(self, name: str, df: pd.DataFrame) -> None:
+    def write(self, name: str, columns: Columns) -> None:
         path = self.out / f"{name}.{self.fmt}"
         first = name not in self.rows
-        self.rows[name] = self.rows.get(name, 0) + len(df)
-        if self.fmt == "parquet":
-            import pyarrow as pa
-            import pyarrow.parquet as pq
+        if self.fmt == "parquet":  # straight from the columns to Arrow: no pandas
+            from .tables.arrow import to_arrow
 
-            table = pa.Table.from_pandas(df, schema=arrow_schema(name), preserve_index=False)
-            if first:  # the table's schema carries pandas' metadata, so dtypes survive a round trip
-                self._parquet[name] = pq.ParquetWriter(path, table.schema)
-            self._parquet[name].write_table(table)  # type: ignore[attr-defined]
+            table = to_arrow(name, columns)
+            self.rows[name] = self.rows.get(name, 0) + table.num_rows
+            self._wait()
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(1, thread_name_prefix="parquet")
+            self._pending = self._pool.submit(self._write_parquet, name, path, table)
             return
-        text_df = df.copy()
+        from .tables.frames import to_dataframe
+
+        text_df = to_dataframe(name, columns)
+        self.rows[name] = self.rows.get(name, 0) + len(text_df)
         for col in text_df.columns:
             if text_df[col].dtype == object:
                 text_df[col] = text_df[col].map(lambda v: json.dumps(to_jsonable(v)) if isinstance(
@@ -118,10 +147,28 @@ class TableWriter:
             else:
                 text_df.to_json(f, orient="records", lines=True, date_format="iso", date_unit="ns")
 
+    def _write_parquet(self, name: str, path: Path, table: Any) -> None:
+        import pyarrow.parquet as pq
+
+        if name not in self._parquet:  # the table's schema carries pandas' metadata: dtypes survive a round trip
+            self._parquet[name] = pq.ParquetWriter(path, table.schema)
+        self._parquet[name].write_table(table)
+
+    def _wait(self) -> None:
+        """Let the piece being written finish (re-raising what it raised, e.g. a full disk)."""
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            pending.result()
+
     def close(self) -> list[tuple[Path, int]]:
         """Finish every file; (path, rows written) per table, in the order first written."""
-        for writer in self._parquet.values():
-            writer.close()  # type: ignore[attr-defined]
+        try:
+            self._wait()
+        finally:
+            if self._pool is not None:
+                self._pool.shutdown()
+            for writer in self._parquet.values():
+                writer.close()
         order = [name for name in TABLES if name in self.rows]
         return [(self.out / f"{name}.{self.fmt}", self.rows[name]) for name in order]
 

@@ -19,7 +19,6 @@ from dataclasses import dataclass
 
 import cramjam
 import lz4.frame
-import zstandard
 
 from .errors import DecodeWarning
 
@@ -268,6 +267,8 @@ def _unzstd(view: memoryview, sink: _Sink) -> str | None:
     The decompression object has no output limit, so input goes in pieces small enough that
     even the most compressible block cannot push the output far past the room left.
     """
+    import zstandard  # loaded on first use: its import costs more than a short run's decoding
+
     pos, n = 0, len(view)
     dctx = zstandard.ZstdDecompressor()
     while pos < n:
@@ -310,6 +311,8 @@ def compress(codec: int, data: bytes, *, xerial: bool = True, legacy_lz4: bool =
             frame = frame[:hc_at] + bytes((_lz4_header_checksum(frame[:hc_at]),)) + frame[hc_at + 1 :]
         return frame
     if codec == CODEC_ZSTD:
+        import zstandard
+
         return zstandard.ZstdCompressor().compress(data)
     raise ValueError(f"cannot compress with codec {codec}")
 

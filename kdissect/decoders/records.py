@@ -23,8 +23,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from crc32c import crc32c
-
 from .codecs import CODEC_NAMES, CODEC_NONE, DEFAULT_LIMIT, decompress
 from .errors import DecodeWarning
 from .program import native_module, require_native
@@ -301,7 +299,7 @@ class _Decoder:
          count) = V2_HEADER.unpack_from(self.buf, pos)  # fmt: skip
         batch = Batch(
             self.origin + pos, end - pos, magic, base_offset, length, crc,
-            crc32c(self.view[pos + _V2_CRC_FROM : end]) == crc if complete else None, attrs,
+            _crc32c(self.view[pos + _V2_CRC_FROM : end]) == crc if complete else None, attrs,
             epoch, last_delta, base_ts, max_ts, pid, pepoch, base_seq, count, complete=complete,
         )  # fmt: skip
         if batch.crc_ok is False:
@@ -684,6 +682,14 @@ def _reason(exc: BaseException) -> str:
     if isinstance(exc, _Corrupt | Malformed):
         return str(exc)
     return "runs past the end of the data"
+
+
+def _crc32c(data: memoryview) -> int:
+    """CRC-32C of a batch. The crc32c module is loaded on first use: importing it takes longer
+    than decoding a small capture, and a run that writes only the exchanges table never needs it."""
+    from crc32c import crc32c
+
+    return crc32c(data)
 
 
 def _warn_crc(batch: Batch, crc: int, kind: str) -> None:

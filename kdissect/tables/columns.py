@@ -1,33 +1,15 @@
 """One definition of every table's columns and types, shared by pandas, Parquet and Spark.
 
-Types are abstract names mapped to each backend here, so a column added once shows up
-with the same type everywhere.
+Types are abstract names, mapped to each backend by its own module (``frames`` for pandas,
+``arrow`` for Arrow/Parquet), so a column added once shows up with the same type everywhere.
+This module imports neither: the command line writes Parquet without loading pandas.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from itertools import repeat
 from typing import Any
-
-import numpy as np
-import pandas as pd
-
-# abstract type -> pandas dtype
-_PANDAS = {
-    "int64": "Int64",
-    "int32": "Int32",
-    "int16": "Int16",
-    "int8": "Int8",
-    "float64": "Float64",
-    "bool": "boolean",
-    "string": "string",
-    "category": "category",
-    "timestamp": "datetime64[ns, UTC]",
-    "bytes": "object",
-    "headers": "object",
-}
 
 TABLES: dict[str, list[tuple[str, str]]] = {
     "exchanges": [
@@ -206,81 +188,3 @@ class Runs:
         for value, n in zip(self.values, self.counts, strict=True):
             out.extend(repeat(value, n))
         return out
-
-
-def to_dataframe(table: str, columns: Mapping[str, list[Any] | Runs]) -> pd.DataFrame:
-    """Columns (values per column name, None for null) as a DataFrame with the table's declared dtypes.
-
-    Timestamps are given as integer nanoseconds since the epoch (UTC).
-    """
-    data = {name: _column(kind, columns[name]) for name, kind in TABLES[table]}
-    return pd.DataFrame(data, columns=list(data), copy=False)
-
-
-def _column(kind: str, column: list[Any] | Runs) -> Any:
-    if isinstance(column, Runs):  # convert each run's value once, then repeat it
-        return _array(kind, column.values).take(np.repeat(np.arange(len(column.values)), column.counts))
-    return _array(kind, column)
-
-
-# kinds that go through numpy: the numpy type of their values
-_NUMPY = {"int64": np.int64, "int32": np.int32, "int16": np.int16, "int8": np.int8, "bool": np.bool_,
-          "timestamp": np.int64}
-
-
-def _array(kind: str, values: list[Any]) -> Any:
-    """One column as a pandas array. Numbers and objects go through numpy, many times faster than
-    pandas' element-by-element inference; whatever numpy cannot take goes to pandas as before."""
-    if kind in _NUMPY:
-        masked = _masked(values, _NUMPY[kind])
-        if kind == "timestamp":
-            return pd.to_datetime(masked if masked is not None else pd.array(values, dtype="Int64"), unit="ns",
-                                  utc=True)
-        return masked if masked is not None else pd.array(values, dtype=_PANDAS[kind])
-    if kind == "category":  # (all null: pandas infers float categories from a list, kept as they were)
-        return pd.Categorical(_objects(values) if values.count(None) != len(values) else values)
-    if kind in ("bytes", "headers"):
-        return pd.array(_objects(values), dtype=object)
-    return pd.array(values, dtype=_PANDAS[kind])
-
-
-def _objects(values: list[Any]) -> np.ndarray:
-    """A 1-d object array of the values as they are (lists stay cells, not a dimension)."""
-    return np.fromiter(values, dtype=object, count=len(values))
-
-
-def _masked(values: list[Any], dtype: type) -> Any:
-    """The values (None: null) as a pandas masked array of ``dtype``, or None when they are not all
-    of that type or out of its range."""
-    wide_type = np.bool_ if dtype is np.bool_ else np.int64
-    try:
-        if None in values:
-            objects = _objects(values)
-            mask = np.equal(objects, None)
-            objects[mask] = 0
-            wide = objects.astype(wide_type)
-        else:
-            mask = np.zeros(len(values), dtype=np.bool_)
-            wide = np.array(values, dtype=wide_type)
-    except (TypeError, ValueError, OverflowError):
-        return None
-    if dtype is np.bool_:
-        return pd.arrays.BooleanArray(wide, mask)
-    data = wide.astype(dtype)
-    if not np.array_equal(data, wide):
-        return None
-    return pd.arrays.IntegerArray(data, mask)
-
-
-def arrow_schema(table: str):
-    """The table's fixed Arrow schema, so files written in pieces have one schema whatever each
-    piece holds (categories as int32-indexed dictionaries, headers as key/value structs)."""
-    import pyarrow as pa
-
-    types = {
-        "int64": pa.int64(), "int32": pa.int32(), "int16": pa.int16(), "int8": pa.int8(),
-        "float64": pa.float64(), "bool": pa.bool_(), "string": pa.string(),
-        "category": pa.dictionary(pa.int32(), pa.string()), "timestamp": pa.timestamp("ns", tz="UTC"),
-        "bytes": pa.binary(), "headers": pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())])),
-    }
-    return pa.schema([(name, types[kind]) for name, kind in TABLES[table]])

@@ -27,6 +27,7 @@ from .entries import Entry
 from .rows import TableRows
 
 _TIMESTAMP_TYPES = {0: "create_time", 1: "log_append_time"}
+_MAX_MS = (2**63 - 1) // 1_000_000  # later record timestamps (ms) cannot be held as ns: shown as unknown
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,7 +133,7 @@ def add_records(table: TableRows, ex: Exchange, direction: str, parts: list[Part
                 "timestamp_type": _TIMESTAMP_TYPES.get(b.timestamp_type) if b.timestamp_type is not None else None,
             }, {
                 "offset": offsets,
-                "timestamp": [t * 1_000_000 if t is not None and t >= 0 else None for t in timestamps],
+                "timestamp": [t * 1_000_000 if t is not None and 0 <= t <= _MAX_MS else None for t in timestamps],
                 "key": keys, "value": values, "key_size": key_sizes, "value_size": value_sizes,
                 "headers": list(map(list, headers)),
                 "control_type": [controls.get(r.offset) for r in b.records] if controls else (None,) * n,

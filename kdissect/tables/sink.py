@@ -1,24 +1,26 @@
-"""Turn the Kafka layer's events into table rows, then pandas DataFrames.
+"""Turn the Kafka layer's events into table rows, held column by column.
 
 A sink: it consumes events in order and keeps only rows, never messages, so memory grows
-with the output, not the capture.
+with the output, not the capture. Its columns become pandas DataFrames (:meth:`TableSink.frame`)
+or Arrow tables for Parquet (:mod:`kdissect.tables.arrow`); pandas loads only for the former.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterable
-from typing import Any
-
-import pandas as pd
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from ..decoders import schema
 from ..decoders.error_codes import error_name, is_retriable
 from ..events import Anomaly, ConnectionSummary, Exchange, KafkaEvent, KafkaMessage
-from .columns import TABLES, to_dataframe
+from .columns import TABLES, Runs
 from .entries import Entry, is_error_field, walk
 from .records import RecordOptions, add_records, batch_rows, produce_base_offsets, record_fields
 from .rows import TableRows
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 # Cluster-state broadcasts list every partition of the cluster: not per-partition traffic.
 _NOT_PARTITION_TRAFFIC = {3, 4, 6, 75}
@@ -27,7 +29,8 @@ _PARTITION_VALUES = ("fetch_offset", "committed_offset", "offset", "base_offset"
 _API_NAMES = schema.api_names()
 # Tables whose rows grow with the traffic's volume (not its request count) and that no summary reads.
 SPILLABLE = ("records", "batches", "partitions", "errors")
-Spill = Callable[[str, pd.DataFrame], None]
+Columns = Mapping[str, list[Any] | Runs]  # a table's values per column name
+Spill = Callable[[str, Columns], None]
 
 
 def api_name(key: int | None) -> str | None:
@@ -90,7 +93,7 @@ def exchange_row(ex: Exchange, errors: list[tuple[Entry, str, int]] | None = Non
 class TableSink:
     """Accumulates rows for every table from a stream of :mod:`kdissect.events`.
 
-    With ``spill``, each ``SPILLABLE`` table is handed over as a DataFrame every ``spill_rows`` rows
+    With ``spill``, each ``SPILLABLE`` table's columns are handed over every ``spill_rows`` rows
     and forgotten, so memory stays flat however many records the capture holds (a topic id is
     named in spilled rows only if a Metadata response named it before they were spilled).
     """
@@ -263,16 +266,23 @@ class TableSink:
             if topics[i] is None:
                 topics[i] = self.topic_names.get(tid)
 
-    def frame(self, name: str) -> pd.DataFrame:
+    def columns(self, name: str) -> Columns:
+        """The table's rows so far, column by column, topic ids named."""
         rows = self.rows[name]
         self._resolve_topic_ids(rows)
-        return to_dataframe(name, rows.columns)
+        return rows.columns
 
-    def take(self, name: str) -> pd.DataFrame:
-        """The table's rows so far as a DataFrame, forgetting them (what ``spill`` receives)."""
-        frame = self.frame(name)
+    def take(self, name: str) -> Columns:
+        """The table's columns so far, forgetting them (what ``spill`` receives)."""
+        columns = self.columns(name)
         self.rows[name] = TableRows(name)
-        return frame
+        return columns
+
+    def frame(self, name: str) -> pd.DataFrame:
+        """The table as a pandas DataFrame (pandas is imported here, not by the sink's users)."""
+        from .frames import to_dataframe
+
+        return to_dataframe(name, self.columns(name))
 
     def frames(self) -> dict[str, pd.DataFrame]:
         return {name: self.frame(name) for name in TABLES if name in self.wanted}

@@ -1,0 +1,184 @@
+"""Table columns as Arrow tables, for Parquet: built straight from the sink's column lists.
+
+The command line writes Parquet through here without importing pandas (a third of a short
+run's time went to loading it). The schema is fixed per table, so a table written in pieces
+has one schema whatever each piece holds, and it carries the metadata pandas writes itself,
+so ``pandas.read_parquet`` gives back the dtypes of :mod:`kdissect.tables.frames`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from functools import cache
+from itertools import chain
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from .columns import TABLES, Runs
+
+_TYPES = {
+    "int64": pa.int64(), "int32": pa.int32(), "int16": pa.int16(), "int8": pa.int8(),
+    "float64": pa.float64(), "bool": pa.bool_(), "string": pa.string(),
+    "category": pa.dictionary(pa.int32(), pa.string()), "timestamp": pa.timestamp("ns", tz="UTC"),
+    "bytes": pa.binary(), "headers": pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())])),
+}  # fmt: skip
+
+# abstract type -> (pandas_type, numpy_type) as pandas records them in Parquet metadata
+_PANDAS_TYPES = {
+    "int64": ("int64", "Int64"), "int32": ("int32", "Int32"), "int16": ("int16", "Int16"), "int8": ("int8", "Int8"),
+    "float64": ("float64", "Float64"), "bool": ("bool", "boolean"), "string": ("unicode", "string"),
+    "category": ("categorical", "int8"), "timestamp": ("datetimetz", "datetime64[ns]"),
+    "bytes": ("bytes", "object"), "headers": ("list[object]", "object"),
+}  # fmt: skip
+
+
+@cache
+def arrow_schema(table: str) -> pa.Schema:
+    """The table's Arrow schema (categories as int32-indexed dictionaries, headers as key/value
+    structs), without the pandas metadata."""
+    return pa.schema([(name, _TYPES[kind]) for name, kind in TABLES[table]])
+
+
+def to_arrow(table: str, columns: Mapping[str, list[Any] | Runs]) -> pa.Table:
+    """Columns (values per column name, None for null; timestamps as integer ns since the epoch)
+    as an Arrow table of the table's schema."""
+    arrays = [_array(kind, columns[name]) for name, kind in TABLES[table]]
+    schema = arrow_schema(table).with_metadata({b"pandas": _pandas_metadata(table, arrays)})
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def _array(kind: str, column: list[Any] | Runs) -> pa.Array | pa.ChunkedArray:
+    if isinstance(column, Runs):  # convert each run's value once, then repeat it
+        indices = np.repeat(np.arange(len(column.values), dtype=np.int32), np.asarray(column.counts, dtype=np.int64))
+        return _array(kind, column.values).take(_fixed(pa.int32(), len(indices), indices, None))
+    if kind in _NUMPY:
+        return _numbers(kind, column)
+    if kind == "category":
+        return _dictionary(column)
+    if kind == "headers":
+        return _headers(column)
+    return _binary(_TYPES[kind], column)
+
+
+# Arrays are assembled from buffers, never through ``pa.array``: that function imports pandas
+# whenever it is installed (to ask whether its argument is a pandas object).
+_NUMPY = {"int64": np.int64, "int32": np.int32, "int16": np.int16, "int8": np.int8, "float64": np.float64,
+          "bool": np.bool_, "timestamp": np.int64}  # fmt: skip
+_MAX_BINARY = 2**31 - 1  # a binary/string array's int32 offsets reach this far; longer columns are chunked
+
+
+def _numbers(kind: str, values: list[Any]) -> pa.Array:
+    """Numbers, booleans and timestamps (integer ns), None for null. A value outside the column's
+    range (only hostile input makes one, e.g. an offset near 2**63 plus a record index) is null."""
+    dtype = _NUMPY[kind]
+    nulls = None
+    try:
+        if None in values:
+            objects = np.fromiter(values, dtype=object, count=len(values))
+            nulls = np.equal(objects, None)
+            objects[nulls] = 0
+            data = objects.astype(dtype)
+        else:
+            data = np.array(values, dtype=dtype)
+    except OverflowError:
+        bounds = np.iinfo(dtype)
+        return _numbers(kind, [v if v is not None and bounds.min <= v <= bounds.max else None for v in values])
+    if kind == "bool":
+        data = np.packbits(data, bitorder="little")
+    return _fixed(_TYPES[kind], len(values), data, nulls)
+
+
+def _fixed(arrow_type: pa.DataType, length: int, data: np.ndarray, nulls: np.ndarray | None) -> pa.Array:
+    return pa.Array.from_buffers(arrow_type, length, [_validity(nulls), pa.py_buffer(data)])
+
+
+def _validity(nulls: np.ndarray | None) -> pa.Buffer | None:
+    return None if nulls is None or not nulls.any() else pa.py_buffer(np.packbits(~nulls, bitorder="little"))
+
+
+def _binary(arrow_type: pa.DataType, values: list[Any]) -> pa.Array | pa.ChunkedArray:
+    """Bytes (or, for a string type, text) values, None for null; chunked past int32 offsets."""
+    nulls = np.fromiter((v is None for v in values), dtype=np.bool_, count=len(values)) if None in values else None
+    present = values if nulls is None else [v for v in values if v is not None]
+    data, sizes = _utf8_joined(present) if arrow_type == pa.string() else (b"".join(present), map(len, present))
+    ends = np.zeros(len(values) + 1, dtype=np.int64)
+    if nulls is None:
+        ends[1:] = np.fromiter(sizes, dtype=np.int64, count=len(present))
+    else:
+        ends[1:][~nulls] = np.fromiter(sizes, dtype=np.int64, count=len(present))
+    np.cumsum(ends, out=ends)
+    if ends[-1] > _MAX_BINARY and len(values) > 1:
+        half = len(values) // 2
+        parts = (_binary(arrow_type, values[:half]), _binary(arrow_type, values[half:]))
+        return pa.chunked_array([chunk for part in parts for chunk in _chunks(part)], type=arrow_type)
+    buffers = [_validity(nulls), pa.py_buffer(ends.astype(np.int32)), pa.py_buffer(data)]
+    return pa.Array.from_buffers(arrow_type, len(values), buffers)
+
+
+def _utf8_joined(texts: list[Any]) -> tuple[bytes, Iterable[int]]:
+    """The texts' UTF-8 bytes end to end, and each one's byte length. All-ASCII text (header
+    keys, names, addresses) is encoded in one call, its byte lengths being its lengths."""
+    try:
+        joined = "".join(texts)
+    except TypeError:  # not all str: each is shown as text
+        joined = None
+    if joined is not None and joined.isascii():
+        return joined.encode("ascii"), map(len, texts)
+    encoded = [(t if isinstance(t, str) else str(t)).encode("utf-8", "replace") for t in texts]
+    return b"".join(encoded), map(len, encoded)
+
+
+def _chunks(array: pa.Array | pa.ChunkedArray) -> list[pa.Array]:
+    return array.chunks if isinstance(array, pa.ChunkedArray) else [array]
+
+
+def _dictionary(values: list[Any]) -> pa.DictionaryArray:
+    """A category column: int32 codes into the distinct values, in order of first appearance."""
+    index: dict[Any, int] = {}
+    codes = [None if v is None else index.setdefault(v, len(index)) for v in values]
+    return pa.DictionaryArray.from_arrays(_numbers("int32", codes), _binary(pa.string(), list(index)))
+
+
+def _headers(values: list[Any]) -> pa.Array:
+    """Record headers: per record a list of (key, value) pairs, or None."""
+    nulls = np.fromiter((h is None for h in values), dtype=np.bool_, count=len(values)) if None in values else None
+    present = values if nulls is None else [h if h is not None else () for h in values]
+    pairs = list(chain.from_iterable(present))
+    keys, data = (list(column) for column in zip(*pairs, strict=True)) if pairs else ([], [])
+    struct = pa.StructArray.from_arrays(
+        [_binary(pa.string(), keys), _binary(pa.binary(), data)], fields=list(_TYPES["headers"].value_type)
+    )
+    offsets = np.zeros(len(values) + 1, dtype=np.int32)
+    np.cumsum(np.fromiter(map(len, present), dtype=np.int32, count=len(values)), out=offsets[1:])
+    mask = _numbers("bool", nulls.tolist()) if nulls is not None else None
+    return pa.ListArray.from_arrays(
+        _fixed(pa.int32(), len(offsets), offsets, None), struct, type=_TYPES["headers"], mask=mask
+    )
+
+
+def _pandas_metadata(table: str, arrays: list[pa.Array | pa.ChunkedArray]) -> bytes:
+    """What ``pandas.DataFrame.to_parquet`` would record for this table's dtypes."""
+    columns = []
+    for (name, kind), array in zip(TABLES[table], arrays, strict=True):
+        pandas_type, numpy_type = _PANDAS_TYPES[kind]
+        meta: dict[str, Any] | None = None
+        if kind == "timestamp":
+            meta = {"timezone": "UTC"}
+        elif kind == "category":
+            chunks = array.chunks if isinstance(array, pa.ChunkedArray) else [array]
+            meta = {"num_categories": max((len(c.dictionary) for c in chunks), default=0), "ordered": False}
+        columns.append(
+            {"name": name, "field_name": name, "pandas_type": pandas_type, "numpy_type": numpy_type, "metadata": meta}
+        )
+    return json.dumps(
+        {
+            "index_columns": [],
+            "column_indexes": [],
+            "columns": columns,
+            "attributes": {},
+            "creator": {"library": "pyarrow", "version": pa.__version__},
+        }
+    ).encode()
