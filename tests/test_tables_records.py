@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pandas as pd
+
 import kdissect
 from kdissect.decoders.encoder import encode_request, encode_response
 from kdissect.decoders.records_encode import control_record, encode_batch, new_record
@@ -57,6 +59,21 @@ def test_produce_records_get_the_offsets_the_broker_assigned(tmp_path: Path) -> 
     assert str(r["timestamp"].iloc[0]) == "2023-11-14 22:13:20+00:00"
     b = cap._tables["batches"]
     assert len(b) == 1 and b["record_count"].iloc[0] == 3 and b["compression_ratio"].iloc[0] > 0
+
+
+def test_timestamps_and_offsets_beyond_what_a_table_can_hold_are_unknown_not_fatal(tmp_path: Path) -> None:
+    """A hostile batch: a timestamp no datetime can hold and a base offset that overflows int64
+    once the record's index is added. The run goes on; those cells are null, the rest is kept."""
+    recs = [new_record(b"k%d" % i, b"v", offset=i, timestamp=2**62 + i) for i in range(2)]
+    msgs = [(0, _produce(1, encode_batch(recs))), (1, _produce_response(1, 2**63 - 1))]
+    cap = _capture(tmp_path, msgs)
+    out = tmp_path / "out"
+    done = subprocess.run([sys.executable, "-m", "kdissect.cli", "analyze", str(tmp_path / "r.pcap"), "--out",
+                           str(out), "--tables", "records"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    for r in (cap.records, pd.read_parquet(out / "records.parquet")):
+        assert list(r["key"]) == [b"k0", b"k1"] and r["timestamp"].isna().all()
+        assert list(r["offset"].astype(object).where(r["offset"].notna(), None)) == [2**63 - 1, None]
 
 
 def test_fetch_records_crc_failure_still_lists_records_and_flags_it(tmp_path: Path) -> None:

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from .columns import TABLES, Runs
+from .columns import TABLES, Runs, null_out_of_range
 
 _TYPES = {
     "int64": pa.int64(), "int32": pa.int32(), "int16": pa.int16(), "int8": pa.int8(),
@@ -71,8 +71,8 @@ _MAX_BINARY = 2**31 - 1  # a binary/string array's int32 offsets reach this far;
 
 
 def _numbers(kind: str, values: list[Any]) -> pa.Array:
-    """Numbers, booleans and timestamps (integer ns), None for null. A value outside the column's
-    range (only hostile input makes one, e.g. an offset near 2**63 plus a record index) is null."""
+    """Numbers, booleans and timestamps (integer ns), None for null; values outside the column's
+    range are null (see ``null_out_of_range``)."""
     dtype = _NUMPY[kind]
     nulls = None
     try:
@@ -84,8 +84,7 @@ def _numbers(kind: str, values: list[Any]) -> pa.Array:
         else:
             data = np.array(values, dtype=dtype)
     except OverflowError:
-        bounds = np.iinfo(dtype)
-        return _numbers(kind, [v if v is not None and bounds.min <= v <= bounds.max else None for v in values])
+        return _numbers(kind, null_out_of_range(kind, values))
     if kind == "bool":
         data = np.packbits(data, bitorder="little")
     return _fixed(_TYPES[kind], len(values), data, nulls)

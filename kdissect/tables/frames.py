@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .columns import TABLES, Runs
+from .columns import TABLES, Runs, null_out_of_range
 
 # abstract type -> pandas dtype
 _PANDAS = {
@@ -55,6 +55,9 @@ def _array(kind: str, values: list[Any]) -> Any:
     pandas' element-by-element inference; whatever numpy cannot take goes to pandas as before."""
     if kind in _NUMPY:
         masked = _masked(values, _NUMPY[kind])
+        if masked is None and kind != "bool":
+            values = null_out_of_range(kind, values)
+            masked = _masked(values, _NUMPY[kind])
         if kind == "timestamp":
             return pd.to_datetime(masked if masked is not None else pd.array(values, dtype="Int64"), unit="ns",
                                   utc=True)
