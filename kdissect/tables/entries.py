@@ -61,6 +61,36 @@ def _has_errors(f: Field) -> bool:
     return known
 
 
+def has_error(msg: schema.Message, body: dict[str, Any]) -> bool:
+    """Whether any error code in a decoded message is non-zero. Most responses have none, and
+    this answers without building the entries a walk would (what the exchanges table needs)."""
+    return _nonzero_error(msg.root, body)
+
+
+_ERROR_MEMBERS: dict[int, tuple[Field, ...]] = {}
+
+
+def _nonzero_error(f: Field, value: dict[str, Any]) -> bool:
+    members = _ERROR_MEMBERS.get(id(f))
+    if members is None:  # the members holding error codes, directly or further down (memoised)
+        members = _ERROR_MEMBERS[id(f)] = tuple(
+            m for m in f.fields if (m.elem == "struct" and _has_errors(m)) or (m.elem != "struct" and
+                                                                                is_error_field(m.key)))
+    for m in members:
+        v = value.get(m.key)
+        if not v:
+            continue
+        if m.elem != "struct":
+            if not m.is_array:
+                return True
+        elif m.is_array:
+            if any(_nonzero_error(m, item) for item in v):
+                return True
+        elif _nonzero_error(m, v):
+            return True
+    return False
+
+
 def _walk(f: Field, value: dict[str, Any], path: str, parent: Context, errors_only: bool) -> Iterator[Entry]:
     ctx = Context(parent.topic, parent.topic_id, None, parent.group)
     entry = Entry(path, ctx, value)

@@ -15,7 +15,7 @@ from ..decoders import schema
 from ..decoders.error_codes import error_name, is_retriable
 from ..events import Anomaly, ConnectionSummary, Exchange, KafkaEvent, KafkaMessage
 from .columns import TABLES, Runs
-from .entries import Entry, is_error_field, walk
+from .entries import Entry, has_error, is_error_field, walk
 from .records import RecordOptions, add_records, batch_rows, produce_base_offsets, record_fields
 from .rows import TableRows
 
@@ -44,6 +44,12 @@ def _entries(msg: KafkaMessage | None, errors_only: bool = False) -> list[Entry]
         return []
     kind = "request" if msg.is_request else "response"
     return list(walk(schema.api_message(msg.api_key, msg.api_version, kind), msg.body, errors_only=errors_only))
+
+
+def _has_error(msg: KafkaMessage | None) -> bool:
+    if msg is None or msg.body is None or msg.api_key is None or msg.api_version is None:
+        return False
+    return has_error(schema.api_message(msg.api_key, msg.api_version, "response"), msg.body)
 
 
 def response_errors(entries: list[Entry]) -> list[tuple[Entry, str, int]]:
@@ -131,7 +137,7 @@ class TableSink:
         # Only the exchanges table: requests need no walk, responses only down to their errors.
         lean = not self.wanted & {"partitions", "records", "batches", "brokers"}
         req_entries = [] if lean else _entries(req)
-        resp_entries = _entries(resp, errors_only=lean)
+        resp_entries = _entries(resp, errors_only=lean) if not lean or _has_error(resp) else []
         self._learn_topic_ids(req_entries)
         self._learn_topic_ids(resp_entries)
         errors = response_errors(resp_entries)
