@@ -51,10 +51,11 @@ typedef struct {
     PyObject *fallback;
 } Program;
 
+static PyTypeObject ProgramType;
 static PyObject *Error;          /* malformed or unrepresentable input: the caller falls back */
 static PyObject *uuid_type;      /* uuid.UUID */
 static PyObject *safe_unknown;   /* uuid.SafeUUID.unknown */
-static PyObject *str_int, *str_is_safe, *str_unknown_tags, *empty_tuple;
+static PyObject *str_int, *str_is_safe, *str_unknown_tags, *str_header, *str_body, *empty_tuple;
 
 static const Py_ssize_t FIXED_SIZE[K_COUNT] = {1, 1, 2, 2, 4, 4, 8, 8, 16};
 
@@ -580,12 +581,6 @@ v2_records(PyObject *module, PyObject *args)
     return NULL;
 }
 
-static PyMethodDef module_methods[] = {
-    {"v2_records", v2_records, METH_VARARGS,
-     "v2_records(buf, p, end, records, Record, base_offset, base_ts, append_ts, cut) -> bool: append the "
-     "magic 2 records in buf[p:end] to records; False (nothing appended) when the Python loop must decide."},
-    {NULL},
-};
 
 /* ---- building programs ------------------------------------------------------------------ */
 
@@ -694,6 +689,85 @@ program_vectorcall(PyObject *self_obj, PyObject *const *args, size_t nargsf, PyO
     return pair_of(value, PyLong_FromSsize_t(c.p));
 }
 
+/* decode_frame(b, programs, api_key, api_version, sized) -> dict | None
+ *
+ * A whole frame in one call: the header program, the body program where the header ends, and
+ * {"header": ..., "body": ...}, with the collector paused throughout (see the note at the top).
+ * api_key None: a request, whose api key and version are its first 4 bytes. programs maps
+ * api_key << 16 | api_version to (header Program, body Program). sized: a leading 4-byte size
+ * equal to the length after it is skipped. None for anything this path leaves to Python, which
+ * then decodes the frame and reports as before: a buffer other than bytes, a version without
+ * programs, bytes that do not decode, bytes after the body (a warning Python builds). */
+static PyObject *
+decode_frame(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 5 || !PyDict_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "decode_frame(b, programs: dict, api_key, api_version, sized)");
+        return NULL;
+    }
+    int sized = PyObject_IsTrue(args[4]);
+    if (sized < 0)
+        return NULL;
+    PyObject *frame = args[0], *programs = args[1];
+    if (!PyBytes_CheckExact(frame))
+        Py_RETURN_NONE;
+    const unsigned char *b = (const unsigned char *)PyBytes_AS_STRING(frame);
+    Py_ssize_t L = PyBytes_GET_SIZE(frame), p = 0;
+    if (sized && L >= 4 && be32(b) == (uint64_t)L - 4)
+        p = 4;
+    long api_key, api_version;
+    if (args[2] == Py_None) {
+        if (L - p < 4)
+            Py_RETURN_NONE;
+        api_key = (int16_t)be16(b + p);
+        api_version = (int16_t)be16(b + p + 2);
+    }
+    else {
+        api_key = PyLong_AsLong(args[2]);
+        api_version = api_key == -1 && PyErr_Occurred() ? -1 : PyLong_AsLong(args[3]);
+        if (PyErr_Occurred()) {
+            if (!PyErr_ExceptionMatches(PyExc_OverflowError))
+                return NULL;
+            PyErr_Clear();
+            Py_RETURN_NONE;
+        }
+    }
+    if (api_key < 0 || api_key > 0x7FFF || api_version < 0 || api_version > 0x7FFF)
+        Py_RETURN_NONE;
+    PyObject *id = PyLong_FromLong(api_key << 16 | api_version);
+    if (id == NULL)
+        return NULL;
+    PyObject *pair = PyDict_GetItemWithError(programs, id); /* borrowed */
+    Py_DECREF(id);
+    if (pair == NULL) {
+        if (PyErr_Occurred())
+            return NULL;
+        Py_RETURN_NONE;
+    }
+    if (!PyTuple_CheckExact(pair) || PyTuple_GET_SIZE(pair) != 2 ||
+        !Py_IS_TYPE(PyTuple_GET_ITEM(pair, 0), &ProgramType) || !Py_IS_TYPE(PyTuple_GET_ITEM(pair, 1), &ProgramType)) {
+        PyErr_SetString(PyExc_TypeError, "decode_frame's programs must be (header Program, body Program) pairs");
+        return NULL;
+    }
+    Cursor c = {b, p};
+    PyObject *result = NULL, *body = NULL;
+    int gc_was_enabled = PyGC_Disable();
+    PyObject *header = decode_struct(&c, L, &((Program *)PyTuple_GET_ITEM(pair, 0))->root);
+    if (header != NULL)
+        body = decode_struct(&c, L, &((Program *)PyTuple_GET_ITEM(pair, 1))->root);
+    if (body != NULL && c.p == L && (result = PyDict_New()) != NULL &&
+        (PyDict_SetItem(result, str_header, header) < 0 || PyDict_SetItem(result, str_body, body) < 0))
+        Py_CLEAR(result);
+    if (gc_was_enabled)
+        PyGC_Enable();
+    Py_XDECREF(header);
+    Py_XDECREF(body);
+    if (result != NULL || (PyErr_Occurred() && !PyErr_ExceptionMatches(Error)))
+        return result;
+    PyErr_Clear();
+    Py_RETURN_NONE; /* bad bytes, or bytes after the body */
+}
+
 /* program.strict(b, p, L): decode without the fallback, raising Error on bad bytes (for tests). */
 static PyObject *
 program_strict(Program *self, PyObject *args)
@@ -787,6 +861,16 @@ static PyTypeObject ProgramType = {
     .tp_methods = program_methods,
 };
 
+static PyMethodDef module_methods[] = {
+    {"v2_records", v2_records, METH_VARARGS,
+     "v2_records(buf, p, end, records, Record, base_offset, base_ts, append_ts, cut) -> bool: append the "
+     "magic 2 records in buf[p:end] to records; False (nothing appended) when the Python loop must decide."},
+    {"decode_frame", (PyCFunction)(void (*)(void))decode_frame, METH_FASTCALL,
+     "decode_frame(b, programs, api_key, api_version, sized) -> dict | None: a whole frame, header and body, "
+     "in one call; None when Python must decide."},
+    {NULL},
+};
+
 static struct PyModuleDef native_module = {
     PyModuleDef_HEAD_INIT,
     .m_name = "kdissect.decoders._native",
@@ -816,9 +900,12 @@ PyInit__native(void)
     str_int = PyUnicode_InternFromString("int");
     str_is_safe = PyUnicode_InternFromString("is_safe");
     str_unknown_tags = PyUnicode_InternFromString("unknown_tagged_fields");
+    str_header = PyUnicode_InternFromString("header");
+    str_body = PyUnicode_InternFromString("body");
     empty_tuple = PyTuple_New(0);
     Error = PyErr_NewException("kdissect.decoders._native.Error", NULL, NULL);
     if (safe_unknown == NULL || str_int == NULL || str_is_safe == NULL || str_unknown_tags == NULL ||
+        str_header == NULL || str_body == NULL ||
         empty_tuple == NULL || Error == NULL || PyType_Ready(&ProgramType) < 0)
         goto error;
     Py_INCREF(Error);
