@@ -36,6 +36,7 @@ enum { F_ARRAY = 1, F_NULLABLE = 2, F_COMPACT = 4, F_FLEXIBLE = 8 };
 typedef struct Node {
     int kind;
     int flags;
+    int container;       /* its values can be GC-tracked: arrays (lists) and structs */
     Py_ssize_t min_elem; /* fewest bytes one array element takes */
     long long tag;       /* -1 for regular fields */
     PyObject *key;       /* interned result key */
@@ -174,6 +175,24 @@ fixed_value(int kind, const unsigned char *s)
     }
 }
 
+/* n numbers of a fixed-width kind (not UUIDs) from s into the new list's slots, one loop per
+ * kind; a failed allocation leaves its slot NULL (list dealloc skips it) and an error set. */
+static void
+fixed_values(int kind, const unsigned char *s, Py_ssize_t n, PyObject *list)
+{
+#define FILL(size, expr)                                                                                         \
+    for (Py_ssize_t i = 0; i < n; i++, s += (size))                                                            \
+        PyList_SET_ITEM(list, i, (expr));                                                                      \
+    return
+    switch (kind) {
+    case K_INT32: FILL(4, PyLong_FromLong((int32_t)be32(s)));
+    case K_INT64: FILL(8, PyLong_FromLongLong((int64_t)be64(s)));
+    case K_INT16: FILL(2, PyLong_FromLong((int16_t)be16(s)));
+    default: FILL(FIXED_SIZE[kind], fixed_value(kind, s));
+    }
+#undef FILL
+}
+
 static PyObject *decode_value(Cursor *c, Py_ssize_t L, const Node *nd);
 
 static PyObject *
@@ -233,7 +252,7 @@ decode_tags(Cursor *c, Py_ssize_t L, const Node *nd, PyObject *dict)
                 fail("tagged field has unread bytes");
                 return -1;
             }
-            if (PyObject_GC_IsTracked(v))
+            if (atomic && known->container && PyObject_GC_IsTracked(v))
                 atomic = 0;
             int rc = PyDict_SetItem(dict, known->key, v);
             Py_DECREF(v);
@@ -266,14 +285,18 @@ decode_tags(Cursor *c, Py_ssize_t L, const Node *nd, PyObject *dict)
     return atomic;
 }
 
-/* A struct: a copy of its layout dict (keys already placed, nothing to resize), filled in.
+/* Structs of at most this many regular fields start from an empty dict: CPython's smallest table
+ * holds 5 entries and comes from its free lists, which is cheaper than copying a layout. */
+#define SMALL_STRUCT 5
+
+/* A struct: a new dict, or a copy of its layout dict (keys already placed, nothing to resize), filled in.
  * The dict is left untracked by the collector when every value is untracked: CPython tracks
  * a dict as soon as a GC-able value is stored, and re-tracks it if a container is stored
  * later, so this only spares the collector work. */
 static PyObject *
 decode_struct(Cursor *c, Py_ssize_t L, const Node *nd)
 {
-    PyObject *dict = PyDict_Copy(nd->layout);
+    PyObject *dict = nd->nregular <= SMALL_STRUCT ? PyDict_New() : PyDict_Copy(nd->layout);
     if (dict == NULL)
         return NULL;
     int atomic = 1;
@@ -282,7 +305,7 @@ decode_struct(Cursor *c, Py_ssize_t L, const Node *nd)
         PyObject *v = decode_value(c, L, m);
         if (v == NULL)
             goto error;
-        if (PyObject_GC_IsTracked(v)) /* a list, or a struct holding one */
+        if (atomic && m->container && PyObject_GC_IsTracked(v)) /* a list, or a struct holding one */
             atomic = 0;
         int rc = PyDict_SetItem(dict, m->key, v);
         Py_DECREF(v);
@@ -356,6 +379,14 @@ decode_array(Cursor *c, Py_ssize_t L, const Node *nd)
     PyObject *list = PyList_New((Py_ssize_t)n);
     if (list == NULL)
         return NULL;
+    if (nd->kind < K_UUID) { /* fixed-width numbers: all n fit (min_elem is their width) */
+        fixed_values(nd->kind, c->b + c->p, (Py_ssize_t)n, list);
+        c->p += (Py_ssize_t)n * FIXED_SIZE[nd->kind];
+        if (!PyErr_Occurred())
+            return list;
+        Py_DECREF(list);
+        return NULL;
+    }
     for (Py_ssize_t i = 0; i < (Py_ssize_t)n; i++) {
         PyObject *v = decode_element(c, L, nd, 0);
         if (v == NULL) {
@@ -637,6 +668,7 @@ node_build(Node *nd, PyObject *spec, int depth)
     Py_INCREF(key);
     PyUnicode_InternInPlace(&key);
     nd->key = key;
+    nd->container = nd->flags & F_ARRAY || nd->kind == K_STRUCT;
     if (nodes_build(&nd->regular, &nd->nregular, regular, depth) < 0 ||
         nodes_build(&nd->tagged, &nd->ntagged, tagged, depth) < 0)
         return -1;
