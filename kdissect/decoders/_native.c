@@ -14,7 +14,9 @@
  * Every length is checked against the bytes left before anything is allocated for it. When
  * the bytes break a rule (or hold something this interpreter does not represent, such as a
  * varlong wider than 64 bits), the Program hands the same arguments to its Python fallback,
- * so results and errors (with field paths) are exactly the Python decoder's.
+ * so results and errors (with field paths) are exactly the Python decoder's. decode_frame runs a
+ * header program and a body program over a whole frame in one call (api.py's path for frames);
+ * what it cannot decode cleanly it returns None for, and api.py decodes and reports as before.
  *
  * v2_records is records.py's magic 2 record loop (decompressed records -> Record tuples), under
  * the same rules: it reports failure and removes what it appended, and records.py reruns the
