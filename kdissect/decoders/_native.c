@@ -161,7 +161,7 @@ make_uuid(const unsigned char *s)
     return u;
 }
 
-static PyObject *
+static inline PyObject *
 fixed_value(int kind, const unsigned char *s)
 {
     switch (kind) {
@@ -220,6 +220,42 @@ decode_string(Cursor *c, Py_ssize_t L, const Node *nd, int nullable)
         text = PyUnicode_DecodeUTF8(s, (Py_ssize_t)n, "replace");
     }
     return text;
+}
+
+/* An array's length, then its list: 1 with *out a list of *count slots for the caller to fill,
+ * 0 with *out finished (None, or a list of fixed-width numbers), -1 on error. Not recursive, so
+ * the compiler can inline it into decode_struct. */
+static inline int
+array_start(Cursor *c, Py_ssize_t L, const Node *nd, PyObject **out, Py_ssize_t *count)
+{
+    long long n;
+    if (read_len(c, L, nd->flags & F_COMPACT, 1, &n) < 0)
+        return -1;
+    int null = null_length(n, nd->flags & F_NULLABLE);
+    if (null < 0)
+        return -1;
+    if (null) {
+        *out = Py_NewRef(Py_None);
+        return 0;
+    }
+    if (n * (nd->min_elem ? nd->min_elem : 1) > L - c->p) { /* empty elements: the Python decoder decides */
+        fail("array cannot fit in the bytes left");
+        return -1;
+    }
+    PyObject *list = PyList_New((Py_ssize_t)n);
+    if (list == NULL)
+        return -1;
+    *out = list;
+    if (nd->kind >= K_UUID) {
+        *count = (Py_ssize_t)n;
+        return 1;
+    }
+    fixed_values(nd->kind, c->b + c->p, (Py_ssize_t)n, list); /* all n fit: min_elem is their width */
+    c->p += (Py_ssize_t)n * FIXED_SIZE[nd->kind];
+    if (!PyErr_Occurred())
+        return 0;
+    Py_DECREF(list);
+    return -1;
 }
 
 /* The tagged-field section: -1 on error, else 1 when every value stored is untracked. */
@@ -304,7 +340,24 @@ decode_struct(Cursor *c, Py_ssize_t L, const Node *nd)
     int atomic = 1;
     for (Py_ssize_t i = 0; i < nd->nregular; i++) {
         const Node *m = &nd->regular[i];
-        PyObject *v = decode_value(c, L, m);
+        PyObject *v;
+        if (m->kind < K_UUID && !(m->flags & F_ARRAY)) { /* a number, read here: most fields are */
+            if (FIXED_SIZE[m->kind] > L - c->p) {
+                fail("fixed-width field runs past the end");
+                goto error;
+            }
+            v = fixed_value(m->kind, c->b + c->p);
+            c->p += FIXED_SIZE[m->kind];
+        }
+        else if (m->kind < K_UUID) { /* an array of numbers */
+            Py_ssize_t unused;
+            if (array_start(c, L, m, &v, &unused) < 0)
+                goto error;
+        }
+        else if (m->kind >= K_STRING && m->kind <= K_RECORDS && !(m->flags & F_ARRAY))
+            v = decode_string(c, L, m, m->flags & F_NULLABLE);
+        else
+            v = decode_value(c, L, m);
         if (v == NULL)
             goto error;
         if (atomic && m->container && PyObject_GC_IsTracked(v)) /* a list, or a struct holding one */
@@ -368,28 +421,12 @@ decode_element(Cursor *c, Py_ssize_t L, const Node *nd, int nullable)
 static PyObject *
 decode_array(Cursor *c, Py_ssize_t L, const Node *nd)
 {
-    long long n;
-    if (read_len(c, L, nd->flags & F_COMPACT, 1, &n) < 0)
-        return NULL;
-    int null = null_length(n, nd->flags & F_NULLABLE);
-    if (null < 0)
-        return NULL;
-    if (null)
-        Py_RETURN_NONE;
-    if (n * (nd->min_elem ? nd->min_elem : 1) > L - c->p) /* empty elements: the Python decoder decides */
-        return fail("array cannot fit in the bytes left");
-    PyObject *list = PyList_New((Py_ssize_t)n);
-    if (list == NULL)
-        return NULL;
-    if (nd->kind < K_UUID) { /* fixed-width numbers: all n fit (min_elem is their width) */
-        fixed_values(nd->kind, c->b + c->p, (Py_ssize_t)n, list);
-        c->p += (Py_ssize_t)n * FIXED_SIZE[nd->kind];
-        if (!PyErr_Occurred())
-            return list;
-        Py_DECREF(list);
-        return NULL;
-    }
-    for (Py_ssize_t i = 0; i < (Py_ssize_t)n; i++) {
+    PyObject *list;
+    Py_ssize_t n;
+    int fill = array_start(c, L, nd, &list, &n);
+    if (fill <= 0)
+        return fill < 0 ? NULL : list;
+    for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *v = decode_element(c, L, nd, 0);
         if (v == NULL) {
             Py_DECREF(list);
