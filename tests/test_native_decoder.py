@@ -368,6 +368,15 @@ def test_no_leaks_through_the_frame_path() -> None:
     assert_no_leaks(run, [raw for raw, _, _ in frames] + [sys.intern("header"), sys.intern("body")])
 
 
+def test_frames_of_plain_values_are_left_untracked() -> None:
+    """As CPython leaves a dict of plain values: the frame's result dict too, unless it holds containers."""
+    frame = encoder.encode_request(18, 3, {"client_software_name": "k", "client_software_version": "1"})
+    kdissect.decode_request(frame)
+    result = compiler.frame_decoder(frame, compiler.FRAME_PROGRAMS["request"], None, None, True)
+    assert result is not None and result["body"]["client_software_name"] == "k"
+    assert not gc.is_tracked(result) and not gc.is_tracked(result["body"])
+
+
 def test_decoded_values_are_plain_python_objects() -> None:
     msg = schema.api_message(3, 12, "response")
     value = {"topics": [{"name": "t", "topic_id": uuid.UUID(int=5), "partitions": [{"replica_nodes": [1, 2]}]}]}
@@ -382,12 +391,20 @@ def test_decoded_values_are_plain_python_objects() -> None:
 
 
 
-def test_decoded_containers_stay_visible_to_the_cycle_collector() -> None:
+@pytest.mark.parametrize("path", ["program", "frame"])
+def test_decoded_containers_stay_visible_to_the_cycle_collector(path: str) -> None:
     """Results may be mutated: a cycle built through any decoded list or struct must be collectable."""
     import weakref
 
-    msg, raw = _leak_workload()[0]  # the Metadata response
-    body, _ = compiler.native_decoder(msg)(raw, 0, len(raw))
+    if path == "program":
+        msg, raw = _leak_workload()[0]  # the Metadata response
+        body, _ = compiler.native_decoder(msg)(raw, 0, len(raw))
+    else:
+        _, frame, key, version, _ = _bench_mix()[0]
+        kdissect.decode_response(frame, key, version)  # registers the programs
+        result = compiler.frame_decoder(frame, compiler.FRAME_PROGRAMS["response"], key, version, False)
+        assert gc.is_tracked(result) and not gc.is_tracked(result["header"])
+        body = result.pop("body")
     topic = body["topics"][0]
     partition = topic["partitions"][0]
     replicas = partition["replica_nodes"]

@@ -39,6 +39,7 @@ typedef struct Node {
     int kind;
     int flags;
     int container;       /* its values can be GC-tracked: arrays (lists) and structs */
+    int holds_containers; /* structs: some member is a container (the dict is tracked from the start) */
     Py_ssize_t min_elem; /* fewest bytes one array element takes */
     long long tag;       /* -1 for regular fields */
     PyObject *key;       /* interned result key */
@@ -323,6 +324,14 @@ decode_tags(Cursor *c, Py_ssize_t L, const Node *nd, PyObject *dict)
     return atomic;
 }
 
+/* Containers are tracked parents first. Left to CPython, a dict is tracked when its first
+ * container is stored, i.e. after its children, and a collection that finds a result in the
+ * young generation (as the next allocation of a caller holding it triggers) would then move
+ * nearly every object of the tree to the tentatively unreachable list and back, since only the
+ * root is referenced from outside. Lists are tracked as they are created, before their items,
+ * so tracking a dict of containers when it is created (and the frame's result dict before the
+ * header and body) lets that collection find each object reachable before it reaches it. */
+
 /* Structs of at most this many regular fields start from an empty dict: CPython's smallest table
  * holds 5 entries and comes from its free lists, which is cheaper than copying a layout. */
 #define SMALL_STRUCT 5
@@ -337,6 +346,8 @@ decode_struct(Cursor *c, Py_ssize_t L, const Node *nd)
     PyObject *dict = nd->nregular <= SMALL_STRUCT ? PyDict_New() : PyDict_Copy(nd->layout);
     if (dict == NULL)
         return NULL;
+    if (nd->holds_containers && !PyObject_GC_IsTracked(dict))
+        PyObject_GC_Track(dict); /* before its members: see "parents first" above */
     int atomic = 1;
     for (Py_ssize_t i = 0; i < nd->nregular; i++) {
         const Node *m = &nd->regular[i];
@@ -713,6 +724,8 @@ node_build(Node *nd, PyObject *spec, int depth)
         return -1;
     if (nd->kind != K_STRUCT)
         return 0;
+    for (Py_ssize_t i = 0; i < nd->nregular + nd->ntagged; i++)
+        nd->holds_containers |= (i < nd->nregular ? nd->regular[i] : nd->tagged[i - nd->nregular]).container;
     nd->layout = PyDict_New();
     if (nd->layout == NULL)
         return -1;
@@ -821,14 +834,20 @@ decode_frame(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     }
     Cursor c = {b, p};
-    PyObject *result = NULL, *body = NULL;
+    PyObject *header = NULL, *body = NULL, *result = PyDict_New();
+    if (result == NULL)
+        return NULL;
     int gc_was_enabled = PyGC_Disable();
-    PyObject *header = decode_struct(&c, L, &((Program *)PyTuple_GET_ITEM(pair, 0))->root);
+    if (!PyObject_GC_IsTracked(result))
+        PyObject_GC_Track(result); /* the root first: see "parents first" */
+    header = decode_struct(&c, L, &((Program *)PyTuple_GET_ITEM(pair, 0))->root);
     if (header != NULL)
         body = decode_struct(&c, L, &((Program *)PyTuple_GET_ITEM(pair, 1))->root);
-    if (body != NULL && c.p == L && (result = PyDict_New()) != NULL &&
-        (PyDict_SetItem(result, str_header, header) < 0 || PyDict_SetItem(result, str_body, body) < 0))
+    if (body == NULL || c.p != L || PyDict_SetItem(result, str_header, header) < 0 ||
+        PyDict_SetItem(result, str_body, body) < 0)
         Py_CLEAR(result);
+    else if (!PyObject_GC_IsTracked(header) && !PyObject_GC_IsTracked(body))
+        PyObject_GC_UnTrack(result); /* plain values only, as CPython would have left it */
     if (gc_was_enabled)
         PyGC_Enable();
     Py_XDECREF(header);
