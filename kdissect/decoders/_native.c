@@ -378,7 +378,9 @@ decode_struct(Cursor *c, Py_ssize_t L, const Node *nd)
         if (rc < 0)
             goto error;
     }
-    if (nd->flags & F_FLEXIBLE) {
+    if (nd->flags & F_FLEXIBLE && c->p < L && c->b[c->p] == 0)
+        c->p++; /* no tagged fields, as in nearly every struct */
+    else if (nd->flags & F_FLEXIBLE) {
         int tags = decode_tags(c, L, nd, dict);
         if (tags < 0)
             goto error;
