@@ -199,6 +199,7 @@ def test_valid_frames_are_decoded_by_the_frame_path_alone() -> None:
         assert compiler.frame_decoder(bytearray(frame), programs[kind], *args, False) is None
     assert compiler.frame_decoder(b"\x00\x03\x7f\x00" + bytes(20), programs["request"], None, None, False) is None
     assert compiler.frame_decoder(b"", programs["response"], 3, 2**70, True) is None
+    assert compiler.frame_decoder(b"", programs["response"], "3", 12, True) is None  # Python reports it
     with pytest.raises(TypeError):
         compiler.frame_decoder(b"", {0: (1, 2)}, 0, 0, False)
 

@@ -664,7 +664,6 @@ v2_records(PyObject *module, PyObject *args)
     return NULL;
 }
 
-
 /* ---- building programs ------------------------------------------------------------------ */
 
 static void
@@ -799,7 +798,7 @@ decode_frame(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         Py_RETURN_NONE;
     const unsigned char *b = (const unsigned char *)PyBytes_AS_STRING(frame);
     Py_ssize_t L = PyBytes_GET_SIZE(frame), p = 0;
-    if (sized && L >= 4 && be32(b) == (uint64_t)L - 4)
+    if (sized && L >= 4 && (int32_t)be32(b) == L - 4)
         p = 4;
     long api_key, api_version;
     if (args[2] == Py_None) {
@@ -811,9 +810,7 @@ decode_frame(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     else {
         api_key = PyLong_AsLong(args[2]);
         api_version = api_key == -1 && PyErr_Occurred() ? -1 : PyLong_AsLong(args[3]);
-        if (PyErr_Occurred()) {
-            if (!PyErr_ExceptionMatches(PyExc_OverflowError))
-                return NULL;
+        if (PyErr_Occurred()) { /* not ints, or out of range: Python says what is wrong */
             PyErr_Clear();
             Py_RETURN_NONE;
         }
