@@ -22,6 +22,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import kdissect
 from kdissect.decoders import api, compiler, encoder, program, schema
 from kdissect.decoders.errors import DecodeError
 from kdissect.decoders.schema import Field, Message
@@ -87,6 +88,37 @@ def check_agreement(msg: Message, raw: bytes, key: int | None = None, kind: str 
         assert same(native_api[1], python_api[1]) if native_api[0] == "ok" else native_api[1] == python_api[1]
 
 
+def frame_outcome(native: bool, key: int, version: int, kind: str, frame: bytes) -> tuple:
+    """A whole frame through the public API (size prefix or not) and the pipeline's entry point."""
+    compiler.use_native(native)
+    try:
+        if kind == "request":
+            outcomes = [outcome(kdissect.decode_request, frame), outcome(api.decode_request_frame, frame)]
+        else:
+            outcomes = [outcome(kdissect.decode_response, frame, key, version),
+                        outcome(api.decode_response_frame, frame, key, version)]  # fmt: skip
+    finally:
+        compiler.use_native(True)
+    return tuple(
+        (status, (str(v), v.offset, v.path, v.api_key, v.api_version) if isinstance(v, DecodeError) else v)
+        for status, v in outcomes
+    )
+
+
+def check_frame_agreement(key: int, version: int, kind: str, frame: bytes) -> None:
+    """The C frame path (``_native.decode_frame``) and the Python path give identical results or errors."""
+    native, python = frame_outcome(True, key, version, kind, frame), frame_outcome(False, key, version, kind, frame)
+    for (n_status, n_value), (p_status, p_value) in zip(native, python, strict=True):
+        assert n_status == p_status, (n_value, p_value)
+        assert same(n_value, p_value) if n_status == "ok" else n_value == p_value
+
+
+def encode_frame(key: int, version: int, kind: str, body: dict, size_prefix: bool) -> bytes:
+    if kind == "request":
+        return encoder.encode_request(key, version, body, correlation_id=9, size_prefix=size_prefix)
+    return encoder.encode_response(key, version, body, correlation_id=9, size_prefix=size_prefix)
+
+
 MUTATIONS = ("none", "flip", "truncate", "insert", "set_ff", "append")
 
 
@@ -134,6 +166,42 @@ def test_native_and_python_agree_on_random_mutated_and_truncated_frames(data: st
     msg = schema.api_message(key, version, kind)
     raw = encoder.encode_message(msg, data.draw(message_values(msg)))
     check_agreement(msg, mutate(data, raw), key, kind)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data(), size_prefix=st.booleans())
+def test_whole_frames_agree_on_random_mutated_and_truncated_frames(data: st.DataObject, size_prefix: bool) -> None:
+    key, version, kind = data.draw(st.sampled_from(ALL))
+    msg = schema.api_message(key, version, kind)
+    frame = encode_frame(key, version, kind, data.draw(message_values(msg)), size_prefix)
+    check_frame_agreement(key, version, kind, mutate(data, frame))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@given(key_version_kind=st.sampled_from(ALL), raw=st.binary(max_size=64))
+def test_whole_frames_agree_on_arbitrary_bytes(key_version_kind: tuple[int, int, str], raw: bytes) -> None:
+    key, version, kind = key_version_kind
+    head = struct.pack(">hh", key, version) if kind == "request" else b""
+    check_frame_agreement(key, version, kind, head + raw)
+
+
+def test_valid_frames_are_decoded_by_the_frame_path_alone() -> None:
+    """Met once, a message version's well-formed frames take the one C call; what it leaves returns None."""
+    programs = compiler.FRAME_PROGRAMS
+    for _, frame, key, version, kind in _bench_mix():
+        args = (None, None) if kind == "request" else (key, version)
+        expected = kdissect.decode_request(frame) if kind == "request" else kdissect.decode_response(frame, *args)
+        for raw, sized in ((frame, False), (struct.pack(">i", len(frame)) + frame, True)):
+            found = compiler.frame_decoder(raw, programs[kind], *args, sized)
+            assert found is not None and same(found, expected)
+        assert compiler.frame_decoder(frame + b"\0", programs[kind], *args, False) is None  # trailing: Python warns
+        assert compiler.frame_decoder(frame[:-1], programs[kind], *args, False) is None
+        assert compiler.frame_decoder(bytearray(frame), programs[kind], *args, False) is None
+    assert compiler.frame_decoder(b"\x00\x03\x7f\x00" + bytes(20), programs["request"], None, None, False) is None
+    assert compiler.frame_decoder(b"", programs["response"], 3, 2**70, True) is None
+    assert compiler.frame_decoder(b"", programs["response"], "3", 12, True) is None  # Python reports it
+    with pytest.raises(TypeError):
+        compiler.frame_decoder(b"", {0: (1, 2)}, 0, 0, False)
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
@@ -248,15 +316,19 @@ def test_lengths_are_checked_before_allocating() -> None:
     assert err.value.path == "brokers" and err.value.offset == 4
 
 
-def _leak_workload() -> list[tuple[Message, bytes]]:
-    """A large response, a frame with unknown tags, and a malformed frame (fallback and error paths)."""
+def _bench_mix() -> list[tuple[str, bytes, int, int, str]]:
     sys.path.insert(0, BENCH)
     try:
         import bench_decode
     finally:
         sys.path.remove(BENCH)
+    return bench_decode.build_mix()
+
+
+def _leak_workload() -> list[tuple[Message, bytes]]:
+    """A large response, a frame with unknown tags, and a malformed frame (fallback and error paths)."""
     frames = []
-    for _, raw, key, version, kind in bench_decode.build_mix():
+    for _, raw, key, version, kind in _bench_mix():
         msg = schema.api_message(key, version, kind)
         header = schema.message("RequestHeader" if kind == "request" else "ResponseHeader", msg.header_version or 0)
         _, p = compiler.python_decoder(header)(raw, 0, len(raw))
@@ -280,6 +352,32 @@ def test_no_memory_or_reference_leaks_over_many_decodes() -> None:
     assert_no_leaks(run, [raw for _, raw in decoders] + [sys.intern("partition_index")])
 
 
+def test_no_leaks_through_the_frame_path() -> None:
+    """Whole frames, sized or not, valid, truncated (left to Python) and with trailing bytes."""
+    frames = []
+    for _, raw, key, version, kind in _bench_mix():
+        args = (None, None) if kind == "request" else (key, version)
+        sized = struct.pack(">i", len(raw)) + raw
+        frames += [(raw, args, False), (sized, args, True), (raw[:-3], args, False), (raw + b"\0", args, True)]
+
+    def run(times: int) -> None:
+        for _ in range(times):
+            for raw, args, sized in frames:
+                kind = "request" if args[0] is None else "response"
+                compiler.frame_decoder(raw, compiler.FRAME_PROGRAMS[kind], *args, sized)
+
+    assert_no_leaks(run, [raw for raw, _, _ in frames] + [sys.intern("header"), sys.intern("body")])
+
+
+def test_frames_of_plain_values_are_left_untracked() -> None:
+    """As CPython leaves a dict of plain values: the frame's result dict too, unless it holds containers."""
+    frame = encoder.encode_request(18, 3, {"client_software_name": "k", "client_software_version": "1"})
+    kdissect.decode_request(frame)
+    result = compiler.frame_decoder(frame, compiler.FRAME_PROGRAMS["request"], None, None, True)
+    assert result is not None and result["body"]["client_software_name"] == "k"
+    assert not gc.is_tracked(result) and not gc.is_tracked(result["body"])
+
+
 def test_decoded_values_are_plain_python_objects() -> None:
     msg = schema.api_message(3, 12, "response")
     value = {"topics": [{"name": "t", "topic_id": uuid.UUID(int=5), "partitions": [{"replica_nodes": [1, 2]}]}]}
@@ -294,12 +392,20 @@ def test_decoded_values_are_plain_python_objects() -> None:
 
 
 
-def test_decoded_containers_stay_visible_to_the_cycle_collector() -> None:
+@pytest.mark.parametrize("path", ["program", "frame"])
+def test_decoded_containers_stay_visible_to_the_cycle_collector(path: str) -> None:
     """Results may be mutated: a cycle built through any decoded list or struct must be collectable."""
     import weakref
 
-    msg, raw = _leak_workload()[0]  # the Metadata response
-    body, _ = compiler.native_decoder(msg)(raw, 0, len(raw))
+    if path == "program":
+        msg, raw = _leak_workload()[0]  # the Metadata response
+        body, _ = compiler.native_decoder(msg)(raw, 0, len(raw))
+    else:
+        _, frame, key, version, _ = _bench_mix()[0]
+        kdissect.decode_response(frame, key, version)  # registers the programs
+        result = compiler.frame_decoder(frame, compiler.FRAME_PROGRAMS["response"], key, version, False)
+        assert gc.is_tracked(result) and not gc.is_tracked(result["header"])
+        body = result.pop("body")
     topic = body["topics"][0]
     partition = topic["partitions"][0]
     replicas = partition["replica_nodes"]

@@ -14,7 +14,9 @@
  * Every length is checked against the bytes left before anything is allocated for it. When
  * the bytes break a rule (or hold something this interpreter does not represent, such as a
  * varlong wider than 64 bits), the Program hands the same arguments to its Python fallback,
- * so results and errors (with field paths) are exactly the Python decoder's.
+ * so results and errors (with field paths) are exactly the Python decoder's. decode_frame runs a
+ * header program and a body program over a whole frame in one call (api.py's path for frames);
+ * what it cannot decode cleanly it returns None for, and api.py decodes and reports as before.
  *
  * v2_records is records.py's magic 2 record loop (decompressed records -> Record tuples), under
  * the same rules: it reports failure and removes what it appended, and records.py reruns the
@@ -36,6 +38,8 @@ enum { F_ARRAY = 1, F_NULLABLE = 2, F_COMPACT = 4, F_FLEXIBLE = 8 };
 typedef struct Node {
     int kind;
     int flags;
+    int container;       /* its values can be GC-tracked: arrays (lists) and structs */
+    int holds_containers; /* structs: some member is a container (the dict is tracked from the start) */
     Py_ssize_t min_elem; /* fewest bytes one array element takes */
     long long tag;       /* -1 for regular fields */
     PyObject *key;       /* interned result key */
@@ -51,10 +55,11 @@ typedef struct {
     PyObject *fallback;
 } Program;
 
+static PyTypeObject ProgramType;
 static PyObject *Error;          /* malformed or unrepresentable input: the caller falls back */
 static PyObject *uuid_type;      /* uuid.UUID */
 static PyObject *safe_unknown;   /* uuid.SafeUUID.unknown */
-static PyObject *str_int, *str_is_safe, *str_unknown_tags, *empty_tuple;
+static PyObject *str_int, *str_is_safe, *str_unknown_tags, *str_header, *str_body, *empty_tuple;
 
 static const Py_ssize_t FIXED_SIZE[K_COUNT] = {1, 1, 2, 2, 4, 4, 8, 8, 16};
 
@@ -157,7 +162,7 @@ make_uuid(const unsigned char *s)
     return u;
 }
 
-static PyObject *
+static inline PyObject *
 fixed_value(int kind, const unsigned char *s)
 {
     switch (kind) {
@@ -171,6 +176,24 @@ fixed_value(int kind, const unsigned char *s)
     case K_FLOAT64: return PyFloat_FromDouble(PyFloat_Unpack8((const char *)s, 0));
     default: return make_uuid(s);
     }
+}
+
+/* n numbers of a fixed-width kind (not UUIDs) from s into the new list's slots, one loop per
+ * kind; a failed allocation leaves its slot NULL (list dealloc skips it) and an error set. */
+static void
+fixed_values(int kind, const unsigned char *s, Py_ssize_t n, PyObject *list)
+{
+#define FILL(size, expr)                                                                                         \
+    for (Py_ssize_t i = 0; i < n; i++, s += (size))                                                            \
+        PyList_SET_ITEM(list, i, (expr));                                                                      \
+    return
+    switch (kind) {
+    case K_INT32: FILL(4, PyLong_FromLong((int32_t)be32(s)));
+    case K_INT64: FILL(8, PyLong_FromLongLong((int64_t)be64(s)));
+    case K_INT16: FILL(2, PyLong_FromLong((int16_t)be16(s)));
+    default: FILL(FIXED_SIZE[kind], fixed_value(kind, s));
+    }
+#undef FILL
 }
 
 static PyObject *decode_value(Cursor *c, Py_ssize_t L, const Node *nd);
@@ -198,6 +221,42 @@ decode_string(Cursor *c, Py_ssize_t L, const Node *nd, int nullable)
         text = PyUnicode_DecodeUTF8(s, (Py_ssize_t)n, "replace");
     }
     return text;
+}
+
+/* An array's length, then its list: 1 with *out a list of *count slots for the caller to fill,
+ * 0 with *out finished (None, or a list of fixed-width numbers), -1 on error. Not recursive, so
+ * the compiler can inline it into decode_struct. */
+static inline int
+array_start(Cursor *c, Py_ssize_t L, const Node *nd, PyObject **out, Py_ssize_t *count)
+{
+    long long n;
+    if (read_len(c, L, nd->flags & F_COMPACT, 1, &n) < 0)
+        return -1;
+    int null = null_length(n, nd->flags & F_NULLABLE);
+    if (null < 0)
+        return -1;
+    if (null) {
+        *out = Py_NewRef(Py_None);
+        return 0;
+    }
+    if (n * (nd->min_elem ? nd->min_elem : 1) > L - c->p) { /* empty elements: the Python decoder decides */
+        fail("array cannot fit in the bytes left");
+        return -1;
+    }
+    PyObject *list = PyList_New((Py_ssize_t)n);
+    if (list == NULL)
+        return -1;
+    *out = list;
+    if (nd->kind >= K_UUID) {
+        *count = (Py_ssize_t)n;
+        return 1;
+    }
+    fixed_values(nd->kind, c->b + c->p, (Py_ssize_t)n, list); /* all n fit: min_elem is their width */
+    c->p += (Py_ssize_t)n * FIXED_SIZE[nd->kind];
+    if (!PyErr_Occurred())
+        return 0;
+    Py_DECREF(list);
+    return -1;
 }
 
 /* The tagged-field section: -1 on error, else 1 when every value stored is untracked. */
@@ -232,7 +291,7 @@ decode_tags(Cursor *c, Py_ssize_t L, const Node *nd, PyObject *dict)
                 fail("tagged field has unread bytes");
                 return -1;
             }
-            if (PyObject_GC_IsTracked(v))
+            if (atomic && known->container && PyObject_GC_IsTracked(v))
                 atomic = 0;
             int rc = PyDict_SetItem(dict, known->key, v);
             Py_DECREF(v);
@@ -265,30 +324,63 @@ decode_tags(Cursor *c, Py_ssize_t L, const Node *nd, PyObject *dict)
     return atomic;
 }
 
-/* A struct: a copy of its layout dict (keys already placed, nothing to resize), filled in.
+/* Containers are tracked parents first. Left to CPython, a dict is tracked when its first
+ * container is stored, i.e. after its children, and a collection that finds a result in the
+ * young generation (as the next allocation of a caller holding it triggers) would then move
+ * nearly every object of the tree to the tentatively unreachable list and back, since only the
+ * root is referenced from outside. Lists are tracked as they are created, before their items,
+ * so tracking a dict of containers when it is created (and the frame's result dict before the
+ * header and body) lets that collection find each object reachable before it reaches it. */
+
+/* Structs of at most this many regular fields start from an empty dict: CPython's smallest table
+ * holds 5 entries and comes from its free lists, which is cheaper than copying a layout. */
+#define SMALL_STRUCT 5
+
+/* A struct: a new dict, or a copy of its layout dict (keys already placed, nothing to resize), filled in.
  * The dict is left untracked by the collector when every value is untracked: CPython tracks
  * a dict as soon as a GC-able value is stored, and re-tracks it if a container is stored
  * later, so this only spares the collector work. */
 static PyObject *
 decode_struct(Cursor *c, Py_ssize_t L, const Node *nd)
 {
-    PyObject *dict = PyDict_Copy(nd->layout);
+    PyObject *dict = nd->nregular <= SMALL_STRUCT ? PyDict_New() : PyDict_Copy(nd->layout);
     if (dict == NULL)
         return NULL;
+    if (nd->holds_containers && !PyObject_GC_IsTracked(dict))
+        PyObject_GC_Track(dict); /* before its members: see "parents first" above */
     int atomic = 1;
     for (Py_ssize_t i = 0; i < nd->nregular; i++) {
         const Node *m = &nd->regular[i];
-        PyObject *v = decode_value(c, L, m);
+        PyObject *v;
+        if (m->kind < K_UUID && !(m->flags & F_ARRAY)) { /* a number, read here: most fields are */
+            if (FIXED_SIZE[m->kind] > L - c->p) {
+                fail("fixed-width field runs past the end");
+                goto error;
+            }
+            v = fixed_value(m->kind, c->b + c->p);
+            c->p += FIXED_SIZE[m->kind];
+        }
+        else if (m->kind < K_UUID) { /* an array of numbers */
+            Py_ssize_t unused;
+            if (array_start(c, L, m, &v, &unused) < 0)
+                goto error;
+        }
+        else if (m->kind >= K_STRING && m->kind <= K_RECORDS && !(m->flags & F_ARRAY))
+            v = decode_string(c, L, m, m->flags & F_NULLABLE);
+        else
+            v = decode_value(c, L, m);
         if (v == NULL)
             goto error;
-        if (PyObject_GC_IsTracked(v)) /* a list, or a struct holding one */
+        if (atomic && m->container && PyObject_GC_IsTracked(v)) /* a list, or a struct holding one */
             atomic = 0;
         int rc = PyDict_SetItem(dict, m->key, v);
         Py_DECREF(v);
         if (rc < 0)
             goto error;
     }
-    if (nd->flags & F_FLEXIBLE) {
+    if (nd->flags & F_FLEXIBLE && c->p < L && c->b[c->p] == 0)
+        c->p++; /* no tagged fields, as in nearly every struct */
+    else if (nd->flags & F_FLEXIBLE) {
         int tags = decode_tags(c, L, nd, dict);
         if (tags < 0)
             goto error;
@@ -342,20 +434,12 @@ decode_element(Cursor *c, Py_ssize_t L, const Node *nd, int nullable)
 static PyObject *
 decode_array(Cursor *c, Py_ssize_t L, const Node *nd)
 {
-    long long n;
-    if (read_len(c, L, nd->flags & F_COMPACT, 1, &n) < 0)
-        return NULL;
-    int null = null_length(n, nd->flags & F_NULLABLE);
-    if (null < 0)
-        return NULL;
-    if (null)
-        Py_RETURN_NONE;
-    if (n * (nd->min_elem ? nd->min_elem : 1) > L - c->p) /* empty elements: the Python decoder decides */
-        return fail("array cannot fit in the bytes left");
-    PyObject *list = PyList_New((Py_ssize_t)n);
-    if (list == NULL)
-        return NULL;
-    for (Py_ssize_t i = 0; i < (Py_ssize_t)n; i++) {
+    PyObject *list;
+    Py_ssize_t n;
+    int fill = array_start(c, L, nd, &list, &n);
+    if (fill <= 0)
+        return fill < 0 ? NULL : list;
+    for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *v = decode_element(c, L, nd, 0);
         if (v == NULL) {
             Py_DECREF(list);
@@ -580,13 +664,6 @@ v2_records(PyObject *module, PyObject *args)
     return NULL;
 }
 
-static PyMethodDef module_methods[] = {
-    {"v2_records", v2_records, METH_VARARGS,
-     "v2_records(buf, p, end, records, Record, base_offset, base_ts, append_ts, cut) -> bool: append the "
-     "magic 2 records in buf[p:end] to records; False (nothing appended) when the Python loop must decide."},
-    {NULL},
-};
-
 /* ---- building programs ------------------------------------------------------------------ */
 
 static void
@@ -642,11 +719,14 @@ node_build(Node *nd, PyObject *spec, int depth)
     Py_INCREF(key);
     PyUnicode_InternInPlace(&key);
     nd->key = key;
+    nd->container = nd->flags & F_ARRAY || nd->kind == K_STRUCT;
     if (nodes_build(&nd->regular, &nd->nregular, regular, depth) < 0 ||
         nodes_build(&nd->tagged, &nd->ntagged, tagged, depth) < 0)
         return -1;
     if (nd->kind != K_STRUCT)
         return 0;
+    for (Py_ssize_t i = 0; i < nd->nregular + nd->ntagged; i++)
+        nd->holds_containers |= (i < nd->nregular ? nd->regular[i] : nd->tagged[i - nd->nregular]).container;
     nd->layout = PyDict_New();
     if (nd->layout == NULL)
         return -1;
@@ -692,6 +772,89 @@ program_vectorcall(PyObject *self_obj, PyObject *const *args, size_t nargsf, PyO
         return PyObject_Vectorcall(self->fallback, args, nargsf, kwnames);
     }
     return pair_of(value, PyLong_FromSsize_t(c.p));
+}
+
+/* decode_frame(b, programs, api_key, api_version, sized) -> dict | None
+ *
+ * A whole frame in one call: the header program, the body program where the header ends, and
+ * {"header": ..., "body": ...}, with the collector paused throughout (see the note at the top).
+ * api_key None: a request, whose api key and version are its first 4 bytes. programs maps
+ * api_key << 16 | api_version to (header Program, body Program). sized: a leading 4-byte size
+ * equal to the length after it is skipped. None for anything this path leaves to Python, which
+ * then decodes the frame and reports as before: a buffer other than bytes, a version without
+ * programs, bytes that do not decode, bytes after the body (a warning Python builds). */
+static PyObject *
+decode_frame(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 5 || !PyDict_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "decode_frame(b, programs: dict, api_key, api_version, sized)");
+        return NULL;
+    }
+    int sized = PyObject_IsTrue(args[4]);
+    if (sized < 0)
+        return NULL;
+    PyObject *frame = args[0], *programs = args[1];
+    if (!PyBytes_CheckExact(frame))
+        Py_RETURN_NONE;
+    const unsigned char *b = (const unsigned char *)PyBytes_AS_STRING(frame);
+    Py_ssize_t L = PyBytes_GET_SIZE(frame), p = 0;
+    if (sized && L >= 4 && (int32_t)be32(b) == L - 4)
+        p = 4;
+    long api_key, api_version;
+    if (args[2] == Py_None) {
+        if (L - p < 4)
+            Py_RETURN_NONE;
+        api_key = (int16_t)be16(b + p);
+        api_version = (int16_t)be16(b + p + 2);
+    }
+    else {
+        api_key = PyLong_AsLong(args[2]);
+        api_version = api_key == -1 && PyErr_Occurred() ? -1 : PyLong_AsLong(args[3]);
+        if (PyErr_Occurred()) { /* not ints, or out of range: Python says what is wrong */
+            PyErr_Clear();
+            Py_RETURN_NONE;
+        }
+    }
+    if (api_key < 0 || api_key > 0x7FFF || api_version < 0 || api_version > 0x7FFF)
+        Py_RETURN_NONE;
+    PyObject *id = PyLong_FromLong(api_key << 16 | api_version);
+    if (id == NULL)
+        return NULL;
+    PyObject *pair = PyDict_GetItemWithError(programs, id); /* borrowed */
+    Py_DECREF(id);
+    if (pair == NULL) {
+        if (PyErr_Occurred())
+            return NULL;
+        Py_RETURN_NONE;
+    }
+    if (!PyTuple_CheckExact(pair) || PyTuple_GET_SIZE(pair) != 2 ||
+        !Py_IS_TYPE(PyTuple_GET_ITEM(pair, 0), &ProgramType) || !Py_IS_TYPE(PyTuple_GET_ITEM(pair, 1), &ProgramType)) {
+        PyErr_SetString(PyExc_TypeError, "decode_frame's programs must be (header Program, body Program) pairs");
+        return NULL;
+    }
+    Cursor c = {b, p};
+    PyObject *header = NULL, *body = NULL, *result = PyDict_New();
+    if (result == NULL)
+        return NULL;
+    int gc_was_enabled = PyGC_Disable();
+    if (!PyObject_GC_IsTracked(result))
+        PyObject_GC_Track(result); /* the root first: see "parents first" */
+    header = decode_struct(&c, L, &((Program *)PyTuple_GET_ITEM(pair, 0))->root);
+    if (header != NULL)
+        body = decode_struct(&c, L, &((Program *)PyTuple_GET_ITEM(pair, 1))->root);
+    if (body == NULL || c.p != L || PyDict_SetItem(result, str_header, header) < 0 ||
+        PyDict_SetItem(result, str_body, body) < 0)
+        Py_CLEAR(result);
+    else if (!PyObject_GC_IsTracked(header) && !PyObject_GC_IsTracked(body))
+        PyObject_GC_UnTrack(result); /* plain values only, as CPython would have left it */
+    if (gc_was_enabled)
+        PyGC_Enable();
+    Py_XDECREF(header);
+    Py_XDECREF(body);
+    if (result != NULL || (PyErr_Occurred() && !PyErr_ExceptionMatches(Error)))
+        return result;
+    PyErr_Clear();
+    Py_RETURN_NONE; /* bad bytes, or bytes after the body */
 }
 
 /* program.strict(b, p, L): decode without the fallback, raising Error on bad bytes (for tests). */
@@ -787,6 +950,16 @@ static PyTypeObject ProgramType = {
     .tp_methods = program_methods,
 };
 
+static PyMethodDef module_methods[] = {
+    {"v2_records", v2_records, METH_VARARGS,
+     "v2_records(buf, p, end, records, Record, base_offset, base_ts, append_ts, cut) -> bool: append the "
+     "magic 2 records in buf[p:end] to records; False (nothing appended) when the Python loop must decide."},
+    {"decode_frame", (PyCFunction)(void (*)(void))decode_frame, METH_FASTCALL,
+     "decode_frame(b, programs, api_key, api_version, sized) -> dict | None: a whole frame, header and body, "
+     "in one call; None when Python must decide."},
+    {NULL},
+};
+
 static struct PyModuleDef native_module = {
     PyModuleDef_HEAD_INIT,
     .m_name = "kdissect.decoders._native",
@@ -816,9 +989,12 @@ PyInit__native(void)
     str_int = PyUnicode_InternFromString("int");
     str_is_safe = PyUnicode_InternFromString("is_safe");
     str_unknown_tags = PyUnicode_InternFromString("unknown_tagged_fields");
+    str_header = PyUnicode_InternFromString("header");
+    str_body = PyUnicode_InternFromString("body");
     empty_tuple = PyTuple_New(0);
     Error = PyErr_NewException("kdissect.decoders._native.Error", NULL, NULL);
     if (safe_unknown == NULL || str_int == NULL || str_is_safe == NULL || str_unknown_tags == NULL ||
+        str_header == NULL || str_body == NULL ||
         empty_tuple == NULL || Error == NULL || PyType_Ready(&ProgramType) < 0)
         goto error;
     Py_INCREF(Error);

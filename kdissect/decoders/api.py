@@ -87,6 +87,7 @@ def _api_messages(api_key: int, api_version: int, kind: str) -> tuple[schema.Mes
         msg = _api_message(api_key, api_version, kind)
         header = "RequestHeader" if kind == "request" else "ResponseHeader"
         found = _MESSAGES[(api_key, api_version, kind)] = (msg, schema.message(header, msg.header_version or 0))
+        compiler.register_frame(kind, api_key, api_version, found[1], msg)
     return found
 
 
@@ -117,8 +118,19 @@ def decode_request_header(b: bytes) -> dict[str, Any]:
     return _run(header_msg, b, 0, api_key=api_key, api_version=api_version)[0]
 
 
+_REQUESTS = compiler.FRAME_PROGRAMS["request"]
+_RESPONSES = compiler.FRAME_PROGRAMS["response"]
+
+
 def decode_request_frame(b: bytes) -> dict[str, Any]:
-    """Decode a request (no size prefix): header first, its version chosen by api key + version."""
+    """Decode a request (no size prefix): header first, its version chosen by api key + version.
+
+    The C frame path decodes well-formed frames of versions already met in one call; whatever
+    it leaves (None) is decoded here, which also reports errors and trailing bytes.
+    """
+    found = compiler.frame_decoder(b, _REQUESTS, None, None, False)
+    if found is not None:
+        return found
     api_key, api_version, msg, header_msg = _request_messages(b)
     header, body, end = _header_and_body(header_msg, msg, b, api_key, api_version)
     result: dict[str, Any] = {"header": header, "body": body}
@@ -129,6 +141,9 @@ def decode_request_frame(b: bytes) -> dict[str, Any]:
 
 def decode_response_frame(b: bytes, api_key: int, api_version: int) -> dict[str, Any]:
     """Decode a response (no size prefix) to a request of the given api key and version."""
+    found = compiler.frame_decoder(b, _RESPONSES, api_key, api_version, False)
+    if found is not None:
+        return found
     msg, header_msg = _api_messages(api_key, api_version, "response")
     header, body, end = _header_and_body(header_msg, msg, b, api_key, api_version)
     result: dict[str, Any] = {"header": header, "body": body}
@@ -180,12 +195,14 @@ def decode_request(frame: bytes | bytearray | memoryview) -> dict[str, Any]:
     Returns ``{"header": {...}, "body": {...}}`` (plus ``warnings`` and ``trailing_bytes`` when
     bytes follow the body). Raises :class:`DecodeError` with the field path on bad input.
     """
-    return _with_or_without_prefix(frame, decode_request_frame)
+    found = compiler.frame_decoder(frame, _REQUESTS, None, None, True)
+    return found if found is not None else _with_or_without_prefix(frame, decode_request_frame)
 
 
 def decode_response(frame: bytes | bytearray | memoryview, api_key: int, api_version: int) -> dict[str, Any]:
     """Decode one response frame (with or without size prefix) to a request of ``api_key`` v``api_version``."""
-    return _with_or_without_prefix(frame, decode_response_frame, api_key, api_version)
+    found = compiler.frame_decoder(frame, _RESPONSES, api_key, api_version, True)
+    return found if found is not None else _with_or_without_prefix(frame, decode_response_frame, api_key, api_version)
 
 
 def decode_data(name: str, data: bytes, version: int | None = None) -> dict[str, Any]:

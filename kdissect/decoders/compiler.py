@@ -307,6 +307,25 @@ def native_decoder(msg: Message) -> Decoder:
     return fn
 
 
+# Whole frames in one C call (``_native.decode_frame``): for each kind, api_key << 16 | api_version
+# -> (header Program, body Program), filled as messages are first met (see api._api_messages).
+FRAME_PROGRAMS: dict[str, dict[int, tuple[Decoder, Decoder]]] = {"request": {}, "response": {}}
+
+
+def register_frame(kind: str, api_key: int, api_version: int, header: Message, msg: Message) -> None:
+    """Let the C frame path decode this message version (when both its programs are native)."""
+    if _native is None:
+        return
+    programs = native_decoder(header), native_decoder(msg)
+    if all(isinstance(fn, _native.Program) for fn in programs):
+        FRAME_PROGRAMS[kind][api_key << 16 | api_version] = programs
+
+
+def _no_frame(b: object, programs: object, api_key: object, api_version: object, sized: bool) -> None:
+    """The frame path when the Python decoders are selected: always leaves the frame to api.py."""
+    return None
+
+
 def fast_decoder(msg: Message) -> Decoder:
     """The decoder used on every message: native when the extension is loaded, else Python."""
     fn = _fast.get((msg.name, msg.version))
@@ -315,14 +334,18 @@ def fast_decoder(msg: Message) -> Decoder:
     return fn
 
 
+frame_decoder = _native.decode_frame if _native is not None else _no_frame
+
+
 def native_loaded() -> bool:
     return _native is not None
 
 
 def use_native(enabled: bool) -> None:
     """Choose the native or the Python decoders (tests and benchmarks compare the two)."""
-    global _fast
+    global _fast, frame_decoder
     _fast = _NATIVE if program.require_native(enabled) else _PYTHON
+    frame_decoder = _native.decode_frame if _fast is _NATIVE else _no_frame  # type: ignore[union-attr]
 
 
 def native_enabled() -> bool:
