@@ -234,13 +234,14 @@ def main(argv: list[str] | None = None) -> int:
     except CaptureFormatError as exc:
         print(f"kdissect: {safe_text(str(exc))}", file=sys.stderr)
         return 1
+    except BrokenPipeError:  # the reader went away (``kdissect show ... | head``): not an error
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nothing left to flush at exit
+        return 0
     except OSError as exc:
         print(f"kdissect: {safe_text(str(exc))}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130
-    except BrokenPipeError:
-        return 0
 
 
 if __name__ == "__main__":

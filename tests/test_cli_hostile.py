@@ -90,3 +90,14 @@ def test_show_on_a_damaged_capture_prints_what_decoded(tmp_path: Path) -> None:
     out = cli("show", str(path))
     assert out.returncode == 0, out.stderr
     assert "=== conn" in out.stdout and "Traceback" not in out.stderr
+
+
+def test_show_piped_into_a_reader_that_stops_early_is_quiet(tmp_path: Path) -> None:
+    """``kdissect show CAPTURE | head``: the closed pipe ends the run quietly with status 0."""
+    path = write(tmp_path / "many.pcap", conversation(40))
+    show = subprocess.Popen([sys.executable, "-m", "kdissect.cli", "show", str(path)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    assert show.stdout is not None and show.stdout.readline().startswith(b"=== conn")
+    show.stdout.close()  # the reader goes away after one line
+    _, err = show.communicate(timeout=300)
+    assert show.returncode == 0 and err == b"", err
