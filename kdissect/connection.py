@@ -387,7 +387,9 @@ class KafkaConnection:
             return [self._head_lost(frame, "request")]
         msg.api_key, msg.api_version, msg.correlation_id = struct.unpack_from(">hhi", frame.data, 0)
         with contextlib.suppress(DecodeError):  # if the client id itself was cut, the rest stands
-            msg.header = decode_api.decode_request_header(frame.data)
+            # The body's leading fields, when captured, keep Produce's acks: an acks=0 request is
+            # then settled as no_response_expected instead of left unanswered.
+            msg.header, msg.body = decode_api.decode_request_head(frame.data)
         return list(self.pairer.add_request(msg))
 
     def _cut_response(self, frame: Frame) -> list[KafkaEvent]:

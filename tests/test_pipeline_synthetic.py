@@ -8,9 +8,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import kdissect
+from kdissect.synth.conversation import tcp_conversation
 from kdissect.synth.packets import Encapsulation
-from tests.synthetic import conversation, with_payload, write
+from tests.kafka_frames import produce_request, produce_response
+from tests.synthetic import MS, T0, conversation, with_payload, write
 
 ALL_CIDS = {*range(1, 7), *range(101, 107)}
 
@@ -95,6 +99,21 @@ def test_snap_length_cuts_large_frames_only(tmp_path: Path) -> None:
     assert set(produce["warnings"]) == {"only 146 of 3050 bytes captured: body not decoded"}
     assert ex[ex["api_name"] == "Metadata"]["warnings"].isna().all()
     assert set(cap.anomalies["kind"].astype(str)) == {"gap"}
+
+
+@pytest.mark.parametrize("version", [2, 3, 9])  # acks first; after a string; after a compact string
+def test_a_cut_acks0_produce_is_still_known_to_expect_no_answer(tmp_path: Path, version: int) -> None:
+    """The body's leading fields survive a snap length: acks=0 is read from the captured head, so
+    the cut request is settled as no_response_expected, not reported unanswered."""
+    big = bytes(3000)
+    msgs = [(0, produce_request(7, acks=0, records=big, version=version), T0),
+            (0, produce_request(8, acks=1, records=big, version=version), T0 + MS),
+            (1, produce_response(8, version=version), T0 + 2 * MS)]
+    path = write(tmp_path / "acks0.pcap", tcp_conversation(msgs), snaplen=200)
+    assert _statuses(path) == {7: "no_response_expected", 8: "ok"}
+    request = next(ex.request for ex in kdissect.open_capture(path).exchanges_iter() if ex.request.correlation_id == 7)
+    assert request.body["acks"] == 0 and request.body["timeout_ms"] == 1000 and "topic_data" not in request.body
+    assert request.error.startswith("only ")
 
 
 def test_tls_on_the_kafka_port_is_flagged_encrypted(tmp_path: Path) -> None:

@@ -112,10 +112,21 @@ def _request_messages(b: bytes) -> tuple[int, int, schema.Message, schema.Messag
     return api_key, api_version, *_api_messages(api_key, api_version, "request")
 
 
-def decode_request_header(b: bytes) -> dict[str, Any]:
-    """Decode only a request's header (for frames the capture holds only the start of)."""
-    api_key, api_version, _, header_msg = _request_messages(b)
-    return _run(header_msg, b, 0, api_key=api_key, api_version=api_version)[0]
+def decode_request_head(b: bytes) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A request the capture holds only the start of: its header, and the body's leading
+    fields (those before its first array or struct) as far as ``b`` holds them whole.
+
+    Raises :class:`DecodeError` when the header itself is cut."""
+    api_key, api_version, msg, header_msg = _request_messages(b)
+    header, p = _run(header_msg, b, 0, api_key=api_key, api_version=api_version)
+    body: dict[str, Any] = {}
+    for field_msg in schema.leading_fields(msg):
+        try:
+            value, p = compiler.fast_decoder(field_msg)(b, p, len(b))
+        except _CATCH:
+            break
+        body.update(value)
+    return header, body
 
 
 _REQUESTS = compiler.FRAME_PROGRAMS["request"]

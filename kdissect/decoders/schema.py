@@ -210,6 +210,20 @@ def api_message(api_key: int, version: int, kind: str) -> Message:
     return message(message_name(api_key, kind), version)
 
 
+@cache
+def leading_fields(msg: Message) -> tuple[Message, ...]:
+    """A message's top-level regular fields that come before its first array, struct or tagged
+    section, each as a one-field message (for frames the capture holds only the start of:
+    Produce's ``acks`` says whether an answer is due). Named ``<message>.<field>``."""
+    out = []
+    for f in msg.root.fields:
+        if f.tag is not None or f.is_array or f.elem not in PRIMITIVES:
+            break
+        root = replace(msg.root, fields=(f,), flexible=False)
+        out.append(replace(msg, name=f"{msg.name}.{f.key}", flexible=False, root=root))
+    return tuple(out)
+
+
 def all_api_versions() -> list[tuple[int, int, str]]:
     """Every (api key, version, kind) in the table: what the coverage tests walk."""
     out = []
