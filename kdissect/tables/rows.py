@@ -24,15 +24,16 @@ HIDDEN = ("_topic_id",)
 class TableRows:
     """Rows of one table, a list (or :class:`Runs`, or :class:`Parts`) per column; missing cells are None."""
 
-    __slots__ = ("block", "columns", "length", "runs")
+    __slots__ = ("block", "columns", "length", "others", "runs")
 
     def __init__(self, table: str) -> None:
         self.columns: dict[str, list[Any] | Runs | Parts] = {name: [] for name, _ in TABLES[table]}
         for name in HIDDEN:
             self.columns[name] = []
         self.length = 0
-        self.runs = False  # whether some column is kept as runs
+        self.runs = False  # whether some column is kept as runs or parts
         self.block: RecordBlock | None = None  # the block that record columns added next go to
+        self.others: dict[tuple[str, ...], list[str]] = {}  # per set of per-row columns: the rest
 
     def __len__(self) -> int:
         return self.length
@@ -64,13 +65,11 @@ class TableRows:
         """One row given as a dict; keys that are not columns are ignored."""
         if self.runs:
             for name in self.columns:
-                if isinstance(self.columns[name], Runs):
-                    self.listed(name)
+                self.listed(name)
             self.runs = False
-        self.block = None
         get = row.get
-        for name in self.columns:
-            self._tail(name).append(get(name))
+        for name, column in self.columns.items():
+            column.append(get(name))  # type: ignore[union-attr]
         self.length += 1
 
     def extend(self, rows: Iterable[Mapping[str, Any]]) -> None:
@@ -97,22 +96,27 @@ class TableRows:
                 if not isinstance(column, Parts):
                     column = self.columns[name] = Parts([column] if column else [])
                 column.parts.append((block, name))
+            self.runs = True  # (append expands them)
         block.add(records, first_offset)
         self._same(records.count, same, PER_RECORD)
 
     def _same(self, n: int, same: Mapping[str, Any], each: Iterable[str]) -> None:
         """Columns other than ``each`` get their ``same`` value (None if missing) for ``n`` rows."""
         columns = self.columns
-        others = columns.keys() - set(each)
+        key = tuple(each)
+        others = self.others.get(key)
+        if others is None:
+            others = self.others[key] = [name for name in columns if name not in key]
         if not self.length:
             for name in others:
                 columns[name] = Runs()
             self.runs = True
+        get = same.get
         for name in others:
-            column, value = columns[name], same.get(name)
-            if isinstance(column, Runs):
-                column.values.append(value)
+            column = columns[name]
+            if type(column) is Runs:
+                column.values.append(get(name))
                 column.counts.append(n)
             else:
-                self._tail(name).extend(repeat(value, n))
+                self._tail(name).extend(repeat(get(name), n))
         self.length += n
