@@ -752,27 +752,25 @@ enum {
     COL_COUNT
 };
 
+/* A bytes object being filled: `len` bytes used of its size (the object is cut to `len` at the end). */
 typedef struct {
-    char *d;
-    Py_ssize_t len, cap;
+    PyObject *bytes;
+    Py_ssize_t len;
 } Buf;
 
 static int
 put(Buf *b, const void *s, Py_ssize_t n)
 {
-    if (n > b->cap - b->len) {
-        Py_ssize_t cap = b->cap ? b->cap : 256;
+    Py_ssize_t cap = b->bytes == NULL ? 0 : PyBytes_GET_SIZE(b->bytes);
+    if (n > cap - b->len) {
+        cap = cap ? cap : 256;
         while (cap - b->len < n)
             cap *= 2; /* what is put is never more than the input's bytes, so this cannot overflow */
-        char *d = PyMem_Realloc(b->d, (size_t)cap);
-        if (d == NULL) {
-            PyErr_NoMemory();
+        if (b->bytes == NULL ? (b->bytes = PyBytes_FromStringAndSize(NULL, cap)) == NULL
+                             : _PyBytes_Resize(&b->bytes, cap) < 0)
             return -1;
-        }
-        b->d = d;
-        b->cap = cap;
     }
-    memcpy(b->d + b->len, s, (size_t)n);
+    memcpy(PyBytes_AS_STRING(b->bytes) + b->len, s, (size_t)n);
     b->len += n;
     return 0;
 }
@@ -883,15 +881,15 @@ v2_columns(PyObject *module, PyObject *args)
             goto done;
     out = PyTuple_New(COL_COUNT);
     for (int i = 0; out != NULL && i < COL_COUNT; i++) {
-        PyObject *b = PyBytes_FromStringAndSize(col[i].d, col[i].len);
-        if (b == NULL)
+        if (col[i].bytes == NULL ? (col[i].bytes = PyBytes_FromStringAndSize(NULL, 0)) == NULL
+                                 : _PyBytes_Resize(&col[i].bytes, col[i].len) < 0)
             Py_CLEAR(out);
         else
-            PyTuple_SET_ITEM(out, i, b);
+            PyTuple_SET_ITEM(out, i, Py_NewRef(col[i].bytes));
     }
 done:
     for (int i = 0; i < COL_COUNT; i++)
-        PyMem_Free(col[i].d);
+        Py_XDECREF(col[i].bytes);
     if (out == NULL && PyErr_ExceptionMatches(Error)) {
         PyErr_Clear();
         Py_RETURN_NONE;

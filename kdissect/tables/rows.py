@@ -24,7 +24,7 @@ HIDDEN = ("_topic_id",)
 class TableRows:
     """Rows of one table, a list (or :class:`Runs`, or :class:`Parts`) per column; missing cells are None."""
 
-    __slots__ = ("block", "columns", "length", "others", "runs")
+    __slots__ = ("block", "columns", "counts", "length", "others", "runs")
 
     def __init__(self, table: str) -> None:
         self.columns: dict[str, list[Any] | Runs | Parts] = {name: [] for name, _ in TABLES[table]}
@@ -33,6 +33,7 @@ class TableRows:
         self.length = 0
         self.runs = False  # whether some column is kept as runs or parts
         self.block: RecordBlock | None = None  # the block that record columns added next go to
+        self.counts: list[int] | None = None  # the counts of every column kept as runs
         self.others: dict[tuple[str, ...], list[str]] = {}  # per set of per-row columns: the rest
 
     def __len__(self) -> int:
@@ -63,18 +64,20 @@ class TableRows:
 
     def append(self, row: Mapping[str, Any]) -> None:
         """One row given as a dict; keys that are not columns are ignored."""
+        self.extend((row,))
+
+    def extend(self, rows: Iterable[Mapping[str, Any]]) -> None:
+        """Rows given as dicts, transposed a column at a time."""
+        rows = list(rows)
+        if not rows:
+            return
         if self.runs:
             for name in self.columns:
                 self.listed(name)
             self.runs = False
-        get = row.get
         for name, column in self.columns.items():
-            column.append(get(name))  # type: ignore[union-attr]
-        self.length += 1
-
-    def extend(self, rows: Iterable[Mapping[str, Any]]) -> None:
-        for row in rows:
-            self.append(row)
+            column.extend([row.get(name) for row in rows])  # type: ignore[union-attr]
+        self.length += len(rows)
 
     def add_block(self, n: int, same: Mapping[str, Any], each: Mapping[str, Sequence[Any]]) -> None:
         """``n`` rows at once: ``same`` holds values shared by all of them, ``each`` a sequence of
@@ -107,16 +110,18 @@ class TableRows:
         others = self.others.get(key)
         if others is None:
             others = self.others[key] = [name for name in columns if name not in key]
-        if not self.length:
+        if not self.length:  # runs of one batch each: their counts are shared, appended once
+            self.counts = []
             for name in others:
-                columns[name] = Runs()
+                columns[name] = Runs(counts=self.counts)
             self.runs = True
         get = same.get
         for name in others:
             column = columns[name]
-            if type(column) is Runs:
+            if type(column) is Runs:  # (the only runs a table has, since every other column is each's)
                 column.values.append(get(name))
-                column.counts.append(n)
             else:
                 self._tail(name).extend(repeat(get(name), n))
+        if self.counts is not None:
+            self.counts.append(n)
         self.length += n
