@@ -57,6 +57,8 @@ def _array(kind: str, column: list[Any] | Runs | Parts) -> pa.Array | pa.Chunked
     if isinstance(column, Runs):  # convert each run's value once, then repeat it
         indices = np.repeat(np.arange(len(column.values), dtype=np.int32), np.asarray(column.counts, dtype=np.int64))
         return _array(kind, column.values).take(_fixed(pa.int32(), len(indices), indices, None))
+    if isinstance(column, Parts) and kind == "category":  # one dictionary for the whole column
+        return _dictionary(column.expand())
     if isinstance(column, Parts):
         chunks = [c for part in column.parts
                   for c in _chunks(_array(kind, part) if isinstance(part, list) else _block_array(kind, *part))]
@@ -179,8 +181,6 @@ def _header_lists(ends: np.ndarray, keys: pa.Array, values: pa.Array, mask: pa.A
 
 def _block_array(kind: str, block: RecordBlock, name: str) -> pa.Array | pa.ChunkedArray:
     """A per-record column of the records table straight from a block's buffers."""
-    if kind == "category":  # control_type: control batches never come as columns
-        return _dictionary([None] * len(block))
     if kind == "headers":
         return _header_lists(ends_of(block.header_counts()), _payload_array(pa.string(), block, "header_key"),
                              _payload_array(pa.binary(), block, "header_value"))  # fmt: skip
