@@ -54,9 +54,8 @@ def to_arrow(table: str, columns: Mapping[str, list[Any] | Runs | Parts]) -> pa.
 
 
 def _array(kind: str, column: list[Any] | Runs | Parts) -> pa.Array | pa.ChunkedArray:
-    if isinstance(column, Runs):  # convert each run's value once, then repeat it
-        indices = np.repeat(np.arange(len(column.values), dtype=np.int32), np.asarray(column.counts, dtype=np.int64))
-        return _array(kind, column.values).take(_fixed(pa.int32(), len(indices), indices, None))
+    if isinstance(column, Runs):
+        return _repeated(kind, column)
     if isinstance(column, Parts) and kind == "category":  # one dictionary for the whole column
         return _dictionary(column.expand())
     if isinstance(column, Parts):
@@ -82,21 +81,44 @@ _MAX_BINARY = 2**31 - 1  # a binary/string array's int32 offsets reach this far;
 def _numbers(kind: str, values: list[Any]) -> pa.Array:
     """Numbers, booleans and timestamps (integer ns), None for null; values outside the column's
     range are null (see ``null_out_of_range``)."""
+    return _packed(kind, *_number_values(kind, values))
+
+
+def _number_values(kind: str, values: list[Any]) -> tuple[np.ndarray, np.ndarray | None]:
     dtype = _NUMPY[kind]
-    nulls = None
     try:
         if None in values:
             objects = np.fromiter(values, dtype=object, count=len(values))
             nulls = np.equal(objects, None)
             objects[nulls] = 0
-            data = objects.astype(dtype)
-        else:
-            data = np.array(values, dtype=dtype)
+            return objects.astype(dtype), nulls
+        return np.array(values, dtype=dtype), None
     except OverflowError:
-        return _numbers(kind, null_out_of_range(kind, values))
+        return _number_values(kind, null_out_of_range(kind, values))
+
+
+def _packed(kind: str, data: np.ndarray, nulls: np.ndarray | None) -> pa.Array:
+    length = len(data)
     if kind == "bool":
         data = np.packbits(data, bitorder="little")
-    return _fixed(_TYPES[kind], len(values), data, nulls)
+    return _fixed(_TYPES[kind], length, data, nulls)
+
+
+def _repeated(kind: str, runs: Runs) -> pa.Array | pa.ChunkedArray:
+    """A column of runs: each run's value converted once, then repeated by numpy (Arrow's ``take``
+    would load ``pyarrow.compute``, which costs more than the repeating)."""
+    counts = np.asarray(runs.counts, dtype=np.int64)
+
+    def repeat(data: np.ndarray, nulls: np.ndarray | None) -> tuple[np.ndarray, np.ndarray | None]:
+        return np.repeat(data, counts), None if nulls is None else np.repeat(nulls, counts)
+
+    if kind in _NUMPY:
+        return _packed(kind, *repeat(*_number_values(kind, runs.values)))
+    if kind == "category":
+        codes, distinct = _codes(runs.values)
+        return pa.DictionaryArray.from_arrays(_packed("int32", *repeat(*_number_values("int32", codes))),
+                                              _binary(pa.string(), distinct))  # fmt: skip
+    return _array(kind, runs.expand())
 
 
 def _fixed(arrow_type: pa.DataType, length: int, data: np.ndarray, nulls: np.ndarray | None) -> pa.Array:
@@ -153,9 +175,15 @@ def _chunks(array: pa.Array | pa.ChunkedArray) -> list[pa.Array]:
 
 def _dictionary(values: list[Any]) -> pa.DictionaryArray:
     """A category column: int32 codes into the distinct values, in order of first appearance."""
+    codes, distinct = _codes(values)
+    return pa.DictionaryArray.from_arrays(_numbers("int32", codes), _binary(pa.string(), distinct))
+
+
+def _codes(values: list[Any]) -> tuple[list[int | None], list[Any]]:
+    if values.count(None) == len(values):  # (a records table's control types, mostly)
+        return values, []
     index: dict[Any, int] = {}
-    codes = [None if v is None else index.setdefault(v, len(index)) for v in values]
-    return pa.DictionaryArray.from_arrays(_numbers("int32", codes), _binary(pa.string(), list(index)))
+    return [None if v is None else index.setdefault(v, len(index)) for v in values], list(index)
 
 
 def _headers(values: list[Any]) -> pa.Array:

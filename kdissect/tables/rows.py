@@ -67,7 +67,7 @@ class TableRows:
         self.extend((row,))
 
     def extend(self, rows: Iterable[Mapping[str, Any]]) -> None:
-        """Rows given as dicts, transposed a column at a time."""
+        """Rows given as dicts."""
         rows = list(rows)
         if not rows:
             return
@@ -75,8 +75,11 @@ class TableRows:
             for name in self.columns:
                 self.listed(name)
             self.runs = False
-        for name, column in self.columns.items():
-            column.extend([row.get(name) for row in rows])  # type: ignore[union-attr]
+        columns = self.columns.items()
+        for row in rows:
+            get = row.get
+            for name, column in columns:
+                column.append(get(name))  # type: ignore[union-attr]
         self.length += len(rows)
 
     def add_block(self, n: int, same: Mapping[str, Any], each: Mapping[str, Sequence[Any]]) -> None:
