@@ -132,3 +132,37 @@ def test_mixed_blocks_and_records_give_the_same_tables(tmp_path: Path, spill_row
     assert (batches["warnings"].fillna("").str.contains("not UTF-8")).any()
     assert sum(len(b) for b in blocks) < len(records_table)  # some rows took the Record path
     assert len(blocks) > 1
+
+
+def test_rows_mix_blocks_dict_rows_and_expanded_columns() -> None:
+    """TableRows keeps row order whatever comes between record columns: a column read as a list
+    (which closes the block while the other columns keep it), a dict row, then more columns."""
+    from kdissect.decoders.records import decode_records
+    from kdissect.tables.rows import TableRows
+
+    field = encode_batch([new_record(b"k%d" % i, b"v", [("h", b"x")], offset=i) for i in range(3)], base_offset=7)
+    columnar, python = decode_records(field, columns=True).batches[0], decode_records(field).batches[0]
+    assert columnar.columns is not None and python.columns is None
+    recs = python.records
+    each = {"offset": [r.offset for r in recs], "timestamp": [r.timestamp * 1_000_000 for r in recs],
+            "key": [r.key for r in recs], "value": [r.value for r in recs], "key_size": [r.key_size for r in recs],
+            "value_size": [r.value_size for r in recs], "headers": [list(r.headers) for r in recs],
+            "control_type": [None] * 3}  # fmt: skip
+    with_columns, with_records = TableRows("records"), TableRows("records")
+
+    def add(step: int) -> None:
+        with_columns.add_record_columns({"connection_id": step}, columnar.columns, -1)
+        with_records.add_block(3, {"connection_id": step}, each)
+
+    add(0)
+    assert with_columns.listed("offset") == with_records.listed("offset") == [7, 8, 9]
+    assert isinstance(with_columns.columns["key"], Parts)
+    add(1)
+    for rows in (with_columns, with_records):
+        rows.append({"connection_id": 9, "offset": 99, "key": b"row", "headers": []})
+    add(2)
+    assert len(with_columns) == len(with_records) == 10
+    assert with_columns.listed("offset") == [7, 8, 9, 7, 8, 9, 99, 7, 8, 9]
+    assert to_arrow("records", with_columns.columns).equals(to_arrow("records", with_records.columns))
+    pd.testing.assert_frame_equal(to_dataframe("records", with_columns.columns),
+                                  to_dataframe("records", with_records.columns))  # fmt: skip

@@ -11,7 +11,9 @@ it is reported as ``truncated`` rather than as a problem.
 Records are tuples built with ``tuple.__new__`` in a loop that reads varints inline: a fetch
 response can carry millions of records and per-record overhead is what limits throughput. The
 magic 2 loop also exists in C (``_native.v2_records``, used when the extension is built); the
-Python loop below stays the reference, and redoes any batch the C loop does not finish.
+Python loop below stays the reference, and redoes any batch the C loop does not finish. For the
+records table, ``decode_records(columns=True)`` has C write a batch's records into column buffers
+instead (:class:`RecordColumns`), with no object per record.
 """
 
 from __future__ import annotations
