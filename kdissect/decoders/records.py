@@ -183,6 +183,7 @@ class Batch:
 
     @property
     def records_decoded(self) -> int:
+        """Records decoded, held as Records or as columns."""
         return len(self.records) if self.columns is None else self.columns.count
 
     @property
