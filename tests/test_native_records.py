@@ -1,10 +1,12 @@
-"""The C record loop (``_native.v2_records``) against the Python one (``records._v2_records``).
+"""The C record loops (``_native.v2_records``, ``_native.v2_columns``) against the Python one
+(``records._v2_records``).
 
 On valid, mutated and truncated record buffers both paths must leave identical records (same
 Record class, same field values and types), identical batch warnings and report the same
 problem (position and reason). Whatever C leaves to Python (bad UTF-8 header keys, numbers
-wider than 64 bits, any broken rule) is redone by Python from the start. Plus: no leaks, and
-records stay visible to the cycle collector.
+wider than 64 bits, any broken rule) is redone by Python from the start. The column loop gives
+the same records as buffers, or declines (None) wherever the Record loop would fall back. Plus:
+no leaks, and records stay visible to the cycle collector.
 """
 
 from __future__ import annotations
@@ -13,14 +15,17 @@ import gc
 import sys
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kdissect.decoders import records
-from kdissect.decoders.records import FULL, LENGTHS_ONLY, Batch, Payloads, Record, decode_records
+from kdissect.decoders.codecs import CODEC_NAMES
+from kdissect.decoders.records import FULL, LENGTHS_ONLY, Batch, Payloads, Record, RecordColumns, decode_records
 from kdissect.decoders.records_encode import encode_batch, encode_record, new_record
 from kdissect.decoders.wire import write_varint
+from kdissect.tables.blocks import WIRE, RecordBlock
 from tests.conftest import PURE_PYTHON_FORCED, assert_no_leaks
 
 pytestmark = pytest.mark.skipif(
@@ -231,3 +236,123 @@ def test_buffers_other_than_bytes_and_odd_ranges_are_left_to_python() -> None:
         assert records._native.v2_records(buf, p, end, [], Record, 0, 0, None, sys.maxsize) is False
     native, _ = both(bytearray(raw), 0, len(raw), sys.maxsize, 0)  # type: ignore[arg-type]
     assert type(native.records[0].key) is bytearray
+
+
+# -- the column loop -----------------------------------------------------------------------------
+
+
+def as_records(columns: RecordColumns) -> list[tuple]:
+    """The columns as (offset, timestamp, key, value, headers, key_size, value_size) per record."""
+    block = RecordBlock()
+    block.add(columns, WIRE)
+    offsets = [int(v) for v in np.frombuffer(columns.offset, dtype=np.int64)]
+    stamps = [int(v) for v in np.frombuffer(columns.timestamp, dtype=np.int64)]
+    headers = [tuple(h) for h in block.listed("headers")]
+    return list(zip(offsets, stamps, block.listed("key"), block.listed("value"), headers,
+                    block.listed("key_size"), block.listed("value_size"), strict=True))  # fmt: skip
+
+
+def columns_agree(buf: bytes, p: int, end: int, cut: int, log_append_time: int, **fields: int) -> RecordColumns | None:
+    """The column loop's answer, once checked against the Python loop's: the same records, or None
+    where Python warned or stopped (or kept numbers that columns cannot hold)."""
+    python = batch(**fields)
+    problem = records._v2_records(buf, p, end, python, cut, log_append_time)
+    columns = records._native_v2_columns(buf, p, end, batch(**fields), cut, log_append_time)
+    if columns is not None:
+        assert problem is None and not python.warnings
+        assert same(as_records(columns), [tuple(r)[:7] for r in python.records])
+    return columns
+
+
+@settings(max_examples=500, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data(), recs=st.lists(record, max_size=6))
+def test_columns_and_python_agree_on_valid_mutated_and_truncated_records(data: st.DataObject, recs: list) -> None:
+    raw = b"".join(encode_record(r) for r in recs)
+    mutated = data.draw(st.booleans())
+    if mutated:
+        raw = mutate(data, raw)
+    pad = data.draw(st.binary(max_size=4))
+    buf = pad + raw + data.draw(st.binary(max_size=4))
+    base_offset = data.draw(st.sampled_from([0, 1000, *INT64]))
+    base_ts = data.draw(st.sampled_from([0, 1_700_000_000_000, *INT64]))
+    log_append_time = data.draw(st.sampled_from([0, 8]))
+    cut, max_ts = data.draw(st.sampled_from(CUTS)), data.draw(st.integers(*INT64))
+    columns = columns_agree(buf, len(pad), len(pad) + len(raw), cut, log_append_time,
+                            base_offset=base_offset, base_ts=base_ts, max_ts=max_ts)  # fmt: skip
+    no_overflow = base_offset == 0 and (base_ts == 0 or log_append_time)
+    if not mutated and no_overflow:  # valid records: decoded in C, none left to Python
+        assert columns is not None and columns.count == len(recs)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data(), raw=st.binary(max_size=60))
+def test_columns_and_python_agree_on_arbitrary_bytes(data: st.DataObject, raw: bytes) -> None:
+    columns_agree(raw, 0, len(raw), data.draw(st.sampled_from(CUTS)), 0)
+
+
+def test_columns_keep_cuts_nulls_headers_and_append_times() -> None:
+    recs = [new_record(b"abcdef", None, [("h", b"123456"), ("n", None), ("é", b"")], offset=i, timestamp=i)
+            for i in range(3)]  # fmt: skip
+    raw = b"".join(encode_record(r) for r in recs)
+    columns = columns_agree(raw, 0, len(raw), 2, 8, base_offset=10, max_ts=777)
+    assert columns is not None
+    assert as_records(columns) == [(10 + i, 777, b"ab", None, (("h", b"12"), ("n", None), ("é", b"")), 6, -1)
+                                   for i in range(3)]  # fmt: skip
+
+
+def test_columns_decline_what_the_record_loop_leaves_to_python() -> None:
+    good = encode_record(new_record(b"k", b"v", [("h", b"x")]))
+    assert columns_agree(good + BAD_UTF8_KEY + good, 0, 2 * len(good) + len(BAD_UTF8_KEY), sys.maxsize, 0) is None
+    wide = raw_record(b"\x00" + b"\xff" * 9 + b"\x7f" + b"\x00\x01\x01\x00")
+    assert columns_agree(wide, 0, len(wide), sys.maxsize, 0) is None
+    up = encode_record(new_record(b"k", offset=5, timestamp=5))
+    assert columns_agree(up, 0, len(up), sys.maxsize, 0, base_offset=INT64[1]) is None
+    huge_null = raw_record(b"\0\0\0" + write_varint(-(1 << 33)) + b"\0\0")  # a null key of size -2**33
+    assert columns_agree(huge_null, 0, len(huge_null), sys.maxsize, 0) is None
+    for buf, p, end in ((bytearray(good), 0, len(good)), (good, 0, len(good) + 1), (good, 2, 1)):
+        assert records._native.v2_columns(buf, p, end, 0, 0, None, sys.maxsize) is None
+    assert records._native.v2_columns(good, 0, len(good), 0, 0, 1 << 70, sys.maxsize) is None
+    assert records._native.v2_columns(good, 0, len(good), 0, 0, "soon", sys.maxsize) is None
+    assert records._native.v2_columns(good, 0, 0, 0, 0, None, sys.maxsize) == RecordColumns(*[b""] * 13)
+
+
+@pytest.mark.parametrize("codec", sorted(CODEC_NAMES))
+@pytest.mark.parametrize("mode", [FULL, LENGTHS_ONLY, Payloads.preview(2)], ids=["full", "lengths", "preview"])
+def test_whole_fields_as_columns_hold_the_records_of_every_codec(codec: int, mode: Payloads) -> None:
+    """decode_records(columns=True) against the Python loop: same batches and warnings, and the
+    columns hold the Python loop's records; control batches keep their Records."""
+    recs = [new_record(b"key-%d" % i, b"v" * i, [("trace", b"t" * i)] * (i % 3), offset=i, timestamp=i)
+            for i in range(40)]  # fmt: skip
+    field = (encode_batch(recs, base_offset=100, codec=codec) + encode_batch(recs[:3], timestamp_type=1, codec=codec)
+             + encode_batch([recs[0]], control=True))  # fmt: skip
+    columnar = decode_records(field, payloads=mode, columns=True)
+    try:
+        records.use_native(False)
+        python = decode_records(field, payloads=mode, columns=True)
+    finally:
+        records.use_native(True)
+    assert [b.columns is not None for b in columnar.batches] == [True, True, False]
+    assert all(b.columns is None for b in python.batches)
+    for c, p in zip(columnar.batches, python.batches, strict=True):
+        if c.columns is not None:
+            assert same(as_records(c.columns), [tuple(r)[:7] for r in p.records])
+            assert c.records_decoded == len(p.records) and c.records == []
+            c.columns, p.records = None, []
+        assert c == p
+    assert columnar.warnings == python.warnings
+
+
+def test_column_loop_leaks_nothing() -> None:
+    hdrs = [("trace", b"t" * 16), ("x", None)]
+    good = b"".join(encode_record(new_record(b"key-%d" % i, b"v" * 50, hdrs)) for i in range(50))
+    buffers = [good, good[: len(good) // 2], good + BAD_UTF8_KEY, good[:-1] + b"\x07", good + b"\x7e" * 9]
+    append_ts = 1 << 40
+
+    def run(times: int) -> None:
+        for _ in range(times):
+            for buf in buffers:
+                for cut in (sys.maxsize, 4):
+                    records._native.v2_columns(buf, 0, len(buf), 0, 0, append_ts, cut)
+                    records._native.v2_columns(buf, 0, len(buf), 0, 0, None, cut)
+
+    assert_no_leaks(run, [*buffers, append_ts])

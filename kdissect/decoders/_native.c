@@ -20,7 +20,10 @@
  *
  * v2_records is records.py's magic 2 record loop (decompressed records -> Record tuples), under
  * the same rules: it reports failure and removes what it appended, and records.py reruns the
- * Python loop on that batch, so warnings and error positions are the Python loop's.
+ * Python loop on that batch, so warnings and error positions are the Python loop's. v2_columns
+ * reads records with the same code but writes them into column buffers (offsets, timestamps,
+ * lengths and payload bytes end to end), for the records table; it returns None where v2_records
+ * would fail, and the caller decodes that batch into Record tuples instead.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -476,17 +479,117 @@ read_zigzag(Cursor *c, Py_ssize_t L, int max_bytes, int64_t *out)
     return 0;
 }
 
-/* A nullable payload of `size` bytes at the cursor (negative: None), at most `cut` kept. */
+/* A nullable payload's size (negative: null), then its bytes, skipped: they must end before L. */
+static int
+skip_payload(Cursor *c, Py_ssize_t L, int64_t *size, Py_ssize_t *at)
+{
+    if (read_zigzag(c, L, 5, size) < 0)
+        return -1;
+    *at = c->p;
+    if (*size >= 0) {
+        if (*size > L - c->p) {
+            fail("payload overruns the record");
+            return -1;
+        }
+        c->p += (Py_ssize_t)*size;
+    }
+    return 0;
+}
+
+/* A payload located by skip_payload, as None or bytes (at most `cut` of them). */
 static PyObject *
-payload(Cursor *c, Py_ssize_t L, int64_t size, Py_ssize_t cut)
+payload_object(const unsigned char *b, int64_t size, Py_ssize_t at, Py_ssize_t cut)
 {
     if (size < 0)
         Py_RETURN_NONE;
-    if (size > L - c->p)
-        return fail("payload overruns the record");
-    PyObject *v = PyBytes_FromStringAndSize((const char *)c->b + c->p, size <= cut ? (Py_ssize_t)size : cut);
-    c->p += (Py_ssize_t)size;
-    return v;
+    return PyBytes_FromStringAndSize((const char *)b + at, size <= cut ? (Py_ssize_t)size : cut);
+}
+
+typedef struct {
+    PyTypeObject *type; /* the Record namedtuple (object path) */
+    int64_t base_offset, base_ts;
+    PyObject *append_ts; /* None: create time (base + delta) */
+    int64_t append_ms;   /* append_ts as a C integer (column path) */
+    Py_ssize_t cut;
+} RecordContext;
+
+/* One record's fields up to its header count, located and checked against the record's end. */
+typedef struct {
+    int64_t length, ts_delta, offset_delta, key_size, value_size, offset, ts;
+    Py_ssize_t key_at, value_at, end;
+    unsigned char attrs;
+} RecordSpan;
+
+/* Reads a record's length, attributes, deltas, key and value; the cursor is left on its headers. */
+static int
+record_fields(Cursor *c, Py_ssize_t end, const RecordContext *ctx, RecordSpan *r)
+{
+    r->ts = 0;
+    if (read_zigzag(c, end, 5, &r->length) < 0)
+        return -1;
+    if (r->length < 6 || r->length > end - c->p) { /* attributes, 2 deltas, key, value, header count */
+        fail("record length overruns the batch");
+        return -1;
+    }
+    r->end = c->p + (Py_ssize_t)r->length;
+    r->attrs = c->b[c->p++];
+    if (read_zigzag(c, r->end, 10, &r->ts_delta) < 0 || read_zigzag(c, r->end, 5, &r->offset_delta) < 0)
+        return -1;
+    if (__builtin_add_overflow(ctx->base_offset, r->offset_delta, &r->offset) ||
+        (ctx->append_ts == Py_None && __builtin_add_overflow(ctx->base_ts, r->ts_delta, &r->ts))) {
+        fail("offset or timestamp wider than 64 bits");
+        return -1;
+    }
+    return skip_payload(c, r->end, &r->key_size, &r->key_at) < 0 ||
+                   skip_payload(c, r->end, &r->value_size, &r->value_at) < 0
+               ? -1
+               : 0;
+}
+
+/* A record's header count, each header taking at least two of the bytes before L. */
+static int
+header_count(Cursor *c, Py_ssize_t L, int64_t *count)
+{
+    if (read_zigzag(c, L, 5, count) < 0)
+        return -1;
+    if (*count < 0 || *count > (L - c->p) >> 1) {
+        fail("header count overruns the record");
+        return -1;
+    }
+    return 0;
+}
+
+typedef struct {
+    Py_ssize_t key_at, key_len, value_at;
+    int64_t value_size;
+} HeaderSpan;
+
+static int
+next_header(Cursor *c, Py_ssize_t L, HeaderSpan *h)
+{
+    int64_t n;
+    if (read_zigzag(c, L, 5, &n) < 0)
+        return -1;
+    if (n < 0 || n > L - c->p) {
+        fail("header key overruns the record");
+        return -1;
+    }
+    h->key_at = c->p;
+    h->key_len = (Py_ssize_t)n;
+    c->p += (Py_ssize_t)n;
+    return skip_payload(c, L, &h->value_size, &h->value_at);
+}
+
+/* A header key as str. A key that is not UTF-8 fails: the Python loop escapes it and warns. */
+static PyObject *
+header_key(const unsigned char *b, const HeaderSpan *h)
+{
+    PyObject *key = PyUnicode_DecodeUTF8((const char *)b + h->key_at, h->key_len, NULL);
+    if (key == NULL && PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) {
+        PyErr_Clear();
+        fail("header key is not UTF-8");
+    }
+    return key;
 }
 
 /* A 2-tuple taking over both references; NULL (both released) when either is NULL or on failure. */
@@ -504,53 +607,28 @@ pair_of(PyObject *a, PyObject *b)
     return t;
 }
 
-/* The headers of a record ending at L, as a tuple of (str, bytes | None) tuples. A key that is
- * not UTF-8 fails: the Python loop escapes it and warns on the batch. */
+/* The headers of a record ending at L, as a tuple of (str, bytes | None) tuples. */
 static PyObject *
 record_headers(Cursor *c, Py_ssize_t L, Py_ssize_t cut)
 {
     int64_t count;
-    if (read_zigzag(c, L, 5, &count) < 0)
+    if (header_count(c, L, &count) < 0)
         return NULL;
-    if (count < 0 || count > (L - c->p) >> 1) /* each header takes at least two bytes */
-        return fail("header count overruns the record");
     PyObject *headers = PyTuple_New((Py_ssize_t)count);
     if (headers == NULL)
         return NULL;
     for (Py_ssize_t i = 0; i < (Py_ssize_t)count; i++) {
-        int64_t n;
-        if (read_zigzag(c, L, 5, &n) < 0)
-            goto error;
-        if (n < 0 || n > L - c->p) {
-            fail("header key overruns the record");
-            goto error;
+        HeaderSpan h;
+        PyObject *pair = next_header(c, L, &h) < 0 ? NULL
+                         : pair_of(header_key(c->b, &h), payload_object(c->b, h.value_size, h.value_at, cut));
+        if (pair == NULL) {
+            Py_DECREF(headers);
+            return NULL;
         }
-        PyObject *key = PyUnicode_DecodeUTF8((const char *)c->b + c->p, (Py_ssize_t)n, NULL);
-        if (key == NULL) {
-            if (PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) {
-                PyErr_Clear();
-                fail("header key is not UTF-8");
-            }
-            goto error;
-        }
-        c->p += (Py_ssize_t)n;
-        PyObject *pair = pair_of(key, read_zigzag(c, L, 5, &n) < 0 ? NULL : payload(c, L, n, cut));
-        if (pair == NULL)
-            goto error;
         PyTuple_SET_ITEM(headers, i, pair);
     }
     return headers;
-error:
-    Py_DECREF(headers);
-    return NULL;
 }
-
-typedef struct {
-    PyTypeObject *type; /* the Record namedtuple */
-    int64_t base_offset, base_ts;
-    PyObject *append_ts; /* None: create time (base + delta) */
-    Py_ssize_t cut;
-} RecordContext;
 
 /* Sets a Record field from a new reference; returns -1 (and fails) when it is NULL. */
 static inline int
@@ -566,46 +644,36 @@ set_field(PyObject *rec, Py_ssize_t i, PyObject *v)
 static PyObject *
 decode_record(Cursor *c, Py_ssize_t end, const RecordContext *ctx)
 {
-    int64_t length, ts_delta, offset_delta, key_size, value_size, offset, ts = 0;
-    if (read_zigzag(c, end, 5, &length) < 0)
+    RecordSpan r;
+    if (record_fields(c, end, ctx, &r) < 0)
         return NULL;
-    if (length < 6 || length > end - c->p) /* attributes, 2 deltas, key, value, header count */
-        return fail("record length overruns the batch");
-    Py_ssize_t rec_end = c->p + (Py_ssize_t)length;
-    unsigned char attrs = c->b[c->p++];
-    if (read_zigzag(c, rec_end, 10, &ts_delta) < 0 || read_zigzag(c, rec_end, 5, &offset_delta) < 0)
+    PyObject *headers = record_headers(c, r.end, ctx->cut);
+    if (headers == NULL)
         return NULL;
-    if (__builtin_add_overflow(ctx->base_offset, offset_delta, &offset) ||
-        (ctx->append_ts == Py_None && __builtin_add_overflow(ctx->base_ts, ts_delta, &ts)))
-        return fail("offset or timestamp wider than 64 bits");
+    if (c->p != r.end) {
+        Py_DECREF(headers);
+        return fail("record fields do not fill its length");
+    }
     PyObject *rec = ctx->type->tp_alloc(ctx->type, 12);
-    if (rec == NULL)
+    if (rec == NULL) {
+        Py_DECREF(headers);
         return NULL;
-    if (read_zigzag(c, rec_end, 5, &key_size) < 0 || set_field(rec, 2, payload(c, rec_end, key_size, ctx->cut)) < 0 ||
-        read_zigzag(c, rec_end, 5, &value_size) < 0 ||
-        set_field(rec, 3, payload(c, rec_end, value_size, ctx->cut)) < 0)
-        goto error;
-    if (c->p < rec_end && c->b[c->p] == 0) {
-        c->p++;
-        PyTuple_SET_ITEM(rec, 4, Py_NewRef(empty_tuple));
     }
-    else if (set_field(rec, 4, record_headers(c, rec_end, ctx->cut)) < 0)
-        goto error;
-    if (c->p != rec_end) {
-        fail("record fields do not fill its length");
-        goto error;
+    PyTuple_SET_ITEM(rec, 4, headers);
+    if (set_field(rec, 0, PyLong_FromLongLong(r.offset)) < 0 ||
+        set_field(rec, 1, ctx->append_ts == Py_None ? PyLong_FromLongLong(r.ts) : Py_NewRef(ctx->append_ts)) < 0 ||
+        set_field(rec, 2, payload_object(c->b, r.key_size, r.key_at, ctx->cut)) < 0 ||
+        set_field(rec, 3, payload_object(c->b, r.value_size, r.value_at, ctx->cut)) < 0 ||
+        set_field(rec, 5, PyLong_FromLongLong(r.key_size)) < 0 ||
+        set_field(rec, 6, PyLong_FromLongLong(r.value_size)) < 0 || set_field(rec, 7, PyLong_FromLong(r.attrs)) < 0 ||
+        set_field(rec, 8, PyLong_FromLongLong(r.length)) < 0 ||
+        set_field(rec, 9, PyLong_FromLongLong(r.offset_delta)) < 0 ||
+        set_field(rec, 10, PyLong_FromLongLong(r.ts_delta)) < 0) {
+        Py_DECREF(rec); /* unset items are NULL, which tuple dealloc skips */
+        return NULL;
     }
-    if (set_field(rec, 0, PyLong_FromLongLong(offset)) < 0 ||
-        set_field(rec, 1, ctx->append_ts == Py_None ? PyLong_FromLongLong(ts) : Py_NewRef(ctx->append_ts)) < 0 ||
-        set_field(rec, 5, PyLong_FromLongLong(key_size)) < 0 || set_field(rec, 6, PyLong_FromLongLong(value_size)) < 0 ||
-        set_field(rec, 7, PyLong_FromLong(attrs)) < 0 || set_field(rec, 8, PyLong_FromLongLong(length)) < 0 ||
-        set_field(rec, 9, PyLong_FromLongLong(offset_delta)) < 0 || set_field(rec, 10, PyLong_FromLongLong(ts_delta)) < 0)
-        goto error;
     PyTuple_SET_ITEM(rec, 11, Py_NewRef(Py_None));
     return rec;
-error:
-    Py_DECREF(rec); /* unset items are NULL, which tuple dealloc skips */
-    return NULL;
 }
 
 /* v2_records(buf, p, end, records, Record, base_offset, base_ts, append_ts, cut) -> bool
@@ -662,6 +730,171 @@ v2_records(PyObject *module, PyObject *args)
     else
         PyErr_Restore(type, value, traceback);
     return NULL;
+}
+
+/* ---- magic 2 records as columns --------------------------------------------------------- */
+
+/* The buffers v2_columns returns, in this order (native byte order; lengths -1 for null). */
+enum {
+    COL_OFFSET,       /* int64 per record: base offset + delta */
+    COL_TIMESTAMP,    /* int64 per record: ms, base + delta or the append time */
+    COL_KEY_SIZE,     /* int32 per record: the wire size (negative: null) */
+    COL_VALUE_SIZE,   /* int32 per record */
+    COL_KEY_LEN,      /* int32 per record: bytes kept, -1 for null */
+    COL_KEY,          /* the kept key bytes, end to end */
+    COL_VALUE_LEN,    /* int32 per record */
+    COL_VALUE,        /* the kept value bytes */
+    COL_HEADERS,      /* int32 per record: its header count */
+    COL_HEADER_KEY_LEN, /* int32 per header: UTF-8 bytes of its key */
+    COL_HEADER_KEY,   /* the header keys' bytes */
+    COL_HEADER_VALUE_LEN, /* int32 per header: bytes kept, -1 for null */
+    COL_HEADER_VALUE, /* the kept header value bytes */
+    COL_COUNT
+};
+
+/* A bytes object being filled: `len` bytes used of its size (the object is cut to `len` at the end). */
+typedef struct {
+    PyObject *bytes;
+    Py_ssize_t len;
+} Buf;
+
+static int
+put(Buf *b, const void *s, Py_ssize_t n)
+{
+    Py_ssize_t cap = b->bytes == NULL ? 0 : PyBytes_GET_SIZE(b->bytes);
+    if (n > cap - b->len) {
+        cap = cap ? cap : 256;
+        while (cap - b->len < n)
+            cap *= 2; /* what is put is never more than the input's bytes, so this cannot overflow */
+        if (b->bytes == NULL ? (b->bytes = PyBytes_FromStringAndSize(NULL, cap)) == NULL
+                             : _PyBytes_Resize(&b->bytes, cap) < 0)
+            return -1;
+    }
+    memcpy(PyBytes_AS_STRING(b->bytes) + b->len, s, (size_t)n);
+    b->len += n;
+    return 0;
+}
+
+static inline int put_i64(Buf *b, int64_t v) { return put(b, &v, 8); }
+
+/* An int32 column value; wider values are left to Python (its columns turn them into nulls). */
+static inline int
+put_i32(Buf *b, int64_t v)
+{
+    if (v < INT32_MIN || v > INT32_MAX) {
+        fail("size wider than 32 bits");
+        return -1;
+    }
+    int32_t w = (int32_t)v;
+    return put(b, &w, 4);
+}
+
+/* A located payload: its kept length (-1: null) and its kept bytes. */
+static int
+put_payload(Buf *lens, Buf *data, const unsigned char *b, int64_t size, Py_ssize_t at, Py_ssize_t cut)
+{
+    if (size < 0)
+        return put_i32(lens, -1);
+    Py_ssize_t kept = size <= cut ? (Py_ssize_t)size : cut;
+    return put_i32(lens, kept) < 0 || put(data, b + at, kept) < 0 ? -1 : 0;
+}
+
+static int
+is_ascii(const unsigned char *s, Py_ssize_t n)
+{
+    unsigned char any = 0;
+    for (Py_ssize_t i = 0; i < n; i++)
+        any |= s[i];
+    return any < 0x80;
+}
+
+/* One record at the cursor, appended to the column buffers (partly, on failure). */
+static int
+column_record(Cursor *c, Py_ssize_t end, const RecordContext *ctx, Buf *col)
+{
+    RecordSpan r;
+    int64_t count;
+    if (record_fields(c, end, ctx, &r) < 0 || header_count(c, r.end, &count) < 0)
+        return -1;
+    for (int64_t i = 0; i < count; i++) {
+        HeaderSpan h;
+        if (next_header(c, r.end, &h) < 0)
+            return -1;
+        if (!is_ascii(c->b + h.key_at, h.key_len)) { /* check it decodes, as the object path does */
+            PyObject *key = header_key(c->b, &h);
+            if (key == NULL)
+                return -1;
+            Py_DECREF(key);
+        }
+        if (put_i32(&col[COL_HEADER_KEY_LEN], h.key_len) < 0 ||
+            put(&col[COL_HEADER_KEY], c->b + h.key_at, h.key_len) < 0 ||
+            put_payload(&col[COL_HEADER_VALUE_LEN], &col[COL_HEADER_VALUE], c->b, h.value_size, h.value_at,
+                        ctx->cut) < 0)
+            return -1;
+    }
+    if (c->p != r.end) {
+        fail("record fields do not fill its length");
+        return -1;
+    }
+    return put_i64(&col[COL_OFFSET], r.offset) < 0 ||
+                   put_i64(&col[COL_TIMESTAMP], ctx->append_ts == Py_None ? r.ts : ctx->append_ms) < 0 ||
+                   put_i32(&col[COL_KEY_SIZE], r.key_size) < 0 || put_i32(&col[COL_VALUE_SIZE], r.value_size) < 0 ||
+                   put_payload(&col[COL_KEY_LEN], &col[COL_KEY], c->b, r.key_size, r.key_at, ctx->cut) < 0 ||
+                   put_payload(&col[COL_VALUE_LEN], &col[COL_VALUE], c->b, r.value_size, r.value_at, ctx->cut) < 0 ||
+                   put_i32(&col[COL_HEADERS], count) < 0
+               ? -1
+               : 0;
+}
+
+/* v2_columns(buf, p, end, base_offset, base_ts, append_ts, cut) -> tuple of bytes | None
+ *
+ * The records in buf[p:end] as column buffers (see COL_*), a handful of bytes objects per call
+ * and none per record. None under v2_records' rules for False (and for an append time that is
+ * not an int64): the caller decodes the batch the other way. */
+static PyObject *
+v2_columns(PyObject *module, PyObject *args)
+{
+    PyObject *buf;
+    Py_ssize_t p, end;
+    RecordContext ctx = {NULL};
+    long long base_offset, base_ts;
+    if (!PyArg_ParseTuple(args, "OnnLLOn:v2_columns", &buf, &p, &end, &base_offset, &base_ts, &ctx.append_ts,
+                          &ctx.cut))
+        return NULL;
+    if (!PyBytes_CheckExact(buf) || p < 0 || p > end || end > PyBytes_GET_SIZE(buf) || ctx.cut < 0)
+        Py_RETURN_NONE;
+    if (ctx.append_ts != Py_None) {
+        int overflow;
+        ctx.append_ms = PyLong_Check(ctx.append_ts) ? PyLong_AsLongLongAndOverflow(ctx.append_ts, &overflow) : 0;
+        if (!PyLong_Check(ctx.append_ts) || overflow)
+            Py_RETURN_NONE;
+        if (ctx.append_ms == -1 && PyErr_Occurred())
+            return NULL;
+    }
+    ctx.base_offset = base_offset;
+    ctx.base_ts = base_ts;
+    Buf col[COL_COUNT] = {{0}};
+    Cursor c = {(const unsigned char *)PyBytes_AS_STRING(buf), p};
+    PyObject *out = NULL;
+    while (c.p < end)
+        if (column_record(&c, end, &ctx, col) < 0)
+            goto done;
+    out = PyTuple_New(COL_COUNT);
+    for (int i = 0; out != NULL && i < COL_COUNT; i++) {
+        if (col[i].bytes == NULL ? (col[i].bytes = PyBytes_FromStringAndSize(NULL, 0)) == NULL
+                                 : _PyBytes_Resize(&col[i].bytes, col[i].len) < 0)
+            Py_CLEAR(out);
+        else
+            PyTuple_SET_ITEM(out, i, Py_NewRef(col[i].bytes));
+    }
+done:
+    for (int i = 0; i < COL_COUNT; i++)
+        Py_XDECREF(col[i].bytes);
+    if (out == NULL && PyErr_ExceptionMatches(Error)) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    return out;
 }
 
 /* ---- building programs ------------------------------------------------------------------ */
@@ -954,6 +1187,9 @@ static PyMethodDef module_methods[] = {
     {"v2_records", v2_records, METH_VARARGS,
      "v2_records(buf, p, end, records, Record, base_offset, base_ts, append_ts, cut) -> bool: append the "
      "magic 2 records in buf[p:end] to records; False (nothing appended) when the Python loop must decide."},
+    {"v2_columns", v2_columns, METH_VARARGS,
+     "v2_columns(buf, p, end, base_offset, base_ts, append_ts, cut) -> tuple | None: the magic 2 records in "
+     "buf[p:end] as column buffers; None when the batch must be decoded the other way."},
     {"decode_frame", (PyCFunction)(void (*)(void))decode_frame, METH_FASTCALL,
      "decode_frame(b, programs, api_key, api_version, sized) -> dict | None: a whole frame, header and body, "
      "in one call; None when Python must decide."},

@@ -11,7 +11,9 @@ it is reported as ``truncated`` rather than as a problem.
 Records are tuples built with ``tuple.__new__`` in a loop that reads varints inline: a fetch
 response can carry millions of records and per-record overhead is what limits throughput. The
 magic 2 loop also exists in C (``_native.v2_records``, used when the extension is built); the
-Python loop below stays the reference, and redoes any batch the C loop does not finish.
+Python loop below stays the reference, and redoes any batch the C loop does not finish. For the
+records table, ``decode_records(columns=True)`` has C write a batch's records into column buffers
+instead (:class:`RecordColumns`), with no object per record.
 """
 
 from __future__ import annotations
@@ -75,6 +77,30 @@ class Record(NamedTuple):
     wire_offset: int
     wire_timestamp: int | None
     crc_ok: bool | None
+
+
+class RecordColumns(NamedTuple):
+    """A magic 2 batch's records as column buffers (native byte order), from ``_native.v2_columns``:
+    what the records table is built from without an object per record. Lengths are of the bytes
+    kept (-1: null); payload bytes of each kind sit end to end; ``headers`` counts each record's."""
+
+    offset: bytes  # int64 per record
+    timestamp: bytes  # int64 per record (ms)
+    key_size: bytes  # int32 per record, as on the wire
+    value_size: bytes  # int32 per record
+    key_len: bytes  # int32 per record
+    key: bytes
+    value_len: bytes  # int32 per record
+    value: bytes
+    headers: bytes  # int32 per record
+    header_key_len: bytes  # int32 per header
+    header_key: bytes  # UTF-8
+    header_value_len: bytes  # int32 per header
+    header_value: bytes
+
+    @property
+    def count(self) -> int:
+        return len(self.offset) >> 3
 
 
 class ControlMarker(NamedTuple):
@@ -153,6 +179,12 @@ class Batch:
     records: list[Record] = field(default_factory=list)
     control: list[ControlMarker] = field(default_factory=list)
     warnings: list[DecodeWarning] = field(default_factory=list)
+    columns: RecordColumns | None = None  # the records, when asked for as columns (then ``records`` is empty)
+
+    @property
+    def records_decoded(self) -> int:
+        """Records decoded, held as Records or as columns."""
+        return len(self.records) if self.columns is None else self.columns.count
 
     @property
     def codec(self) -> int:
@@ -232,22 +264,26 @@ def decode_records(
     limits: Limits = DEFAULT_LIMITS,
     payloads: Payloads = FULL,
     origin: int = 0,
+    columns: bool = False,
 ) -> RecordSet:
     """Decode a ``records`` field. Never raises on bad bytes: problems become warnings.
 
     ``origin`` is added to every reported position, so a caller can pass the field's offset in
-    its frame and get positions that point into a hex dump of the frame.
+    its frame and get positions that point into a hex dump of the frame. With ``columns`` (and the
+    C extension), a magic 2 batch that is not a control batch holds its records in
+    :attr:`Batch.columns` instead of :attr:`Batch.records` when they decode cleanly.
     """
     buf = data if isinstance(data, bytes) else bytes(data)
-    decoder = _Decoder(buf, limits, payloads, origin)
+    decoder = _Decoder(buf, limits, payloads, origin, columns)
     return decoder.run()
 
 
 class _Decoder:
     """State for one call: the buffer, the options, and the set being filled."""
 
-    def __init__(self, buf: bytes, limits: Limits, payloads: Payloads, origin: int) -> None:
+    def __init__(self, buf: bytes, limits: Limits, payloads: Payloads, origin: int, columns: bool = False) -> None:
         self.buf = buf
+        self.columns = columns and native_enabled()
         self.view = memoryview(buf)
         self.limits = limits
         self.cut = sys.maxsize if payloads.keep is None else payloads.keep
@@ -315,13 +351,18 @@ class _Decoder:
             batch.compressed_size, batch.decompressed_size = end - body, len(buf)
             start, stop, at = 0, len(buf), None
         cut = sys.maxsize if batch.is_control else self.cut
-        problem = _decode_v2_records(buf, start, stop, batch, cut, attrs & ATTR_LOG_APPEND_TIME)
+        log_append_time = attrs & ATTR_LOG_APPEND_TIME
+        if self.columns and not batch.is_control:
+            batch.columns = _native_v2_columns(buf, start, stop, batch, cut, log_append_time)
+        problem = None
+        if batch.columns is None:
+            problem = _decode_v2_records(buf, start, stop, batch, cut, log_append_time)
         if complete:
             if problem is not None:
                 where, reason = problem
                 _warn_corrupt_record(batch, len(batch.records), where, at, reason)
-            if len(batch.records) != count:
-                batch.warn("record_count_mismatch", f"header says {count} records, found {len(batch.records)}")
+            if batch.records_decoded != count:
+                batch.warn("record_count_mismatch", f"header says {count} records, found {batch.records_decoded}")
         if batch.is_control:
             self._control(batch)
         return batch
@@ -607,6 +648,16 @@ def _native_v2_records(
     ):
         return None
     return _v2_records(buf, p, end, batch, cut, log_append_time)
+
+
+def _native_v2_columns(
+    buf: bytes, p: int, end: int, batch: Batch, cut: int, log_append_time: int
+) -> RecordColumns | None:
+    """The records in ``buf[p:end]`` as columns, or None when they must be decoded into Records."""
+    columns = _native.v2_columns(
+        buf, p, end, batch.base_offset, batch.base_timestamp, batch.max_timestamp if log_append_time else None, cut
+    )
+    return None if columns is None else RecordColumns(*columns)
 
 
 _native = native_module()

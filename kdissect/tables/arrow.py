@@ -19,7 +19,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from .columns import TABLES, Runs, null_out_of_range
+from .blocks import RecordBlock, ends_of
+from .columns import TABLES, Parts, Runs, null_out_of_range
 
 _TYPES = {
     "int64": pa.int64(), "int32": pa.int32(), "int16": pa.int16(), "int8": pa.int8(),
@@ -44,7 +45,7 @@ def arrow_schema(table: str) -> pa.Schema:
     return pa.schema([(name, _TYPES[kind]) for name, kind in TABLES[table]])
 
 
-def to_arrow(table: str, columns: Mapping[str, list[Any] | Runs]) -> pa.Table:
+def to_arrow(table: str, columns: Mapping[str, list[Any] | Runs | Parts]) -> pa.Table:
     """Columns (values per column name, None for null; timestamps as integer ns since the epoch)
     as an Arrow table of the table's schema."""
     arrays = [_array(kind, columns[name]) for name, kind in TABLES[table]]
@@ -52,10 +53,15 @@ def to_arrow(table: str, columns: Mapping[str, list[Any] | Runs]) -> pa.Table:
     return pa.Table.from_arrays(arrays, schema=schema)
 
 
-def _array(kind: str, column: list[Any] | Runs) -> pa.Array | pa.ChunkedArray:
-    if isinstance(column, Runs):  # convert each run's value once, then repeat it
-        indices = np.repeat(np.arange(len(column.values), dtype=np.int32), np.asarray(column.counts, dtype=np.int64))
-        return _array(kind, column.values).take(_fixed(pa.int32(), len(indices), indices, None))
+def _array(kind: str, column: list[Any] | Runs | Parts) -> pa.Array | pa.ChunkedArray:
+    if isinstance(column, Runs):
+        return _repeated(kind, column)
+    if isinstance(column, Parts) and kind == "category":  # one dictionary for the whole column
+        return _dictionary(column.expand())
+    if isinstance(column, Parts):
+        chunks = [c for part in column.parts
+                  for c in _chunks(_array(kind, part) if isinstance(part, list) else _block_array(kind, *part))]
+        return chunks[0] if len(chunks) == 1 else pa.chunked_array(chunks, type=_TYPES[kind])  # fmt: skip
     if kind in _NUMPY:
         return _numbers(kind, column)
     if kind == "category":
@@ -75,21 +81,44 @@ _MAX_BINARY = 2**31 - 1  # a binary/string array's int32 offsets reach this far;
 def _numbers(kind: str, values: list[Any]) -> pa.Array:
     """Numbers, booleans and timestamps (integer ns), None for null; values outside the column's
     range are null (see ``null_out_of_range``)."""
+    return _packed(kind, *_number_values(kind, values))
+
+
+def _number_values(kind: str, values: list[Any]) -> tuple[np.ndarray, np.ndarray | None]:
     dtype = _NUMPY[kind]
-    nulls = None
     try:
         if None in values:
             objects = np.fromiter(values, dtype=object, count=len(values))
             nulls = np.equal(objects, None)
             objects[nulls] = 0
-            data = objects.astype(dtype)
-        else:
-            data = np.array(values, dtype=dtype)
+            return objects.astype(dtype), nulls
+        return np.array(values, dtype=dtype), None
     except OverflowError:
-        return _numbers(kind, null_out_of_range(kind, values))
+        return _number_values(kind, null_out_of_range(kind, values))
+
+
+def _packed(kind: str, data: np.ndarray, nulls: np.ndarray | None) -> pa.Array:
+    length = len(data)
     if kind == "bool":
         data = np.packbits(data, bitorder="little")
-    return _fixed(_TYPES[kind], len(values), data, nulls)
+    return _fixed(_TYPES[kind], length, data, nulls)
+
+
+def _repeated(kind: str, runs: Runs) -> pa.Array | pa.ChunkedArray:
+    """A column of runs: each run's value converted once, then repeated by numpy (Arrow's ``take``
+    would load ``pyarrow.compute``, which costs more than the repeating)."""
+    counts = np.asarray(runs.counts, dtype=np.int64)
+
+    def repeat(data: np.ndarray, nulls: np.ndarray | None) -> tuple[np.ndarray, np.ndarray | None]:
+        return np.repeat(data, counts), None if nulls is None else np.repeat(nulls, counts)
+
+    if kind in _NUMPY:
+        return _packed(kind, *repeat(*_number_values(kind, runs.values)))
+    if kind == "category":
+        codes, distinct = _codes(runs.values)
+        return pa.DictionaryArray.from_arrays(_packed("int32", *repeat(*_number_values("int32", codes))),
+                                              _binary(pa.string(), distinct))  # fmt: skip
+    return _array(kind, runs.expand())
 
 
 def _fixed(arrow_type: pa.DataType, length: int, data: np.ndarray, nulls: np.ndarray | None) -> pa.Array:
@@ -110,13 +139,21 @@ def _binary(arrow_type: pa.DataType, values: list[Any]) -> pa.Array | pa.Chunked
         values = [empty if v is None else v for v in values]
     data, sizes = _utf8_joined(values) if text else (b"".join(values), map(len, values))
     ends = array("q", accumulate(sizes, initial=0))  # a C loop, three times numpy.fromiter's speed here
-    if ends[-1] > _MAX_BINARY and len(values) > 1:
-        half = len(values) // 2
-        parts = [_binary(arrow_type, [None if nulls is not None and nulls[i] else values[i] for i in range(*bounds)])
-                 for bounds in ((0, half), (half, len(values)))]  # fmt: skip
+    return _spans(arrow_type, nulls, np.frombuffer(ends, dtype=np.int64), data)
+
+
+def _spans(arrow_type: pa.DataType, nulls: np.ndarray | None, ends: np.ndarray, data: bytes | memoryview
+           ) -> pa.Array | pa.ChunkedArray:  # fmt: skip
+    """A binary or string array of the cells ending at ``ends`` (int64, after a leading 0) in
+    ``data``; chunked past int32 offsets."""
+    n = len(ends) - 1
+    if ends[-1] > _MAX_BINARY and n > 1:
+        view = memoryview(data)
+        parts = [_spans(arrow_type, None if nulls is None else nulls[a:b], ends[a : b + 1] - ends[a],
+                        view[ends[a] : ends[b]]) for a, b in ((0, n // 2), (n // 2, n))]  # fmt: skip
         return pa.chunked_array([chunk for part in parts for chunk in _chunks(part)], type=arrow_type)
-    offsets = np.frombuffer(ends, dtype=np.int64).astype(np.int32)
-    return pa.Array.from_buffers(arrow_type, len(values), [_validity(nulls), pa.py_buffer(offsets), pa.py_buffer(data)])
+    offsets = ends.astype(np.int32)
+    return pa.Array.from_buffers(arrow_type, n, [_validity(nulls), pa.py_buffer(offsets), pa.py_buffer(data)])
 
 
 def _utf8_joined(texts: list[Any]) -> tuple[bytes, Iterable[int]]:
@@ -138,9 +175,15 @@ def _chunks(array: pa.Array | pa.ChunkedArray) -> list[pa.Array]:
 
 def _dictionary(values: list[Any]) -> pa.DictionaryArray:
     """A category column: int32 codes into the distinct values, in order of first appearance."""
+    codes, distinct = _codes(values)
+    return pa.DictionaryArray.from_arrays(_numbers("int32", codes), _binary(pa.string(), distinct))
+
+
+def _codes(values: list[Any]) -> tuple[list[int | None], list[Any]]:
+    if values.count(None) == len(values):  # (a records table's control types, mostly)
+        return values, []
     index: dict[Any, int] = {}
-    codes = [None if v is None else index.setdefault(v, len(index)) for v in values]
-    return pa.DictionaryArray.from_arrays(_numbers("int32", codes), _binary(pa.string(), list(index)))
+    return [None if v is None else index.setdefault(v, len(index)) for v in values], list(index)
 
 
 def _headers(values: list[Any]) -> pa.Array:
@@ -149,14 +192,36 @@ def _headers(values: list[Any]) -> pa.Array:
     present = values if nulls is None else [h if h is not None else () for h in values]
     pairs = list(chain.from_iterable(present))
     keys, data = list(map(itemgetter(0), pairs)), list(map(itemgetter(1), pairs))  # (zip(*pairs) is far slower)
-    struct = pa.StructArray.from_arrays(
-        [_binary(pa.string(), keys), _binary(pa.binary(), data)], fields=list(_TYPES["headers"].value_type)
-    )
-    offsets = np.frombuffer(array("q", accumulate(map(len, present), initial=0)), dtype=np.int64).astype(np.int32)
+    ends = np.frombuffer(array("q", accumulate(map(len, present), initial=0)), dtype=np.int64)
     mask = _numbers("bool", nulls.tolist()) if nulls is not None else None
+    return _header_lists(ends, _binary(pa.string(), keys), _binary(pa.binary(), data), mask)
+
+
+def _header_lists(ends: np.ndarray, keys: pa.Array, values: pa.Array, mask: pa.Array | None = None) -> pa.Array:
+    """The headers column from its records' ends in the header list (int64, after a leading 0)
+    and the headers' keys and values."""
+    struct = pa.StructArray.from_arrays([keys, values], fields=list(_TYPES["headers"].value_type))
+    offsets = ends.astype(np.int32)
     return pa.ListArray.from_arrays(
         _fixed(pa.int32(), len(offsets), offsets, None), struct, type=_TYPES["headers"], mask=mask
     )
+
+
+def _block_array(kind: str, block: RecordBlock, name: str) -> pa.Array | pa.ChunkedArray:
+    """A per-record column of the records table straight from a block's buffers."""
+    if kind == "headers":
+        return _header_lists(ends_of(block.header_counts()), _payload_array(pa.string(), block, "header_key"),
+                             _payload_array(pa.binary(), block, "header_value"))  # fmt: skip
+    if kind == "bytes":
+        return _payload_array(pa.binary(), block, name)
+    values, nulls = block.numbers(name)
+    return _fixed(_TYPES[kind], len(values), values, nulls)
+
+
+def _payload_array(arrow_type: pa.DataType, block: RecordBlock, name: str) -> pa.Array | pa.ChunkedArray:
+    lengths, data = block.binary(name)
+    nulls = lengths < 0
+    return _spans(arrow_type, nulls if nulls.any() else None, ends_of(lengths), data)
 
 
 def _pandas_metadata(table: str, arrays: list[pa.Array | pa.ChunkedArray]) -> bytes:

@@ -190,6 +190,26 @@ class Runs:
         return out
 
 
+@dataclass(slots=True)
+class Parts:
+    """A column given in consecutive parts: lists of values, and ``(block, name)`` pairs for rows
+    still held as a :class:`~kdissect.tables.blocks.RecordBlock`'s buffers."""
+
+    parts: list[Any] = field(default_factory=list)
+
+    def expand(self) -> list[Any]:
+        out: list[Any] = []
+        for part in self.parts:
+            out.extend(part if isinstance(part, list) else part[0].listed(part[1]))
+        return out
+
+    def tail(self) -> list[Any]:
+        """The list that values added after the last part go to."""
+        if not self.parts or not isinstance(self.parts[-1], list):
+            self.parts.append([])
+        return self.parts[-1]
+
+
 # bits of magnitude each integer kind holds (timestamps are int64 nanoseconds)
 _INT_BITS = {"int64": 63, "int32": 31, "int16": 15, "int8": 7, "timestamp": 63}
 

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .columns import TABLES, Runs, null_out_of_range
+from .columns import TABLES, Parts, Runs, null_out_of_range
 
 # abstract type -> pandas dtype
 _PANDAS = {
@@ -30,7 +30,7 @@ _PANDAS = {
 }
 
 
-def to_dataframe(table: str, columns: Mapping[str, list[Any] | Runs]) -> pd.DataFrame:
+def to_dataframe(table: str, columns: Mapping[str, list[Any] | Runs | Parts]) -> pd.DataFrame:
     """Columns (values per column name, None for null) as a DataFrame with the table's declared dtypes.
 
     Timestamps are given as integer nanoseconds since the epoch (UTC).
@@ -39,10 +39,10 @@ def to_dataframe(table: str, columns: Mapping[str, list[Any] | Runs]) -> pd.Data
     return pd.DataFrame(data, columns=list(data), copy=False)
 
 
-def _column(kind: str, column: list[Any] | Runs) -> Any:
+def _column(kind: str, column: list[Any] | Runs | Parts) -> Any:
     if isinstance(column, Runs):  # convert each run's value once, then repeat it
         return _array(kind, column.values).take(np.repeat(np.arange(len(column.values)), column.counts))
-    return _array(kind, column)
+    return _array(kind, column.expand() if isinstance(column, Parts) else column)
 
 
 # kinds that go through numpy: the numpy type of their values

@@ -23,11 +23,11 @@ from ..decoders.records import (
     decode_records,
 )
 from ..events import Exchange, KafkaMessage
+from .blocks import MAX_MS, WIRE
 from .entries import Entry
 from .rows import TableRows
 
 _TIMESTAMP_TYPES = {0: "create_time", 1: "log_append_time"}
-_MAX_MS = (2**63 - 1) // 1_000_000  # later record timestamps (ms) cannot be held as ns: shown as unknown
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,7 +61,7 @@ def record_fields(msg: KafkaMessage | None, entries: list[Entry], options: Recor
             continue
         aborted = [(a["producer_id"], a["first_offset"]) for a in (e.value.get("aborted_transactions") or [])]
         out.append(PartitionRecords(e.context.topic, e.context.topic_id, e.context.partition,
-                                    decode_records(raw, limits=options.limits, payloads=options.payloads),
+                                    decode_records(raw, limits=options.limits, payloads=options.payloads, columns=True),
                                     None, aborted))
     return out
 
@@ -90,7 +90,7 @@ def batch_rows(ex: Exchange, direction: str, parts: list[PartitionRecords]) -> I
                 "connection_id": ex.conn_id, "correlation_id": first.correlation_id, "direction": direction,
                 "topic": part.topic, "_topic_id": part.topic_id, "partition": part.partition, "position": b.position,
                 "base_offset": b.base_offset, "last_offset": b.last_offset, "magic": b.magic,
-                "compression": b.codec_name, "record_count": b.record_count, "records_decoded": len(b.records),
+                "compression": b.codec_name, "record_count": b.record_count, "records_decoded": b.records_decoded,
                 "batch_bytes": b.size, "compressed_bytes": b.compressed_size or None,
                 "decompressed_bytes": decompressed,
                 "compression_ratio": (decompressed / b.compressed_size) if decompressed and b.compressed_size else None,
@@ -110,19 +110,14 @@ def add_records(table: TableRows, ex: Exchange, direction: str, parts: list[Part
         assigned = base_offsets.get((part.topic, part.partition))
         index = 0
         for b in part.records.batches:
-            n = len(b.records)
+            n = b.records_decoded
             if not n:
                 continue
-            offsets, timestamps, keys, values, headers, key_sizes, value_sizes = list(zip(*b.records, strict=True))[:7]
             # A produce request's offsets are placeholders until the broker assigns them: absolute
             # only when the paired response gave the base offset, else unknown (not the placeholder).
-            if assigned is not None:
-                offsets = range(assigned + index, assigned + index + n)
-            elif direction != "fetch":
-                offsets = (None,) * n
+            first_offset = assigned + index if assigned is not None else (WIRE if direction == "fetch" else None)
             index += n
-            controls = {c.offset: CONTROL_TYPES.get(c.type, str(c.type)) for c in b.control}
-            table.add_block(n, {
+            same = {
                 "connection_id": ex.conn_id, "correlation_id": first.correlation_id, "direction": direction,
                 "topic": part.topic, "_topic_id": part.topic_id, "partition": part.partition,
                 "batch_base_offset": b.base_offset, "magic": b.magic, "compression": b.codec_name,
@@ -131,9 +126,19 @@ def add_records(table: TableRows, ex: Exchange, direction: str, parts: list[Part
                 "producer_epoch": b.producer_epoch, "base_sequence": b.base_sequence,
                 "transactional": b.is_transactional, "aborted": _is_aborted(b, part.aborted),
                 "timestamp_type": _TIMESTAMP_TYPES.get(b.timestamp_type) if b.timestamp_type is not None else None,
-            }, {
+            }
+            if b.columns is not None:
+                table.add_record_columns(same, b.columns, first_offset)
+                continue
+            offsets, timestamps, keys, values, headers, key_sizes, value_sizes = list(zip(*b.records, strict=True))[:7]
+            if first_offset is None:
+                offsets = (None,) * n
+            elif first_offset != WIRE:
+                offsets = range(first_offset, first_offset + n)
+            controls = {c.offset: CONTROL_TYPES.get(c.type, str(c.type)) for c in b.control}
+            table.add_block(n, same, {
                 "offset": offsets,
-                "timestamp": [t * 1_000_000 if t is not None and 0 <= t <= _MAX_MS else None for t in timestamps],
+                "timestamp": [t * 1_000_000 if t is not None and 0 <= t <= MAX_MS else None for t in timestamps],
                 "key": keys, "value": values, "key_size": key_sizes, "value_size": value_sizes,
                 "headers": list(map(list, headers)),
                 "control_type": [controls.get(r.offset) for r in b.records] if controls else (None,) * n,

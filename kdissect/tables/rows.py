@@ -2,8 +2,9 @@
 
 The records table gets a row per Kafka record (hundreds of thousands per capture), most of whose
 cells repeat their batch's values: such a value is kept once per batch as a run (value, count),
-the records' own fields are transposed a batch at a time, and the columns go to pandas as they
-are. That costs a fraction of a dict per row.
+and the records' own fields either stay in the column buffers the C record loop filled (a
+:class:`~kdissect.tables.blocks.RecordBlock`, no object per record) or, for batches decoded into
+Record tuples, are transposed a batch at a time. That costs a fraction of a dict per row.
 """
 
 from __future__ import annotations
@@ -12,23 +13,28 @@ from collections.abc import Iterable, Mapping, Sequence
 from itertools import repeat
 from typing import Any
 
-from .columns import TABLES, Runs
+from ..decoders.records import RecordColumns
+from .blocks import PER_RECORD, RecordBlock
+from .columns import TABLES, Parts, Runs
 
 # Carried alongside a table's own columns: resolved into ``topic``/``topic_id`` at output time.
 HIDDEN = ("_topic_id",)
 
 
 class TableRows:
-    """Rows of one table, a list (or :class:`Runs`) per column; missing cells are None."""
+    """Rows of one table, a list (or :class:`Runs`, or :class:`Parts`) per column; missing cells are None."""
 
-    __slots__ = ("columns", "length", "runs")
+    __slots__ = ("block", "columns", "counts", "length", "others", "runs")
 
     def __init__(self, table: str) -> None:
-        self.columns: dict[str, list[Any] | Runs] = {name: [] for name, _ in TABLES[table]}
+        self.columns: dict[str, list[Any] | Runs | Parts] = {name: [] for name, _ in TABLES[table]}
         for name in HIDDEN:
             self.columns[name] = []
         self.length = 0
-        self.runs = False  # whether some column is kept as runs
+        self.runs = False  # whether some column is kept as runs or parts
+        self.block: RecordBlock | None = None  # the block that record columns added next go to
+        self.counts: list[int] | None = None  # the counts of every column kept as runs
+        self.others: dict[tuple[str, ...], list[str]] = {}  # per set of per-row columns: the rest
 
     def __len__(self) -> int:
         return self.length
@@ -36,9 +42,16 @@ class TableRows:
     def listed(self, name: str) -> list[Any]:
         """Column ``name`` as a plain list (runs expanded, for good)."""
         column = self.columns[name]
-        if isinstance(column, Runs):
+        if isinstance(column, Parts):
+            self.block = None  # its rows are in the list now: later ones start a new block
+        if isinstance(column, Runs | Parts):
             column = self.columns[name] = column.expand()
         return column
+
+    def _tail(self, name: str) -> list[Any]:
+        """The list that column ``name``'s next values go to (a block's rows stay as they are)."""
+        column = self.columns[name]
+        return column.tail() if isinstance(column, Parts) else self.listed(name)
 
     def aligned(self, names: Sequence[str]) -> list[list[Any]]:
         """Columns ``names`` as lists to change in place cell by cell: their run values when they are
@@ -51,35 +64,67 @@ class TableRows:
 
     def append(self, row: Mapping[str, Any]) -> None:
         """One row given as a dict; keys that are not columns are ignored."""
+        self.extend((row,))
+
+    def extend(self, rows: Iterable[Mapping[str, Any]]) -> None:
+        """Rows given as dicts."""
+        rows = list(rows)
+        if not rows:
+            return
         if self.runs:
             for name in self.columns:
                 self.listed(name)
             self.runs = False
-        get = row.get
-        for name, column in self.columns.items():
-            column.append(get(name))  # type: ignore[union-attr]
-        self.length += 1
-
-    def extend(self, rows: Iterable[Mapping[str, Any]]) -> None:
+        columns = self.columns.items()
         for row in rows:
-            self.append(row)
+            get = row.get
+            for name, column in columns:
+                column.append(get(name))  # type: ignore[union-attr]
+        self.length += len(rows)
 
     def add_block(self, n: int, same: Mapping[str, Any], each: Mapping[str, Sequence[Any]]) -> None:
         """``n`` rows at once: ``same`` holds values shared by all of them, ``each`` a sequence of
         ``n`` values per column; other columns are None. Columns not in ``each`` in a table's first
-        block are kept as runs."""
-        columns = self.columns
-        if not self.length:
-            for name in columns.keys() - each.keys():
-                columns[name] = Runs()
-            self.runs = True
+        block are kept as runs (also by :meth:`add_record_columns`)."""
+        self.block = None
         for name, values in each.items():
-            self.listed(name).extend(values)
-        for name in columns.keys() - each.keys():
-            column, value = columns[name], same.get(name)
-            if isinstance(column, Runs):
-                column.values.append(value)
-                column.counts.append(n)
+            self._tail(name).extend(values)
+        self._same(n, same, each.keys())
+
+    def add_record_columns(self, same: Mapping[str, Any], records: RecordColumns, first_offset: int | None) -> None:
+        """A batch's rows of the records table, its records given as columns (``first_offset``:
+        see :attr:`RecordBlock.first_offsets`), ``same`` as in :meth:`add_block`."""
+        block = self.block
+        if block is None:
+            block = self.block = RecordBlock()
+            for name in PER_RECORD:
+                column = self.columns[name]
+                if not isinstance(column, Parts):
+                    column = self.columns[name] = Parts([column] if column else [])
+                column.parts.append((block, name))
+            self.runs = True  # (append expands them)
+        block.add(records, first_offset)
+        self._same(records.count, same, PER_RECORD)
+
+    def _same(self, n: int, same: Mapping[str, Any], each: Iterable[str]) -> None:
+        """Columns other than ``each`` get their ``same`` value (None if missing) for ``n`` rows."""
+        columns = self.columns
+        key = tuple(each)
+        others = self.others.get(key)
+        if others is None:
+            others = self.others[key] = [name for name in columns if name not in key]
+        if not self.length:  # runs of one batch each: their counts are shared, appended once
+            self.counts = []
+            for name in others:
+                columns[name] = Runs(counts=self.counts)
+            self.runs = True
+        get = same.get
+        for name in others:
+            column = columns[name]
+            if type(column) is Runs:  # (the only runs a table has, since every other column is each's)
+                column.values.append(get(name))
             else:
-                column.extend(repeat(value, n))
+                self._tail(name).extend(repeat(get(name), n))
+        if self.counts is not None:
+            self.counts.append(n)
         self.length += n

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from ..decoders import schema
 from ..decoders.error_codes import error_name, is_retriable
 from ..events import Anomaly, ConnectionSummary, Exchange, KafkaEvent, KafkaMessage
-from .columns import TABLES, Runs
+from .columns import TABLES, Parts, Runs
 from .entries import Entry, has_error, is_error_field, walk
 from .records import RecordOptions, add_records, batch_rows, produce_base_offsets, record_fields
 from .rows import TableRows
@@ -29,7 +29,7 @@ _PARTITION_VALUES = ("fetch_offset", "committed_offset", "offset", "base_offset"
 _API_NAMES = schema.api_names()
 # Tables whose rows grow with the traffic's volume (not its request count) and that no summary reads.
 SPILLABLE = ("records", "batches", "partitions", "errors")
-Columns = Mapping[str, list[Any] | Runs]  # a table's values per column name
+Columns = Mapping[str, list[Any] | Runs | Parts]  # a table's values per column name
 Spill = Callable[[str, Columns], None]
 
 

@@ -1,0 +1,114 @@
+"""Records-table rows whose per-record cells are still the C record loop's column buffers.
+
+A batch decoded by ``_native.v2_columns`` arrives as a dozen bytes objects
+(:class:`~kdissect.decoders.records.RecordColumns`) instead of a tuple, an int, two bytes and a
+list of header tuples per record. A :class:`RecordBlock` keeps consecutive such batches as they
+are; its columns are joined once, into numpy arrays and byte strings that Arrow takes as its
+buffers (:mod:`.arrow`), or into the same Python values the Record path gives (the pandas tables).
+"""
+
+from __future__ import annotations
+
+from itertools import pairwise
+from typing import Any
+
+import numpy as np
+
+from ..decoders.records import RecordColumns
+
+# The records table's columns that hold a value per record (the others hold their batch's).
+PER_RECORD = ("offset", "timestamp", "key", "value", "key_size", "value_size", "headers", "control_type")
+MAX_MS = (2**63 - 1) // 1_000_000  # later record timestamps (ms) cannot be held as ns: shown as unknown
+WIRE = -1  # a batch whose offsets are its records' own (fetch), not assigned from a first offset
+_INT64_MAX = 2**63 - 1
+
+
+class RecordBlock:
+    """Consecutive rows of the records table, a batch's :class:`RecordColumns` at a time."""
+
+    __slots__ = ("batches", "first_offsets", "length")
+
+    def __init__(self) -> None:
+        self.batches: list[RecordColumns] = []
+        # per batch: WIRE, the log offset of its first record (produce, once the broker answered), or None
+        self.first_offsets: list[int | None] = []
+        self.length = 0
+
+    def __len__(self) -> int:
+        return self.length
+
+    def add(self, columns: RecordColumns, first_offset: int | None) -> None:
+        self.batches.append(columns)
+        self.first_offsets.append(first_offset)
+        self.length += columns.count
+
+    def _joined(self, name: str) -> bytes:
+        return b"".join([getattr(b, name) for b in self.batches])
+
+    def _ints(self, name: str, dtype: type) -> np.ndarray:
+        return np.frombuffer(self._joined(name), dtype=dtype)
+
+    def numbers(self, name: str) -> tuple[np.ndarray, np.ndarray | None]:
+        """An integer column (``offset``, ``timestamp`` in ns, ``key_size``, ``value_size``) and its
+        nulls (None: none), as the Record path's values would be shown."""
+        if name == "offset":
+            return self._offsets()
+        if name == "timestamp":
+            ms = self._ints("timestamp", np.int64)
+            nulls = (ms < 0) | (ms > MAX_MS)
+            return np.where(nulls, 0, ms) * 1_000_000, nulls if nulls.any() else None
+        return self._ints(name, np.int32), None
+
+    def _offsets(self) -> tuple[np.ndarray, np.ndarray | None]:
+        values = self._ints("offset", np.int64)
+        if all(first == WIRE for first in self.first_offsets):
+            return values, None
+        values, nulls = values.copy(), np.zeros(len(values), dtype=np.bool_)
+        row = 0
+        for batch, first in zip(self.batches, self.first_offsets, strict=True):
+            n = batch.count
+            if first is None:
+                nulls[row : row + n] = True
+            elif first != WIRE:  # offsets past int64 (a hostile base offset) are unknown, as on the Record path
+                held = max(0, min(n, _INT64_MAX - first + 1))
+                values[row : row + held] = np.arange(first, first + held, dtype=np.int64)
+                nulls[row + held : row + n] = True
+            row += n
+        return values, nulls if nulls.any() else None
+
+    def binary(self, name: str) -> tuple[np.ndarray, bytes]:
+        """A payload column (``key``, ``value``, ``header_key``, ``header_value``): each cell's kept
+        length (-1: null) and the kept bytes end to end."""
+        return self._ints(f"{name}_len", np.int32), self._joined(name)
+
+    def header_counts(self) -> np.ndarray:
+        return self._ints("headers", np.int32)
+
+    def listed(self, name: str) -> list[Any]:
+        """Column ``name`` as the Record path's Python values."""
+        if name == "control_type":
+            return [None] * self.length
+        if name in ("key", "value"):
+            return _payloads(*self.binary(name))
+        if name == "headers":
+            keys = [k.decode() for k in _payloads(*self.binary("header_key"))]  # type: ignore[union-attr]
+            pairs = list(zip(keys, _payloads(*self.binary("header_value")), strict=True))
+            ends = ends_of(self.header_counts()).tolist()
+            return [pairs[start:end] for start, end in pairwise(ends)]
+        values, nulls = self.numbers(name)
+        if nulls is None:
+            return values.tolist()
+        return [None if null else v for v, null in zip(values.tolist(), nulls.tolist(), strict=True)]
+
+
+def ends_of(lengths: np.ndarray) -> np.ndarray:
+    """Where each cell of a payload column ends in its bytes (int64, a leading 0), nulls taking none."""
+    ends = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(np.maximum(lengths, 0), out=ends[1:])
+    return ends
+
+
+def _payloads(lengths: np.ndarray, data: bytes) -> list[bytes | None]:
+    ends = ends_of(lengths).tolist()
+    return [None if n < 0 else data[start:end]
+            for n, start, end in zip(lengths.tolist(), ends[:-1], ends[1:], strict=True)]  # fmt: skip
