@@ -160,13 +160,16 @@ def decode(data: bytes) -> None:
 
 
 def records(data: bytes) -> None:
-    """decode_records never raises; batches never claim more bytes than the field holds."""
+    """decode_records never raises; batches never claim more bytes than the field holds; the
+    column form the records table uses (C loop into buffers) finds the same records."""
     rs = decode_records(data, limits=RECORD_LIMITS)
     assert sum(b.size for b in rs.batches) + rs.truncated <= len(data)
     for b in rs.batches:
         assert b.position + b.size <= len(data)
         assert b.decompressed_size <= RECORD_LIMITS.max_decompressed
         assert len(b.records) <= max(b.size, b.decompressed_size)
+    as_columns = decode_records(data, limits=RECORD_LIMITS, columns=True)
+    assert [b.records_decoded for b in as_columns.batches] == [len(b.records) for b in rs.batches]
 
 
 def _run_pipeline(segments: list[TcpSegment], options: Options) -> list:
