@@ -20,7 +20,8 @@ import numpy as np
 import pyarrow as pa
 
 from .blocks import RecordBlock, ends_of
-from .columns import TABLES, Parts, Runs, null_out_of_range
+from .columns import TABLES, Parts, Runs
+from .numbers import NUMPY_TYPES, number_arrays
 
 _TYPES = {
     "int64": pa.int64(), "int32": pa.int32(), "int16": pa.int16(), "int8": pa.int8(),
@@ -62,7 +63,7 @@ def _array(kind: str, column: list[Any] | Runs | Parts) -> pa.Array | pa.Chunked
         chunks = [c for part in column.parts
                   for c in _chunks(_array(kind, part) if isinstance(part, list) else _block_array(kind, *part))]
         return chunks[0] if len(chunks) == 1 else pa.chunked_array(chunks, type=_TYPES[kind])  # fmt: skip
-    if kind in _NUMPY:
+    if kind in NUMPY_TYPES:
         return _numbers(kind, column)
     if kind == "category":
         return _dictionary(column)
@@ -73,28 +74,13 @@ def _array(kind: str, column: list[Any] | Runs | Parts) -> pa.Array | pa.Chunked
 
 # Arrays are assembled from buffers, never through ``pa.array``: that function imports pandas
 # whenever it is installed (to ask whether its argument is a pandas object).
-_NUMPY = {"int64": np.int64, "int32": np.int32, "int16": np.int16, "int8": np.int8, "float64": np.float64,
-          "bool": np.bool_, "timestamp": np.int64}  # fmt: skip
 _MAX_BINARY = 2**31 - 1  # a binary/string array's int32 offsets reach this far; longer columns are chunked
 
 
 def _numbers(kind: str, values: list[Any]) -> pa.Array:
     """Numbers, booleans and timestamps (integer ns), None for null; values outside the column's
-    range are null (see ``null_out_of_range``)."""
-    return _packed(kind, *_number_values(kind, values))
-
-
-def _number_values(kind: str, values: list[Any]) -> tuple[np.ndarray, np.ndarray | None]:
-    dtype = _NUMPY[kind]
-    try:
-        if None in values:
-            objects = np.fromiter(values, dtype=object, count=len(values))
-            nulls = np.equal(objects, None)
-            objects[nulls] = 0
-            return objects.astype(dtype), nulls
-        return np.array(values, dtype=dtype), None
-    except OverflowError:
-        return _number_values(kind, null_out_of_range(kind, values))
+    range are null (see ``number_arrays``)."""
+    return _packed(kind, *number_arrays(kind, values))
 
 
 def _packed(kind: str, data: np.ndarray, nulls: np.ndarray | None) -> pa.Array:
@@ -112,11 +98,11 @@ def _repeated(kind: str, runs: Runs) -> pa.Array | pa.ChunkedArray:
     def repeat(data: np.ndarray, nulls: np.ndarray | None) -> tuple[np.ndarray, np.ndarray | None]:
         return np.repeat(data, counts), None if nulls is None else np.repeat(nulls, counts)
 
-    if kind in _NUMPY:
-        return _packed(kind, *repeat(*_number_values(kind, runs.values)))
+    if kind in NUMPY_TYPES:
+        return _packed(kind, *repeat(*number_arrays(kind, runs.values)))
     if kind == "category":
         codes, distinct = _codes(runs.values)
-        return pa.DictionaryArray.from_arrays(_packed("int32", *repeat(*_number_values("int32", codes))),
+        return pa.DictionaryArray.from_arrays(_packed("int32", *repeat(*number_arrays("int32", codes))),
                                               _binary(pa.string(), distinct))  # fmt: skip
     return _array(kind, runs.expand())
 
@@ -193,7 +179,7 @@ def _headers(values: list[Any]) -> pa.Array:
     pairs = list(chain.from_iterable(present))
     keys, data = list(map(itemgetter(0), pairs)), list(map(itemgetter(1), pairs))  # (zip(*pairs) is far slower)
     ends = np.frombuffer(array("q", accumulate(map(len, present), initial=0)), dtype=np.int64)
-    mask = _numbers("bool", nulls.tolist()) if nulls is not None else None
+    mask = _packed("bool", nulls, None) if nulls is not None else None
     return _header_lists(ends, _binary(pa.string(), keys), _binary(pa.binary(), data), mask)
 
 

@@ -208,15 +208,3 @@ class Parts:
         if not self.parts or not isinstance(self.parts[-1], list):
             self.parts.append([])
         return self.parts[-1]
-
-
-# bits of magnitude each integer kind holds (timestamps are int64 nanoseconds)
-_INT_BITS = {"int64": 63, "int32": 31, "int16": 15, "int8": 7, "timestamp": 63}
-
-
-def null_out_of_range(kind: str, values: list[Any]) -> list[Any]:
-    """The values with those a column of integer ``kind`` cannot hold replaced by None. Only
-    hostile input makes such values (a base offset near 2**63 plus a record's index)."""
-    bits = _INT_BITS[kind]
-    low, high = -(2**bits), 2**bits - 1
-    return [v if v is None or low <= v <= high else None for v in values]

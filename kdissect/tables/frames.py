@@ -12,7 +12,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .columns import TABLES, Parts, Runs, null_out_of_range
+from .columns import TABLES, Parts, Runs
+from .numbers import number_arrays
 
 # abstract type -> pandas dtype
 _PANDAS = {
@@ -45,19 +46,15 @@ def _column(kind: str, column: list[Any] | Runs | Parts) -> Any:
     return _array(kind, column.expand() if isinstance(column, Parts) else column)
 
 
-# kinds that go through numpy: the numpy type of their values
-_NUMPY = {"int64": np.int64, "int32": np.int32, "int16": np.int16, "int8": np.int8, "bool": np.bool_,
-          "timestamp": np.int64}
+# kinds that become pandas masked arrays through numpy (floats go to pandas directly)
+_MASKED = ("int64", "int32", "int16", "int8", "bool", "timestamp")
 
 
 def _array(kind: str, values: list[Any]) -> Any:
     """One column as a pandas array. Numbers and objects go through numpy, many times faster than
     pandas' element-by-element inference; whatever numpy cannot take goes to pandas as before."""
-    if kind in _NUMPY:
-        masked = _masked(values, _NUMPY[kind])
-        if masked is None and kind != "bool":
-            values = null_out_of_range(kind, values)
-            masked = _masked(values, _NUMPY[kind])
+    if kind in _MASKED:
+        masked = _masked(kind, values)
         if kind == "timestamp":
             return pd.to_datetime(masked if masked is not None else pd.array(values, dtype="Int64"), unit="ns",
                                   utc=True)
@@ -74,24 +71,12 @@ def _objects(values: list[Any]) -> np.ndarray:
     return np.fromiter(values, dtype=object, count=len(values))
 
 
-def _masked(values: list[Any], dtype: type) -> Any:
-    """The values (None: null) as a pandas masked array of ``dtype``, or None when they are not all
-    of that type or out of its range."""
-    wide_type = np.bool_ if dtype is np.bool_ else np.int64
+def _masked(kind: str, values: list[Any]) -> Any:
+    """The values (None: null) as a pandas masked array of the kind's type, or None when they are
+    not all numbers (values out of the type's range are null: see ``number_arrays``)."""
     try:
-        if None in values:
-            objects = _objects(values)
-            mask = np.equal(objects, None)
-            objects[mask] = 0
-            wide = objects.astype(wide_type)
-        else:
-            mask = np.zeros(len(values), dtype=np.bool_)
-            wide = np.array(values, dtype=wide_type)
-    except (TypeError, ValueError, OverflowError):
+        data, nulls = number_arrays(kind, values)
+    except (TypeError, ValueError):
         return None
-    if dtype is np.bool_:
-        return pd.arrays.BooleanArray(wide, mask)
-    data = wide.astype(dtype)
-    if not np.array_equal(data, wide):
-        return None
-    return pd.arrays.IntegerArray(data, mask)
+    mask = nulls if nulls is not None else np.zeros(len(data), dtype=np.bool_)
+    return pd.arrays.BooleanArray(data, mask) if kind == "bool" else pd.arrays.IntegerArray(data, mask)
