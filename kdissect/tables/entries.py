@@ -49,16 +49,22 @@ def walk(msg: schema.Message, body: dict[str, Any], *, errors_only: bool = False
     yield from _walk(msg.root, body, "", Context(), errors_only)
 
 
-_HAS_ERRORS: dict[int, bool] = {}
+_ERROR_MEMBERS: dict[int, tuple[Field, ...]] = {}
+
+
+def _error_members(f: Field) -> tuple[Field, ...]:
+    """The members of ``f`` that are error codes or hold one further down (memoised per field)."""
+    members = _ERROR_MEMBERS.get(id(f))
+    if members is None:
+        members = _ERROR_MEMBERS[id(f)] = tuple(
+            m for m in f.fields if is_error_field(m.key) or (m.elem == "struct" and _error_members(m))
+        )
+    return members
 
 
 def _has_errors(f: Field) -> bool:
-    """Whether any struct under ``f`` has an error-code field (memoised per schema field)."""
-    known = _HAS_ERRORS.get(id(f))
-    if known is None:
-        known = any(is_error_field(m.key) or (m.elem == "struct" and _has_errors(m)) for m in f.fields)
-        _HAS_ERRORS[id(f)] = known
-    return known
+    """Whether any struct under ``f`` has an error-code field."""
+    return bool(_error_members(f))
 
 
 def has_error(msg: schema.Message, body: dict[str, Any]) -> bool:
@@ -67,16 +73,8 @@ def has_error(msg: schema.Message, body: dict[str, Any]) -> bool:
     return _nonzero_error(msg.root, body)
 
 
-_ERROR_MEMBERS: dict[int, tuple[Field, ...]] = {}
-
-
 def _nonzero_error(f: Field, value: dict[str, Any]) -> bool:
-    members = _ERROR_MEMBERS.get(id(f))
-    if members is None:  # the members holding error codes, directly or further down (memoised)
-        members = _ERROR_MEMBERS[id(f)] = tuple(
-            m for m in f.fields if (m.elem == "struct" and _has_errors(m)) or (m.elem != "struct" and
-                                                                                is_error_field(m.key)))
-    for m in members:
+    for m in _error_members(f):
         v = value.get(m.key)
         if not v:
             continue
