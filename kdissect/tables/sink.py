@@ -39,17 +39,21 @@ def api_name(key: int | None) -> str | None:
     return _API_NAMES.get(key, f"Unknown({key})")
 
 
-def _entries(msg: KafkaMessage | None, errors_only: bool = False) -> list[Entry]:
+def _message_schema(msg: KafkaMessage | None) -> schema.Message | None:
+    """The schema a message was decoded with, or None when it was not decoded."""
     if msg is None or msg.body is None or msg.api_key is None or msg.api_version is None:
-        return []
-    kind = "request" if msg.is_request else "response"
-    return list(walk(schema.api_message(msg.api_key, msg.api_version, kind), msg.body, errors_only=errors_only))
+        return None
+    return schema.api_message(msg.api_key, msg.api_version, "request" if msg.is_request else "response")
+
+
+def _entries(msg: KafkaMessage | None, errors_only: bool = False) -> list[Entry]:
+    found = _message_schema(msg)
+    return [] if found is None else list(walk(found, msg.body, errors_only=errors_only))  # type: ignore[union-attr]
 
 
 def _has_error(msg: KafkaMessage | None) -> bool:
-    if msg is None or msg.body is None or msg.api_key is None or msg.api_version is None:
-        return False
-    return has_error(schema.api_message(msg.api_key, msg.api_version, "response"), msg.body)
+    found = _message_schema(msg)
+    return found is not None and has_error(found, msg.body)  # type: ignore[union-attr, arg-type]
 
 
 def response_errors(entries: list[Entry]) -> list[tuple[Entry, str, int]]:
