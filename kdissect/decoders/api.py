@@ -28,13 +28,17 @@ def _run(msg: schema.Message, b: bytes, p: int, *, api_key: int | None, api_vers
         _fail(msg, b, p, api_key, api_version)
 
 
-def _header_and_body(
+def _frame(
     header_msg: schema.Message, msg: schema.Message, b: bytes, api_key: int, api_version: int
-) -> tuple[dict, dict, int]:
-    """A whole frame: the header, then the body where the header ends."""
+) -> dict[str, Any]:
+    """A whole frame in Python: the header, then the body where the header ends, then any bytes
+    left kept as a warning."""
     header, p = _run(header_msg, b, 0, api_key=api_key, api_version=api_version)
     body, end = _run(msg, b, p, api_key=api_key, api_version=api_version)
-    return header, body, end
+    result: dict[str, Any] = {"header": header, "body": body}
+    if end < len(b):
+        _warn_trailing(result, b, end)
+    return result
 
 
 def _fail(msg: schema.Message, b: bytes, p: int, api_key: int | None, api_version: int | None) -> NoReturn:
@@ -137,30 +141,26 @@ def decode_request_frame(b: bytes) -> dict[str, Any]:
     """Decode a request (no size prefix): header first, its version chosen by api key + version.
 
     The C frame path decodes well-formed frames of versions already met in one call; whatever
-    it leaves (None) is decoded here, which also reports errors and trailing bytes.
+    it leaves (None) is decoded in Python, which also reports errors and trailing bytes.
     """
     found = compiler.frame_decoder(b, _REQUESTS, None, None, False)
-    if found is not None:
-        return found
+    return found if found is not None else _python_request(b)
+
+
+def _python_request(b: bytes) -> dict[str, Any]:
     api_key, api_version, msg, header_msg = _request_messages(b)
-    header, body, end = _header_and_body(header_msg, msg, b, api_key, api_version)
-    result: dict[str, Any] = {"header": header, "body": body}
-    if end < len(b):
-        _warn_trailing(result, b, end)
-    return result
+    return _frame(header_msg, msg, b, api_key, api_version)
 
 
 def decode_response_frame(b: bytes, api_key: int, api_version: int) -> dict[str, Any]:
     """Decode a response (no size prefix) to a request of the given api key and version."""
     found = compiler.frame_decoder(b, _RESPONSES, api_key, api_version, False)
-    if found is not None:
-        return found
+    return found if found is not None else _python_response(b, api_key, api_version)
+
+
+def _python_response(b: bytes, api_key: int, api_version: int) -> dict[str, Any]:
     msg, header_msg = _api_messages(api_key, api_version, "response")
-    header, body, end = _header_and_body(header_msg, msg, b, api_key, api_version)
-    result: dict[str, Any] = {"header": header, "body": body}
-    if end < len(b):
-        _warn_trailing(result, b, end)
-    return result
+    return _frame(header_msg, msg, b, api_key, api_version)
 
 
 def _fits(msg: schema.Message, b: bytes, p: int) -> int | None:
@@ -206,14 +206,14 @@ def decode_request(frame: bytes | bytearray | memoryview) -> dict[str, Any]:
     Returns ``{"header": {...}, "body": {...}}`` (plus ``warnings`` and ``trailing_bytes`` when
     bytes follow the body). Raises :class:`DecodeError` with the field path on bad input.
     """
-    found = compiler.frame_decoder(frame, _REQUESTS, None, None, True)
-    return found if found is not None else _with_or_without_prefix(frame, decode_request_frame)
+    found = compiler.frame_decoder(frame, _REQUESTS, None, None, True)  # (it strips a size prefix itself)
+    return found if found is not None else _with_or_without_prefix(frame, _python_request)
 
 
 def decode_response(frame: bytes | bytearray | memoryview, api_key: int, api_version: int) -> dict[str, Any]:
     """Decode one response frame (with or without size prefix) to a request of ``api_key`` v``api_version``."""
     found = compiler.frame_decoder(frame, _RESPONSES, api_key, api_version, True)
-    return found if found is not None else _with_or_without_prefix(frame, decode_response_frame, api_key, api_version)
+    return found if found is not None else _with_or_without_prefix(frame, _python_response, api_key, api_version)
 
 
 def decode_data(name: str, data: bytes, version: int | None = None) -> dict[str, Any]:
