@@ -15,7 +15,7 @@ from typing import Any
 from .decoders.records import decode_records
 from .events import Exchange, KafkaMessage
 from .render import safe_text, to_jsonable, tree_lines
-from .tables.columns import TABLES, Runs
+from .tables.columns import TABLES, cells
 from .tables.sink import Columns, exchange_row
 
 # Why each kind of anomaly happens, for the summary (kinds not listed are shown bare).
@@ -37,8 +37,8 @@ _WHY = {
 }
 
 
-def _row(cells: tuple) -> str:
-    name, *rest = cells
+def _row(row: tuple) -> str:
+    name, *rest = row
     return f"{name:<28} {rest[0]:>7} {rest[1]:>9} {rest[2]:>9} {rest[3]:>9} {rest[4]:>7} {rest[5]:>10}"
 
 
@@ -48,21 +48,21 @@ def summary_lines(tables: Mapping[str, Columns], packets: int) -> list[str]:
     Works on the sink's columns, so printing it needs neither pandas nor numpy."""
     ex, conns, an = tables.get("exchanges"), tables.get("connections"), tables.get("anomalies")
     lines: list[str] = []
-    n_conn = len(_values(conns, "connection_id")) if conns is not None else 0
-    n_kafka = sum(1 for v in _values(conns, "is_kafka") if v) if conns is not None else 0
-    n_ex = len(_values(ex, "status")) if ex is not None else 0
+    n_conn = len(cells(conns["connection_id"])) if conns is not None else 0
+    n_kafka = sum(1 for v in cells(conns["is_kafka"]) if v) if conns is not None else 0
+    n_ex = len(cells(ex["status"])) if ex is not None else 0
     lines.append(f"{packets:,} packets, {n_conn} TCP connections ({n_kafka} Kafka), {n_ex:,} exchanges")
     if n_kafka == 0 and not n_ex:
         lines.append("no Kafka traffic found")
     if ex is not None and n_ex:
         lines.append("")
         lines.append(_row(("api", "count", "p50 ms", "p99 ms", "max ms", "errors", "unanswered")))
-        statuses = _values(ex, "status")
+        statuses = cells(ex["status"])
         by_api: dict[str, list[int]] = {}
-        for i, name in enumerate(_values(ex, "api_name")):
+        for i, name in enumerate(cells(ex["api_name"])):
             if name is not None:
                 by_api.setdefault(name, []).append(i)
-        latency = _values(ex, "latency_ms")
+        latency = cells(ex["latency_ms"])
         for name in sorted(by_api):
             rows = by_api[name]
             lat = sorted(latency[i] for i in rows if latency[i] is not None)
@@ -76,11 +76,11 @@ def summary_lines(tables: Mapping[str, Columns], packets: int) -> list[str]:
         if other:
             ordered = sorted(other.items(), key=lambda kv: str(kv[0]))
             lines.append("status: " + ", ".join(f"{k} {v}" for k, v in ordered))
-    if an is not None and _values(an, "kind"):
+    if an is not None and cells(an["kind"]):
         lines.append("")
         lines.append("not decoded / anomalies (see the anomalies table):")
         kinds: dict[str, list[int]] = {}
-        for kind, length in zip(_values(an, "kind"), _values(an, "length"), strict=True):
+        for kind, length in zip(cells(an["kind"]), cells(an["length"]), strict=True):
             kinds.setdefault(kind, []).append(length or 0)
         for kind in sorted(kinds):
             total = sum(kinds[kind])
@@ -88,11 +88,6 @@ def summary_lines(tables: Mapping[str, Columns], packets: int) -> list[str]:
             why = f" — {_WHY[kind]}" if kind in _WHY else ""
             lines.append(f"  {safe_text(str(kind))}: {len(kinds[kind])}{extra}{why}")
     return lines
-
-
-def _values(table: Columns, name: str) -> list[Any]:
-    column = table[name]
-    return column.expand() if isinstance(column, Runs) else column
 
 
 def _quantile(ordered: list[float], q: float) -> float:

@@ -208,3 +208,8 @@ class Parts:
         if not self.parts or not isinstance(self.parts[-1], list):
             self.parts.append([])
         return self.parts[-1]
+
+
+def cells(column: list[Any] | Runs | Parts) -> list[Any]:
+    """A column as the plain list of its cells."""
+    return column if isinstance(column, list) else column.expand()

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .columns import TABLES, Parts, Runs
+from .columns import TABLES, Parts, Runs, cells
 from .numbers import number_arrays
 
 # abstract type -> pandas dtype
@@ -43,7 +43,7 @@ def to_dataframe(table: str, columns: Mapping[str, list[Any] | Runs | Parts]) ->
 def _column(kind: str, column: list[Any] | Runs | Parts) -> Any:
     if isinstance(column, Runs):  # convert each run's value once, then repeat it
         return _array(kind, column.values).take(np.repeat(np.arange(len(column.values)), column.counts))
-    return _array(kind, column.expand() if isinstance(column, Parts) else column)
+    return _array(kind, cells(column))
 
 
 # kinds that become pandas masked arrays through numpy (floats go to pandas directly)
