@@ -55,7 +55,7 @@ class Capture:
     @cached_property
     def _tables(self) -> dict[str, pd.DataFrame]:
         sink = TableSink(records=self.record_options)
-        sink.consume_all(iter_events(self.paths, self.options, stats=self.stats))
+        sink.consume_all(iter_events(self.paths, self.options, stats=self.stats, opened=sink.connection_sources))
         return sink.frames()
 
     exchanges = _table("exchanges")

@@ -109,17 +109,50 @@ def _tune_gc() -> None:
     gc.set_threshold(100_000, 50, 100)
 
 
+# Above this much input the local engine (one core) is slower than Spark on all cores (bench/bench_spark.py).
+SPARK_HINT_BYTES = 200 << 20
+
+
+def _hint_spark(paths: list[str]) -> None:
+    total = sum(Path(p).stat().st_size for p in paths)
+    if total >= SPARK_HINT_BYTES:
+        print(f"kdissect: hint: {total / (1 << 30):.1f} GiB of captures; `--engine spark` uses every core "
+              "(and cluster machines)", file=sys.stderr)
+
+
+def _analyze_spark(args: argparse.Namespace, wanted: list[str]) -> int:
+    from .cli_output import summary_text
+    from .engines.spark import analyze
+
+    if args.format != "parquet":
+        raise UsageError("--engine spark writes parquet only")
+    run = analyze(args.captures, master=args.master, out=args.out, tables=wanted, options=_options(args),
+                  records=_record_options(args))
+    for line in run.errors:
+        print(f"kdissect: {safe_text(line)}", file=sys.stderr)
+    if run.figures.packets == 0 and run.errors:
+        raise UsageError(f"nothing could be read from {', '.join(args.captures)}")
+    for line in summary_text(run.figures):
+        print(line)
+    for path, rows in run.written:
+        print(f"wrote {path} ({rows:,} rows)")
+    return 0
+
+
 def cmd_analyze(args: argparse.Namespace) -> int:
     from .cli_output import TableWriter, summary_lines
     from .engine import RunStats, iter_events
     from .tables.columns import TABLES
     from .tables.sink import TableSink
 
-    _check_readable(args.captures)
     wanted = [t.strip() for t in args.tables.split(",")] if args.tables else list(TABLES)
     unknown = [t for t in wanted if t not in TABLES]
     if unknown:
         raise UsageError(f"unknown table {unknown[0]!r} (known: {', '.join(TABLES)})")
+    if args.engine == "spark":
+        return _analyze_spark(args, wanted)
+    _check_readable(args.captures)
+    _hint_spark(args.captures)
     _tune_gc()
     # Writing to files, the big tables go out in pieces as they grow: memory stays flat.
     writer = TableWriter(Path(args.out), args.format) if args.out else None
@@ -129,7 +162,8 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     if bar is not None:
         bar.start()
     try:
-        sink.consume_all(iter_events(args.captures, _options(args), stats=stats, progress=progress))
+        sink.consume_all(iter_events(args.captures, _options(args), stats=stats, progress=progress,
+                                     opened=sink.connection_sources))
     finally:
         if bar is not None:
             bar.stop()
@@ -207,6 +241,9 @@ def build_parser() -> argparse.ArgumentParser:
     keep.add_argument("--preview", type=int, metavar="N", help="keep only the first N bytes of keys and values")
     a.add_argument("--max-decompressed", type=int, metavar="BYTES",
                    help="cap on one batch's decompressed size (default 256 MiB); beyond it: an anomaly row")
+    a.add_argument("--engine", choices=("local", "spark"), default="local",
+                   help="local: this process (default); spark: PySpark, captures may be directories and globs")
+    a.add_argument("--master", default="local[*]", help="Spark master URL for --engine spark (default local[*])")
     a.set_defaults(func=cmd_analyze)
 
     s = sub.add_parser("show", help="print decoded requests with their responses")

@@ -6,7 +6,6 @@ Wire strings pass through :func:`kdissect.render.safe_text` before reaching a te
 from __future__ import annotations
 
 import json
-from collections import Counter
 from collections.abc import Iterable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -14,8 +13,9 @@ from typing import Any
 
 from .decoders.records import decode_records
 from .events import Exchange, KafkaMessage
+from .figures import Figures, summary_figures
 from .render import safe_text, to_jsonable, tree_lines
-from .tables.columns import TABLES, cells
+from .tables.columns import TABLES
 from .tables.sink import Columns, exchange_row
 
 # Why each kind of anomaly happens, for the summary (kinds not listed are shown bare).
@@ -46,56 +46,33 @@ def summary_lines(tables: Mapping[str, Columns], packets: int) -> list[str]:
     """Exchanges by API with latency percentiles and error counts, then what went wrong.
 
     Works on the sink's columns, so printing it needs neither pandas nor numpy."""
-    ex, conns, an = tables.get("exchanges"), tables.get("connections"), tables.get("anomalies")
-    lines: list[str] = []
-    n_conn = len(cells(conns["connection_id"])) if conns is not None else 0
-    n_kafka = sum(1 for v in cells(conns["is_kafka"]) if v) if conns is not None else 0
-    n_ex = len(cells(ex["status"])) if ex is not None else 0
-    lines.append(f"{packets:,} packets, {n_conn} TCP connections ({n_kafka} Kafka), {n_ex:,} exchanges")
-    if n_kafka == 0 and not n_ex:
+    return summary_text(summary_figures(tables, packets))
+
+
+def summary_text(fig: Figures) -> list[str]:
+    """The summary's lines for figures computed by any engine."""
+    lines = [f"{fig.packets:,} packets, {fig.connections} TCP connections ({fig.kafka_connections} Kafka), "
+             f"{fig.exchanges:,} exchanges"]
+    if fig.kafka_connections == 0 and not fig.exchanges:
         lines.append("no Kafka traffic found")
-    if ex is not None and n_ex:
+    if fig.exchanges:
         lines.append("")
         lines.append(_row(("api", "count", "p50 ms", "p99 ms", "max ms", "errors", "unanswered")))
-        statuses = cells(ex["status"])
-        by_api: dict[str, list[int]] = {}
-        for i, name in enumerate(cells(ex["api_name"])):
-            if name is not None:
-                by_api.setdefault(name, []).append(i)
-        latency = cells(ex["latency_ms"])
-        for name in sorted(by_api):
-            rows = by_api[name]
-            lat = sorted(latency[i] for i in rows if latency[i] is not None)
-            p50 = p99 = mx = "-"
-            if lat:
-                p50, p99, mx = (f"{v:.2f}" for v in (_quantile(lat, 0.5), _quantile(lat, 0.99), lat[-1]))
-            errors = sum(1 for i in rows if statuses[i] == "error")
-            unanswered = sum(1 for i in rows if statuses[i] == "unanswered")
-            lines.append(_row((safe_text(name), len(rows), p50, p99, mx, errors, unanswered)))
-        other = {k: v for k, v in Counter(statuses).items() if k not in ("ok", "error")}
-        if other:
-            ordered = sorted(other.items(), key=lambda kv: str(kv[0]))
+        for api in fig.apis:
+            p50, p99, mx = ("-" if v is None else f"{v:.2f}" for v in (api.p50, api.p99, api.max))
+            lines.append(_row((safe_text(api.name), api.count, p50, p99, mx, api.errors, api.unanswered)))
+        if fig.statuses:
+            ordered = sorted(fig.statuses.items(), key=lambda kv: str(kv[0]))
             lines.append("status: " + ", ".join(f"{k} {v}" for k, v in ordered))
-    if an is not None and cells(an["kind"]):
+    if fig.anomalies:
         lines.append("")
         lines.append("not decoded / anomalies (see the anomalies table):")
-        kinds: dict[str, list[int]] = {}
-        for kind, length in zip(cells(an["kind"]), cells(an["length"]), strict=True):
-            kinds.setdefault(kind, []).append(length or 0)
-        for kind in sorted(kinds):
-            total = sum(kinds[kind])
+        for kind in sorted(fig.anomalies):
+            count, total = fig.anomalies[kind]
             extra = f", {total:,} bytes" if total else ""
             why = f" — {_WHY[kind]}" if kind in _WHY else ""
-            lines.append(f"  {safe_text(str(kind))}: {len(kinds[kind])}{extra}{why}")
+            lines.append(f"  {safe_text(str(kind))}: {count}{extra}{why}")
     return lines
-
-
-def _quantile(ordered: list[float], q: float) -> float:
-    """The ``q`` quantile of sorted values, interpolated linearly (as pandas and numpy do by default)."""
-    h = (len(ordered) - 1) * q
-    lo = int(h)
-    hi = min(lo + 1, len(ordered) - 1)
-    return ordered[lo] + (h - lo) * (ordered[hi] - ordered[lo])
 
 
 class TableWriter:

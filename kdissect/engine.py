@@ -48,8 +48,9 @@ class RunStats:
     per_file: list[SourceStats] = field(default_factory=list)
 
 
-def _source_anomaly(a: SourceAnomaly) -> Anomaly:
-    return Anomaly(a.kind, None, None, a.offset, None, a.ts_ns, a.message)
+def source_anomaly(a: SourceAnomaly, source: str | None) -> Anomaly:
+    """A capture-level anomaly as a Kafka-layer event of the file ``source``."""
+    return Anomaly(a.kind, None, None, a.offset, None, a.ts_ns, a.message, source)
 
 
 def iter_events(
@@ -58,14 +59,17 @@ def iter_events(
     *,
     stats: RunStats | None = None,
     progress: Progress | None = None,
+    opened: dict[int, str | None] | None = None,
 ) -> Iterator[KafkaEvent]:
     """Every Kafka event of the captures, in order. Files are read one after the other as
-    one capture (rotated capture files continue each other's connections)."""
-    pipeline = KafkaPipeline(options)
+    one capture (rotated capture files continue each other's connections). ``opened`` receives
+    each connection's id and the file it opened in (a sink's ``connection_sources``)."""
+    pipeline = KafkaPipeline(options, opened=opened)
     stats = stats if stats is not None else RunStats()
     for path in paths:
         stats.files += 1
         source_stats = SourceStats()
+        pipeline.source = str(path)
         with Path(path).open("rb") as raw:
             reader: BinaryIO = _CountingReader(raw, progress) if progress else raw  # type: ignore[assignment]
             for item in iter_capture(reader, stats=source_stats):
@@ -73,7 +77,7 @@ def iter_events(
                     yield from pipeline.feed(item)
                 else:
                     stats.source_anomalies += 1
-                    yield _source_anomaly(item)
+                    yield source_anomaly(item, pipeline.source)
         stats.per_file.append(source_stats)
         stats.packets += source_stats.packets
         stats.tcp_segments += source_stats.tcp_segments

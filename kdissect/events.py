@@ -55,6 +55,7 @@ class Anomaly:
     length: int | None
     ts_ns: int | None
     detail: str
+    source: str | None = None  # the capture file, for anomalies of the file itself (no connection)
 
 
 @dataclass(slots=True)

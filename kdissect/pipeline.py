@@ -17,11 +17,16 @@ from .reassembly.tcp import TcpReassembler
 class KafkaPipeline:
     """Feed segments in capture order; call :meth:`finish` at the end of input."""
 
-    def __init__(self, options: Options | None = None, *, conn_id_base: int = 0) -> None:
+    def __init__(self, options: Options | None = None, *, conn_id_base: int = 0,
+                 opened: dict[int, str | None] | None = None) -> None:
         self.options = options or Options()
         self.reassembler = TcpReassembler()
         self.connections: dict[int, KafkaConnection] = {}
         self.conn_id_base = conn_id_base  # keeps ids unique when several pipelines' outputs are merged
+        # The engine names the input it is feeding (a capture file); each connection remembers the
+        # name current when it opened, in opening order (what ``source_file`` columns show).
+        self.source: str | None = None
+        self.opened: dict[int, str | None] = opened if opened is not None else {}
 
     def feed(self, segment: TcpSegment) -> list[KafkaEvent]:
         return self._dispatch(self.reassembler.feed(segment))
@@ -41,6 +46,7 @@ class KafkaPipeline:
                 if conn is not None:
                     out.extend(conn.gap(ev.direction, ev.offset, ev.length, ev.ts_ns, ev.reason))
             elif isinstance(ev, StreamStart):
+                self.opened[self.conn_id_base + ev.conn_id] = self.source
                 self.connections[ev.conn_id] = KafkaConnection(
                     self.conn_id_base + ev.conn_id, ev.a, ev.b, ev.ts_ns, ev.syn_seen, self.options
                 )

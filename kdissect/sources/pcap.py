@@ -37,6 +37,11 @@ _MAX_WIRE_LEN = 1 << 20
 _MAX_CLOCK_JUMP_S = 30 * 86_400
 
 
+def record_layout(magic: bytes) -> tuple[str, int, int] | None:
+    """(struct byte order, ns per fraction unit, record header length) of a pcap magic, else None."""
+    return _MAGICS.get(magic)
+
+
 def is_pcap_magic(magic: bytes) -> bool:
     """True when the first four bytes of a stream are one of the pcap magics."""
     return magic in _MAGICS

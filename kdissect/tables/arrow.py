@@ -54,6 +54,13 @@ def to_arrow(table: str, columns: Mapping[str, list[Any] | Runs | Parts]) -> pa.
     return pa.Table.from_arrays(arrays, schema=schema)
 
 
+def with_pandas_metadata(table: str, data: pa.Table) -> pa.Table:
+    """``data`` (the table's columns, in order, as built here) with the schema :func:`to_arrow` gives."""
+    arrays = data.columns
+    return pa.Table.from_arrays(arrays, schema=arrow_schema(table).with_metadata(
+        {b"pandas": _pandas_metadata(table, arrays)}))
+
+
 def _array(kind: str, column: list[Any] | Runs | Parts) -> pa.Array | pa.ChunkedArray:
     if isinstance(column, Runs):
         return _repeated(kind, column)

@@ -173,6 +173,10 @@ TABLES: dict[str, list[tuple[str, str]]] = {
         ("detail", "string"),
     ],
 }
+# Every table says which capture file its rows came from: for a row of a connection, the file in which
+# the connection was first seen (rotated files continue connections); for a capture-level anomaly, its file.
+for _columns in TABLES.values():
+    _columns.append(("source_file", "category"))
 
 
 @dataclass(slots=True)

@@ -106,16 +106,22 @@ class TableSink:
     With ``spill``, each ``SPILLABLE`` table's columns are handed over every ``spill_rows`` rows
     and forgotten, so memory stays flat however many records the capture holds (a topic id is
     named in spilled rows only if a Metadata response named it before they were spilled).
+
+    ``connection_sources`` (connection id -> capture file, filled by the engine as connections
+    open) names each row's ``source_file``. With ``resolve_topics=False`` topic ids are left in
+    the hidden ``_topic_id`` column, for an engine that names them from several sinks' Metadata.
     """
 
     def __init__(self, tables: Iterable[str] | None = None, records: RecordOptions | None = None,
-                 spill: Spill | None = None, spill_rows: int = 50_000) -> None:
+                 spill: Spill | None = None, spill_rows: int = 50_000, resolve_topics: bool = True) -> None:
         self.wanted = set(tables) if tables is not None else set(TABLES)
         self.record_options = records or RecordOptions()
         self.spill = spill
         self.spill_rows = spill_rows
         self.rows: dict[str, TableRows] = {name: TableRows(name) for name in TABLES}
         self.topic_names: dict[uuid.UUID, str] = {}
+        self.resolve_topics = resolve_topics
+        self.connection_sources: dict[int, str | None] = {}
         self._brokers_seen: set[tuple] = set()
 
     def consume(self, event: KafkaEvent) -> None:
@@ -125,6 +131,7 @@ class TableSink:
             self.rows["anomalies"].append({
                 "kind": event.kind, "connection_id": event.conn_id, "direction": event.direction,
                 "stream_offset": event.offset, "length": event.length, "ts": event.ts_ns, "detail": event.detail,
+                "source_file": event.source,
             })
         elif isinstance(event, ConnectionSummary):
             self._connection(event)
@@ -230,6 +237,7 @@ class TableSink:
             self.rows["brokers"].append({
                 "node_id": node, "host": s["host"], "port": s["port"], "rack": s.get("rack"),
                 "source": api_name(resp.api_key), "first_seen": resp.ts_first,
+                "source_file": self.connection_sources.get(resp.conn_id),
             })
 
     def _learn_topic_ids(self, entries: list[Entry]) -> None:
@@ -276,10 +284,22 @@ class TableSink:
             if topics[i] is None:
                 topics[i] = self.topic_names.get(tid)
 
+    def _name_sources(self, rows: TableRows) -> None:
+        """A connection's rows come from the capture file the connection opened in."""
+        if "connection_id" not in rows.columns or not self.connection_sources:
+            return
+        ids, files = rows.aligned(["connection_id", "source_file"])
+        sources = self.connection_sources
+        for i, conn_id in enumerate(ids):
+            if conn_id is not None and files[i] is None:
+                files[i] = sources.get(conn_id)
+
     def columns(self, name: str) -> Columns:
-        """The table's rows so far, column by column, topic ids named."""
+        """The table's rows so far, column by column, topic ids named (unless ``resolve_topics`` is off)."""
         rows = self.rows[name]
-        self._resolve_topic_ids(rows)
+        self._name_sources(rows)
+        if self.resolve_topics:
+            self._resolve_topic_ids(rows)
         return rows.columns
 
     def take(self, name: str) -> Columns:

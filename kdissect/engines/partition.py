@@ -1,0 +1,132 @@
+"""What one Spark task runs after the shuffle: its connections' rows in capture order -> the core
+pipeline -> table pieces, serialized as Arrow IPC (no pyspark here).
+
+The rows hold every segment of some set of 4-tuples from every file, ordered by ``pos`` (capture
+order), so the reassembler sees each connection exactly as the local engine does, reused 4-tuples
+included. What only the whole run can settle is left in hidden columns for
+:mod:`kdissect.tables.merge`: a connection's place in capture order (its id there is the number of
+connections opened before it), unnamed topic ids, and where brokers and topic names were first seen.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+
+import pyarrow as pa
+
+from kdissect.connection import Options
+from kdissect.engines.units import ANOMALY, SEGMENT
+from kdissect.events import Anomaly
+from kdissect.pipeline import KafkaPipeline
+from kdissect.reassembly.segment import TcpSegment
+from kdissect.tables.arrow import to_arrow
+from kdissect.tables.columns import TABLES, cells
+from kdissect.tables.merge import BROKER_SEEN, OPENED, STATS, TOPIC_ID, TOPICS
+from kdissect.tables.records import RecordOptions
+from kdissect.tables.sink import SPILLABLE, Columns, TableSink
+
+ENVELOPE_SCHEMA = pa.schema([("table", pa.string()), ("data", pa.binary())])
+_ALWAYS = ("exchanges", "connections", "anomalies")  # what the summary reads
+_FINISHING = 1 << 62  # events of the end of input come after every segment
+
+
+def ipc_bytes(table: pa.Table) -> bytes:
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return sink.getvalue().to_pybytes()
+
+
+class PartitionDecoder:
+    """Feed segment rows (``units.SEGMENT_SCHEMA``) in ``pos`` order; collect envelope rows."""
+
+    def __init__(self, files: list[str], options: Options, records: RecordOptions, tables: Iterable[str],
+                 spill_rows: int = 50_000) -> None:  # fmt: skip
+        self.files = files
+        self.wanted = [t for t in TABLES if t in set(tables) or t in _ALWAYS]
+        self.sink = TableSink(self.wanted, records, spill=self._spill, spill_rows=spill_rows, resolve_topics=False)
+        self.pipeline = KafkaPipeline(options, opened=self.sink.connection_sources)
+        self.opened_at: list[int] = []  # per local connection id: pos of the segment that opened it
+        self.broker_seen: list[int] = []  # per brokers row: pos of the segment that revealed it
+        self.topic_seen: list[int] = []  # per learned topic id, in learning order: pos
+        self.stats: list[tuple[int, str]] = []  # (file index, counters as JSON) per unit
+        self.out: list[tuple[str, bytes]] = []
+
+    def feed(self, batch: pa.RecordBatch) -> None:
+        c = batch.to_pydict()
+        for i, kind in enumerate(c["kind"]):
+            pos = c["pos"][i]
+            source = self.files[c["file_index"][i]]
+            if kind == SEGMENT:
+                self.pipeline.source = source
+                events = self.pipeline.feed(TcpSegment(
+                    c["ts"][i], c["src_ip"][i], c["src_port"][i], c["dst_ip"][i], c["dst_port"][i], c["seq"][i],
+                    c["ack"][i], c["flags"][i], c["window"][i], c["payload"][i], c["payload_len"][i]))  # fmt: skip
+                opened = self.sink.connection_sources
+                while len(self.opened_at) < len(opened):
+                    self.opened_at.append(pos)
+                self._consume(events, pos)
+            elif kind == ANOMALY:
+                self.sink.consume(Anomaly(c["anomaly"][i], None, None, c["offset"][i], None, c["ts"][i],
+                                          c["detail"][i], source))  # fmt: skip
+            else:
+                self.stats.append((c["file_index"][i], c["detail"][i]))
+
+    def _consume(self, events: list, pos: int) -> None:
+        for ev in events:
+            self.sink.consume(ev)
+        self.broker_seen.extend([pos] * (len(self.sink.rows["brokers"]) - len(self.broker_seen)))
+        self.topic_seen.extend([pos] * (len(self.sink.topic_names) - len(self.topic_seen)))
+
+    def finish(self) -> None:
+        self._consume(self.pipeline.finish(), _FINISHING)
+        for name in self.wanted:
+            if len(self.sink.rows[name]) or name not in SPILLABLE:
+                self._spill(name, self.sink.take(name))
+        self.out.append((OPENED, ipc_bytes(pa.table({"pos": pa.array(self.opened_at, pa.int64())}))))
+        ids = [str(t) for t in self.sink.topic_names]
+        names = list(self.sink.topic_names.values())
+        self.out.append((TOPICS, ipc_bytes(pa.table({
+            "topic_id": pa.array(ids, pa.string()), "topic": pa.array(names, pa.string()),
+            "seen": pa.array(self.topic_seen, pa.int64())}))))  # fmt: skip
+        self.out.append((STATS, json.dumps(self.stats).encode()))
+
+    def take(self) -> Iterator[tuple[str, bytes]]:
+        out, self.out = self.out, []
+        return iter(out)
+
+    def _spill(self, name: str, columns: Columns) -> None:
+        table = to_arrow(name, columns)
+        positions = pa.array(self.opened_at, pa.int64())
+        if "connection_id" in table.column_names:
+            index = table.column_names.index("connection_id")
+            table = table.set_column(index, "connection_id", positions.take(table["connection_id"]))
+        if "topic" in table.column_names:
+            ids = [None if t is None or t.int == 0 else str(t) for t in cells(columns["_topic_id"])]
+            table = table.append_column(TOPIC_ID, pa.array(ids, pa.string()))
+        if name == "brokers":
+            seen, self.broker_seen = self.broker_seen[: table.num_rows], self.broker_seen[table.num_rows :]
+            table = table.append_column(BROKER_SEEN, pa.array(seen, pa.int64()))
+        self.out.append((name, ipc_bytes(table)))
+
+
+def decode_partition(batches: Iterable[pa.RecordBatch], files: list[str], options: Options, records: RecordOptions,
+                     tables: list[str]) -> Iterator[pa.RecordBatch]:  # fmt: skip
+    """Segment batches of one partition in, envelope batches (``ENVELOPE_SCHEMA``) out."""
+    task = PartitionDecoder(files, options, records, tables)
+    for batch in batches:
+        task.feed(batch)
+        yield from _envelope(task.take())
+    task.finish()
+    yield from _envelope(task.take())
+
+
+def _envelope(pieces: Iterator[tuple[str, bytes]]) -> Iterator[pa.RecordBatch]:
+    names, data = [], []
+    for name, blob in pieces:
+        names.append(name)
+        data.append(blob)
+    if names:
+        yield pa.RecordBatch.from_arrays([pa.array(names, pa.string()), pa.array(data, pa.binary())],
+                                         schema=ENVELOPE_SCHEMA)  # fmt: skip

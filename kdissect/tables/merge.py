@@ -1,0 +1,88 @@
+"""Joining table pieces decoded apart (Spark tasks, each over some connections) into the tables the
+local engine gives for the same captures.
+
+A task cannot know three things the whole run settles, so it leaves them in hidden columns:
+- connection ids: a task numbers its connections by where they opened (``pos``, capture order);
+  the final id is the number of connections of the whole run opened before (the local engine's
+  order of first appearance);
+- topic names for topic ids (Fetch v13+): named from every task's Metadata, the first naming in
+  capture order winning, as in the local engine;
+- brokers: kept once per (node, host, port, rack), from the first response in capture order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .arrow import arrow_schema, with_pandas_metadata
+from .columns import TABLES
+
+OPENED, TOPICS, STATS = "_opened", "_topics", "_stats"  # side pieces of a task
+TOPIC_ID = "_topic_id"  # unnamed topic ids of a piece's rows (text)
+BROKER_SEEN = "_seen"  # pos of the response that revealed a broker row
+
+
+def read_ipc(data: bytes) -> pa.Table:
+    return pa.ipc.open_stream(data).read_all()
+
+
+def connection_ids(provisional: pa.Array | pa.ChunkedArray, opened: np.ndarray) -> pa.Array:
+    """Final ids for provisional ones (``pos`` of the opening segment), ``opened`` being every
+    connection's ``pos`` in ascending order; nulls stay null."""
+    column = provisional.combine_chunks() if isinstance(provisional, pa.ChunkedArray) else provisional
+    nulls = column.is_null().to_numpy(zero_copy_only=False)
+    values = column.fill_null(0).to_numpy(zero_copy_only=False)
+    ids = np.searchsorted(opened, values).astype(np.int64)
+    return pa.array(ids, pa.int64(), mask=nulls if nulls.any() else None)
+
+
+def topic_names(pieces: Iterable[pa.Table]) -> dict[str, str]:
+    """topic id -> name from tasks' ``TOPICS`` pieces: the naming seen first in capture order."""
+    best: dict[str, tuple[int, str]] = {}
+    for piece in pieces:
+        for tid, name, seen in zip(*(piece[c].to_pylist() for c in ("topic_id", "topic", "seen")), strict=True):
+            if tid not in best or seen < best[tid][0]:
+                best[tid] = (seen, name)
+    return {tid: name for tid, (_, name) in best.items()}
+
+
+def finish_piece(name: str, piece: pa.Table, opened: np.ndarray, topics: dict[str, str]) -> pa.Table:
+    """A task's piece of table ``name`` with final connection ids and named topics, in the schema
+    the local engine writes (hidden columns other than ``BROKER_SEEN`` dropped)."""
+    if "connection_id" in piece.column_names:
+        piece = piece.set_column(piece.column_names.index("connection_id"), "connection_id",
+                                 connection_ids(piece["connection_id"], opened))  # fmt: skip
+    if TOPIC_ID in piece.column_names:
+        ids = piece[TOPIC_ID]
+        if ids.null_count < len(ids):
+            known = pa.array(list(topics), pa.string())
+            named = pa.array(list(topics.values()), pa.string()).take(pc.index_in(ids, value_set=known))
+            topic = pc.coalesce(piece["topic"].cast(pa.string()), named)
+            piece = piece.set_column(piece.column_names.index("topic"), "topic", pc.dictionary_encode(topic))
+            if "topic_id" in piece.column_names:
+                piece = piece.set_column(piece.column_names.index("topic_id"), "topic_id",
+                                         pc.coalesce(piece["topic_id"], ids))  # fmt: skip
+        piece = piece.drop_columns([TOPIC_ID])
+    seen = piece[BROKER_SEEN] if BROKER_SEEN in piece.column_names else None
+    finished = with_pandas_metadata(name, piece.select([column for column, _ in TABLES[name]]))
+    return finished if seen is None else finished.append_column(BROKER_SEEN, seen)
+
+
+def first_brokers(pieces: list[pa.Table]) -> pa.Table:
+    """Finished brokers pieces (with ``BROKER_SEEN``) as one table: each broker once, as first seen."""
+    if not pieces:
+        return with_pandas_metadata("brokers", arrow_schema("brokers").empty_table())
+    table = pa.concat_tables(pieces, promote_options="permissive").combine_chunks()
+    order = pc.sort_indices(table, [(BROKER_SEEN, "ascending")]).to_pylist()
+    keys = list(zip(*(table[c].to_pylist() for c in ("node_id", "host", "port", "rack")), strict=True))
+    kept, chosen = set(), []
+    for i in order:
+        if keys[i] not in kept:
+            kept.add(keys[i])
+            chosen.append(i)
+    return with_pandas_metadata("brokers", table.take(chosen).drop_columns([BROKER_SEEN]))
+
