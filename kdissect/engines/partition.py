@@ -72,6 +72,10 @@ class PartitionDecoder:
                                           c["detail"][i], source))  # fmt: skip
             else:
                 self.stats.append((c["file_index"][i], c["detail"][i]))
+                counters = json.loads(c["detail"][i])
+                if counters["error"]:  # the file, not a packet, is the problem: one row says so
+                    self.sink.consume(Anomaly(counters["error_kind"], None, None, None, None, None, counters["error"],
+                                              source))  # fmt: skip
 
     def _consume(self, events: list, pos: int) -> None:
         for ev in events:

@@ -25,6 +25,7 @@ from kdissect.sources.pcap import GLOBAL_HEADER_LEN
 from kdissect.sources.split import PcapLayout, chain_span, pcap_layout, prove_boundary
 
 SEGMENT, ANOMALY, DONE = 0, 1, 2  # row kinds
+NOT_A_CAPTURE, UNREADABLE = "not_a_capture", "unreadable_file"  # anomaly kinds of a file that gave nothing
 SEGMENT_SCHEMA = pa.schema([
     ("key", pa.int64()), ("pos", pa.int64()), ("kind", pa.int8()), ("file_index", pa.int32()),
     ("ts", pa.int64()), ("src_ip", pa.string()), ("src_port", pa.int32()), ("dst_ip", pa.string()),
@@ -36,7 +37,8 @@ UNIT_SCHEMA = pa.schema([("index", pa.int32()), ("file_index", pa.int32()), ("pa
                          ("start", pa.int64()), ("end", pa.int64())])  # fmt: skip
 _WINDOW = 4 << 20  # bytes read at a time while looking for a proven record boundary
 _CHUNK = 1 << 20
-_BATCH_BYTES = 8 << 20  # payload bytes per Arrow batch handed to Spark
+_BATCH_BYTES = 8 << 20
+_RESYNC_AT_END = "stream ended while resyncing: "  # (kdissect.sources.framing's wording)  # payload bytes per Arrow batch handed to Spark
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,7 +99,7 @@ def read_unit(unit: Unit, stats: SourceStats) -> Iterator[SourceEvent]:
         size = f.seek(0, 2)
         start = GLOBAL_HEADER_LEN if unit.start == 0 else _boundary(f, layout, unit.start, size)
         end = size if unit.end < 0 else _boundary(f, layout, unit.end, size)
-        yield from _read_range(f, layout, start, end, stats)
+        yield from _read_range(f, layout, start, end, stats, end < size)
 
 
 def _boundary(f: BinaryIO, layout: PcapLayout, at: int, size: int) -> int:
@@ -116,9 +118,11 @@ def _boundary(f: BinaryIO, layout: PcapLayout, at: int, size: int) -> int:
     return size
 
 
-def _read_range(f: BinaryIO, layout: PcapLayout, start: int, end: int, stats: SourceStats) -> Iterator[SourceEvent]:
+def _read_range(f: BinaryIO, layout: PcapLayout, start: int, end: int, stats: SourceStats, more: bool
+                ) -> Iterator[SourceEvent]:  # fmt: skip
     """Records ``[start, end)`` read as the file's header followed by them; anomaly offsets are the
-    file's, and the header's own anomalies are left to the file's first range."""
+    file's, and the header's own anomalies are left to the file's first range. When ``more`` of the
+    file follows, ``end`` is a proven record start: a resync still going on there ends there."""
     decoder = CaptureDecoder(stats=stats)
     later = start > GLOBAL_HEADER_LEN
     shift = start - GLOBAL_HEADER_LEN
@@ -138,7 +142,10 @@ def _read_range(f: BinaryIO, layout: PcapLayout, start: int, end: int, stats: So
     while at < end and (chunk := f.read(min(_CHUNK, end - at))):
         at += len(chunk)
         yield from placed(decoder.feed(chunk))
-    yield from placed(decoder.close())
+    for ev in placed(decoder.close()):
+        if more and type(ev) is SourceAnomaly and ev.message.startswith(_RESYNC_AT_END):
+            ev = SourceAnomaly(ev.kind, ev.message.removeprefix(_RESYNC_AT_END), ev.offset, ev.ts_ns)
+        yield ev
     stats.bytes_read -= GLOBAL_HEADER_LEN
 
 
@@ -152,7 +159,7 @@ def read_units(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
 def _unit_rows(unit: Unit) -> Iterator[pa.RecordBatch]:
     rows = _Rows(unit)
     stats = SourceStats()
-    error = None
+    error = kind = None
     try:
         for ev in read_unit(unit, stats):
             if type(ev) is TcpSegment:
@@ -162,10 +169,10 @@ def _unit_rows(unit: Unit) -> Iterator[pa.RecordBatch]:
             if rows.bytes >= _BATCH_BYTES:
                 yield rows.take()
     except CaptureFormatError as exc:
-        error = f"{unit.path}: {exc}"
+        error, kind = f"{unit.path}: {exc}", NOT_A_CAPTURE
     except OSError as exc:
-        error = f"cannot read {unit.path}: {exc.strerror or exc}"
-    rows.done(stats, error)
+        error, kind = f"cannot read {unit.path}: {exc.strerror or exc}", UNREADABLE
+    rows.done(stats, error, kind)
     yield rows.take()
 
 
@@ -202,9 +209,9 @@ class _Rows:
         self._add(self.unit.file_index, ANOMALY, {"ts": a.ts_ns, "offset": a.offset, "anomaly": a.kind,
                                                   "detail": a.message})  # fmt: skip
 
-    def done(self, stats: SourceStats, error: str | None) -> None:
+    def done(self, stats: SourceStats, error: str | None, kind: str | None) -> None:
         counters = {"packets": stats.packets, "tcp_segments": stats.tcp_segments, "non_tcp": stats.non_tcp,
-                    "bytes_read": stats.bytes_read, "error": error}  # fmt: skip
+                    "bytes_read": stats.bytes_read, "error": error, "error_kind": kind}  # fmt: skip
         self._add(self.unit.file_index, DONE, {"detail": json.dumps(counters)})
 
     def take(self) -> pa.RecordBatch:

@@ -84,5 +84,5 @@ def first_brokers(pieces: list[pa.Table]) -> pa.Table:
         if keys[i] not in kept:
             kept.add(keys[i])
             chosen.append(i)
-    return with_pandas_metadata("brokers", table.take(chosen).drop_columns([BROKER_SEEN]))
+    return with_pandas_metadata("brokers", table.take(pa.array(chosen, pa.int64())).drop_columns([BROKER_SEEN]))
 

@@ -1,0 +1,339 @@
+"""The Spark engine: the batch pipeline on PySpark, on the same sans-I/O core as the local engine.
+The only module that imports pyspark.
+
+Stages (each a Spark stage; nothing per packet or per row reaches the driver):
+1. read: one task per work unit — a file, or a byte range of a large pcap file starting at a proven
+   record boundary (:mod:`kdissect.engines.units`) — turning capture bytes into segment rows keyed
+   by their 4-tuple, with their place in capture order;
+2. shuffle: rows hashed by 4-tuple, so each connection's segments from every file meet in one task,
+   and sorted there by capture order;
+3. decode: reassembly, framing, decoding and pairing by :class:`~kdissect.pipeline.KafkaPipeline`
+   per partition (:mod:`kdissect.engines.partition`), emitting table pieces as Arrow (``mapInArrow``);
+   kept (memory, then disk) so the tables and figures read them once;
+4. merge and write: connection ids, topic names and brokers settled across tasks
+   (:mod:`kdissect.tables.merge`), then Parquet written by the tasks with pyarrow, in the types the
+   local engine writes, or typed DataFrames for a user's own jobs.
+
+The driver collects aggregates only: per-unit counters, topic names, and each connection's place
+in capture order (8 bytes per TCP connection, from which the final ids are numbered).
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import sys
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from functools import partial
+
+import numpy as np
+import pyarrow as pa
+from pyspark import StorageLevel, TaskContext
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+from pyspark.sql.pandas.types import from_arrow_schema
+
+from ..connection import Options
+from ..figures import ApiFigures, Figures
+from ..tables import merge
+from ..tables.arrow import to_arrow
+from ..tables.columns import TABLES
+from ..tables.records import RecordOptions
+from .partition import ENVELOPE_SCHEMA, decode_partition
+from .units import SEGMENT_SCHEMA, UNIT_SCHEMA, Unit, plan_units, read_units
+
+SPLIT_BYTES = 128 << 20  # pcap files larger than this are read as several ranges
+_SPARK_TYPES = {
+    "int64": T.LongType(), "int32": T.IntegerType(), "int16": T.ShortType(), "int8": T.ByteType(),
+    "float64": T.DoubleType(), "bool": T.BooleanType(), "string": T.StringType(), "category": T.StringType(),
+    "timestamp": T.TimestampType(), "bytes": T.BinaryType(),
+    "headers": T.ArrayType(T.StructType([T.StructField("key", T.StringType()),
+                                         T.StructField("value", T.BinaryType())])),
+}  # fmt: skip
+_WRITTEN = T.StructType([T.StructField("path", T.StringType()), T.StructField("rows", T.LongType())])
+
+
+def spark_schema(table: str) -> T.StructType:
+    """The table's Spark schema, from the one column definition (categories become strings,
+    timestamps Spark's microsecond timestamps)."""
+    return T.StructType([T.StructField(name, _SPARK_TYPES[kind]) for name, kind in TABLES[table]])
+
+
+def _arrow_to_spark(table: pa.Table) -> pa.Table:
+    """A finished piece in the Arrow types Spark reads for :func:`spark_schema`."""
+    columns = []
+    for column in table.columns:
+        if pa.types.is_dictionary(column.type):
+            column = column.cast(pa.string())
+        elif pa.types.is_timestamp(column.type):
+            column = column.cast(pa.timestamp("us", tz="UTC"), safe=False)
+        columns.append(column)
+    return pa.Table.from_arrays(columns, names=table.column_names)
+
+
+def expand_paths(paths: Iterable[str]) -> list[tuple[str, int | None]]:
+    """Captures given as files, directories (their files, sorted) and globs, with their sizes (None
+    when unknown: such a file is reported by name when its task fails to read it). Remote URIs are
+    listed through pyarrow's file systems (directories; globs are local only)."""
+    from pyarrow import fs
+
+    found: list[tuple[str, int | None]] = []
+    for given in paths:
+        if "://" in given:
+            filesystem, inner = fs.FileSystem.from_uri(given)
+            info = filesystem.get_file_info(inner)
+            if info.type == fs.FileType.Directory:
+                infos = filesystem.get_file_info(fs.FileSelector(inner, recursive=False))
+                scheme = given.split("://", 1)[0]
+                found += [(f"{scheme}://{i.path}", i.size) for i in sorted(infos, key=lambda i: i.path)
+                          if i.type == fs.FileType.File]  # fmt: skip
+            else:
+                found.append((given, info.size if info.type == fs.FileType.File else None))
+        elif os.path.isdir(given):
+            names = sorted(os.listdir(given))
+            found += [(p, os.path.getsize(p)) for p in (os.path.join(given, n) for n in names) if os.path.isfile(p)]
+        elif glob.has_magic(given) and (matches := sorted(glob.glob(given))):
+            found += [(p, os.path.getsize(p)) for p in matches if os.path.isfile(p)]
+        else:
+            found.append((given, os.path.getsize(given) if os.path.isfile(given) else None))
+    return found
+
+
+def session(master: str = "local[*]", driver_memory: str = "2g") -> SparkSession:
+    """A SparkSession for the command line. Executors on this machine run this Python (a cluster's
+    executors need kdissect installed: see the README)."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    return (SparkSession.builder.master(master).appName("kdissect")
+            .config("spark.driver.memory", driver_memory)
+            .config("spark.ui.enabled", "false")
+            .config("spark.log.level", "ERROR")
+            .config("spark.sql.session.timeZone", "UTC")
+            .getOrCreate())  # fmt: skip
+
+
+@dataclass
+class Decoded:
+    """Captures decoded on Spark: the tasks' table pieces (kept), and what the driver settled."""
+
+    spark: SparkSession
+    envelope: DataFrame
+    files: list[str]
+    tables: list[str]
+    opened: np.ndarray  # every connection's place in capture order, ascending
+    topics: dict[str, str]
+    unit_stats: list[tuple[int, dict]]  # (file index, counters) per work unit
+    _broadcast: object = field(default=None, repr=False)
+
+    @property
+    def packets(self) -> int:
+        return sum(stats["packets"] for _, stats in self.unit_stats)
+
+    @property
+    def errors(self) -> list[str]:
+        """One line per file that could not be read, or is not a capture."""
+        return list(dict.fromkeys(stats["error"] for _, stats in self.unit_stats if stats["error"]))
+
+    def _settled(self) -> object:
+        if self._broadcast is None:
+            self._broadcast = self.spark.sparkContext.broadcast((self.opened, self.topics))
+        return self._broadcast
+
+    def _pieces(self, name: str) -> DataFrame:
+        return self.envelope.filter(F.col("table") == name).select("data")
+
+    def table(self, name: str) -> DataFrame:
+        """Table ``name`` as a DataFrame of :func:`spark_schema`."""
+        settled = self._settled()
+        if name == "brokers":
+            pieces = self._pieces(name).coalesce(1)
+            return pieces.mapInArrow(partial(_broker_batches, settled=settled, spark_types=True),
+                                     spark_schema(name))  # fmt: skip
+        return self._pieces(name).mapInArrow(partial(_finished_batches, name=name, settled=settled),
+                                             spark_schema(name))  # fmt: skip
+
+    def write(self, out: str, tables: Iterable[str]) -> list[tuple[str, int]]:
+        """Parquet files under ``out/<table>/`` (one per task), in the local engine's types:
+        (directory, rows) per table."""
+        from pyarrow import fs
+
+        filesystem, root = fs.FileSystem.from_uri(out) if "://" in out else (fs.LocalFileSystem(),
+                                                                             os.path.abspath(out))  # fmt: skip
+        settled = self._settled()
+        written = []
+        for name in tables:
+            directory = f"{root}/{name}"
+            filesystem.create_dir(directory, recursive=True)
+            filesystem.delete_dir_contents(directory)
+            target = partial(_write_parts, name=name, settled=settled, filesystem=filesystem, directory=directory)
+            pieces = self._pieces(name).coalesce(1) if name == "brokers" else self._pieces(name)
+            parts = pieces.mapInArrow(target, _WRITTEN).collect()
+            if not parts:  # every table gets a file, as with the local engine
+                _write_table(filesystem, f"{directory}/part-00000.parquet", to_arrow(name, _empty(name)))
+            label = out.rstrip("/") + f"/{name}/"
+            written.append((label, sum(row["rows"] for row in parts)))
+        return written
+
+    def figures(self) -> Figures:
+        """The summary's figures, computed in Spark (exact percentiles, the local engine's formula)."""
+        exchanges, connections = self.table("exchanges"), self.table("connections")
+        conn = connections.agg(F.count("*").alias("n"), F.sum(F.col("is_kafka").cast("long")).alias("k")).first()
+        fig = Figures(packets=self.packets, connections=conn["n"], kafka_connections=conn["k"] or 0,
+                      exchanges=exchanges.count())  # fmt: skip
+        lat = F.array_sort(F.collect_list("latency_ms"))
+        by_api = (exchanges.where(F.col("api_name").isNotNull()).groupBy("api_name")
+                  .agg(F.count("*").alias("count"), lat.alias("lat"),
+                       F.sum((F.col("status") == "error").cast("long")).alias("errors"),
+                       F.sum((F.col("status") == "unanswered").cast("long")).alias("unanswered"))
+                  .select("api_name", "count", "errors", "unanswered", _quantile("lat", 0.5).alias("p50"),
+                          _quantile("lat", 0.99).alias("p99"), F.try_element_at("lat", F.lit(-1)).alias("max"))
+                  .orderBy("api_name"))  # fmt: skip
+        fig.apis = [ApiFigures(r["api_name"], r["count"], r["p50"], r["p99"], r["max"], r["errors"], r["unanswered"])
+                    for r in by_api.collect()]  # fmt: skip
+        statuses = exchanges.where(~F.col("status").isin("ok", "error")).groupBy("status").count().collect()
+        fig.statuses = {r["status"]: r["count"] for r in statuses if r["status"] is not None}
+        kinds = (self.table("anomalies").groupBy("kind")
+                 .agg(F.count("*").alias("n"), F.sum(F.coalesce("length", F.lit(0))).alias("bytes")).collect())
+        fig.anomalies = {r["kind"]: (r["n"], r["bytes"]) for r in kinds}
+        return fig
+
+    def close(self) -> None:
+        self.envelope.unpersist()
+
+
+def _quantile(sorted_values: str, q: float) -> Column:
+    """``figures.quantile`` in Spark SQL: the same expression, so the same double."""
+    values = F.col(sorted_values)
+    n = F.size(values)
+    h = (n - 1).cast("double") * F.lit(q)
+    lo = F.floor(h).cast("int")
+    hi = F.least(lo + 1, n - 1)
+    low = values.getItem(lo)
+    return F.when(n > 0, low + (h - lo.cast("double")) * (values.getItem(hi) - low))
+
+
+def _empty(name: str) -> dict[str, list]:
+    return {column: [] for column, _ in TABLES[name]}
+
+
+def _finished(name: str, data: Iterable[bytes], settled: object) -> Iterator[pa.Table]:
+    opened, topics = settled.value  # type: ignore[attr-defined]
+    for blob in data:
+        yield merge.finish_piece(name, merge.read_ipc(blob), opened, topics)
+
+
+def _blobs(batches: Iterable[pa.RecordBatch]) -> Iterator[bytes]:
+    for batch in batches:
+        yield from batch.column(0).to_pylist()
+
+
+def _finished_batches(batches: Iterable[pa.RecordBatch], name: str, settled: object) -> Iterator[pa.RecordBatch]:
+    for table in _finished(name, _blobs(batches), settled):
+        yield from _arrow_to_spark(table).to_batches()
+
+
+def _broker_batches(batches: Iterable[pa.RecordBatch], settled: object, spark_types: bool
+                    ) -> Iterator[pa.RecordBatch]:  # fmt: skip
+    table = merge.first_brokers(list(_finished("brokers", _blobs(batches), settled)))
+    yield from (_arrow_to_spark(table) if spark_types else table).to_batches()
+
+
+def _write_table(filesystem: object, path: str, table: pa.Table) -> None:
+    import pyarrow.parquet as pq
+
+    with filesystem.open_output_stream(path) as stream, pq.ParquetWriter(stream, table.schema) as writer:  # type: ignore[attr-defined]
+        writer.write_table(table)
+
+
+def _write_parts(batches: Iterable[pa.RecordBatch], name: str, settled: object, filesystem: object,
+                 directory: str) -> Iterator[pa.RecordBatch]:  # fmt: skip
+    """One task's pieces of a table into one Parquet file (named by partition: a retry overwrites)."""
+    import pyarrow.parquet as pq
+
+    if name == "brokers":
+        pieces: Iterable[pa.Table] = [merge.first_brokers(list(_finished(name, _blobs(batches), settled)))]
+    else:
+        pieces = _finished(name, _blobs(batches), settled)
+    path = f"{directory}/part-{TaskContext.get().partitionId():05d}.parquet"
+    writer, stream, rows = None, None, 0
+    try:
+        for table in pieces:
+            if writer is None:
+                stream = filesystem.open_output_stream(path)  # type: ignore[attr-defined]
+                writer = pq.ParquetWriter(stream, table.schema)
+            writer.write_table(table)
+            rows += table.num_rows
+    finally:
+        if writer is not None:
+            writer.close()
+            stream.close()  # type: ignore[union-attr]
+    if writer is not None:
+        yield pa.RecordBatch.from_pydict({"path": [path], "rows": [rows]})
+
+
+def decode(spark: SparkSession, paths: Iterable[str], *, options: Options | None = None,
+           records: RecordOptions | None = None, tables: Iterable[str] | None = None,
+           split_bytes: int = SPLIT_BYTES, partitions: int | None = None) -> Decoded:  # fmt: skip
+    """Read and decode ``paths`` (files, directories, globs, URIs) on ``spark``; the decoded pieces
+    are kept until :meth:`Decoded.close`."""
+    options, records = options or Options(), records or RecordOptions()
+    wanted = list(tables) if tables is not None else list(TABLES)
+    found = expand_paths(paths)
+    files = [path for path, _ in found]
+    units = plan_units(found, split_bytes)
+    sc = spark.sparkContext
+    partitions = partitions or max(2, 2 * sc.defaultParallelism)
+    unit_rows = sc.parallelize([_unit_tuple(u) for u in units], max(1, len(units)))
+    segments = spark.createDataFrame(unit_rows, from_arrow_schema(UNIT_SCHEMA)).mapInArrow(
+        read_units, from_arrow_schema(SEGMENT_SCHEMA))
+    envelope = (segments.repartition(partitions, "key").sortWithinPartitions("pos")
+                .mapInArrow(partial(decode_partition, files=files, options=options, records=records, tables=wanted),
+                            from_arrow_schema(ENVELOPE_SCHEMA))
+                .persist(StorageLevel.MEMORY_AND_DISK))  # fmt: skip
+    side = envelope.filter(F.col("table").startswith("_")).collect()
+    opened = [merge.read_ipc(r["data"])["pos"].to_numpy() for r in side if r["table"] == merge.OPENED]
+    topics = merge.topic_names(merge.read_ipc(r["data"]) for r in side if r["table"] == merge.TOPICS)
+    unit_stats = [(i, json.loads(s)) for r in side if r["table"] == merge.STATS for i, s in json.loads(r["data"])]
+    return Decoded(spark, envelope, files, wanted, np.sort(np.concatenate(opened)) if opened else np.zeros(0, np.int64),
+                   topics, unit_stats)  # fmt: skip
+
+
+def _unit_tuple(unit: Unit) -> tuple:
+    return (unit.index, unit.file_index, unit.path, unit.start, unit.end)
+
+
+
+
+def read_captures(spark: SparkSession, paths: Iterable[str] | str, *, options: Options | None = None,
+                  records: RecordOptions | None = None, split_bytes: int = SPLIT_BYTES) -> dict[str, DataFrame]:
+    """Every table of the captures as a Spark DataFrame (:func:`spark_schema`), for your own jobs.
+
+    Decoding runs once, now, and its pieces stay cached (memory, then disk) for these DataFrames."""
+    decoded = decode(spark, [paths] if isinstance(paths, str) else paths, options=options, records=records,
+                     split_bytes=split_bytes)  # fmt: skip
+    return {name: decoded.table(name) for name in TABLES}
+
+
+@dataclass
+class SparkRun:
+    """What ``kdissect analyze --engine spark`` prints."""
+
+    figures: Figures
+    errors: list[str]
+    written: list[tuple[str, int]]
+
+
+def analyze(captures: list[str], *, master: str, out: str | None, tables: list[str], options: Options,
+            records: RecordOptions) -> SparkRun:  # fmt: skip
+    """The command line's run: decode, figures, Parquet under ``out``; the session is stopped after."""
+    spark = session(master)
+    try:
+        decoded = decode(spark, captures, options=options, records=records, tables=tables)
+        written = decoded.write(out, tables) if out else []
+        run = SparkRun(decoded.figures(), decoded.errors, written)
+        decoded.close()
+        return run
+    finally:
+        spark.stop()
