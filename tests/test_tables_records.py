@@ -148,7 +148,7 @@ def test_records_and_batches_tables_have_the_named_columns_from_the_public_api(t
     cap = _capture(tmp_path, [(0, _produce(1, encode_batch(recs, codec=GZIP))), (1, _produce_response(1, 3))])
     cols = list(cap.records.columns)
     assert [c for c in cols if c in RECORD_COLUMNS] == RECORD_COLUMNS
-    assert set(cols) - set(RECORD_COLUMNS) == {"key_size", "value_size"}
+    assert set(cols) - set(RECORD_COLUMNS) == {"key_size", "value_size", "source_file"}
     assert {"compression_ratio", "record_count", "crc_ok", "compressed_bytes"} <= set(cap.batches.columns)
     assert list(cap.records["offset"]) == [3]
 

@@ -134,7 +134,8 @@ class Decoded:
     @property
     def errors(self) -> list[str]:
         """One line per file that could not be read, or is not a capture."""
-        return list(dict.fromkeys(stats["error"] for _, stats in self.unit_stats if stats["error"]))
+        ordered = sorted(self.unit_stats, key=lambda unit: unit[0])
+        return list(dict.fromkeys(stats["error"] for _, stats in ordered if stats["error"]))
 
     def _settled(self) -> object:
         if self._broadcast is None:
@@ -210,8 +211,8 @@ def _quantile(sorted_values: str, q: float) -> Column:
     h = (n - 1).cast("double") * F.lit(q)
     lo = F.floor(h).cast("int")
     hi = F.least(lo + 1, n - 1)
-    low = values.getItem(lo)
-    return F.when(n > 0, low + (h - lo.cast("double")) * (values.getItem(hi) - low))
+    low = values[lo]
+    return F.when(n > 0, low + (h - lo.cast("double")) * (values[hi] - low))
 
 
 def _empty(name: str) -> dict[str, list]:
