@@ -104,4 +104,3 @@ def assert_same_tables(got: dict[str, pa.Table], want: dict[str, pa.Table], drop
     for name in TABLES:
         assert got[name].schema.remove_metadata() == want[name].schema.remove_metadata(), name
         assert rows(got[name], drop) == rows(want[name], drop), name
-

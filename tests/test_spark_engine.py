@@ -120,7 +120,9 @@ def test_bad_files_are_reported_by_name_and_the_rest_is_analysed(spark, tmp_path
         decoded.close()
     anomalies = got["anomalies"].to_pylist()
     assert {(a["kind"], a["source_file"]) for a in anomalies if a["connection_id"] is None} >= {
-        ("not_a_capture", str(junk)), ("unreadable_file", missing)}
+        ("not_a_capture", str(junk)),
+        ("unreadable_file", missing),
+    }
     want, _ = local_tables([good])
     assert rows(got["exchanges"], ("source_file",)) == rows(want["exchanges"], ("source_file",))
 
@@ -144,7 +146,8 @@ def test_parquet_reads_back_in_pandas_duckdb_and_spark_with_the_local_types(spar
         assert count == len(theirs), name
     spark.conf.set("spark.sql.legacy.parquet.nanosAsLong", "true")  # Spark has no nanosecond timestamps
     assert spark.read.parquet(str(tmp_path / "spark" / "exchanges")).count() == len(
-        pd.read_parquet(tmp_path / "local" / "exchanges.parquet"))
+        pd.read_parquet(tmp_path / "local" / "exchanges.parquet")
+    )
 
 
 def test_read_captures_gives_every_table_as_a_dataframe(spark) -> None:
@@ -155,5 +158,6 @@ def test_read_captures_gives_every_table_as_a_dataframe(spark) -> None:
     for name, frame in frames.items():
         assert frame.schema == spark_schema(name) and frame.count() == want[name].num_rows, name
     got = frames["exchanges"].select("connection_id", "correlation_id", "api_name").collect()
-    assert sorted(map(tuple, got)) == sorted(zip(*(want["exchanges"][c].to_pylist() for c in (
-        "connection_id", "correlation_id", "api_name")), strict=True))
+    assert sorted(map(tuple, got)) == sorted(
+        zip(*(want["exchanges"][c].to_pylist() for c in ("connection_id", "correlation_id", "api_name")), strict=True)
+    )

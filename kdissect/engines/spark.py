@@ -195,8 +195,12 @@ class Decoded:
                     for r in by_api.collect()]  # fmt: skip
         statuses = exchanges.where(~F.col("status").isin("ok", "error")).groupBy("status").count().collect()
         fig.statuses = {r["status"]: r["count"] for r in statuses if r["status"] is not None}
-        kinds = (self.table("anomalies").groupBy("kind")
-                 .agg(F.count("*").alias("n"), F.sum(F.coalesce("length", F.lit(0))).alias("bytes")).collect())
+        kinds = (
+            self.table("anomalies")
+            .groupBy("kind")
+            .agg(F.count("*").alias("n"), F.sum(F.coalesce("length", F.lit(0))).alias("bytes"))
+            .collect()
+        )
         fig.anomalies = {r["kind"]: (r["n"], r["bytes"]) for r in kinds}
         return fig
 
@@ -274,6 +278,21 @@ def _write_parts(batches: Iterable[pa.RecordBatch], name: str, settled: object, 
         yield pa.RecordBatch.from_pydict({"path": [path], "rows": [rows]})
 
 
+def segment_rows(spark: SparkSession, found: list[tuple[str, int | None]], split_bytes: int = SPLIT_BYTES
+                 ) -> DataFrame:  # fmt: skip
+    """Stage 1: one task per work unit of the files ``found`` (path, size), segment rows out."""
+    units = plan_units(found, split_bytes)
+    unit_rows = spark.sparkContext.parallelize([_unit_tuple(u) for u in units], max(1, len(units)))
+    return spark.createDataFrame(unit_rows, from_arrow_schema(UNIT_SCHEMA)).mapInArrow(
+        read_units, from_arrow_schema(SEGMENT_SCHEMA)
+    )
+
+
+def by_connection(segments: DataFrame, partitions: int) -> DataFrame:
+    """Stage 2: each 4-tuple's rows from every file in one partition, in capture order."""
+    return segments.repartition(partitions, "key").sortWithinPartitions("pos")
+
+
 def decode(spark: SparkSession, paths: Iterable[str], *, options: Options | None = None,
            records: RecordOptions | None = None, tables: Iterable[str] | None = None,
            split_bytes: int = SPLIT_BYTES, partitions: int | None = None) -> Decoded:  # fmt: skip
@@ -283,32 +302,31 @@ def decode(spark: SparkSession, paths: Iterable[str], *, options: Options | None
     wanted = list(tables) if tables is not None else list(TABLES)
     found = expand_paths(paths)
     files = [path for path, _ in found]
-    units = plan_units(found, split_bytes)
-    sc = spark.sparkContext
-    partitions = partitions or max(2, 2 * sc.defaultParallelism)
-    unit_rows = sc.parallelize([_unit_tuple(u) for u in units], max(1, len(units)))
-    segments = spark.createDataFrame(unit_rows, from_arrow_schema(UNIT_SCHEMA)).mapInArrow(
-        read_units, from_arrow_schema(SEGMENT_SCHEMA))
-    envelope = (segments.repartition(partitions, "key").sortWithinPartitions("pos")
-                .mapInArrow(partial(decode_partition, files=files, options=options, records=records, tables=wanted),
-                            from_arrow_schema(ENVELOPE_SCHEMA))
+    partitions = partitions or max(2, 2 * spark.sparkContext.defaultParallelism)
+    task = partial(decode_partition, files=files, options=options, records=records, tables=wanted)
+    envelope = (by_connection(segment_rows(spark, found, split_bytes), partitions)
+                .mapInArrow(task, from_arrow_schema(ENVELOPE_SCHEMA))
                 .persist(StorageLevel.MEMORY_AND_DISK))  # fmt: skip
     side = envelope.filter(F.col("table").startswith("_")).collect()
     opened = [merge.read_ipc(r["data"])["pos"].to_numpy() for r in side if r["table"] == merge.OPENED]
     topics = merge.topic_names(merge.read_ipc(r["data"]) for r in side if r["table"] == merge.TOPICS)
     unit_stats = [(i, json.loads(s)) for r in side if r["table"] == merge.STATS for i, s in json.loads(r["data"])]
-    return Decoded(spark, envelope, files, wanted, np.sort(np.concatenate(opened)) if opened else np.zeros(0, np.int64),
-                   topics, unit_stats)  # fmt: skip
+    ordered = np.sort(np.concatenate(opened)) if opened else np.zeros(0, np.int64)
+    return Decoded(spark, envelope, files, wanted, ordered, topics, unit_stats)
 
 
 def _unit_tuple(unit: Unit) -> tuple:
     return (unit.index, unit.file_index, unit.path, unit.start, unit.end)
 
 
-
-
-def read_captures(spark: SparkSession, paths: Iterable[str] | str, *, options: Options | None = None,
-                  records: RecordOptions | None = None, split_bytes: int = SPLIT_BYTES) -> dict[str, DataFrame]:
+def read_captures(
+    spark: SparkSession,
+    paths: Iterable[str] | str,
+    *,
+    options: Options | None = None,
+    records: RecordOptions | None = None,
+    split_bytes: int = SPLIT_BYTES,
+) -> dict[str, DataFrame]:
     """Every table of the captures as a Spark DataFrame (:func:`spark_schema`), for your own jobs.
 
     Decoding runs once, now, and its pieces stay cached (memory, then disk) for these DataFrames."""

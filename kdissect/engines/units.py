@@ -37,8 +37,8 @@ UNIT_SCHEMA = pa.schema([("index", pa.int32()), ("file_index", pa.int32()), ("pa
                          ("start", pa.int64()), ("end", pa.int64())])  # fmt: skip
 _WINDOW = 4 << 20  # bytes read at a time while looking for a proven record boundary
 _CHUNK = 1 << 20
-_BATCH_BYTES = 8 << 20
-_RESYNC_AT_END = "stream ended while resyncing: "  # (kdissect.sources.framing's wording)  # payload bytes per Arrow batch handed to Spark
+_BATCH_BYTES = 8 << 20  # payload bytes per Arrow batch handed to Spark
+_RESYNC_AT_END = "stream ended while resyncing: "  # (kdissect.sources.framing's wording)
 
 
 @dataclass(frozen=True, slots=True)

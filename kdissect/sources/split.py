@@ -44,8 +44,13 @@ def pcap_layout(head: bytes) -> PcapLayout | None:
         return None
     order, ns_per_unit, record_len = found
     snaplen = Struct(order + "I").unpack_from(head, 16)[0]
-    return PcapLayout(bytes(head[:GLOBAL_HEADER_LEN]), Struct(order + "IIII"), record_len,
-                      1_000_000_000 // ns_per_unit, min(snaplen, 1 << 18) + _SNAP_SLACK)
+    return PcapLayout(
+        bytes(head[:GLOBAL_HEADER_LEN]),
+        Struct(order + "IIII"),
+        record_len,
+        1_000_000_000 // ns_per_unit,
+        min(snaplen, 1 << 18) + _SNAP_SLACK,
+    )
 
 
 def chain_span(layout: PcapLayout) -> int:

@@ -85,4 +85,3 @@ def first_brokers(pieces: list[pa.Table]) -> pa.Table:
             kept.add(keys[i])
             chosen.append(i)
     return with_pandas_metadata("brokers", table.take(pa.array(chosen, pa.int64())).drop_columns([BROKER_SEEN]))
-

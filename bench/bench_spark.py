@@ -1,0 +1,175 @@
+"""Throughput of the local engine and of ``--engine spark`` on a multi-file corpus, run by hand.
+
+    python bench/make_large_capture.py --megabytes 150 --port 49097     # real client traffic
+    python bench/bench_spark.py bench/out/large-150MB.pcap --copies 4 --file-megabytes 25
+
+The corpus is the capture cut into rotated files at record boundaries (as ``tcpdump -C`` does), and
+``--copies`` more sets of them with every IP address moved to another subnet (so each copy is other
+connections, not retransmissions), to reach a size real traffic takes long to make here. One run
+times, each in a fresh process: the local engine, then ``--engine spark`` with ``local[1]``,
+``local[2]`` and ``local[*]``, all writing every table to Parquet; peak RSS of the driver's Python
+process and of its JVM are sampled. Then, in one SparkSession, where the time goes: reading (stage 1
+alone), the shuffle (stages 1-2 minus 1), decoding (the decoded pieces minus 1-2) and writing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+from kdissect.reassembly.segment import TcpSegment  # noqa: E402
+from kdissect.sources.events import CaptureRecord  # noqa: E402
+from kdissect.sources.files import iter_capture  # noqa: E402
+from kdissect.sources.reader import CaptureParser  # noqa: E402
+
+MB = 1 << 20
+
+
+def rotated_files(capture: Path, out: Path, file_bytes: int, copies: int) -> list[Path]:
+    """The capture cut at record boundaries into files of about ``file_bytes``; each extra copy has
+    its IPv4 addresses' second byte changed (Ethernet/IPv4 or loopback, checksums are not checked)."""
+    data = capture.read_bytes()
+    parser = CaptureParser()
+    records = [ev for ev in parser.feed(data) + parser.close() if isinstance(ev, CaptureRecord)]
+    header, files = data[:24], []
+    for copy in range(copies + 1):
+        start, index = 24, 0
+        for i, record in enumerate(records):
+            end = record.offset + 16 + len(record.data)
+            if end - start >= file_bytes or i == len(records) - 1:
+                body = data[start:end] if copy == 0 else _moved(data[start:end], start, records, copy)
+                path = out / f"copy{copy}-part{index:04d}.pcap"
+                path.write_bytes(header + body)
+                files.append(path)
+                start, index = end, index + 1
+    return files
+
+
+def _moved(body: bytes, base: int, records: list[CaptureRecord], copy: int) -> bytes:
+    """``body`` (records from ``base``) with 127.x.y.z / 10.x.y.z addresses moved to x = 100 + copy."""
+    out = bytearray(body)
+    for record in records:
+        at = record.offset - base
+        if not 0 <= at < len(out):
+            continue
+        packet = at + 16
+        ip = packet + (14 if record.link_type == 1 else 4 if record.link_type == 0 else 0)
+        if out[ip] >> 4 == 4:
+            out[ip + 13] = (100 + copy) & 0xFF
+            out[ip + 17] = (100 + copy) & 0xFF
+    return bytes(out)
+
+
+def _rss(pid: int) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def _descendants(pid: int) -> list[int]:
+    found, todo = [], [pid]
+    while todo:
+        for task in Path(f"/proc/{todo.pop()}/task").glob("*"):
+            try:
+                kids = [int(k) for k in (task / "children").read_text().split()]
+            except OSError:
+                continue
+            found += kids
+            todo += kids
+    return found
+
+
+def _is_java(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip() == "java"
+    except OSError:
+        return False
+
+
+def timed(argv: list[str]) -> tuple[float, float, float, str]:
+    """Wall seconds, peak RSS (MB) of the process and of its JVM (Linux /proc), stdout."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    driver = jvm = 0
+    while proc.poll() is None:
+        driver = max(driver, _rss(proc.pid))
+        jvm = max([jvm, *(_rss(k) for k in _descendants(proc.pid) if _is_java(k))])
+        time.sleep(0.2)
+    out = proc.stdout.read() if proc.stdout else ""
+    if proc.returncode:
+        raise SystemExit(f"{argv} failed ({proc.returncode})")
+    return time.perf_counter() - start, driver / MB, jvm / MB, out
+
+
+def stages(files: list[str], master: str, out: Path) -> dict[str, float]:
+    from pyspark import StorageLevel
+
+    from kdissect.engines.spark import by_connection, decode, expand_paths, segment_rows, session
+
+    spark = session(master)
+    try:
+        found = expand_paths(files)
+        parts = max(2, 2 * spark.sparkContext.defaultParallelism)
+        t0 = time.perf_counter()
+        segment_rows(spark, found).write.format("noop").mode("overwrite").save()
+        t1 = time.perf_counter()
+        by_connection(segment_rows(spark, found), parts).persist(StorageLevel.DISK_ONLY).write.format("noop").mode(
+            "overwrite"
+        ).save()
+        t2 = time.perf_counter()
+        decoded = decode(spark, files)
+        t3 = time.perf_counter()
+        decoded.write(str(out), decoded.tables)
+        t4 = time.perf_counter()
+        decoded.close()
+    finally:
+        spark.stop()
+    return {"read": t1 - t0, "shuffle": (t2 - t1) - (t1 - t0), "decode": (t3 - t0) - (t2 - t0), "write": t4 - t3}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("capture", type=Path, help="a classic pcap of real traffic (bench/make_large_capture.py)")
+    ap.add_argument("--copies", type=int, default=0, help="extra copies of the traffic on other addresses")
+    ap.add_argument("--file-megabytes", type=float, default=25, help="size of each rotated file")
+    ap.add_argument("--engines", default="local,local[1],local[2],local[*]")
+    args = ap.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="bench-spark-"))
+    try:
+        corpus = work / "corpus"
+        corpus.mkdir()
+        files = [str(p) for p in rotated_files(args.capture, corpus, int(args.file_megabytes * MB), args.copies)]
+        total = sum(os.path.getsize(p) for p in files) / MB
+        segments = sum(1 for p in files[: max(1, len(files) // (args.copies + 1))] for ev in iter_capture(p)
+                       if isinstance(ev, TcpSegment)) * (args.copies + 1)  # fmt: skip
+        print(f"corpus: {len(files)} files, {total:,.1f} MB, about {segments:,} TCP segments")
+        print(f"{'engine':<12} {'wall s':>8} {'MB/s':>8} {'driver MB':>10} {'JVM MB':>8}")
+        cli = [sys.executable, "-m", "kdissect.cli", "analyze"]
+        for engine in args.engines.split(","):
+            out = work / f"out-{engine}"
+            extra = [] if engine == "local" else ["--engine", "spark", "--master", engine]
+            wall, driver, jvm, _ = timed([*cli, *files, "--out", str(out), *extra])
+            print(f"{engine:<12} {wall:>8.1f} {total / wall:>8.1f} {driver:>10.0f} {jvm:>8.0f}", flush=True)
+            shutil.rmtree(out, ignore_errors=True)
+        for master in ("local[1]", "local[2]"):
+            split = stages(files, master, work / "out-stages")
+            print(f"{master} stages (s): " + ", ".join(f"{k} {v:.1f}" for k, v in split.items()), flush=True)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
