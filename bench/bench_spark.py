@@ -7,7 +7,7 @@ The corpus is the capture cut into rotated files at record boundaries (as ``tcpd
 ``--copies`` more sets of them with every IP address moved to another subnet (so each copy is other
 connections, not retransmissions), to reach a size real traffic takes long to make here. One run
 times, each in a fresh process: the local engine, then ``--engine spark`` with ``local[1]``,
-``local[2]`` and ``local[*]``, all writing every table to Parquet; peak RSS of the driver's Python
+and ``local[2]``, all writing every table to Parquet; peak RSS of the driver's Python
 process and of its JVM are sampled. Then, in one SparkSession, where the time goes: reading (stage 1
 alone), the shuffle (stages 1-2 minus 1), decoding (the decoded pieces minus 1-2) and writing.
 """
@@ -145,7 +145,8 @@ def main() -> None:
     ap.add_argument("capture", type=Path, help="a classic pcap of real traffic (bench/make_large_capture.py)")
     ap.add_argument("--copies", type=int, default=0, help="extra copies of the traffic on other addresses")
     ap.add_argument("--file-megabytes", type=float, default=25, help="size of each rotated file")
-    ap.add_argument("--engines", default="local,local[1],local[2],local[*]")
+    ap.add_argument("--engines", default="local,local[1],local[2]", help="local[*] is local[2] on two cores")
+    ap.add_argument("--stages", default="local[2]", help="masters to split the time of into stages")
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="bench-spark-"))
     try:
@@ -164,7 +165,7 @@ def main() -> None:
             wall, driver, jvm, _ = timed([*cli, *files, "--out", str(out), *extra])
             print(f"{engine:<12} {wall:>8.1f} {total / wall:>8.1f} {driver:>10.0f} {jvm:>8.0f}", flush=True)
             shutil.rmtree(out, ignore_errors=True)
-        for master in ("local[1]", "local[2]"):
+        for master in filter(None, args.stages.split(",")):
             split = stages(files, master, work / "out-stages")
             print(f"{master} stages (s): " + ", ".join(f"{k} {v:.1f}" for k, v in split.items()), flush=True)
     finally:

@@ -42,7 +42,7 @@ class PartitionDecoder:
     """Feed segment rows (``units.SEGMENT_SCHEMA``) in ``pos`` order; collect envelope rows."""
 
     def __init__(self, files: list[str], options: Options, records: RecordOptions, tables: Iterable[str],
-                 spill_rows: int = 50_000) -> None:  # fmt: skip
+                 spill_rows: int = 10_000) -> None:  # fmt: skip
         self.files = files
         self.wanted = [t for t in TABLES if t in set(tables) or t in _ALWAYS]
         self.sink = TableSink(self.wanted, records, spill=self._spill, spill_rows=spill_rows, resolve_topics=False)

@@ -46,6 +46,7 @@ from .partition import ENVELOPE_SCHEMA, decode_partition
 from .units import SEGMENT_SCHEMA, UNIT_SCHEMA, Unit, plan_units, read_units
 
 SPLIT_BYTES = 128 << 20  # pcap files larger than this are read as several ranges
+ARROW_BATCH_BYTES = 32 << 20
 _SPARK_TYPES = {
     "int64": T.LongType(), "int32": T.IntegerType(), "int16": T.ShortType(), "int8": T.ByteType(),
     "float64": T.DoubleType(), "bool": T.BooleanType(), "string": T.StringType(), "category": T.StringType(),
@@ -300,13 +301,17 @@ def decode(spark: SparkSession, paths: Iterable[str], *, options: Options | None
     are kept until :meth:`Decoded.close`."""
     options, records = options or Options(), records or RecordOptions()
     wanted = list(tables) if tables is not None else list(TABLES)
+    # Rows here are whole segments and table pieces (MBs each): Arrow batches are bounded by bytes, or
+    # 10,000 rows of them (the default bound) fill the JVM heap.
+    spark.conf.set("spark.sql.execution.arrow.maxBytesPerBatch", str(ARROW_BATCH_BYTES))
+    spark.conf.set("spark.sql.inMemoryColumnarStorage.batchSize", "16")  # cached pieces: a few MB each
     found = expand_paths(paths)
     files = [path for path, _ in found]
     partitions = partitions or max(2, 2 * spark.sparkContext.defaultParallelism)
     task = partial(decode_partition, files=files, options=options, records=records, tables=wanted)
     envelope = (by_connection(segment_rows(spark, found, split_bytes), partitions)
                 .mapInArrow(task, from_arrow_schema(ENVELOPE_SCHEMA))
-                .persist(StorageLevel.MEMORY_AND_DISK))  # fmt: skip
+                .persist(StorageLevel.DISK_ONLY))  # fmt: skip
     side = envelope.filter(F.col("table").startswith("_")).collect()
     opened = [merge.read_ipc(r["data"])["pos"].to_numpy() for r in side if r["table"] == merge.OPENED]
     topics = merge.topic_names(merge.read_ipc(r["data"]) for r in side if r["table"] == merge.TOPICS)
