@@ -109,15 +109,16 @@ def _tune_gc() -> None:
     gc.set_threshold(100_000, 50, 100)
 
 
-# Above this much input the local engine (one core) is slower than Spark on all cores (bench/bench_spark.py).
+# From this much input on, a run takes long enough for a Spark cluster to be worth suggesting (on one
+# machine the local engine stays faster: bench/bench_spark.py, reports/spark-benchmark-2026-11-24.md).
 SPARK_HINT_BYTES = 200 << 20
 
 
 def _hint_spark(paths: list[str]) -> None:
     total = sum(Path(p).stat().st_size for p in paths)
     if total >= SPARK_HINT_BYTES:
-        print(f"kdissect: hint: {total / (1 << 30):.1f} GiB of captures; `--engine spark` uses every core "
-              "(and cluster machines)", file=sys.stderr)
+        print(f"kdissect: hint: {total / (1 << 20):,.0f} MiB of captures; `--engine spark --master URL` spreads "
+              "the work over a Spark cluster", file=sys.stderr)
 
 
 def _analyze_spark(args: argparse.Namespace, wanted: list[str]) -> int:
