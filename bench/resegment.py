@@ -12,9 +12,9 @@ import argparse
 from dataclasses import replace
 from pathlib import Path
 
-from kdissect.reassembly.segment import PSH, TcpSegment
+from kdissect.sources.segment import PSH, TcpSegment
 from kdissect.sources.files import iter_capture
-from kdissect.synth.pcapwrite import pcap_bytes, segment_frame_list
+from kdissect.testing.pcapwrite import pcap_bytes, segment_frame_list
 
 
 def resegment(segments: list[TcpSegment], mss: int) -> list[TcpSegment]:

@@ -15,18 +15,18 @@ import json
 import struct
 from collections.abc import Callable
 
-from kdissect.connection import Options, _RequestValidator
+from kdissect.kafka.session import Options, _RequestValidator
 from kdissect.decoders import DecodeError, decode_request, decode_response, schema
 from kdissect.decoders.records import Limits, decode_records
 from kdissect.events import Anomaly, ConnectionSummary, Exchange
-from kdissect.framing import Frame, FrameSplitter, Lost, Skipped
-from kdissect.pipeline import KafkaPipeline
-from kdissect.reassembly.events import StreamData, StreamEnd, StreamGap, StreamStart
-from kdissect.reassembly.segment import TcpSegment
-from kdissect.reassembly.tcp import TcpReassembler
-from kdissect.render import to_jsonable, tree_lines
+from kdissect.kafka.framing import Frame, FrameSplitter, Lost, Skipped
+from kdissect.kafka.pipeline import KafkaPipeline
+from kdissect.reassembly.streams import StreamData, StreamEnd, StreamGap, StreamStart
+from kdissect.sources.segment import TcpSegment
+from kdissect.reassembly.reassembler import TcpReassembler
+from kdissect.report.render import to_jsonable, tree_lines
 from kdissect.sources import CaptureFormatError, ReaderLimits, SourceAnomaly, iter_capture
-from kdissect.synth.conversation import tcp_conversation
+from kdissect.testing.conversation import tcp_conversation
 from kdissect.tables.sink import TableSink
 
 ALL_APIS = schema.all_api_versions()

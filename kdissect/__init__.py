@@ -5,7 +5,7 @@
 
 from typing import Any
 
-from .decoders import DecodeError, decode_data, decode_request, decode_response
+from kdissect.decoders import DecodeError, decode_data, decode_request, decode_response
 
 __all__ = [
     "Capture",
@@ -23,15 +23,15 @@ __version__ = "0.1.0"
 
 def __getattr__(name: str) -> Any:
     if name in ("Capture", "open_capture"):
-        from . import capture
+        from kdissect import capture
 
         return getattr(capture, name)
     if name in ("Limits", "Payloads"):
-        from .decoders import records
+        from kdissect.decoders import records
 
         return getattr(records, name)
     if name == "RecordOptions":
-        from .tables.records import RecordOptions
+        from kdissect.tables.record_rows import RecordOptions
 
         return RecordOptions
     raise AttributeError(f"module 'kdissect' has no attribute {name!r}")

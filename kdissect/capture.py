@@ -8,12 +8,12 @@ from os import PathLike
 
 import pandas as pd
 
-from .connection import DEFAULT_PORTS, Options
-from .engine import RunStats, iter_events
-from .events import Exchange, KafkaEvent, KafkaMessage
-from .framing import DEFAULT_MAX_FRAME
-from .tables.records import RecordOptions
-from .tables.sink import TableSink
+from kdissect.kafka.session import DEFAULT_PORTS, Options
+from kdissect.engines.local import RunStats, iter_events
+from kdissect.events import Exchange, KafkaEvent, KafkaMessage
+from kdissect.kafka.framing import DEFAULT_MAX_FRAME
+from kdissect.tables.record_rows import RecordOptions
+from kdissect.tables.sink import TableSink
 
 PathArg = str | PathLike[str]
 

@@ -9,10 +9,10 @@ import os
 import sys
 from pathlib import Path
 
-from . import __version__
-from .decoders import DecodeError, decode_request, decode_response
-from .render import safe_text, to_jsonable, tree_lines
-from .sources.events import CaptureFormatError
+from kdissect import __version__
+from kdissect.decoders import DecodeError, decode_request, decode_response
+from kdissect.report.render import safe_text, to_jsonable, tree_lines
+from kdissect.sources.shapes import CaptureFormatError
 
 
 class UsageError(Exception):
@@ -52,7 +52,7 @@ def cmd_decode(args: argparse.Namespace) -> int:
 
 
 def _options(args: argparse.Namespace):
-    from .connection import Options
+    from kdissect.kafka.session import Options
 
     ports = tuple(int(p) for p in args.ports.split(",") if p.strip()) if args.ports else Options().ports
     return Options(ports=ports, auto_detect=not args.no_auto_detect)
@@ -72,8 +72,8 @@ def _progress(paths: list[str]):
 
 
 def _record_options(args: argparse.Namespace):
-    from .decoders.records import FULL, LENGTHS_ONLY, Limits, Payloads
-    from .tables.records import RecordOptions
+    from kdissect.decoders.records import FULL, LENGTHS_ONLY, Limits, Payloads
+    from kdissect.tables.record_rows import RecordOptions
 
     if args.max_decompressed is not None and args.max_decompressed < 1:
         raise UsageError("--max-decompressed takes a number of bytes >= 1")
@@ -110,10 +110,10 @@ def _tune_gc() -> None:
 
 
 def cmd_analyze(args: argparse.Namespace) -> int:
-    from .cli_output import TableWriter, summary_lines
-    from .engine import RunStats, iter_events
-    from .tables.columns import TABLES
-    from .tables.sink import TableSink
+    from kdissect.report.show import TableWriter, summary_lines
+    from kdissect.engines.local import RunStats, iter_events
+    from kdissect.tables.columns import TABLES
+    from kdissect.tables.sink import TableSink
 
     _check_readable(args.captures)
     wanted = [t.strip() for t in args.tables.split(",")] if args.tables else list(TABLES)
@@ -146,11 +146,11 @@ def cmd_analyze(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from .cli_output import exchange_json, exchange_rows, exchange_text
-    from .engine import RunStats, iter_events
-    from .events import Exchange
-    from .filters import FilterError, compile_filter
-    from .tables.columns import TABLES
+    from kdissect.report.show import exchange_json, exchange_rows, exchange_text
+    from kdissect.engines.local import RunStats, iter_events
+    from kdissect.events import Exchange
+    from kdissect.analysis.filters import FilterError, compile_filter
+    from kdissect.tables.columns import TABLES
 
     _check_readable(args.captures)
     _tune_gc()

@@ -5,9 +5,9 @@ records), ``PacketDecoder`` (records to TCP segments: link, IP with reassembly, 
 ``CaptureDecoder`` (both, plus counters) and ``iter_capture`` (files, gzip).
 """
 
-from kdissect.sources.capture import CaptureDecoder, decode_capture
+from kdissect.sources.decoder import CaptureDecoder, decode_capture
 from kdissect.sources.defrag import DefragLimits
-from kdissect.sources.events import (
+from kdissect.sources.shapes import (
     AnomalyKind,
     CaptureFormatError,
     CaptureRecord,
@@ -16,7 +16,7 @@ from kdissect.sources.events import (
     SourceStats,
 )
 from kdissect.sources.files import iter_capture
-from kdissect.sources.framing import ReaderLimits
+from kdissect.sources.record_loop import ReaderLimits
 from kdissect.sources.packets import PacketDecoder
 from kdissect.sources.reader import CaptureParser
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 from socket import inet_ntoa
 from struct import Struct
 
-from kdissect.reassembly.segment import TcpSegment
+from kdissect.sources.segment import TcpSegment
 
 # From byte 12 of the frame: ethertype, IPv4 version+IHL, total length, flags+fragment
 # offset, protocol, source+destination addresses, TCP ports, seq, ack, offset+flags, window.

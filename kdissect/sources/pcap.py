@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from struct import Struct
 
-from kdissect.sources.events import AnomalyKind, CaptureRecord, RecordEvent, SourceAnomaly
-from kdissect.sources.framing import (
+from kdissect.sources.shapes import AnomalyKind, CaptureRecord, RecordEvent, SourceAnomaly
+from kdissect.sources.record_loop import (
     ACCEPT,
     REJECT,
     CorruptFraming,

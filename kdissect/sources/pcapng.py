@@ -11,14 +11,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from struct import Struct
 
-from kdissect.sources.events import (
+from kdissect.sources.shapes import (
     AnomalyKind,
     CaptureFormatError,
     CaptureRecord,
     RecordEvent,
     SourceAnomaly,
 )
-from kdissect.sources.framing import (
+from kdissect.sources.record_loop import (
     ACCEPT,
     REJECT,
     CorruptFraming,

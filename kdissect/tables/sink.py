@@ -15,8 +15,8 @@ from ..decoders import schema
 from ..decoders.error_codes import error_name, is_retriable
 from ..events import Anomaly, ConnectionSummary, Exchange, KafkaEvent, KafkaMessage
 from .columns import TABLES, Parts, Runs
-from .entries import Entry, has_error, is_error_field, walk
-from .records import RecordOptions, add_records, batch_rows, produce_base_offsets, record_fields
+from ..decoders.entities import Entry, has_error, is_error_field, walk
+from .record_rows import RecordOptions, add_records, batch_rows, produce_base_offsets, record_fields
 from .rows import TableRows
 
 if TYPE_CHECKING:

@@ -1,0 +1,51 @@
+"""The core pipeline as one sans-I/O object: TCP segments in, Kafka events out.
+
+reassembly (TCP, knows nothing of Kafka) -> one :class:`KafkaConnection` per connection
+(framing, decoding, pairing). Every engine — local files, live capture, Spark tasks —
+feeds segments here and hands the events to its sinks.
+"""
+
+from __future__ import annotations
+
+from kdissect.kafka.session import KafkaConnection, Options
+from kdissect.events import KafkaEvent
+from kdissect.reassembly.streams import StreamData, StreamEnd, StreamGap, StreamStart
+from kdissect.sources.segment import TcpSegment
+from kdissect.reassembly.reassembler import TcpReassembler
+
+
+class KafkaPipeline:
+    """Feed segments in capture order; call :meth:`finish` at the end of input."""
+
+    def __init__(self, options: Options | None = None, *, conn_id_base: int = 0) -> None:
+        self.options = options or Options()
+        self.reassembler = TcpReassembler()
+        self.connections: dict[int, KafkaConnection] = {}
+        self.conn_id_base = conn_id_base  # keeps ids unique when several pipelines' outputs are merged
+
+    def feed(self, segment: TcpSegment) -> list[KafkaEvent]:
+        return self._dispatch(self.reassembler.feed(segment))
+
+    def finish(self) -> list[KafkaEvent]:
+        return self._dispatch(self.reassembler.flush())
+
+    def _dispatch(self, events: list) -> list[KafkaEvent]:
+        out: list[KafkaEvent] = []
+        for ev in events:
+            if isinstance(ev, StreamData):
+                conn = self.connections.get(ev.conn_id)
+                if conn is not None:
+                    out.extend(conn.data(ev.direction, ev.offset, ev.data, ev.ts_ns))
+            elif isinstance(ev, StreamGap):
+                conn = self.connections.get(ev.conn_id)
+                if conn is not None:
+                    out.extend(conn.gap(ev.direction, ev.offset, ev.length, ev.ts_ns, ev.reason))
+            elif isinstance(ev, StreamStart):
+                self.connections[ev.conn_id] = KafkaConnection(
+                    self.conn_id_base + ev.conn_id, ev.a, ev.b, ev.ts_ns, ev.syn_seen, self.options
+                )
+            elif isinstance(ev, StreamEnd):
+                conn = self.connections.pop(ev.conn_id, None)
+                if conn is not None:
+                    out.extend(conn.end(ev.ts_ns, ev.reason, ev.stats))
+        return out
