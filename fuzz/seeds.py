@@ -14,7 +14,11 @@ from pathlib import Path
 
 from fuzz.targets import _SEG, ALL_APIS, conversation_bytes
 from kdissect.decoders.codecs import CODEC_NAMES
+from kdissect.testing.conversation import tcp_conversation
 from kdissect.testing.encoder import encode_request, encode_response
+from kdissect.testing.kafka_frames import metadata_request, metadata_response, produce_request, produce_response
+from kdissect.testing.packets import Encapsulation
+from kdissect.testing.pcapwrite import write_capture
 from kdissect.testing.records_encode import (
     control_record,
     encode_batch,
@@ -23,10 +27,6 @@ from kdissect.testing.records_encode import (
     wrapper,
 )
 from kdissect.testing.records_encode import encode_message as encode_legacy
-from kdissect.testing.conversation import tcp_conversation
-from kdissect.testing.packets import Encapsulation
-from kdissect.testing.pcapwrite import write_capture
-from kdissect.testing.kafka_frames import metadata_request, metadata_response, produce_request, produce_response
 
 CORPUS = Path(__file__).parent / "corpus"
 T0 = 1_700_000_000_000_000_000

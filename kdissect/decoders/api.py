@@ -11,7 +11,7 @@ from __future__ import annotations
 import struct
 from typing import Any, NoReturn
 
-from . import compiler, schema
+from . import apis, compiler, schema
 from .errors import DecodeError
 from .wire import Malformed
 
@@ -74,12 +74,6 @@ def strip_size_prefix(frame: bytes) -> tuple[bytes, bool]:
     return frame, False
 
 
-def request_header_version(api_key: int, api_version: int) -> int:
-    msg = _api_message(api_key, api_version, "request")
-    assert msg.header_version is not None
-    return msg.header_version
-
-
 _MESSAGES: dict[tuple[int, int, str], tuple[schema.Message, schema.Message]] = {}
 
 
@@ -90,7 +84,8 @@ def _api_messages(api_key: int, api_version: int, kind: str) -> tuple[schema.Mes
     if found is None:
         msg = _api_message(api_key, api_version, kind)
         header = "RequestHeader" if kind == "request" else "ResponseHeader"
-        found = _MESSAGES[(api_key, api_version, kind)] = (msg, schema.message(header, msg.header_version or 0))
+        header_msg = schema.message(header, apis.header_version(api_key, api_version, kind))
+        found = _MESSAGES[(api_key, api_version, kind)] = (msg, header_msg)
         compiler.register_frame(kind, api_key, api_version, found[1], msg)
     return found
 
@@ -99,11 +94,11 @@ def _api_message(api_key: int, api_version: int, kind: str) -> schema.Message:
     try:
         return schema.api_message(api_key, api_version, kind)
     except schema.UnknownMessage:
-        rng = schema.version_range(api_key, kind)
+        rng = apis.version_range(api_key, kind)
         what = (
             f"unknown api key {api_key}"
             if rng is None
-            else (f"unsupported {schema.api_names()[api_key]} {kind} version {api_version} (known {rng[0]}-{rng[1]})")
+            else (f"unsupported {apis.name_of(api_key)} {kind} version {api_version} (known {rng[0]}-{rng[1]})")
         )
         raise DecodeError(what, api_key=api_key, api_version=api_version, offset=0) from None
 

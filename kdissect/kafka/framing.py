@@ -21,7 +21,8 @@ from bisect import bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass
 
-DEFAULT_MAX_FRAME = 100 * 1024 * 1024  # Kafka's socket.request.max.bytes default
+from kdissect.options import DEFAULT_MAX_FRAME
+
 DEFAULT_MAX_HUNT = 4 * 1024 * 1024
 MAX_WAITING = 4096  # candidates remembered while hunting, waiting for their bytes
 _SIZE = struct.Struct(">i")
@@ -35,7 +36,6 @@ class Frame:
     data: bytes
     ts_first: int  # capture time of the first segment carrying any of its bytes
     ts_last: int  # capture time of the segment that completed it
-    resynced: bool = False  # the first frame accepted after hunting
     # Set when gaps of known length (snap length cuts) fell inside the frame: its real size.
     # ``data`` then holds only the bytes captured before the first gap.
     wire_size: int | None = None
@@ -123,7 +123,6 @@ class FrameSplitter:
         self._chunk_starts: list[int] = []
         self._chunk_ts: list[int] = []
         self._head = 0
-        self._just_resynced = False
         # Hunting memory, so each feed judges only new positions (rescanning is quadratic):
         # positions before _scan_from were judged; those that could not be judged for lack of
         # bytes wait in _due as (stream offset where they can be, offset); _holds are the ones
@@ -444,7 +443,6 @@ class FrameSplitter:
         if i > self._pos:
             self._skip(events, i - self._pos, "resync")
         self.hunting = False
-        self._just_resynced = True
         events.append(self._emit(i, size))
 
     def _proven(self, i: int, end: int) -> bool:
@@ -491,9 +489,7 @@ class FrameSplitter:
             data=data,
             ts_first=self._ts_at(offset),
             ts_last=self._ts_at(self._start + end - 1),
-            resynced=self._just_resynced,
         )
-        self._just_resynced = False
         self._pos = end
         self.frames += 1
         return frame

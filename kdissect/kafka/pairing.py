@@ -15,15 +15,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from kdissect.decoders import apis
 from kdissect.events import Exchange, KafkaMessage
 
-PRODUCE = 0
+_SILENT_IF_ACKS0 = apis.keys_with(apis.SILENT_IF_ACKS0)
 MAX_SILENT = 256  # acks=0 requests held for a possible answer; older ones are settled
 
 
 def expects_response(request: KafkaMessage) -> bool:
     """Produce with acks=0 is the one request the broker never answers."""
-    return not (request.api_key == PRODUCE and request.body is not None and request.body.get("acks") == 0)
+    return not (request.api_key in _SILENT_IF_ACKS0 and request.body is not None and request.body.get("acks") == 0)
 
 
 class Pairer:

@@ -7,21 +7,23 @@ feeds segments here and hands the events to its sinks.
 
 from __future__ import annotations
 
-from kdissect.kafka.session import KafkaConnection, Options
 from kdissect.events import KafkaEvent
+from kdissect.kafka.session import KafkaConnection
+from kdissect.options import Options
+from kdissect.reassembly.reassembler import TcpReassembler
 from kdissect.reassembly.streams import StreamData, StreamEnd, StreamGap, StreamStart
 from kdissect.sources.segment import TcpSegment
-from kdissect.reassembly.reassembler import TcpReassembler
 
 
 class KafkaPipeline:
-    """Feed segments in capture order; call :meth:`finish` at the end of input."""
+    """Feed segments in capture order; call :meth:`finish` at the end of input.
 
-    def __init__(self, options: Options | None = None, *, conn_id_base: int = 0) -> None:
+    Without ``options.auto_detect``, connections with no endpoint on a broker port are ignored."""
+
+    def __init__(self, options: Options | None = None) -> None:
         self.options = options or Options()
         self.reassembler = TcpReassembler()
         self.connections: dict[int, KafkaConnection] = {}
-        self.conn_id_base = conn_id_base  # keeps ids unique when several pipelines' outputs are merged
 
     def feed(self, segment: TcpSegment) -> list[KafkaEvent]:
         return self._dispatch(self.reassembler.feed(segment))
@@ -41,9 +43,11 @@ class KafkaPipeline:
                 if conn is not None:
                     out.extend(conn.gap(ev.direction, ev.offset, ev.length, ev.ts_ns, ev.reason))
             elif isinstance(ev, StreamStart):
-                self.connections[ev.conn_id] = KafkaConnection(
-                    self.conn_id_base + ev.conn_id, ev.a, ev.b, ev.ts_ns, ev.syn_seen, self.options
-                )
+                ports = self.options.ports
+                if self.options.auto_detect or ev.a[1] in ports or ev.b[1] in ports:
+                    self.connections[ev.conn_id] = KafkaConnection(
+                        ev.conn_id, ev.a, ev.b, ev.ts_ns, ev.syn_seen, self.options
+                    )
             elif isinstance(ev, StreamEnd):
                 conn = self.connections.pop(ev.conn_id, None)
                 if conn is not None:

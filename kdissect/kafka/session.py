@@ -14,20 +14,20 @@ from __future__ import annotations
 
 import contextlib
 import struct
-from dataclasses import dataclass
 
 from kdissect.decoders import api as decode_api
-from kdissect.decoders import schema
+from kdissect.decoders import apis
 from kdissect.decoders.errors import DecodeError
 from kdissect.events import Anomaly, ConnectionSummary, Endpoint, Exchange, KafkaEvent, KafkaMessage
-from kdissect.kafka.framing import DEFAULT_MAX_FRAME, Frame, FrameSplitter, FramingEvent, Lost, Skipped, Validator
+from kdissect.kafka.framing import Frame, FrameSplitter, FramingEvent, Lost, Skipped, Validator
+from kdissect.kafka.lifecycle import Lifecycle, State
 from kdissect.kafka.pairing import Pairer, expects_response
+from kdissect.kafka.validators import RequestValidator, ResponseValidator
+from kdissect.options import Options
+from kdissect.reassembly.streams import DirectionStats
 
-DEFAULT_PORTS = (9092, 9093, 9094)
-SASL_HANDSHAKE = 17
-API_VERSIONS = 18
-_HH = struct.Struct(">hh")
-_HHIH = struct.Struct(">hhih")
+SASL_HANDSHAKE = apis.key_of("SaslHandshake")
+API_VERSIONS = apis.key_of("ApiVersions")
 _I = struct.Struct(">i")
 ANSWERED_ACKS0 = "the broker answered a Produce request sent with acks=0 (Kafka brokers never do)"
 
@@ -37,92 +37,9 @@ def _cut_reason(frame: Frame) -> str:
     return f"only {len(frame.data) + 4} of {frame.wire_size + 4} bytes captured: body not decoded"
 
 
-@dataclass(frozen=True, slots=True)
-class Options:
-    """Knobs for the Kafka layer (shared by every connection of a run)."""
-
-    ports: tuple[int, ...] = DEFAULT_PORTS
-    auto_detect: bool = True  # look for Kafka on ports not in ``ports``
-    max_frame: int = DEFAULT_MAX_FRAME
-    probe_limit: int = 256 * 1024  # bytes per direction to find Kafka on an unknown port
-    keep_raw: bool = False  # keep every frame's bytes on its message (not just undecodable ones)
-
-
 def looks_like_tls(head: bytes) -> bool:
     """A TLS record header: content type 20-23, protocol major version 3, minor 0-4."""
     return len(head) >= 3 and 0x14 <= head[0] <= 0x17 and head[1] == 3 and head[2] <= 4
-
-
-def _known_versions() -> dict[tuple[int, str], tuple[int, int]]:
-    out = {}
-    for key, _, kind in schema.all_api_versions():
-        rng = schema.version_range(key, kind)
-        assert rng is not None
-        out[(key, kind)] = rng
-    return out
-
-
-_KNOWN = _known_versions()
-_MAX_KEY = max(key for key, _ in _KNOWN)
-_NEWER_KEYS = 8  # api keys beyond the table's that may still be Kafka's
-_NEWER_VERSIONS = 2  # likewise for versions beyond the newest known
-_MAX_ORPHAN = 64 * 1024  # an in-sync response frame answering no known request may claim this much
-
-
-class _RequestValidator(Validator):
-    def plausible(self, head: bytes, size: int) -> bool:
-        if len(head) < 10 or size < 10:
-            return len(head) >= 8 and size >= 8 and _request_key_ok(head)
-        if not _request_key_ok(head):
-            return False
-        client_id_len = _HHIH.unpack_from(head, 0)[3]
-        return -1 <= client_id_len <= size - 10
-
-    def accept(self, data: bytes, at_chunk_edges: bool) -> bool:
-        return len(data) >= 4 and decode_api.frame_fits(data, *_HH.unpack_from(data, 0), "request")
-
-    def sane(self, head: bytes, size: int) -> bool:
-        """An api key and version Kafka could send (a little beyond the table, for newer
-        clients, whose requests still come out as undecodable frames with their bytes) and a
-        client id that fits the frame."""
-        if size < 8:
-            return False
-        key, version = _HH.unpack_from(head, 0)
-        rng = _KNOWN.get((key, "request"))
-        if rng is None and not _MAX_KEY < key <= _MAX_KEY + _NEWER_KEYS:
-            return False
-        if not 0 <= version <= (rng[1] if rng is not None else 0) + _NEWER_VERSIONS:
-            return False
-        return size < 10 or -1 <= _HHIH.unpack_from(head, 0)[3] <= size - 10
-
-
-def _request_key_ok(head: bytes) -> bool:
-    key, version = _HH.unpack_from(head, 0)
-    rng = _KNOWN.get((key, "request"))
-    return rng is not None and rng[0] <= version <= rng[1]
-
-
-class _ResponseValidator(Validator):
-    """A response boundary is proven by a pending correlation id whose response decodes
-    exactly, or (for orphans) by a frame that exactly fills whole segments."""
-
-    def __init__(self, pairer: Pairer) -> None:
-        self.pairer = pairer
-
-    def plausible(self, head: bytes, size: int) -> bool:
-        return len(head) >= 4
-
-    def sane(self, head: bytes, size: int) -> bool:
-        """A response to a pending request, or a modest orphan (its request was lost): a stray
-        byte turning the next size field into megabytes must not hold the direction hostage."""
-        return _I.unpack_from(head, 0)[0] in self.pairer or size <= _MAX_ORPHAN
-
-    def accept(self, data: bytes, at_chunk_edges: bool) -> bool:
-        request = self.pairer.request_for(_I.unpack_from(data, 0)[0])
-        if request is None:  # an orphan (its request was lost or before the capture)
-            return at_chunk_edges
-        assert request.api_key is not None and request.api_version is not None
-        return decode_api.frame_fits(data, request.api_key, request.api_version, "response")
 
 
 class KafkaConnection:
@@ -134,7 +51,8 @@ class KafkaConnection:
         self.endpoints = (a, b)
         self.syn_seen = syn_seen
         self.pairer = Pairer()
-        self._response_validator = _ResponseValidator(self.pairer)
+        self.life = Lifecycle()
+        self._response_validator = ResponseValidator(self.pairer)
         self.request_dir: int | None = None  # 0: a -> b carries requests; 1: b -> a
         if b[1] in options.ports and a[1] not in options.ports:
             self.request_dir = 0
@@ -150,8 +68,6 @@ class KafkaConnection:
         self._probed = [0, 0]
         self._undecodable_run = [0, 0]
         self._early_skips: list[tuple[int, Skipped]] = []  # skipped before the roles were known
-        self._sasl_raw = False  # after a SaslHandshake v0: raw SASL tokens until Kafka resumes
-        self._done = False
         if self.request_dir is not None:
             self._set_roles(self.request_dir)
         else:
@@ -163,7 +79,7 @@ class KafkaConnection:
     def _make_splitter(self, direction: int) -> FrameSplitter:
         validator: Validator
         if self.request_dir is None or direction == self.request_dir:
-            validator = _RequestValidator()
+            validator = RequestValidator()
         else:
             validator = self._response_validator
         return FrameSplitter(
@@ -175,9 +91,10 @@ class KafkaConnection:
 
     def _set_roles(self, request_dir: int) -> None:
         self.request_dir = request_dir
+        self.life.move(State.KAFKA)
         self.summary.client = self.endpoints[request_dir]
         self.summary.broker = self.endpoints[1 - request_dir]
-        self.splitters[request_dir].validator = _RequestValidator()
+        self.splitters[request_dir].validator = RequestValidator()
         self.splitters[1 - request_dir].validator = self._response_validator
         for s in self.splitters:
             s.retain = False
@@ -189,19 +106,19 @@ class KafkaConnection:
 
     # -- input --------------------------------------------------------------------------
     def data(self, direction: int, offset: int, data: bytes, ts_ns: int) -> list[KafkaEvent]:
-        if self._done:
+        if self.life.done:
             return []
         self.summary.last_ts = max(self.summary.last_ts, ts_ns)
         if not self._seen_data[direction]:
             self._seen_data[direction] = True
             if looks_like_tls(data[:3]) and not self.summary.is_kafka:
                 return self._encrypted(direction, offset, ts_ns)
-        if self.request_dir is None:
+        if self.life.state is State.PROBING:
             self._probed[direction] += len(data)
         events = self._handle(direction, self.splitters[direction].feed(offset, data, ts_ns))
         if self.summary.encrypted:  # a splitter found TLS records mid-stream
             events.extend(self._encrypted(direction, offset, ts_ns))
-        if (self.request_dir is None and sum(self._probed) > 2 * self.options.probe_limit
+        if (self.life.state is State.PROBING and sum(self._probed) > 2 * self.options.probe_limit
                 and not any(s.awaiting_candidate for s in self.splitters)):
             # A plausible frame still arriving (a big Produce picked up mid-stream) is waited
             # for; the splitter bounds that wait by its hunt buffer.
@@ -209,16 +126,19 @@ class KafkaConnection:
         return events
 
     def gap(self, direction: int, offset: int, length: int | None, ts_ns: int, reason: str) -> list[KafkaEvent]:
-        if self._done:
+        if self.life.done:
             return []
         return self._handle(direction, self.splitters[direction].gap(offset, length, ts_ns, reason))
 
-    def end(self, ts_ns: int, reason: str, stats: tuple | None = None) -> list[KafkaEvent]:
-        """The TCP connection is over: unanswered requests, then the summary."""
+    def end(self, ts_ns: int, reason: str, stats: tuple[DirectionStats, DirectionStats] | None = None,
+            ) -> list[KafkaEvent]:
+        """The TCP connection is over: unanswered requests, then the summary (with the
+        reassembler's counters per direction, ``stats``, client to broker first)."""
         events: list[KafkaEvent] = []
         self.summary.last_ts = max(self.summary.last_ts, ts_ns)
         self.summary.end_reason = reason
-        if not self._done:  # requests first: responses proven at the end may answer them
+        done = self.life.done
+        if not done:  # requests first: responses proven at the end may answer them
             for d in sorted((0, 1), key=lambda d: d != self.request_dir):
                 events.extend(self._handle(d, self.splitters[d].finish()))
         for d, s in enumerate(self.splitters):
@@ -230,18 +150,20 @@ class KafkaConnection:
                 )
                 self.summary.skipped_bytes += left
         skipped = sum(s.skipped_bytes for s in self.splitters)
-        if not self._done and self.request_dir is not None and not self.summary.is_kafka and skipped:
+        if not done and self.request_dir is not None and not self.summary.is_kafka and skipped:
             # on a Kafka port (elsewhere non-Kafka connections are dropped silently by design)
             events.append(Anomaly("not_kafka", self.conn_id, None, None, None, ts_ns,
                                   f"no Kafka frame in this connection's bytes ({skipped} skipped)"))
         if stats is not None:
             for st in stats:
                 self.summary.retransmissions += st.retransmissions
+            to_broker = self.request_dir or 0  # unknown roles: the table shows endpoint a as the client
+            self.summary.tcp = (stats[to_broker], stats[1 - to_broker])
         for ex in self.pairer.drain():
             ex.client, ex.broker = self.summary.client, self.summary.broker
             events.append(ex)
         self.summary.skipped_bytes += skipped
-        self._done = True
+        self.life.move(State.CLOSED)
         events.append(self.summary)
         return events
 
@@ -259,7 +181,7 @@ class KafkaConnection:
             if isinstance(ev, Frame):
                 out.extend(self._frame(direction, ev))
             elif isinstance(ev, Skipped):
-                if self.request_dir is None and ev.reason.startswith("resync"):
+                if self.life.state is State.PROBING and ev.reason.startswith("resync"):
                     self._early_skips.append((direction, ev))  # reported only if this turns out to be Kafka
                 else:
                     out.append(self._skipped(direction, ev))
@@ -273,7 +195,7 @@ class KafkaConnection:
         return out
 
     def _frame(self, direction: int, frame: Frame) -> list[KafkaEvent]:
-        if self.request_dir is None:
+        if self.life.state is State.PROBING:
             # The first frame a request validator accepted tells us who the client is.
             self._set_roles(direction)
             self.summary.is_kafka = True
@@ -305,7 +227,6 @@ class KafkaConnection:
             size=frame.size,
             ts_first=frame.ts_first,
             ts_last=frame.ts_last,
-            raw=frame.data if self.options.keep_raw else None,
         )
 
     def _request(self, frame: Frame) -> list[KafkaEvent]:
@@ -316,7 +237,7 @@ class KafkaConnection:
         try:
             decoded = decode_api.decode_request_frame(data)
         except DecodeError as exc:
-            if self._sasl_raw:
+            if self.life.state is State.SASL_RAW:
                 self.summary.sasl_tokens += 1
                 return []
             return self._undecodable(msg, frame, exc)
@@ -337,7 +258,7 @@ class KafkaConnection:
         msg.correlation_id = _I.unpack_from(data, 0)[0]
         request, overtook, settled = self.pairer.take(msg.correlation_id)
         early: list[KafkaEvent] = []
-        if request is None and not self._sasl_raw:
+        if request is None and self.life.state is not State.SASL_RAW:
             # A response cannot come before its request is complete: if the request direction
             # still waits on a frame, that frame's size field may be garbage hiding the request.
             assert self.request_dir is not None
@@ -350,7 +271,7 @@ class KafkaConnection:
                 settled: list[Exchange], frame: Frame) -> list[KafkaEvent]:
         data = frame.data
         if request is None:
-            if self._sasl_raw:
+            if self.life.state is State.SASL_RAW:
                 self.summary.sasl_tokens += 1
                 return []
             msg.raw = data
@@ -454,7 +375,10 @@ class KafkaConnection:
 
     def _set_sasl_raw(self, raw: bool) -> None:
         """Raw tokens are size-prefixed but are not requests: let them through unvetted."""
-        self._sasl_raw = raw
+        if raw:
+            self.life.move(State.SASL_RAW)
+        elif self.life.state is State.SASL_RAW:
+            self.life.move(State.KAFKA)
         if self.request_dir is not None:
             self.splitters[self.request_dir].vetting = not raw
 
@@ -469,7 +393,7 @@ class KafkaConnection:
         return False
 
     def _encrypted(self, direction: int, offset: int, ts_ns: int) -> list[KafkaEvent]:
-        self._done = True  # nothing more to decode; end() still reports the summary
+        self.life.move(State.ENCRYPTED)  # nothing more to decode; end() still reports the summary
         self._stop_all()
         self.summary.encrypted = True
         self.summary.is_kafka = self.request_dir is not None or self.summary.is_kafka
@@ -477,7 +401,7 @@ class KafkaConnection:
                         "TLS records on this connection: encrypted, not decoded")]
 
     def _not_kafka(self, ts_ns: int) -> list[KafkaEvent]:
-        self._done = True
+        self.life.move(State.NOT_KAFKA)
         self._stop_all()
         return [Anomaly("not_kafka", self.conn_id, None, None, None, ts_ns,
                         f"no Kafka request in the first {self.options.probe_limit} bytes: not decoded")]

@@ -26,10 +26,10 @@ from __future__ import annotations
 from collections import OrderedDict
 from operator import attrgetter
 
-from kdissect.reassembly.streams import Endpoint, ReassemblyEvent, StreamEnd, StreamStart
 from kdissect.reassembly.halfstream import HalfStream
-from kdissect.sources.segment import ACK, RST, SYN, TcpSegment
 from kdissect.reassembly.seqnum import SEQ_MASK, seq_delta
+from kdissect.reassembly.streams import Endpoint, ReassemblyEvent, StreamEnd, StreamStart
+from kdissect.sources.segment import ACK, RST, SYN, TcpSegment
 
 FlowKey = tuple[str, int, str, int]  # (src_ip, src_port, dst_ip, dst_port): one direction
 

@@ -1,4 +1,4 @@
-"""Turn decoded messages into JSON-safe data or a readable indented tree.
+"""Turn decoded messages into a readable indented tree, and wire text into inert terminal text.
 
 Strings from the wire are untrusted: terminal output escapes control characters (an
 attacker-chosen client id must not be able to move the cursor or recolour a terminal).
@@ -7,7 +7,6 @@ attacker-chosen client id must not be able to move the cursor or recolour a term
 from __future__ import annotations
 
 import re
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -18,19 +17,6 @@ def safe_text(s: str) -> str:
     """Escape control and bidi characters so wire text prints as inert text."""
     return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else
                         f"\\u{ord(m.group()):04x}", s)
-
-
-def to_jsonable(value: Any) -> Any:
-    """Bytes as hex strings, UUIDs as strings, tuples as lists: what ``json.dumps`` accepts."""
-    if isinstance(value, dict):
-        return {str(k): to_jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [to_jsonable(v) for v in value]
-    if isinstance(value, bytes | bytearray | memoryview):
-        return bytes(value).hex()
-    if isinstance(value, uuid.UUID):
-        return str(value)
-    return value
 
 
 def format_bytes(raw: bytes, limit: int | None = 64) -> str:

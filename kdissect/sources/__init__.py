@@ -7,6 +7,10 @@ records), ``PacketDecoder`` (records to TCP segments: link, IP with reassembly, 
 
 from kdissect.sources.decoder import CaptureDecoder, decode_capture
 from kdissect.sources.defrag import DefragLimits
+from kdissect.sources.files import iter_capture
+from kdissect.sources.packets import PacketDecoder
+from kdissect.sources.reader import CaptureParser
+from kdissect.sources.record_loop import ReaderLimits
 from kdissect.sources.shapes import (
     AnomalyKind,
     CaptureFormatError,
@@ -15,10 +19,6 @@ from kdissect.sources.shapes import (
     SourceEvent,
     SourceStats,
 )
-from kdissect.sources.files import iter_capture
-from kdissect.sources.record_loop import ReaderLimits
-from kdissect.sources.packets import PacketDecoder
-from kdissect.sources.reader import CaptureParser
 
 __all__ = [
     "AnomalyKind",

@@ -7,10 +7,10 @@ to the packet decoder and keeps the counters.
 from __future__ import annotations
 
 from kdissect.sources.defrag import DefragLimits
-from kdissect.sources.shapes import CaptureRecord, RecordEvent, SourceEvent, SourceStats
-from kdissect.sources.record_loop import ReaderLimits
 from kdissect.sources.packets import PacketDecoder
 from kdissect.sources.reader import CaptureParser
+from kdissect.sources.record_loop import ReaderLimits
+from kdissect.sources.shapes import CaptureRecord, RecordEvent, SourceEvent, SourceStats
 
 
 class CaptureDecoder:

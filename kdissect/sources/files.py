@@ -13,9 +13,9 @@ from typing import BinaryIO
 
 from kdissect.sources.decoder import CaptureDecoder
 from kdissect.sources.defrag import DefragLimits
-from kdissect.sources.shapes import SourceAnomaly, SourceEvent, SourceStats
-from kdissect.sources.record_loop import ReaderLimits
 from kdissect.sources.gunzip import GZIP_MAGIC, GzipStream
+from kdissect.sources.record_loop import ReaderLimits
+from kdissect.sources.shapes import SourceAnomaly, SourceEvent, SourceStats
 
 DEFAULT_CHUNK_SIZE = 1 << 20
 

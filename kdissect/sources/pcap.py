@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from struct import Struct
 
-from kdissect.sources.shapes import AnomalyKind, CaptureRecord, RecordEvent, SourceAnomaly
 from kdissect.sources.record_loop import (
     ACCEPT,
     REJECT,
@@ -18,6 +17,7 @@ from kdissect.sources.record_loop import (
     ReaderLimits,
     checked_wire_len,
 )
+from kdissect.sources.shapes import AnomalyKind, CaptureRecord, RecordEvent, SourceAnomaly
 
 # First four stored bytes -> (struct byte order, nanoseconds per fraction unit, record header length).
 _MAGICS: dict[bytes, tuple[str, int, int]] = {

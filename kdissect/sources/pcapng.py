@@ -11,13 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from struct import Struct
 
-from kdissect.sources.shapes import (
-    AnomalyKind,
-    CaptureFormatError,
-    CaptureRecord,
-    RecordEvent,
-    SourceAnomaly,
-)
 from kdissect.sources.record_loop import (
     ACCEPT,
     REJECT,
@@ -25,6 +18,13 @@ from kdissect.sources.record_loop import (
     FramedFormat,
     ReaderLimits,
     checked_wire_len,
+)
+from kdissect.sources.shapes import (
+    AnomalyKind,
+    CaptureFormatError,
+    CaptureRecord,
+    RecordEvent,
+    SourceAnomaly,
 )
 
 SHB_TYPE = 0x0A0D0D0A  # the same in both byte orders

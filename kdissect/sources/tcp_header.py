@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from struct import Struct
 
-from kdissect.sources.segment import TcpSegment
 from kdissect.sources.packet_error import MalformedPacket
+from kdissect.sources.segment import TcpSegment
 
 _TCP = Struct("!HHIIHH")  # ports, seq, ack, data offset + flags, window
 TCP_MIN_HEADER = 20

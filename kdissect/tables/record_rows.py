@@ -12,30 +12,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from kdissect.decoders.records import (
-    CONTROL_TYPES,
-    DEFAULT_LIMITS,
-    FULL,
-    Batch,
-    Limits,
-    Payloads,
-    RecordSet,
-    decode_records,
-)
-from kdissect.events import Exchange, KafkaMessage
-from kdissect.tables.blocks import MAX_MS, WIRE
 from kdissect.decoders.entities import Entry
+from kdissect.decoders.records import CONTROL_TYPES, Batch, RecordSet, decode_records
+from kdissect.events import Exchange, KafkaMessage
+from kdissect.options import Options
+from kdissect.tables.blocks import MAX_MS, WIRE
 from kdissect.tables.rows import TableRows
 
 _TIMESTAMP_TYPES = {0: "create_time", 1: "log_append_time"}
-
-
-@dataclass(frozen=True, slots=True)
-class RecordOptions:
-    """How much of each record to keep (see :class:`~kdissect.decoders.records.Payloads`)."""
-
-    payloads: Payloads = FULL
-    limits: Limits = DEFAULT_LIMITS
 
 
 @dataclass(slots=True)
@@ -50,7 +34,7 @@ class PartitionRecords:
     aborted: list[tuple[int, int]]  # fetch: (producer id, first offset) of aborted transactions
 
 
-def record_fields(msg: KafkaMessage | None, entries: list[Entry], options: RecordOptions) -> list[PartitionRecords]:
+def record_fields(msg: KafkaMessage | None, entries: list[Entry], options: Options) -> list[PartitionRecords]:
     """Decode every ``records`` field of a message (the entries come from the schema walk)."""
     if msg is None:
         return []

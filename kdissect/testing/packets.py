@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from ipaddress import IPv4Address, IPv6Address, ip_address
 from typing import Literal
 
-from kdissect.sources.segment import TcpSegment
 from kdissect.sources.ip import IPPROTO_AH, IPPROTO_FRAGMENT, IPPROTO_TCP
 from kdissect.sources.link import (
     AF_INET,
@@ -33,6 +32,7 @@ from kdissect.sources.link import (
     LINKTYPE_RAW_12,
     LINKTYPE_RAW_14,
 )
+from kdissect.sources.segment import TcpSegment
 
 IPPROTO_HOPOPTS = 0
 IPPROTO_ROUTING = 43

@@ -11,7 +11,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from kdissect.sources.segment import TcpSegment
 from kdissect.sources.pcapng import (
     BYTE_ORDER_MAGIC,
     EPB_TYPE,
@@ -22,6 +21,7 @@ from kdissect.sources.pcapng import (
     SHB_TYPE,
     SPB_TYPE,
 )
+from kdissect.sources.segment import TcpSegment
 from kdissect.testing.packets import ETHERNET, Encapsulation, segment_frames
 
 ByteOrder = Literal["little", "big"]

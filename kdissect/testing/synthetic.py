@@ -11,8 +11,8 @@ from pathlib import Path
 
 from kdissect.sources.segment import TcpSegment
 from kdissect.testing.conversation import MSS_ETHERNET, tcp_conversation
-from kdissect.testing.pcapwrite import write_capture
 from kdissect.testing.kafka_frames import metadata_request, metadata_response, produce_request, produce_response
+from kdissect.testing.pcapwrite import write_capture
 
 T0 = 1_700_000_000_000_000_000
 MS = 1_000_000

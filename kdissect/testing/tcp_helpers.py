@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from kdissect.reassembly.reassembler import TcpReassembler
 from kdissect.reassembly.streams import ReassemblyEvent, StreamData, StreamEnd, StreamGap, StreamStart
 from kdissect.sources.segment import ACK, FIN, PSH, RST, SYN, TcpSegment
-from kdissect.reassembly.reassembler import TcpReassembler
 
 __all__ = ["ACK", "CLIENT", "FIN", "PSH", "RST", "SERVER", "SYN"]
 

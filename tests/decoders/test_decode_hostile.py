@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 import kdissect
 from fuzz.targets import ALL_APIS, decode
 from kdissect.decoders import schema
+from kdissect.decoders.jsonable import to_jsonable
 from kdissect.testing import encoder
-from kdissect.report.render import to_jsonable
 from tests.strategies import message_values
 
 apis = st.sampled_from(ALL_APIS)

@@ -5,15 +5,15 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kdissect.decoders import schema
+from kdissect.decoders import apis, schema
 from kdissect.decoders.entities import has_error, walk
 from kdissect.tables.sink import response_errors
 from tests.strategies import message_values
 
 _RESPONSES = sorted(
     (key, version)
-    for key in schema.api_names()
-    if (rng := schema.version_range(key, "response")) is not None
+    for key in apis.registry()
+    if (rng := apis.version_range(key, "response")) is not None
     for version in range(rng[0], rng[1] + 1)
 )
 

@@ -24,9 +24,9 @@ from hypothesis import strategies as st
 
 import kdissect
 from kdissect.decoders import api, compiler, program, schema
-from kdissect.testing import encoder
 from kdissect.decoders.errors import DecodeError
 from kdissect.decoders.schema import Field, Message
+from kdissect.testing import encoder
 from tests.conftest import PURE_PYTHON_FORCED, assert_no_leaks
 from tests.strategies import message_values, struct_values
 

@@ -23,9 +23,9 @@ from hypothesis import strategies as st
 from kdissect.decoders import records
 from kdissect.decoders.codecs import CODEC_NAMES
 from kdissect.decoders.records import FULL, LENGTHS_ONLY, Batch, Payloads, Record, RecordColumns, decode_records
-from kdissect.testing.records_encode import encode_batch, encode_record, new_record
 from kdissect.decoders.wire import write_varint
 from kdissect.tables.blocks import WIRE, RecordBlock
+from kdissect.testing.records_encode import encode_batch, encode_record, new_record
 from tests.conftest import PURE_PYTHON_FORCED, assert_no_leaks
 
 pytestmark = pytest.mark.skipif(

@@ -12,18 +12,18 @@ from pathlib import Path
 import pandas as pd
 
 import kdissect
-from kdissect.kafka.session import Options
 from kdissect.decoders.codecs import CODEC_GZIP
 from kdissect.decoders.records import Limits
-from kdissect.testing.records_encode import encode_batch, encode_message, new_record, wrapper
-from kdissect.engines.local import iter_events
+from kdissect.engines import local
 from kdissect.kafka.pipeline import KafkaPipeline
-from kdissect.testing.conversation import tcp_conversation
-from kdissect.testing.pcapwrite import write_capture
-from kdissect.tables.record_rows import RecordOptions
+from kdissect.options import Options
+from kdissect.tables.frames import to_dataframe
 from kdissect.tables.sink import TableSink
 from kdissect.testing.accounting import accounted
+from kdissect.testing.conversation import tcp_conversation
 from kdissect.testing.kafka_frames import metadata_request, metadata_response, produce_request, produce_response
+from kdissect.testing.pcapwrite import write_capture
+from kdissect.testing.records_encode import encode_batch, encode_message, new_record, wrapper
 from kdissect.testing.synthetic import T0, conversation, kafka_messages, with_payload, write
 
 MiB = 1 << 20
@@ -142,17 +142,17 @@ def test_random_byte_flips_in_payloads_cost_only_the_flipped_exchanges() -> None
 # -- hostile frames -------------------------------------------------------------------------------
 
 
-def _run(messages: list[tuple[int, bytes, int]], port: int = 9092, records: RecordOptions | None = None):
+def _run(messages: list[tuple[int, bytes, int]], port: int = 9092, options: Options | None = None):
     segs = tcp_conversation(messages, server=("10.0.0.2", port))
     p = KafkaPipeline(Options())
     events = [e for s in segs for e in p.feed(s)] + p.finish()
-    sink = TableSink(records=records)
+    sink = TableSink(options=options)
     sink.consume_all(events)
     return events, sink
 
 
 def _rows(sink: TableSink, table: str) -> list[dict]:
-    return sink.frame(table).to_dict("records")
+    return to_dataframe(table, sink.columns(table)).to_dict("records")
 
 
 def _statuses(sink: TableSink) -> dict[int, str]:
@@ -207,7 +207,7 @@ def _bomb_peak(total: int) -> tuple[int, TableSink]:
     msgs = exchange(1) + exchange(2, produce_request(2, records=batch)) + exchange(3)
     tracemalloc.start()
     try:
-        _, sink = _run(msgs, records=RecordOptions(limits=Limits(max_decompressed=8 * MiB)))
+        _, sink = _run(msgs, options=Options(limits=Limits(max_decompressed=8 * MiB)))
         return tracemalloc.get_traced_memory()[1], sink
     finally:
         tracemalloc.stop()
@@ -284,6 +284,6 @@ def test_engine_on_a_damaged_file_yields_events_not_exceptions(tmp_path: Path) -
         data[rng.randrange(24, len(data))] ^= rng.randint(1, 255)
     path = tmp_path / "flipped.pcap"
     path.write_bytes(bytes(data))
-    events = list(iter_events([path]))
+    events = list(local.events([path]))
     assert events and all(isinstance(e, kdissect.events.Exchange | kdissect.events.Anomaly
                                       | kdissect.events.ConnectionSummary) for e in events)

@@ -12,8 +12,8 @@ import pytest
 
 import kdissect
 from kdissect.testing.conversation import tcp_conversation
-from kdissect.testing.packets import Encapsulation
 from kdissect.testing.kafka_frames import produce_request, produce_response
+from kdissect.testing.packets import Encapsulation
 from kdissect.testing.synthetic import MS, T0, conversation, with_payload, write
 
 ALL_CIDS = {*range(1, 7), *range(101, 107)}

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 import kdissect
-from kdissect.decoders import schema
+from kdissect.decoders import apis
 from kdissect.events import KafkaMessage
 
 CAPTURES = Path(__file__).resolve().parents[2] / "captures"
@@ -136,7 +136,7 @@ def explain(name: str, port: int, client_port: int, ts: TsharkPdu, kd: KafkaMess
 
 def api(msg: KafkaMessage) -> str:
     assert msg.api_key is not None
-    return schema.api_names()[msg.api_key]
+    return apis.name_of(msg.api_key)
 
 
 @cache

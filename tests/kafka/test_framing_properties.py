@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fuzz.targets import framing
-from kdissect.kafka.session import _RequestValidator
 from kdissect.kafka.framing import Frame, FrameSplitter, Skipped
+from kdissect.kafka.validators import RequestValidator
 from kdissect.testing.kafka_frames import metadata_request, produce_request
 
 VALID = [metadata_request(7), produce_request(8, records=b"r" * 300), metadata_request(9, ["a", "b"])]
@@ -42,7 +42,7 @@ def test_random_streams_chunks_and_gaps_account_for_every_byte(data: bytes, step
 @given(junk=garbage, valid=st.lists(st.sampled_from(VALID), min_size=1, max_size=4), points=cuts)
 def test_hunting_after_garbage_finds_every_valid_frame(junk: bytes, valid: list[bytes], points: list[int]) -> None:
     stream = junk + b"".join(valid)
-    s = FrameSplitter(_RequestValidator())
+    s = FrameSplitter(RequestValidator())
     s.start_hunting()
     events = feed_chunked(s, stream, points) + s.finish()
     got = [data for _, data in frames(events)]
@@ -57,7 +57,7 @@ def test_in_sync_garbage_between_frames_costs_only_what_it_touches(
 ) -> None:
     """Garbage after a good frame: the frames after it come back by the end of the stream."""
     stream = valid[0] + junk + b"".join(valid[1:])
-    s = FrameSplitter(_RequestValidator())
+    s = FrameSplitter(RequestValidator())
     events = feed_chunked(s, stream, points) + s.finish()
     got = [data for _, data in frames(events)]
     assert got[0] == valid[0][4:]
@@ -74,7 +74,7 @@ def test_chunking_never_changes_what_hunting_proves(
     stream = junk + b"".join(valid) + junk
     runs = []
     for points in (a, b):
-        s = FrameSplitter(_RequestValidator())
+        s = FrameSplitter(RequestValidator())
         s.start_hunting()
         runs.append(frames(feed_chunked(s, stream, points) + s.finish()))
     assert runs[0] == runs[1]

@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 
 from kdissect.events import Exchange
 from kdissect.kafka.pipeline import KafkaPipeline
-from kdissect.testing.conversation import tcp_conversation
 from kdissect.testing.accounting import accounted
+from kdissect.testing.conversation import tcp_conversation
 from kdissect.testing.kafka_frames import metadata_request, metadata_response, produce_request, produce_response
 
 T0 = 1_700_000_000_000_000_000

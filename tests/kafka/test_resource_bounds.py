@@ -13,15 +13,16 @@ import sys
 import tracemalloc
 from collections.abc import Callable
 
-from kdissect.kafka.session import Options, _RequestValidator, _ResponseValidator
 from kdissect.decoders.records import decode_records
-from kdissect.testing.records_encode import encode_batch, new_record
 from kdissect.kafka.framing import MAX_WAITING, FrameSplitter
 from kdissect.kafka.pairing import Pairer
 from kdissect.kafka.pipeline import KafkaPipeline
+from kdissect.kafka.validators import RequestValidator, ResponseValidator
+from kdissect.options import Options
 from kdissect.testing.conversation import tcp_conversation
-from kdissect.testing.pcapwrite import write_capture
 from kdissect.testing.kafka_frames import metadata_request, metadata_response, produce_request
+from kdissect.testing.pcapwrite import write_capture
+from kdissect.testing.records_encode import encode_batch, new_record
 from kdissect.testing.tcp_helpers import SYN, seg
 
 MiB = 1 << 20
@@ -61,7 +62,7 @@ def _hunt_behind_a_waiting_candidate(n: int) -> None:
     """A plausible request header claiming 3 MB, then random bytes in 1448-byte segments:
     every segment used to rescan the whole buffer (quadratic)."""
     rng = random.Random(1)
-    s = FrameSplitter(_RequestValidator())
+    s = FrameSplitter(RequestValidator())
     s.start_hunting()
     head = struct.pack(">i", 3_000_000) + metadata_request(1)[4:]
     s.feed(0, head, 0)
@@ -140,7 +141,7 @@ def test_hunting_memory_is_bounded_whatever_the_garbage() -> None:
     garbage = b"\x00\x00\xff\xf0" * (4 * 1024)  # 16 KiB per segment
 
     def run(total: int) -> int:
-        s = FrameSplitter(_ResponseValidator(Pairer()), max_hunt=window)
+        s = FrameSplitter(ResponseValidator(Pairer()), max_hunt=window)
         s.start_hunting()
         return peak(lambda: [s.feed(at, garbage, 0) for at in range(0, total, len(garbage))])
 

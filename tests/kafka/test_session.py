@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import struct
 
-from kdissect.kafka.session import KafkaConnection, Options
-from kdissect.testing.encoder import encode_request, encode_response
 from kdissect.events import Anomaly, ConnectionSummary, Exchange
+from kdissect.kafka.session import KafkaConnection
+from kdissect.options import Options
+from kdissect.testing.encoder import encode_request, encode_response
 from kdissect.testing.kafka_frames import metadata_request, metadata_response, produce_request, produce_response
 
 CLIENT, BROKER = ("10.0.0.1", 50000), ("10.0.0.2", 9092)

@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from kdissect.reassembly.reassembler import TcpReassembler
 from kdissect.reassembly.streams import StreamData, StreamGap
 from kdissect.sources.segment import TcpSegment
-from kdissect.reassembly.reassembler import TcpReassembler
 from kdissect.testing.tcp_helpers import ACK, CLIENT, FIN, SERVER, SYN, ends, handshake, seg, starts, stream
 
 

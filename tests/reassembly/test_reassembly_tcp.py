@@ -2,9 +2,23 @@
 
 from __future__ import annotations
 
-from kdissect.reassembly.streams import StreamData, StreamEnd, StreamGap, StreamStart
 from kdissect.reassembly.reassembler import TcpReassembler
-from kdissect.testing.tcp_helpers import ACK, CLIENT, FIN, PSH, RST, SERVER, SYN, ends, handshake, run, seg, starts, stream
+from kdissect.reassembly.streams import StreamData, StreamEnd, StreamGap, StreamStart
+from kdissect.testing.tcp_helpers import (
+    ACK,
+    CLIENT,
+    FIN,
+    PSH,
+    RST,
+    SERVER,
+    SYN,
+    ends,
+    handshake,
+    run,
+    seg,
+    starts,
+    stream,
+)
 
 C_ISN = 1000
 S_ISN = 70000

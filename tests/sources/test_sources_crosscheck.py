@@ -37,8 +37,8 @@ from scapy.all import (
     wrpcapng,
 )
 
-from kdissect.sources.segment import TcpSegment
 from kdissect.sources import decode_capture
+from kdissect.sources.segment import TcpSegment
 from kdissect.testing.conversation import tcp_conversation
 from kdissect.testing.packets import Encapsulation
 from kdissect.testing.pcapwrite import write_capture

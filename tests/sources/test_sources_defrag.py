@@ -7,9 +7,9 @@ import random
 
 import pytest
 
-from kdissect.sources.segment import ACK, PSH, TcpSegment
 from kdissect.sources import AnomalyKind, DefragLimits, SourceAnomaly, decode_capture
 from kdissect.sources.defrag import Defragmenter
+from kdissect.sources.segment import ACK, PSH, TcpSegment
 from kdissect.testing.packets import (
     Encapsulation,
     chain_ipv6_extensions,

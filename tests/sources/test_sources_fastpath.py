@@ -7,12 +7,12 @@ import dataclasses
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kdissect.sources.segment import ACK, FIN, PSH, SYN, TcpSegment
 from kdissect.sources import decode_capture
-from kdissect.sources.shapes import CaptureRecord
 from kdissect.sources.fastpath import EthernetIpv4Tcp
 from kdissect.sources.packet_error import MalformedPacket
 from kdissect.sources.packets import PacketDecoder
+from kdissect.sources.segment import ACK, FIN, PSH, SYN, TcpSegment
+from kdissect.sources.shapes import CaptureRecord
 from kdissect.testing.packets import Encapsulation, segment_frames
 from kdissect.testing.pcapwrite import write_capture
 

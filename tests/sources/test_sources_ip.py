@@ -7,8 +7,8 @@ import struct
 
 import pytest
 
-from kdissect.sources.segment import ACK, PSH, TcpSegment
 from kdissect.sources import AnomalyKind, decode_capture
+from kdissect.sources.segment import ACK, PSH, TcpSegment
 from kdissect.testing.packets import (
     Encapsulation,
     chain_ipv6_extensions,

@@ -8,7 +8,6 @@ import io
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kdissect.sources.segment import TcpSegment
 from kdissect.sources import (
     AnomalyKind,
     CaptureDecoder,
@@ -18,6 +17,7 @@ from kdissect.sources import (
     decode_capture,
     iter_capture,
 )
+from kdissect.sources.segment import TcpSegment
 from kdissect.testing.conversation import tcp_conversation
 from kdissect.testing.packets import Encapsulation
 from kdissect.testing.pcapwrite import (

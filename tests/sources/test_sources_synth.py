@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kdissect.sources.segment import ACK, FIN, PSH, SYN
 from kdissect.sources import CaptureParser, decode_capture
+from kdissect.sources.segment import ACK, FIN, PSH, SYN
 from kdissect.testing.conversation import CLIENT_TO_SERVER, MSS_LOOPBACK, SERVER_TO_CLIENT, tcp_conversation
 from kdissect.testing.packets import Encapsulation, internet_checksum, link_header, segment_frames
 from kdissect.testing.pcapwrite import Frame, Interface, packet_block, pcap_bytes, write_capture

@@ -18,16 +18,16 @@ import pyarrow as pa
 import pytest
 
 from kdissect.decoders import records
-from kdissect.testing.records_encode import control_record, encode_batch, encode_message, new_record
-from kdissect.engines.local import iter_events
-from kdissect.testing.conversation import tcp_conversation
+from kdissect.engines import local
 from kdissect.tables.arrow import to_arrow
 from kdissect.tables.blocks import RecordBlock
 from kdissect.tables.columns import TABLES, Parts
 from kdissect.tables.frames import to_dataframe
 from kdissect.tables.sink import Columns, TableSink
-from tests.conftest import PURE_PYTHON_FORCED
+from kdissect.testing.conversation import tcp_conversation
+from kdissect.testing.records_encode import control_record, encode_batch, encode_message, new_record
 from kdissect.testing.synthetic import MS, T0, write
+from tests.conftest import PURE_PYTHON_FORCED
 from tests.tables.test_tables_records import _fetch, _fetch_response, _produce, _produce_response
 
 pytestmark = pytest.mark.skipif(PURE_PYTHON_FORCED, reason="KDISSECT_PURE_PYTHON: no column loop to compare")
@@ -51,7 +51,7 @@ def tables(paths: list[Path], columns: bool, spill_rows: int = 50_000) -> tuple[
     records.use_native(columns)
     try:
         sink = TableSink(spill=spill, spill_rows=spill_rows)
-        sink.consume_all(iter_events(paths))
+        sink.consume_all(local.events(paths))
         for name in TABLES:
             spill(name, sink.columns(name))
     finally:

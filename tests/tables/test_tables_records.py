@@ -10,9 +10,9 @@ from pathlib import Path
 import pandas as pd
 
 import kdissect
+from kdissect.testing.conversation import tcp_conversation
 from kdissect.testing.encoder import encode_request, encode_response
 from kdissect.testing.records_encode import control_record, encode_batch, new_record
-from kdissect.testing.conversation import tcp_conversation
 from kdissect.testing.synthetic import MS, T0, write
 
 GZIP, ZSTD = 1, 4
@@ -158,7 +158,7 @@ def test_decompression_bomb_becomes_an_anomaly_and_the_cap_is_configurable(tmp_p
     batch = encode_batch([], codec=GZIP, record_count=1, compressor=lambda _: payload)
     timed = [(0, _produce(1, batch), T0), (1, _produce_response(1, 0), T0 + MS)]
     path = write(tmp_path / "bomb.pcap", tcp_conversation(timed))
-    cap = kdissect.open_capture(path, records=kdissect.RecordOptions(limits=kdissect.Limits(max_decompressed=1 << 20)))
+    cap = kdissect.open_capture(path, limits=kdissect.Limits(max_decompressed=1 << 20))
     assert "decompression_capped" in set(cap.anomalies["kind"].astype(str))
     assert cap.batches["decompressed_bytes"].iloc[0] == 1 << 20
     uncapped = kdissect.open_capture(path)  # the default cap (256 MiB) lets it through

@@ -9,13 +9,14 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from kdissect.report.show import TableWriter
-from kdissect.kafka.session import Options
-from kdissect.testing.records_encode import encode_batch, new_record
-from kdissect.engines.local import iter_events
-from kdissect.testing.conversation import tcp_conversation
+from kdissect.engines import local
+from kdissect.options import Options
 from kdissect.tables.columns import TABLES
+from kdissect.tables.frames import to_dataframe
 from kdissect.tables.sink import SPILLABLE, TableSink
+from kdissect.tables.writer import TableWriter
+from kdissect.testing.conversation import tcp_conversation
+from kdissect.testing.records_encode import encode_batch, new_record
 from kdissect.testing.synthetic import MS, T0, write
 from tests.tables.test_tables_records import _produce, _produce_response
 
@@ -32,11 +33,11 @@ def _capture(tmp_path: Path) -> Path:
 def test_spilled_tables_equal_the_in_memory_ones(tmp_path: Path, fmt: str) -> None:
     path = _capture(tmp_path)
     whole = TableSink()
-    whole.consume_all(iter_events([path], Options()))
+    whole.consume_all(local.events([path], Options()))
     writer = TableWriter(tmp_path / "out", fmt)
     spills: list[str] = []
     sink = TableSink(spill=lambda name, df: (spills.append(name), writer.write(name, df)), spill_rows=2)
-    sink.consume_all(iter_events([path], Options()))
+    sink.consume_all(local.events([path], Options()))
     for name in SPILLABLE:
         writer.write(name, sink.columns(name))
     written = dict(writer.close())
@@ -44,7 +45,7 @@ def test_spilled_tables_equal_the_in_memory_ones(tmp_path: Path, fmt: str) -> No
     for name in SPILLABLE:
         file = tmp_path / "out" / f"{name}.{fmt}"
         got = pd.read_parquet(file) if fmt == "parquet" else pd.read_csv(file)
-        expected = whole.frame(name)
+        expected = to_dataframe(name, whole.columns(name))
         assert written[file] == len(expected) == len(got)
         if fmt == "parquet":
             if name == "records":
