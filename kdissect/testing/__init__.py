@@ -1,5 +1,9 @@
-"""Synthetic captures for tests and demos: TCP segments to wire frames to pcap/pcapng bytes.
+"""Synthetic input for tests, benchmarks and fuzzing: Kafka frames and record batches built with
+the schema-driven encoders, TCP conversations, and pcap/pcapng bytes.
 
-``conversation`` makes realistic segment lists, ``packets`` wraps a segment in TCP, IP
-and link headers, ``pcapwrite`` writes the capture file. All pure, all bytes.
+Rule: never imported by the runtime (``tests/test_architecture.py`` checks it). Modules:
+``encoder`` and ``records_encode`` (Kafka messages and record batches), ``kafka_frames`` (ready
+frames), ``conversation`` (TCP segment lists), ``packets`` and ``pcapwrite`` (link/IP/TCP headers
+and capture files), ``synthetic`` (whole conversations as capture files), ``accounting`` (byte
+accounting over events), ``tcp_helpers`` (scripted reassembler runs).
 """
