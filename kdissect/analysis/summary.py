@@ -45,7 +45,8 @@ class Summary:
     other_statuses: dict[str, int] = field(default_factory=dict)  # statuses besides ok and error, by name
     anomalies: list[AnomalyFigures] = field(default_factory=list)  # by kind
     capture: dict[str, int] = field(default_factory=dict)  # the sources' counters, summed over files
-    tcp: dict[str, int] = field(default_factory=dict)  # the reassembler's counters, both directions summed
+    # The reassembler's counters, both directions summed, and ``stray_segments``: segments of no connection.
+    tcp: dict[str, int] = field(default_factory=dict)
 
 
 def quantile(ordered: list[float], q: float) -> float:
@@ -56,8 +57,9 @@ def quantile(ordered: list[float], q: float) -> float:
     return ordered[lo] + (h - lo) * (ordered[hi] - ordered[lo])
 
 
-def summarize(tables: Mapping[str, Columns], source: SourceStats) -> Summary:
-    """Figures of the ``exchanges``, ``connections`` and ``anomalies`` tables (those present)."""
+def summarize(tables: Mapping[str, Columns], source: SourceStats, stray_segments: int = 0) -> Summary:
+    """Figures of the ``exchanges``, ``connections`` and ``anomalies`` tables (those present), with
+    the sources' counters and the segments the reassembler could place in no connection."""
     ex, conns, an = tables.get("exchanges"), tables.get("connections"), tables.get("anomalies")
     out = Summary(packets=source.packets, capture={f.name: getattr(source, f.name) for f in fields(SourceStats)})
     if conns is not None:
@@ -67,6 +69,7 @@ def summarize(tables: Mapping[str, Columns], source: SourceStats) -> Summary:
             name: sum(v or 0 for side in ("to_broker", "to_client") for v in cells(conns[f"tcp_{name}_{side}"]))
             for name in TCP_COUNTERS
         }
+    out.tcp["stray_segments"] = stray_segments
     if ex is not None:
         out.exchanges = len(cells(ex["status"]))
         out.apis, out.other_statuses = _by_api(ex)

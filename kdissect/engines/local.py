@@ -172,7 +172,7 @@ def analyze_items(
     sink = TableSink(wanted, options, spill=writer.write if writer is not None else None)
     sink.consume_all(events_from(items, options, stats=stats))
     kept = {name: sink.columns(name) for name in TABLES if name in wanted or name in ALWAYS}
-    result = RunResult(stats, kept, summarize(kept, stats.source))
+    result = RunResult(stats, kept, summarize(kept, stats.source, stats.ignored_segments))
     if writer is not None:
         if not stats.nothing_read:
             for name in wanted:

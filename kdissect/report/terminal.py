@@ -34,6 +34,7 @@ _TCP = {
     "zero_window_probes": "zero-window probes",
     "anomalies": "segments past FIN or with RST",
     "ignored_bytes": "bytes in them, ignored",
+    "stray_segments": "segments of no connection",
 }
 
 
@@ -79,5 +80,5 @@ def summary_lines(s: Summary) -> list[str]:
     )
     counted = [f"{s.tcp[name]:,} {label}" for name, label in _TCP.items() if s.tcp.get(name)]
     if counted:
-        lines.append("TCP: " + ", ".join(counted) + " (per direction in the connections table)")
+        lines.append("TCP: " + ", ".join(counted))
     return lines
