@@ -7,7 +7,9 @@ local, live and Spark engines all drive the same code.
 Roles: the broker is the endpoint on a configured port. On any other port the roles are
 learned from the bytes: the first direction whose bytes decode as a complete Kafka request
 is the client's. A connection that shows no Kafka request within ``probe_limit`` bytes is
-declared not Kafka and dropped, so unrelated traffic costs little.
+declared not Kafka and dropped, so unrelated traffic costs little. Which of these phases a
+connection is in (probing, kafka, sasl-raw, encrypted, not-kafka, closed) is kept by a
+:class:`~kdissect.kafka.lifecycle.Lifecycle`, whose rules are stated in that module.
 """
 
 from __future__ import annotations
