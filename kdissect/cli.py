@@ -11,6 +11,7 @@ from pathlib import Path
 
 from . import __version__
 from .decoders import DecodeError, decode_request, decode_response
+from .filters import FilterError
 from .render import safe_text, to_jsonable, tree_lines
 from .sources.events import CaptureFormatError
 
@@ -149,17 +150,14 @@ def cmd_show(args: argparse.Namespace) -> int:
     from .cli_output import exchange_json, exchange_rows, exchange_text
     from .engine import RunStats, iter_events
     from .events import Exchange
-    from .filters import FilterError, compile_filter
+    from .filters import compile_filter
     from .tables.columns import TABLES
 
     _check_readable(args.captures)
     _tune_gc()
     predicate = None
     if args.filter:
-        try:
-            predicate = compile_filter(args.filter, {name for name, _ in TABLES["exchanges"]})
-        except FilterError as exc:
-            raise UsageError(str(exc)) from None
+        predicate = compile_filter(args.filter, {name for name, _ in TABLES["exchanges"]})
     stats = RunStats()
     exchanges = (ev for ev in iter_events(args.captures, _options(args), stats=stats) if isinstance(ev, Exchange))
     shown = 0
@@ -225,7 +223,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except UsageError as exc:
+    except (UsageError, FilterError) as exc:  # a filter may also be refused while it runs (too large a value)
         print(f"kdissect: {safe_text(str(exc))}", file=sys.stderr)
         return 2
     except DecodeError as exc:
