@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from kdissect import __version__
+from kdissect.analysis.filters import FilterError
 from kdissect.decoders import DecodeError, decode_request, decode_response
 from kdissect.decoders.jsonable import to_jsonable
 from kdissect.decoders.records import LENGTHS_ONLY, Limits, Payloads
@@ -128,7 +129,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from kdissect.analysis.filters import FilterError, compile_filter
+    from kdissect.analysis.filters import compile_filter
     from kdissect.engines import local
     from kdissect.report.show import exchange_json, exchange_text
     from kdissect.tables.columns import TABLES
@@ -138,10 +139,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     local.tune_gc()
     predicate = None
     if args.filter:
-        try:
-            predicate = compile_filter(args.filter, {name for name, _ in TABLES["exchanges"]})
-        except FilterError as exc:
-            raise UsageError(str(exc)) from None
+        predicate = compile_filter(args.filter, {name for name, _ in TABLES["exchanges"]})
     stats = local.RunStats()
     shown = 0
     for ex, row in local.exchanges(args.captures, options, where=predicate, stats=stats):
@@ -205,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except UsageError as exc:
+    except (UsageError, FilterError) as exc:  # a filter may also be refused while it runs (too large a value)
         print(f"kdissect: {safe_text(str(exc))}", file=sys.stderr)
         return 2
     except DecodeError as exc:

@@ -2,7 +2,8 @@
 
 ``api_name == "Produce" and latency_ms > 100`` — Python syntax restricted to comparisons,
 boolean logic, arithmetic, ``in`` and literals. No attribute access, calls or subscripts,
-so a filter can't run code.
+so a filter can't run code; and no value it builds (a repeated or joined string or list) may
+exceed :data:`MAX_BUILT` items, so a filter can't exhaust memory either.
 """
 
 from __future__ import annotations
@@ -21,6 +22,9 @@ _BIN: dict[type, Callable[[Any, Any], Any]] = {
     ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
     ast.Mod: operator.mod,
 }
+
+
+MAX_BUILT = 1 << 16  # longest string, bytes or list a filter may build (``'x' * n``, ``a + b``)
 
 
 class FilterError(ValueError):
@@ -58,6 +62,20 @@ def _check(node: ast.AST, columns: set[str]) -> None:
         _check(child, columns)
 
 
+def _check_built_size(op: ast.operator, left: Any, right: Any) -> None:
+    """Refuse, before building it, a sequence longer than MAX_BUILT (``[1] * 10**12`` would allocate first)."""
+    sized = (str, bytes, list)
+    if isinstance(op, ast.Mult):
+        seq, times = (left, right) if isinstance(left, sized) else (right, left)
+        size = len(seq) * times if isinstance(seq, sized) and isinstance(times, int) else 0
+    elif isinstance(op, ast.Add) and isinstance(left, sized) and isinstance(right, sized):
+        size = len(left) + len(right)
+    else:
+        return
+    if size > MAX_BUILT:
+        raise FilterError(f"the filter builds a value of {size} items; at most {MAX_BUILT} are allowed")
+
+
 def _eval(node: ast.AST, row: dict[str, Any]) -> Any:
     if isinstance(node, ast.Constant):
         return node.value
@@ -70,7 +88,9 @@ def _eval(node: ast.AST, row: dict[str, Any]) -> Any:
         v = _eval(node.operand, row)
         return (not v) if isinstance(node.op, ast.Not) else -v
     if isinstance(node, ast.BinOp):
-        return _BIN[type(node.op)](_eval(node.left, row), _eval(node.right, row))
+        left, right = _eval(node.left, row), _eval(node.right, row)
+        _check_built_size(node.op, left, right)
+        return _BIN[type(node.op)](left, right)
     if isinstance(node, ast.Tuple | ast.List):
         return [_eval(e, row) for e in node.elts]
     if isinstance(node, ast.Compare):

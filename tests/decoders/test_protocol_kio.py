@@ -33,28 +33,10 @@ KIO = kio_api_versions()
 _NO_SHRINK = (Phase.explicit, Phase.generate)  # failures are printed as found: shrinking kio entities is slow
 OURS = schema.all_api_versions()
 
-# Versions kio 0.6.5 has that the reference definitions do not: their response (or request)
-# definition is older than kio's (see the schemas README). A change here must be deliberate.
-KIO_ONLY = {
-    (63, 2, "response"),  # BrokerHeartbeat: latest/ response file stops at v1
-    (85, 1, "request"),  # WriteShareGroupState: latest/ files stop at v0
-    (85, 1, "response"),
-    (87, 1, "response"),  # ReadShareGroupStateSummary: latest/ response file stops at v0
-    (90, 1, "request"),  # DescribeShareGroupOffsets: latest/ files stop at v0
-    (90, 1, "response"),
-}
-# Layouts that differ at a version both define: share-group and streams-group APIs whose v0 changed
-# in place while they were early access. kio (Kafka 4.3) has the later layout; the reference
-# latest/ files (Dec 2024 trunk and single later commits) the earlier one. The table follows the
-# reference files, so a 4.x broker's bytes for these decode with fields left over or misplaced.
-LAYOUT_DIFFERS = {
-    (78, 2, "request"): "is_renew_ack",  # ShareFetch
-    (87, 0, "response"): "leader_epoch",  # ReadShareGroupStateSummary
-    (88, 0, "response"): "endpoint_information_epoch",  # StreamsGroupHeartbeat
-    (91, 0, "response"): "error_message",  # AlterShareGroupOffsets
-    (92, 0, "response"): "error_message",  # DeleteShareGroupOffsets
-}
-COMPARED = [e for e in KIO if e not in KIO_ONLY and e not in LAYOUT_DIFFERS]
+# The reference definitions (apache/kafka trunk, 4.5.0-SNAPSHOT) cover every (key, version, kind)
+# kio 0.6.5 (Kafka 4.3) has, with the same layouts: no documented mismatch is left. A version kio
+# has and the table lacks, or a layout that differs, fails the two tests below.
+COMPARED = KIO
 NOT_IN_KIO = [e for e in OURS if e not in set(KIO)]
 
 
@@ -65,7 +47,7 @@ def _kio_bytes(entity: object) -> bytes:
 
 
 def test_kio_and_the_table_differ_only_where_documented() -> None:
-    assert set(KIO) - set(OURS) == KIO_ONLY
+    assert set(KIO) - set(OURS) == set()
     assert len(COMPARED) > 550
     # what kio lacks: versions Kafka 4.0 removed, the ZooKeeper-era APIs, and newer versions
     not_in_kio = set(NOT_IN_KIO)
@@ -74,17 +56,14 @@ def test_kio_and_the_table_differ_only_where_documented() -> None:
     assert {k for k, _, _ in not_in_kio} >= {4, 5, 6, 7, 93}
 
 
-def test_layouts_agree_except_where_documented() -> None:
+def test_layouts_agree_on_every_version_kio_has() -> None:
     """Field lists, nesting and tags of every shared version, compared without random values."""
     found = {}
     for entry in KIO:
-        if entry not in KIO_ONLY:
-            diffs = layout_differences(kio_class(*entry), schema.api_message(*entry).root)
-            if diffs:
-                found[entry] = diffs
-    assert set(found) == set(LAYOUT_DIFFERS)
-    for entry, field in LAYOUT_DIFFERS.items():
-        assert f"'{field}'" in " ".join(found[entry])
+        diffs = layout_differences(kio_class(*entry), schema.api_message(*entry).root)
+        if diffs:
+            found[entry] = diffs
+    assert found == {}
 
 
 @pytest.mark.parametrize(("key", "version", "kind"), COMPARED)
@@ -150,4 +129,3 @@ def test_the_comparison_notices_a_wrong_value() -> None:
     assert decoded != convert_message(other, msg)
     with pytest.raises(AssertionError, match="kio has fields"):
         convert_message(HeartbeatV0(group_id="g", generation_id=1, member_id="m"), msg)
-
