@@ -17,9 +17,10 @@ from .reassembly.tcp import TcpReassembler
 class KafkaPipeline:
     """Feed segments in capture order; call :meth:`finish` at the end of input."""
 
-    def __init__(self, options: Options | None = None, *, conn_id_base: int = 0) -> None:
+    def __init__(self, options: Options | None = None, *, conn_id_base: int = 0,
+                 reassembler: TcpReassembler | None = None) -> None:
         self.options = options or Options()
-        self.reassembler = TcpReassembler()
+        self.reassembler = reassembler or TcpReassembler()  # live capture passes one that evicts idle connections
         self.connections: dict[int, KafkaConnection] = {}
         self.conn_id_base = conn_id_base  # keeps ids unique when several pipelines' outputs are merged
 

@@ -1,0 +1,1 @@
+"""Figures computed from the tables and events: latency, errors, rolling live figures."""

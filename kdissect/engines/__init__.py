@@ -1,0 +1,1 @@
+"""Engines: the only wiring of sources -> core -> sinks (local files, live capture, Spark)."""

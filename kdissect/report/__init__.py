@@ -1,0 +1,1 @@
+"""What people read: terminal text, the live console view, HTML reports."""
