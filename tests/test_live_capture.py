@@ -48,17 +48,43 @@ def _raw(described: dict | None) -> bytes | None:
 def live_run(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("live")
     port, metrics_port = free_port(), free_port()
-    argv = [*KDISSECT, "live", "-i", "lo", "--port", str(port), "--duration", str(DURATION), "--out",
-            str(tmp / "live"), "--write", str(tmp / "raw.pcapng"), "--metrics-port", str(metrics_port), "--quiet",
-            "--interval", "2"]
+    argv = [
+        *KDISSECT,
+        "live",
+        "-i",
+        "lo",
+        "--port",
+        str(port),
+        "--duration",
+        str(DURATION),
+        "--out",
+        str(tmp / "live"),
+        "--write",
+        str(tmp / "raw.pcapng"),
+        "--metrics-port",
+        str(metrics_port),
+        "--quiet",
+        "--interval",
+        "2",
+    ]
     with Broker(port, tmp / "broker.log") as broker:
         broker.create_topic("orders", 3)
         live = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
             wait_for(lambda: _scrape(metrics_port) or live.poll() is not None, 15, "the metrics endpoint")
             assert live.poll() is None, live.communicate()
-            workload = Workload(python_workload("confluent_wl", "produce-consume", port, tmp / "truth.json",
-                                                tmp / "client.log", "--codecs", "none,lz4"), tmp / "workload.log")
+            workload = Workload(
+                python_workload(
+                    "confluent_wl",
+                    "produce-consume",
+                    port,
+                    tmp / "truth.json",
+                    tmp / "client.log",
+                    "--codecs",
+                    "none,lz4",
+                ),
+                tmp / "workload.log",
+            )
             workload.run(60)
             time.sleep(1.5)  # the last packets through libpcap's ring
             metrics = _scrape(metrics_port)
@@ -66,8 +92,14 @@ def live_run(tmp_path_factory):
         finally:
             if live.poll() is None:
                 live.kill()
-    return {"tmp": tmp, "metrics": metrics, "stdout": stdout, "stderr": stderr, "code": live.returncode,
-            "truth": json.loads((tmp / "truth.json").read_text())}
+    return {
+        "tmp": tmp,
+        "metrics": metrics,
+        "stdout": stdout,
+        "stderr": stderr,
+        "code": live.returncode,
+        "truth": json.loads((tmp / "truth.json").read_text()),
+    }
 
 
 def test_stops_by_itself_after_duration_with_a_summary(live_run):
@@ -85,10 +117,12 @@ def test_exchanges_and_records_match_what_the_client_did(live_run):
     produced = tables["records"][tables["records"].direction == "produce"]
     seen = zip(produced.partition, produced.offset, produced.key, produced.value, strict=True)
     assert sorted(seen) == sorted(
-        (p["partition"], p["offset"], _raw(p["key"]), _raw(p["value"])) for p in truth["produced"])
+        (p["partition"], p["offset"], _raw(p["key"]), _raw(p["value"])) for p in truth["produced"]
+    )
     fetched = tables["records"][tables["records"].direction == "fetch"]
     assert {(c["partition"], c["offset"]) for c in truth["consumed"]} <= set(
-        zip(fetched.partition, fetched.offset, strict=True))
+        zip(fetched.partition, fetched.offset, strict=True)
+    )
     commits = ex[ex.api_name == "OffsetCommit"]
     assert len(commits) == len(truth["commits"])
     seen = ex.groupby("api_key").size().to_dict()

@@ -28,8 +28,9 @@ def _chunks(data: bytes, n: int) -> list[bytes]:
 
 
 def _live(*args: str, **kw) -> subprocess.Popen:
-    return subprocess.Popen([*KDISSECT, "live", *args, "--quiet", "--interval", "0.5"], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, **kw)
+    return subprocess.Popen(
+        [*KDISSECT, "live", *args, "--quiet", "--interval", "0.5"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kw
+    )
 
 
 def test_stdin_through_a_slow_writer_gives_the_tables_of_analyze(tmp_path):
@@ -84,8 +85,11 @@ def test_a_rotated_set_is_read_in_natural_order_as_one_capture(tmp_path):
     records = _records(PCAP)
     rotated = tmp_path / "rotated"
     rotated.mkdir()
-    thirds = [records[: len(records) // 3], records[len(records) // 3 : 2 * len(records) // 3],
-              records[2 * len(records) // 3 :]]
+    thirds = [
+        records[: len(records) // 3],
+        records[len(records) // 3 : 2 * len(records) // 3],
+        records[2 * len(records) // 3 :],
+    ]
     names = ["cap.pcap", "cap.pcap2", "cap.pcap10"]  # natural order: not the alphabetical one
     for name, part in zip(names, thirds, strict=True):
         frames = [Frame(r.ts_ns, r.data) for r in part]
@@ -94,16 +98,22 @@ def test_a_rotated_set_is_read_in_natural_order_as_one_capture(tmp_path):
     live = _live("--read", str(rotated), "--no-follow", "--out", str(tmp_path / "live"))
     stdout, stderr = live.communicate(timeout=60)
     assert live.returncode == 0, stderr
+    assert f"{len(records)} packets".encode() in stdout
     analyze(PCAP, tmp_path / "offline")
     assert_same_tables(tmp_path / "live", tmp_path / "offline")
 
 
 def test_a_stream_that_is_not_a_capture_is_one_line(tmp_path):
-    done = subprocess.run([*KDISSECT, "live", "--read", "-", "--quiet"], input=b"GET / HTTP/1.1\r\n\r\n" * 10,
-                          capture_output=True, timeout=60)
+    done = subprocess.run(
+        [*KDISSECT, "live", "--read", "-", "--quiet"],
+        input=b"GET / HTTP/1.1\r\n\r\n" * 10,
+        capture_output=True,
+        timeout=60,
+    )
     assert done.returncode == 1
     assert done.stderr.decode().strip().splitlines() == [
-        "kdissect: not a pcap or pcapng capture: starts with 47 45 54 20 2f 20 48 54"]
+        "kdissect: not a pcap or pcapng capture: starts with 47 45 54 20 2f 20 48 54"
+    ]
 
 
 def test_an_unknown_interface_is_one_line_and_status_2():
@@ -115,10 +125,27 @@ def test_an_unknown_interface_is_one_line_and_status_2():
 def test_without_privileges_is_one_line_saying_what_is_needed(tmp_path):
     # As `nobody` with no capabilities (CI runs as root, so this is a real unprivileged user).
     assert os.geteuid() == 0, "this test drops root privileges, so it must start as root"
-    argv = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", "--inh-caps=-all", "--bounding-set=-all",
-            *KDISSECT, "live", "-i", "lo", "--duration", "1"]
-    done = subprocess.run(argv, capture_output=True, timeout=60, cwd=tmp_path,
-                          env=os.environ | {"PYTHONPATH": str(Path(__file__).resolve().parent.parent)})
+    argv = [
+        "setpriv",
+        "--reuid=nobody",
+        "--regid=nogroup",
+        "--clear-groups",
+        "--inh-caps=-all",
+        "--bounding-set=-all",
+        *KDISSECT,
+        "live",
+        "-i",
+        "lo",
+        "--duration",
+        "1",
+    ]
+    done = subprocess.run(
+        argv,
+        capture_output=True,
+        timeout=60,
+        cwd=tmp_path,
+        env=os.environ | {"PYTHONPATH": str(Path(__file__).resolve().parent.parent)},
+    )
     lines = done.stderr.decode().splitlines()
     assert done.returncode == 2, lines
     assert len(lines) == 1 and lines[0].startswith("kdissect: no permission to capture on lo:")

@@ -10,7 +10,7 @@ row is written), the core caps every per-connection buffer, figures roll over, a
 every table is written in pieces of ``spill_rows`` rows.
 
 libpcap is reached through scapy's ctypes binding (``scapy.libs.winpcapy``): scapy is already a
-dependency, and the binding costs about a microsecond per packet, far below what decoding costs.
+dependency, and the binding costs about 2 µs per packet, far below what decoding costs.
 """
 
 from __future__ import annotations
