@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import re
+import signal
+import socket
 import subprocess
 import sys
 import time
@@ -13,6 +15,10 @@ from pathlib import Path
 
 import pytest
 
+from kdissect.decoders.encoder import encode_request
+from kdissect.sources.events import CaptureRecord
+from kdissect.sources.link import LINKTYPE_LINUX_SLL, LINKTYPE_LINUX_SLL2
+from kdissect.sources.reader import CaptureParser
 from tests.live_helpers import KDISSECT, analyze, assert_same_tables, free_port, read_tables
 
 CAPTURES = Path(__file__).resolve().parent.parent / "captures"
@@ -148,3 +154,32 @@ def test_prometheus_endpoint_serves_the_series_during_the_run(live_run):
     assert _sample(text, "kdissect_captured_bytes_total") > 0
     for series in ("kdissect_kernel_drops_total", "kdissect_reassembly_gaps_total", "kdissect_open_connections"):
         assert re.search(rf"^{series} ", text, re.M), series
+
+
+def test_any_interface_and_a_clean_stop_on_sigterm(tmp_path):
+    """``-i any`` (Linux cooked headers): one ApiVersions exchange with the real broker, stopped by SIGTERM."""
+    port = free_port()
+    with Broker(port, tmp_path / "broker.log"):
+        live = subprocess.Popen([*KDISSECT, "live", "-i", "any", "--port", str(port), "--out", str(tmp_path / "out"),
+                                 "--write", str(tmp_path / "raw.pcapng"), "--quiet"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            time.sleep(3)  # start-up: imports and libpcap activation
+            with socket.create_connection(("127.0.0.1", port)) as sock:
+                sock.sendall(encode_request(18, 3, {"client_software_name": "live-test",
+                                                    "client_software_version": "1"}, correlation_id=7))
+                assert sock.recv(4096)
+            time.sleep(1.0)
+            live.send_signal(signal.SIGTERM)
+            stdout, stderr = live.communicate(timeout=30)
+        finally:
+            if live.poll() is None:
+                live.kill()
+    assert live.returncode == 0, stderr
+    assert "stopped (SIGTERM)" in stdout
+    ex = read_tables(tmp_path / "out")["exchanges"]
+    assert list(zip(ex.api_name, ex.correlation_id, ex.status, strict=True)) == [("ApiVersions", 7, "ok")]
+    assert read_tables(tmp_path / "out")["connections"].end_reason.tolist() == ["fin"]
+    parser = CaptureParser()
+    links = {r.link_type for r in parser.feed((tmp_path / "raw.pcapng").read_bytes()) if isinstance(r, CaptureRecord)}
+    assert links <= {LINKTYPE_LINUX_SLL, LINKTYPE_LINUX_SLL2} and links
