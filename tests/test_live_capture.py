@@ -150,6 +150,7 @@ def test_prometheus_endpoint_serves_the_series_during_the_run(live_run):
     assert _sample(text, "kdissect_request_latency_seconds_count", api="Produce", client_id=producer) == produces
     assert _sample(text, "kdissect_request_latency_seconds_bucket", api="Fetch", le="+Inf") >= 1
     assert _sample(text, "kdissect_requests_total", api="OffsetCommit") == len(truth["commits"])
+    assert _sample(text, "kdissect_request_bytes_total", api="Produce") > 0
     assert _sample(text, "kdissect_captured_packets_total") > 0
     assert _sample(text, "kdissect_captured_bytes_total") > 0
     for series in ("kdissect_kernel_drops_total", "kdissect_reassembly_gaps_total", "kdissect_open_connections"):
@@ -160,14 +161,32 @@ def test_any_interface_and_a_clean_stop_on_sigterm(tmp_path):
     """``-i any`` (Linux cooked headers): one ApiVersions exchange with the real broker, stopped by SIGTERM."""
     port = free_port()
     with Broker(port, tmp_path / "broker.log"):
-        live = subprocess.Popen([*KDISSECT, "live", "-i", "any", "--port", str(port), "--out", str(tmp_path / "out"),
-                                 "--write", str(tmp_path / "raw.pcapng"), "--quiet"],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        live = subprocess.Popen(
+            [
+                *KDISSECT,
+                "live",
+                "-i",
+                "any",
+                "--port",
+                str(port),
+                "--out",
+                str(tmp_path / "out"),
+                "--write",
+                str(tmp_path / "raw.pcapng"),
+                "--quiet",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         try:
             time.sleep(3)  # start-up: imports and libpcap activation
             with socket.create_connection(("127.0.0.1", port)) as sock:
-                sock.sendall(encode_request(18, 3, {"client_software_name": "live-test",
-                                                    "client_software_version": "1"}, correlation_id=7))
+                sock.sendall(
+                    encode_request(
+                        18, 3, {"client_software_name": "live-test", "client_software_version": "1"}, correlation_id=7
+                    )
+                )
                 assert sock.recv(4096)
             time.sleep(1.0)
             live.send_signal(signal.SIGTERM)

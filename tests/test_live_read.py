@@ -165,3 +165,29 @@ def test_a_second_interrupt_quits_at_once_after_flushing():
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=20)
     assert done.returncode == 130
     assert done.stdout.splitlines() == ["first SIGINT", "flushed"]
+
+
+def test_report_is_built_by_kdissect_report_or_refused_in_one_line(tmp_path):
+    from kdissect.cli import _has_command
+
+    done = subprocess.run(
+        [*KDISSECT, "live", "--read", str(PCAP), "--no-follow", "--quiet", "--report", str(tmp_path / "r.html")],
+        capture_output=True,
+        timeout=120,
+    )
+    if _has_command("report"):
+        assert done.returncode == 0, done.stderr
+        assert (tmp_path / "r.html").stat().st_size > 0
+    else:
+        assert done.returncode == 2
+        assert done.stderr.decode().splitlines() == [
+            "kdissect: --report needs the HTML report builder (`kdissect report`), which this build lacks"
+        ]
+        assert not (tmp_path / "r.html").exists()
+    stdin = subprocess.run(
+        [*KDISSECT, "live", "--read", "-", "--report", str(tmp_path / "r2.html")],
+        input=PCAP.read_bytes(),
+        capture_output=True,
+        timeout=120,
+    )
+    assert stdin.returncode == 2  # no file to build it from: --write is needed

@@ -1,11 +1,12 @@
 """Prometheus endpoint of ``kdissect live --metrics-port N``.
 
-Series (all prefixed ``kdissect_``): ``requests_total``, ``request_errors_total`` (by error name)
-and the ``request_latency_seconds`` histogram, labelled by ``api``, ``broker`` and ``client_id``;
-``captured_packets_total``, ``captured_bytes_total``, ``kernel_drops_total`` (libpcap's count),
-``reassembly_gaps_total``, ``anomalies_total`` (by kind) and ``open_connections``. Client ids and
-brokers come from the wire, so each label keeps at most ``max_label_values`` distinct values;
-later ones are reported as ``(other)``. Its own registry, so nothing else of the process leaks in.
+Series (all prefixed ``kdissect_``): ``requests_total``, ``request_errors_total`` (by error name),
+``request_bytes_total``, ``response_bytes_total`` and the ``request_latency_seconds`` histogram,
+labelled by ``api``, ``broker`` and ``client_id``; ``captured_packets_total``, ``captured_bytes_total``,
+``kernel_drops_total`` (libpcap's count), ``reassembly_gaps_total``, ``anomalies_total`` (by kind) and
+``open_connections``. Client ids and brokers come from the wire, so each label keeps at most
+``max_label_values`` distinct values; later ones are reported as ``(other)``. Its own registry, so
+nothing else of the process leaks in.
 """
 
 from __future__ import annotations
@@ -39,6 +40,8 @@ class LiveMetrics:
             buckets=LATENCY_BUCKETS,
             registry=r,
         )
+        self.request_bytes = Counter("kdissect_request_bytes", "Bytes of request frames", labels, registry=r)
+        self.response_bytes = Counter("kdissect_response_bytes", "Bytes of response frames", labels, registry=r)
         self.packets = Counter("kdissect_captured_packets", "Packets captured", registry=r)
         self.bytes = Counter("kdissect_captured_bytes", "Bytes captured (link layer included)", registry=r)
         self.drops = Counter("kdissect_kernel_drops", "Packets the kernel dropped (libpcap statistics)", registry=r)
@@ -53,6 +56,8 @@ class LiveMetrics:
     def exchange(self, ex: Exchanged) -> None:
         labels = (ex.api, self._broker_cap(ex.broker), self._client_cap(ex.client_id))
         self.requests.labels(*labels).inc()
+        self.request_bytes.labels(*labels).inc(ex.request_bytes)
+        self.response_bytes.labels(*labels).inc(ex.response_bytes)
         if ex.latency_ms is not None:
             self.latency.labels(*labels).observe(ex.latency_ms / 1000)
         for name in ex.error_names:
