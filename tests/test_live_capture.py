@@ -25,7 +25,7 @@ CAPTURES = Path(__file__).resolve().parent.parent / "captures"
 sys.path.insert(0, str(CAPTURES))
 from harness import Broker, Workload, python_workload, wait_for  # noqa: E402
 
-DURATION = 14  # seconds of capture: the workload takes about 4
+DURATION = 30  # seconds of capture: the workload takes about 4 on an idle machine, far more on a loaded one
 
 
 def _scrape(port: int) -> str:
@@ -94,6 +94,7 @@ def live_run(tmp_path_factory):
             workload.run(60)
             time.sleep(1.5)  # the last packets through libpcap's ring
             metrics = _scrape(metrics_port)
+            assert live.poll() is None, "the workload outlasted --duration: raise DURATION"
             stdout, stderr = live.communicate(timeout=DURATION + 30)
         finally:
             if live.poll() is None:
