@@ -120,7 +120,14 @@ def test_exchanges_and_records_match_what_the_client_did(live_run):
     tables = read_tables(live_run["tmp"] / "live")
     truth = live_run["truth"]
     ex = tables["exchanges"]
-    assert set(ex.status) <= {"ok", "error"}  # every request answered: nothing lost, nothing left open
+    conns = tables["connections"]
+    assert conns.gaps.sum() == 0 and tables["anomalies"].empty  # nothing lost
+    # Every request is answered, except one the client still had out when it reset its connection
+    # (librdkafka closes with RST; under load a Fetch or Heartbeat can be in flight then).
+    reset = set(conns.connection_id[conns.end_reason == "rst"])
+    unanswered = ex[ex.status == "unanswered"]
+    assert set(unanswered.connection_id) <= reset, unanswered
+    assert set(ex.status) <= {"ok", "error", "unanswered"}
     produced = tables["records"][tables["records"].direction == "produce"]
     seen = zip(produced.partition, produced.offset, produced.key, produced.value, strict=True)
     assert sorted(seen) == sorted(
