@@ -23,8 +23,8 @@ import threading
 import time
 from collections.abc import Callable
 
-from kdissect.decoders.encoder import encode_request, encode_response
-from kdissect.decoders.records_encode import encode_batch, new_record
+from kdissect.testing.encoder import encode_request, encode_response
+from kdissect.testing.records_encode import encode_batch, new_record
 
 PORT = 49321
 BUFFER_KIB = 65536  # both tools get libpcap's 64 MiB ring (kdissect's default)

@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kdissect.engines.live import LiveOptions, LiveRun
-from kdissect.synth.replay import capture_segments, replay
 from kdissect.tables.columns import TABLES, cells
+from kdissect.testing.replay import capture_segments, replay
 
 
 def rss_bytes() -> int:

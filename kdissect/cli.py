@@ -1,18 +1,22 @@
-"""Command line: parses arguments and hands off to the library; prints, never decodes itself."""
+"""Command line: parses arguments, makes one call into the local engine or the decoders, prints the
+report; never decodes or wires stages itself."""
 
 from __future__ import annotations
 
 import argparse
-import gc
 import json
 import os
 import sys
 from pathlib import Path
 
-from . import __version__
-from .decoders import DecodeError, decode_request, decode_response
-from .render import safe_text, to_jsonable, tree_lines
-from .sources.events import CaptureFormatError
+from kdissect import __version__
+from kdissect.analysis.filters import FilterError
+from kdissect.decoders import DecodeError, decode_request, decode_response
+from kdissect.decoders.jsonable import to_jsonable
+from kdissect.decoders.records import LENGTHS_ONLY, Limits, Payloads
+from kdissect.options import Options
+from kdissect.report.render import safe_text, tree_lines
+from kdissect.sources.shapes import CaptureFormatError
 
 
 class UsageError(Exception):
@@ -51,11 +55,22 @@ def cmd_decode(args: argparse.Namespace) -> int:
     return 0
 
 
-def _options(args: argparse.Namespace):
-    from .connection import Options
-
-    ports = tuple(int(p) for p in args.ports.split(",") if p.strip()) if args.ports else Options().ports
-    return Options(ports=ports, auto_detect=not args.no_auto_detect)
+def _options(args: argparse.Namespace) -> Options:
+    """The run's settings from the command line (record settings only where the command has them)."""
+    knobs: dict = {"auto_detect": not args.no_auto_detect}
+    if args.ports:
+        knobs["ports"] = tuple(int(p) for p in args.ports.split(",") if p.strip())
+    if getattr(args, "max_decompressed", None) is not None:
+        if args.max_decompressed < 1:
+            raise UsageError("--max-decompressed takes a number of bytes >= 1")
+        knobs["limits"] = Limits(max_decompressed=args.max_decompressed)
+    if getattr(args, "no_payloads", False):
+        knobs["payloads"] = LENGTHS_ONLY
+    elif getattr(args, "preview", None) is not None:
+        if args.preview < 0:
+            raise UsageError("--preview takes a number of bytes >= 0")
+        knobs["payloads"] = Payloads.preview(args.preview)
+    return Options(**knobs)
 
 
 def _progress(paths: list[str]):
@@ -71,22 +86,6 @@ def _progress(paths: list[str]):
     return bar, lambda n: bar.advance(task, n)
 
 
-def _record_options(args: argparse.Namespace):
-    from .decoders.records import FULL, LENGTHS_ONLY, Limits, Payloads
-    from .tables.records import RecordOptions
-
-    if args.max_decompressed is not None and args.max_decompressed < 1:
-        raise UsageError("--max-decompressed takes a number of bytes >= 1")
-    limits = Limits() if args.max_decompressed is None else Limits(max_decompressed=args.max_decompressed)
-    if args.no_payloads:
-        return RecordOptions(payloads=LENGTHS_ONLY, limits=limits)
-    if args.preview is not None:
-        if args.preview < 0:
-            raise UsageError("--preview takes a number of bytes >= 0")
-        return RecordOptions(payloads=Payloads.preview(args.preview), limits=limits)
-    return RecordOptions(payloads=FULL, limits=limits)
-
-
 def _check_readable(paths: list[str]) -> None:
     for p in paths:
         path = Path(p)
@@ -94,85 +93,64 @@ def _check_readable(paths: list[str]) -> None:
             raise UsageError(f"cannot read {p}: no such file")
 
 
-def _check_something_read(stats, captures: list[str]) -> None:
-    """Damage is reported in the output; only a capture with no readable packet at all fails."""
-    if stats.packets == 0 and stats.source_anomalies:
-        raise UsageError(f"nothing could be read from {', '.join(captures)}")
-
-
-def _tune_gc() -> None:
-    """A run allocates millions of short-lived objects while the tables' rows pile up; the default
-    young-generation threshold (700) makes the collector rescan them so often that it took about a
-    fifth of a full ``analyze`` (``bench/bench_pipeline.py``). Collect less often, and never rescan
-    what the imports made."""
-    gc.freeze()
-    gc.set_threshold(100_000, 50, 100)
+def _nothing_read(captures: list[str]) -> UsageError:
+    return UsageError(f"nothing could be read from {', '.join(captures)}")
 
 
 def cmd_analyze(args: argparse.Namespace) -> int:
-    from .cli_output import TableWriter, summary_lines
-    from .engine import RunStats, iter_events
-    from .tables.columns import TABLES
-    from .tables.sink import TableSink
+    from kdissect.engines import local
+    from kdissect.report.terminal import summary_lines
+    from kdissect.tables.columns import TABLES
+    from kdissect.tables.writer import TableWriter
 
     _check_readable(args.captures)
     wanted = [t.strip() for t in args.tables.split(",")] if args.tables else list(TABLES)
     unknown = [t for t in wanted if t not in TABLES]
     if unknown:
         raise UsageError(f"unknown table {unknown[0]!r} (known: {', '.join(TABLES)})")
-    _tune_gc()
-    # Writing to files, the big tables go out in pieces as they grow: memory stays flat.
+    options = _options(args)
+    local.tune_gc()
     writer = TableWriter(Path(args.out), args.format) if args.out else None
-    sink = TableSink(wanted, _record_options(args), spill=writer.write if writer else None)
-    stats = RunStats()
     bar, progress = _progress(args.captures)
     if bar is not None:
         bar.start()
     try:
-        sink.consume_all(iter_events(args.captures, _options(args), stats=stats, progress=progress))
+        run = local.analyze(args.captures, options, tables=wanted, writer=writer, progress=progress)
     finally:
         if bar is not None:
             bar.stop()
-    _check_something_read(stats, args.captures)
-    tables = {name: sink.columns(name) for name in TABLES if name in wanted or name in ("connections", "anomalies")}
-    for line in summary_lines(tables, stats.packets):
+    if run.stats.nothing_read:
+        raise _nothing_read(args.captures)
+    for line in summary_lines(run.summary):
         print(line)
-    if writer is not None:
-        for name in wanted:
-            writer.write(name, tables[name])
-        for path, rows in writer.close():
-            print(f"wrote {path} ({rows:,} rows)")
+    for path, rows in run.written:
+        print(f"wrote {path} ({rows:,} rows)")
     return 0
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from .cli_output import exchange_json, exchange_rows, exchange_text
-    from .engine import RunStats, iter_events
-    from .events import Exchange
-    from .filters import FilterError, compile_filter
-    from .tables.columns import TABLES
+    from kdissect.analysis.filters import compile_filter
+    from kdissect.engines import local
+    from kdissect.report.show import exchange_json, exchange_text
+    from kdissect.tables.columns import TABLES
 
     _check_readable(args.captures)
-    _tune_gc()
+    options = _options(args)
+    local.tune_gc()
     predicate = None
     if args.filter:
-        try:
-            predicate = compile_filter(args.filter, {name for name, _ in TABLES["exchanges"]})
-        except FilterError as exc:
-            raise UsageError(str(exc)) from None
-    stats = RunStats()
-    exchanges = (ev for ev in iter_events(args.captures, _options(args), stats=stats) if isinstance(ev, Exchange))
+        predicate = compile_filter(args.filter, {name for name, _ in TABLES["exchanges"]})
+    stats = local.RunStats()
     shown = 0
-    for ex, row in exchange_rows(exchanges):
-        if predicate is not None and not predicate(row):
-            continue
+    for ex, row in local.exchanges(args.captures, options, where=predicate, stats=stats):
         shown += 1
         if args.json:
             print(exchange_json(ex, row))
         else:
             for line in exchange_text(ex, row, args.full):
                 print(line)
-    _check_something_read(stats, args.captures)
+    if stats.nothing_read:
+        raise _nothing_read(args.captures)
     if not shown and not args.json:
         print("no matching Kafka exchanges")
     return 0
@@ -185,8 +163,8 @@ def _has_command(name: str) -> bool:
 
 def _live_source(args: argparse.Namespace, ports: tuple[int, ...]):
     """The device (``-i``) or the followed capture stream (``--read``); one-line errors."""
-    from .engines.live import CaptureUnavailable, PcapDevice, capture_filter
-    from .sources.follow import FollowedCapture
+    from kdissect.engines.live import CaptureUnavailable, PcapDevice, capture_filter
+    from kdissect.sources.follow import FollowedCapture
 
     if args.read is not None:
         if args.read != "-" and not Path(args.read).exists():
@@ -202,12 +180,13 @@ def _live_source(args: argparse.Namespace, ports: tuple[int, ...]):
 def cmd_live(args: argparse.Namespace) -> int:
     """Watch a device or a growing capture until Ctrl-C, SIGTERM, --duration or end of input."""
     import time
+    from dataclasses import replace
 
-    from .cli_output import TableWriter
-    from .connection import Options
-    from .engines.live import LiveOptions, LiveRun, StopSignals, report_input, run_loop
-    from .report.console import PlainView, RichView, summary_lines
-    from .tables.columns import TABLES
+    from kdissect.engines.live import LiveOptions, LiveRun, StopSignals, report_input, run_loop
+    from kdissect.engines.local import tune_gc
+    from kdissect.report.console import PlainView, RichView, summary_lines
+    from kdissect.tables.columns import TABLES
+    from kdissect.tables.writer import TableWriter
 
     wanted = [t.strip() for t in args.tables.split(",")] if args.tables else list(TABLES)
     unknown = [t for t in wanted if t not in TABLES]
@@ -218,11 +197,11 @@ def cmd_live(args: argparse.Namespace) -> int:
         raise UsageError("--report needs the HTML report builder (`kdissect report`), which this build lacks")
     if args.report and report_from is None:
         raise UsageError("--report is built from the raw packets: add --write FILE.pcapng")
-    ports = tuple(args.port) if args.port else Options().ports
-    source, title = _live_source(args, ports)
+    options = replace(_options(args), ports=tuple(args.port)) if args.port else _options(args)
+    source, title = _live_source(args, options.ports)
     metrics = None
     if args.metrics_port is not None:
-        from .engines.live_metrics import LiveMetrics
+        from kdissect.engines.live_metrics import LiveMetrics
 
         metrics = LiveMetrics(args.max_label_values)
         try:
@@ -231,13 +210,13 @@ def cmd_live(args: argparse.Namespace) -> int:
             raise UsageError(f"cannot serve metrics on port {args.metrics_port}: {exc.strerror}") from None
     recorder = None
     if args.write:
-        from .engines.pcapng_out import PcapngRecorder
+        from kdissect.engines.pcapng_out import PcapngRecorder
 
         recorder = PcapngRecorder(args.write)
     writer = TableWriter(Path(args.out), args.format) if args.out else None
-    _tune_gc()
-    opts = LiveOptions(Options(ports=ports), _record_options(args), wanted if writer else (),
-                       writer.write if writer else None, idle_timeout_s=args.idle_timeout)
+    tune_gc()
+    opts = LiveOptions(options, wanted if writer else (), writer.write if writer else None,
+                       idle_timeout_s=args.idle_timeout)
     run = LiveRun(opts, recorder=recorder, metrics=metrics)
     view = RichView(title) if sys.stdout.isatty() and not args.quiet else PlainView(args.interval)
     start = time.monotonic()
@@ -246,7 +225,7 @@ def cmd_live(args: argparse.Namespace) -> int:
             reason = run_loop(source, run, view, stop, duration=args.duration)
         finally:
             view.close()
-    for line in summary_lines(run, time.monotonic() - start, reason):
+    for line in summary_lines(run.figures, time.monotonic() - start, reason):
         print(line)
     if recorder is not None:
         print(f"wrote {args.write} ({recorder.packets:,} packets)")
@@ -323,7 +302,7 @@ def build_parser() -> argparse.ArgumentParser:
     keep_live.add_argument("--no-payloads", action="store_true", help="records table without keys/values")
     keep_live.add_argument("--preview", type=int, metavar="N", help="keep only the first N bytes of keys and values")
     li.add_argument("--max-decompressed", type=int, metavar="BYTES", help="cap on one batch's decompressed size")
-    li.set_defaults(func=cmd_live)
+    li.set_defaults(func=cmd_live, ports=None, no_auto_detect=False)
     return ap
 
 
@@ -334,7 +313,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except UsageError as exc:
+    except (UsageError, FilterError) as exc:  # a filter may also be refused while it runs (too large a value)
         print(f"kdissect: {safe_text(str(exc))}", file=sys.stderr)
         return 2
     except DecodeError as exc:

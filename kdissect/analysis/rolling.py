@@ -10,18 +10,12 @@ speed gives the same figures as the traffic did.
 from __future__ import annotations
 
 import random
-import uuid
 from collections import Counter, deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from ..cli_output import _quantile
-from ..decoders.error_codes import error_name
-from ..events import Exchange
-from ..tables.entries import Entry
-from ..tables.sink import _entries, _has_error, exchange_row, response_errors
+from kdissect.analysis.summary import quantile
 
-METADATA = 3
 OTHER = "(other)"
 NS = 1_000_000_000
 
@@ -77,7 +71,7 @@ class Sample:
 
 def percentiles(values: Iterable[float], qs: tuple[float, ...] = (0.5, 0.99)) -> tuple[float, ...] | None:
     ordered = sorted(values)
-    return tuple(_quantile(ordered, q) for q in qs) if ordered else None
+    return tuple(quantile(ordered, q) for q in qs) if ordered else None
 
 
 @dataclass(slots=True)
@@ -150,6 +144,10 @@ class RollingFigures:
         self.gaps = 0
         self.gap_bytes = 0
         self.exchanges = 0
+        # What the engine counts: the view shows them beside the figures.
+        self.packets = 0
+        self.open_connections = 0
+        self.kernel_drops = 0
         self.first_ns: int | None = None
         self.last_ns: int | None = None
 
@@ -235,50 +233,3 @@ class RollingFigures:
     def bucket_count(self) -> int:
         """Values held in the buckets (what stays flat on a long run)."""
         return sum(len(v) for s in self.seconds for v in s.latency.values())
-
-
-class ExchangeReader:
-    """Turns exchanges into :class:`Exchanged`, naming topics given by id (Fetch v13+, ...) from the
-    Metadata responses seen so far (at most ``max_topic_ids`` remembered)."""
-
-    def __init__(self, max_topic_ids: int = 100_000) -> None:
-        self.max_topic_ids = max_topic_ids
-        self.topic_names: dict[uuid.UUID, str] = {}
-
-    def read(self, ex: Exchange) -> Exchanged:
-        req, resp = ex.request, ex.response
-        errors = response_errors(_entries(resp, errors_only=True)) if _has_error(resp) else []
-        row = exchange_row(ex, errors)
-        if resp is not None and resp.api_key == METADATA:
-            self._learn(_entries(resp))
-        return Exchanged(
-            ts_ns=row["response_ts"] or row["request_ts"] or 0,
-            api=row["api_name"] or "?",
-            broker=f"{row['broker_ip']}:{row['broker_port']}" if row["broker_ip"] else "?",
-            client=f"{row['client_id'] or '-'} @ {row['client_ip']}" if row["client_ip"] else (row["client_id"] or "?"),
-            client_id=row["client_id"] or "-",
-            latency_ms=row["latency_ms"],
-            status=row["status"],
-            request_bytes=row["request_bytes"] or 0,
-            response_bytes=row["response_bytes"] or 0,
-            error_names=[error_name(code) for _, _, code in errors],
-            topics=self._topics(_entries(req)) if req is not None else [],
-        )
-
-    def _learn(self, entries: list[Entry]) -> None:
-        for e in entries:
-            ctx = e.context
-            known = ctx.topic is not None and ctx.topic_id is not None and ctx.topic_id.int
-            if known and len(self.topic_names) < self.max_topic_ids:
-                self.topic_names.setdefault(ctx.topic_id, ctx.topic)
-
-    def _topics(self, entries: list[Entry]) -> list[str]:
-        found: dict[str, None] = {}
-        for e in entries:
-            ctx = e.context
-            name = ctx.topic
-            if name is None and ctx.topic_id is not None and ctx.topic_id.int:
-                name = self.topic_names.get(ctx.topic_id, str(ctx.topic_id))
-            if name is not None:
-                found[name] = None
-        return list(found)

@@ -3,14 +3,14 @@ tables, metrics and a raw copy, until Ctrl-C, SIGTERM, ``--duration`` or the end
 
 The only module that opens a capture device. It feeds the same core as the local engine, one
 record at a time: :class:`~kdissect.sources.packets.PacketDecoder` ->
-:class:`~kdissect.pipeline.KafkaPipeline` -> :class:`~kdissect.tables.sink.TableSink` and
+:class:`~kdissect.kafka.pipeline.KafkaPipeline` -> :class:`~kdissect.tables.sink.TableSink` and
 :class:`~kdissect.analysis.rolling.RollingFigures`. Memory stays bounded on a run of days:
 connections silent for ``idle_timeout`` seconds end (open requests become ``unanswered``, their
 row is written), the core caps every per-connection buffer, figures roll over, and with ``--out``
 every table is written in pieces of ``spill_rows`` rows.
 
-libpcap is reached through scapy's ctypes binding (``scapy.libs.winpcapy``): scapy is already a
-dependency, and the binding costs about 2 µs per packet, far below what decoding costs.
+libpcap is reached through scapy's ctypes binding (``scapy.libs.winpcapy``, imported only when a
+device is opened): the binding costs about 2 µs per packet, far below what decoding costs.
 """
 
 from __future__ import annotations
@@ -24,17 +24,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from ..analysis.rolling import ExchangeReader, RollingFigures
-from ..connection import Options
-from ..engine import _source_anomaly
-from ..events import Anomaly, Exchange, KafkaEvent
-from ..pipeline import KafkaPipeline
-from ..reassembly.segment import TcpSegment
-from ..reassembly.tcp import TcpReassembler
-from ..sources.events import CaptureRecord, RecordEvent, SourceStats
-from ..sources.packets import PacketDecoder
-from ..tables.records import RecordOptions
-from ..tables.sink import Spill, TableSink
+from kdissect.analysis.rolling import RollingFigures
+from kdissect.engines.live_exchanges import ExchangeReader
+from kdissect.engines.local import _source_anomaly
+from kdissect.events import Anomaly, Exchange, KafkaEvent
+from kdissect.kafka.pipeline import KafkaPipeline
+from kdissect.options import Options
+from kdissect.sources.packets import PacketDecoder
+from kdissect.sources.segment import TcpSegment
+from kdissect.sources.shapes import CaptureRecord, RecordEvent, SourceStats
+from kdissect.tables.sink import Spill, TableSink
 
 SNAPLEN = 262_144
 KERNEL_BUFFER = 64 << 20  # libpcap's ring: absorbs bursts while Python decodes
@@ -182,7 +181,6 @@ class LiveOptions:
     """How a live run is wired (the command line's options, minus where the packets come from)."""
 
     options: Options = field(default_factory=Options)
-    records: RecordOptions = field(default_factory=RecordOptions)
     tables: Sequence[str] = ()  # tables to write (with ``spill``); none: no table rows are kept
     spill: Spill | None = None  # receives each table's rows in pieces (a TableWriter's ``write``)
     spill_rows: int = 50_000
@@ -198,10 +196,9 @@ class LiveRun:
         self.opts = opts
         self.stats = SourceStats()
         self.packets = PacketDecoder(stats=self.stats)
-        reassembler = TcpReassembler(idle_timeout_ns=int(opts.idle_timeout_s * 1e9))
-        self.pipeline = KafkaPipeline(opts.options, reassembler=reassembler)
+        self.pipeline = KafkaPipeline(opts.options, idle_timeout_ns=int(opts.idle_timeout_s * 1e9))
         self.sink = (
-            TableSink(opts.tables, opts.records, spill=opts.spill, spill_rows=opts.spill_rows)
+            TableSink(opts.tables, opts.options, spill=opts.spill, spill_rows=opts.spill_rows)
             if opts.spill is not None
             else None
         )
@@ -209,7 +206,6 @@ class LiveRun:
         self.reader = ExchangeReader()
         self.recorder = recorder
         self.metrics = metrics
-        self.kernel_drops = 0
         self.finished = False
 
     @property
@@ -265,14 +261,20 @@ class LiveRun:
 
     def tick(self, kernel_drops: int | None) -> None:
         """Once a second: libpcap's drop count and the gauges."""
-        if kernel_drops is not None and kernel_drops > self.kernel_drops:
+        figures = self.figures
+        if kernel_drops is not None and kernel_drops > figures.kernel_drops:
             if self.metrics is not None:
-                self.metrics.drops.inc(kernel_drops - self.kernel_drops)
-            self.kernel_drops = kernel_drops
+                self.metrics.drops.inc(kernel_drops - figures.kernel_drops)
+            figures.kernel_drops = kernel_drops
+        self._count()
         if self.metrics is not None:
             self.metrics.open_connections.set(self.open_connections)
         if self.recorder is not None:
             self.recorder.flush()
+
+    def _count(self) -> None:
+        self.figures.packets = self.stats.packets
+        self.figures.open_connections = self.open_connections
 
     def finish(self) -> None:
         """End of capture: every connection ends (open requests become ``unanswered``), the
@@ -288,6 +290,7 @@ class LiveRun:
             else:
                 self.events([_source_anomaly(item)])
         self.events(self.pipeline.finish())
+        self._count()
         if self.recorder is not None:
             self.recorder.close()
         if self.sink is not None and self.opts.spill is not None:
@@ -296,7 +299,7 @@ class LiveRun:
 
 
 class View(Protocol):
-    def update(self, run: LiveRun, elapsed: float) -> None: ...
+    def update(self, figures: RollingFigures, elapsed: float) -> None: ...
 
     def close(self) -> None: ...
 
@@ -359,12 +362,12 @@ def run_loop(
         if clock() >= next_refresh:
             next_refresh = clock() + refresh_s
             run.tick(drops() if drops else None)
-            view.update(run, clock() - start)
+            view.update(run.figures, clock() - start)
     if drops:
         run.tick(drops())  # libpcap's last count, before the device closes
     run.feed(source.close())
     run.finish()
-    view.update(run, clock() - start)
+    view.update(run.figures, clock() - start)
     view.close()
     return reason
 

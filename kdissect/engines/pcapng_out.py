@@ -12,11 +12,18 @@ from __future__ import annotations
 import struct
 from pathlib import Path
 
-from ..sources.events import CaptureRecord
-from ..sources.pcapng import EPB_TYPE
-from ..synth.pcapwrite import Interface, idb_block, pcapng_block, shb_block
+from kdissect.sources.pcapng import BYTE_ORDER_MAGIC, EPB_TYPE, IDB_TYPE, OPT_TSRESOL, SHB_TYPE
+from kdissect.sources.shapes import CaptureRecord
 
-_NS_RESOLUTION = 9  # if_tsresol: 10**-9 s
+_SECTION_HEADER = struct.pack("<IHHq", BYTE_ORDER_MAGIC, 1, 0, -1)  # little-endian, v1.0, length unknown
+_NS_RESOLUTION = struct.pack("<HHB3xHH", OPT_TSRESOL, 1, 9, 0, 0)  # if_tsresol 10**-9 s, then opt_endofopt
+
+
+def _block(block_type: int, body: bytes) -> bytes:
+    """A little-endian pcapng block: type, total length, body padded to 4 bytes, total length."""
+    body += b"\0" * (-len(body) % 4)
+    total = len(body) + 12
+    return struct.pack("<II", block_type, total) + body + struct.pack("<I", total)
 
 
 class PcapngRecorder:
@@ -27,17 +34,17 @@ class PcapngRecorder:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.packets = 0
         self._file = self.path.open("wb", buffering=1 << 20)
-        self._file.write(shb_block())
+        self._file.write(_block(SHB_TYPE, _SECTION_HEADER))
         self._interfaces: dict[int, int] = {}  # link type -> interface id
 
     def write(self, record: CaptureRecord) -> None:
         iface = self._interfaces.get(record.link_type)
         if iface is None:
             iface = self._interfaces[record.link_type] = len(self._interfaces)
-            self._file.write(idb_block(Interface(record.link_type, 0, _NS_RESOLUTION)))
+            self._file.write(_block(IDB_TYPE, struct.pack("<HHI", record.link_type, 0, 0) + _NS_RESOLUTION))
         ts = record.ts_ns
         head = struct.pack("<IIIII", iface, ts >> 32, ts & 0xFFFFFFFF, len(record.data), record.orig_len)
-        self._file.write(pcapng_block(EPB_TYPE, head + record.data))
+        self._file.write(_block(EPB_TYPE, head + record.data))
         self.packets += 1
 
     def flush(self) -> None:

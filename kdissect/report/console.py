@@ -2,29 +2,22 @@
 (non-interactive output, ``--quiet``), and the summary printed when the run stops.
 
 Every string from the wire (API names of unknown keys, client ids, topics, hosts, error names)
-goes through :func:`kdissect.render.safe_text` and into rich as ``Text``, never as markup.
+goes through :func:`kdissect.report.render.safe_text` and into rich as ``Text``, never as markup.
 """
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, TextIO
+from typing import TextIO
 
-from ..analysis.rolling import RollingFigures, percentiles
-from ..cli_output import _WHY, _row
-from ..render import safe_text
-
-if TYPE_CHECKING:
-    from ..engines.live import LiveRun
+from kdissect.analysis.rolling import RollingFigures, percentiles
+from kdissect.report.render import safe_text
+from kdissect.report.terminal import _WHY, _ms, _row
 
 LATENCY_SPAN = 10  # seconds of traffic the percentiles cover
 RATE_SPAN = 5  # seconds the rates average over
 TOP = 8
-
-
-def _ms(value: float | None) -> str:
-    return "-" if value is None else f"{value:.2f}"
 
 
 def _rate_bytes(n: float) -> str:
@@ -40,15 +33,14 @@ def _overall(figures: RollingFigures) -> tuple[float, ...] | None:
     return percentiles(values)
 
 
-def headline(run: LiveRun, elapsed: float) -> str:
-    f = run.figures
+def headline(f: RollingFigures, elapsed: float) -> str:
     req_s, bytes_s = f.rates(RATE_SPAN)
     pct = _overall(f)
     latency = f"p50 {_ms(pct[0])} ms, p99 {_ms(pct[1])} ms" if pct else "no latency yet"
     return (
-        f"{elapsed:,.0f}s: {run.stats.packets:,} packets, {f.exchanges:,} exchanges, {req_s:,.1f} req/s, "
+        f"{elapsed:,.0f}s: {f.packets:,} packets, {f.exchanges:,} exchanges, {req_s:,.1f} req/s, "
         f"{_rate_bytes(bytes_s)}, {latency}, {f.statuses['error']:,} errors, "
-        f"{run.open_connections} open connections, {run.kernel_drops:,} kernel drops, {f.gaps:,} gaps"
+        f"{f.open_connections} open connections, {f.kernel_drops:,} kernel drops, {f.gaps:,} gaps"
     )
 
 
@@ -63,11 +55,11 @@ class PlainView:
         self.interval, self.out = interval, out or sys.stdout
         self._next = interval
 
-    def update(self, run: LiveRun, elapsed: float) -> None:
+    def update(self, f: RollingFigures, elapsed: float) -> None:
         if elapsed + 1e-6 < self._next:
             return
         self._next = elapsed + self.interval
-        print(f"live {headline(run, elapsed)}", file=self.out, flush=True)
+        print(f"live {headline(f, elapsed)}", file=self.out, flush=True)
 
     def close(self) -> None:
         """The summary follows; nothing to tear down."""
@@ -85,16 +77,15 @@ class RichView:
         self.live = Live(console=self.console, auto_refresh=False, transient=False)
         self.live.start()
 
-    def update(self, run: LiveRun, elapsed: float) -> None:
-        self.live.update(self.render(run, elapsed), refresh=True)
+    def update(self, f: RollingFigures, elapsed: float) -> None:
+        self.live.update(self.render(f, elapsed), refresh=True)
 
-    def render(self, run: LiveRun, elapsed: float):
+    def render(self, f: RollingFigures, elapsed: float):
         from rich.columns import Columns
         from rich.console import Group
         from rich.table import Table
         from rich.text import Text
 
-        f = run.figures
         apis = Table(title=f"last {LATENCY_SPAN} s by API and broker", title_justify="left")
         for name, justify in (
             ("api", "left"),
@@ -125,20 +116,19 @@ class RichView:
             for name, n in _top(counter):
                 box.add_row(Text(safe_text(name)), f"{n:,}")
             boxes.append(box)
-        head = Text(f"kdissect live — {safe_text(self.title)} — {headline(run, elapsed)}")
+        head = Text(f"kdissect live — {safe_text(self.title)} — {headline(f, elapsed)}")
         return Group(head, apis, Columns(boxes))
 
     def close(self) -> None:
         self.live.stop()
 
 
-def summary_lines(run: LiveRun, elapsed: float, reason: str) -> list[str]:
+def summary_lines(f: RollingFigures, elapsed: float, reason: str) -> list[str]:
     """Whole-run figures: exchanges by API (percentiles from a bounded sample), statuses, errors by
     name, top clients, anomalies."""
-    f = run.figures
     lines = [
-        f"stopped ({reason}) after {elapsed:,.1f} s: {run.stats.packets:,} packets, {f.exchanges:,} exchanges, "
-        f"{run.kernel_drops:,} kernel drops, {f.gaps:,} reassembly gaps"
+        f"stopped ({reason}) after {elapsed:,.1f} s: {f.packets:,} packets, {f.exchanges:,} exchanges, "
+        f"{f.kernel_drops:,} kernel drops, {f.gaps:,} reassembly gaps"
     ]
     if f.apis:
         lines += ["", _row(("api", "count", "p50 ms", "p99 ms", "max ms", "errors", "unanswered"))]

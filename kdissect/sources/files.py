@@ -11,11 +11,11 @@ from collections.abc import Iterable, Iterator
 from contextlib import ExitStack
 from typing import BinaryIO
 
-from kdissect.sources.capture import CaptureDecoder
+from kdissect.sources.decoder import CaptureDecoder
 from kdissect.sources.defrag import DefragLimits
-from kdissect.sources.events import SourceAnomaly, SourceEvent, SourceStats
-from kdissect.sources.framing import ReaderLimits
 from kdissect.sources.gunzip import GZIP_MAGIC, GzipStream
+from kdissect.sources.record_loop import ReaderLimits
+from kdissect.sources.shapes import SourceAnomaly, SourceEvent, SourceStats
 
 DEFAULT_CHUNK_SIZE = 1 << 20
 

@@ -26,9 +26,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from kdissect.sources.events import RecordEvent
-from kdissect.sources.framing import ReaderLimits
 from kdissect.sources.reader import CaptureParser
+from kdissect.sources.record_loop import ReaderLimits
+from kdissect.sources.shapes import RecordEvent
 
 CHUNK = 1 << 20
 _COMPRESSED = (".gz", ".zst", ".xz", ".bz2", ".zip")
