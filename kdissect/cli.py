@@ -121,7 +121,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
             bar.stop()
     if run.stats.nothing_read:
         raise _nothing_read(args.captures)
-    for line in summary_lines(run.summary):
+    for line in summary_lines(run.summary, args.captures):
         print(line)
     for path, rows in run.written:
         print(f"wrote {path} ({rows:,} rows)")
@@ -238,6 +238,23 @@ def cmd_live(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_report(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
+    from kdissect.analysis.frames import analysis_frames
+    from kdissect.engines import local
+    from kdissect.report.build import write_report
+
+    _check_readable(args.captures)
+    local.tune_gc()
+    run = local.analyze(args.captures, replace(_options(args), payloads=LENGTHS_ONLY))  # sizes are enough
+    if run.stats.nothing_read:
+        raise _nothing_read(args.captures)
+    out = write_report(analysis_frames(run.tables), run.summary, args.captures, Path(args.output), args.format)
+    print(f"wrote {safe_text(str(out))} ({out.stat().st_size:,} bytes)")
+    return 0
+
+
 def _capture_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("captures", nargs="+", metavar="CAPTURE", help="pcap/pcapng files (gzip allowed)")
     p.add_argument("--ports", help="comma-separated broker ports (default 9092,9093,9094)")
@@ -303,6 +320,12 @@ def build_parser() -> argparse.ArgumentParser:
     keep_live.add_argument("--preview", type=int, metavar="N", help="keep only the first N bytes of keys and values")
     li.add_argument("--max-decompressed", type=int, metavar="BYTES", help="cap on one batch's decompressed size")
     li.set_defaults(func=cmd_live, ports=None, no_auto_detect=False)
+
+    r = sub.add_parser("report", help="write a report: latency, errors, groups, lag, transactions, topology, plots")
+    _capture_args(r)
+    r.add_argument("-o", "--output", required=True, metavar="FILE", help="where to write it, e.g. report.html")
+    r.add_argument("--format", choices=("html", "md", "json"), help="default: from FILE's extension, else html")
+    r.set_defaults(func=cmd_report)
     return ap
 
 

@@ -11,8 +11,9 @@ from collections.abc import Iterator
 from typing import Any
 
 # C0/C1 controls, line/paragraph separators, bidi embeddings/overrides/isolates and marks (LRM, RLM,
-# ALM), and invisible characters (zero-width space/joiners, word joiner, invisible operators, BOM).
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
+# ALM), and invisible characters (zero-width space/joiners, word joiner, invisible operators, BOM,
+# interlinear annotation marks).
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff\ufff9-\ufffb]")
 
 
 def safe_text(s: str) -> str:

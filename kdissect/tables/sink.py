@@ -16,7 +16,8 @@ from ..decoders.entities import Entry, has_error, is_error_field, walk
 from ..decoders.error_codes import error_name, is_retriable
 from ..events import Anomaly, ConnectionSummary, Exchange, KafkaEvent, KafkaMessage
 from ..options import Options
-from .columns import TABLES, TCP_COUNTERS, Parts, Runs
+from .columns import DETAIL_TABLES, TABLES, TCP_COUNTERS, Parts, Runs
+from .details import DetailRows
 from .record_rows import add_records, batch_rows, produce_base_offsets, record_fields
 from .rows import TableRows
 
@@ -25,7 +26,7 @@ _NOT_PARTITION_TRAFFIC = apis.keys_with(apis.CLUSTER_STATE)
 _PARTITION_VALUES = ("fetch_offset", "committed_offset", "offset", "base_offset", "high_watermark",
                      "last_stable_offset", "log_start_offset", "timestamp", "leader_epoch")
 # Tables whose rows grow with the traffic's volume (not its request count) and that no summary reads.
-SPILLABLE = ("records", "batches", "partitions", "errors")
+SPILLABLE = ("records", "batches", "partitions", "errors", "metadata_partitions")
 Columns = Mapping[str, list[Any] | Runs | Parts]  # a table's values per column name
 Spill = Callable[[str, Columns], None]
 
@@ -119,6 +120,7 @@ class TableSink:
         self.rows: dict[str, TableRows] = {name: TableRows(name) for name in TABLES}
         self.topic_names: dict[uuid.UUID, str] = {}
         self._brokers_seen: set[tuple] = set()
+        self.details = DetailRows(self.wanted & set(DETAIL_TABLES))
 
     def consume(self, event: KafkaEvent) -> None:
         if isinstance(event, Exchange):
@@ -157,6 +159,8 @@ class TableSink:
             self._broker_rows(resp, resp_entries)
         if self.wanted & {"records", "batches"}:
             self._record_rows(ex, req_entries, resp_entries)
+        if self.details.wanted:
+            self.details.add(ex, self.rows)
         if self.spill is not None:
             for name in SPILLABLE:
                 if len(self.rows[name]) >= self.spill_rows:
