@@ -14,7 +14,7 @@ from collections import Counter, deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from kdissect.analysis.summary import quantile
+from kdissect.analysis.latency import quantile
 
 OTHER = "(other)"
 NS = 1_000_000_000

@@ -33,14 +33,15 @@ from kdissect.options import Options
 from kdissect.sources.packets import PacketDecoder
 from kdissect.sources.segment import TcpSegment
 from kdissect.sources.shapes import CaptureRecord, RecordEvent, SourceStats
-from kdissect.tables.sink import Spill, TableSink
+from kdissect.tables.columns import TABLES
+from kdissect.tables.sink import SPILLABLE, Spill, TableSink
 
 SNAPLEN = 262_144
 KERNEL_BUFFER = 64 << 20  # libpcap's ring: absorbs bursts while Python decodes
 POLL_MS = 50  # libpcap's block timeout: the longest a packet waits in the kernel ring
 IDLE_SLEEP = 0.005  # between polls of an empty ring
 MAX_BATCH = 4096  # records taken per poll, so the view refreshes even under full load
-_NOT_SPILLED_BY_SINK = ("exchanges", "connections", "anomalies")  # the sink spills the others itself
+_NOT_SPILLED_BY_SINK = tuple(t for t in TABLES if t not in SPILLABLE)  # the sink spills the others itself
 
 
 class CaptureUnavailable(Exception):

@@ -13,7 +13,7 @@ from typing import TextIO
 
 from kdissect.analysis.rolling import RollingFigures, percentiles
 from kdissect.report.render import safe_text
-from kdissect.report.terminal import _WHY, _ms, _row
+from kdissect.report.terminal import ANOMALY_MEANING, _ms, _row
 
 LATENCY_SPAN = 10  # seconds of traffic the percentiles cover
 RATE_SPAN = 5  # seconds the rates average over
@@ -157,6 +157,6 @@ def summary_lines(f: RollingFigures, elapsed: float, reason: str) -> list[str]:
     if f.anomalies:
         lines += ["", "not decoded / anomalies:"]
         for kind in sorted(f.anomalies):
-            why = f" — {_WHY[kind]}" if kind in _WHY else ""
+            why = f" — {ANOMALY_MEANING[kind]}" if kind in ANOMALY_MEANING else ""
             lines.append(f"  {safe_text(kind)}: {f.anomalies[kind]:,}{why}")
     return lines

@@ -47,6 +47,12 @@ WAIT_ON_PURPOSE = {"Fetch": "long poll up to max_wait_ms", "JoinGroup": "rebalan
 _API_COLUMNS = ("api", "count", "p50 ms", "p90 ms", "p99 ms", "max ms", "errors", "unanswered")
 
 
+def _row(row: tuple) -> str:
+    """A fixed-width API row (the live console's table)."""
+    name, *rest = row
+    return f"{name:<28} {rest[0]:>7} {rest[1]:>9} {rest[2]:>9} {rest[3]:>9} {rest[4]:>7} {rest[5]:>10}"
+
+
 def _table(header: Sequence[str], rows: list[Sequence[str]]) -> list[str]:
     """Left-aligned first column, right-aligned numbers, widths fitted to the content."""
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]

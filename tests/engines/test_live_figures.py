@@ -8,8 +8,8 @@ from pathlib import Path
 
 from rich.console import Console
 
+from kdissect.analysis.latency import quantile as _quantile
 from kdissect.analysis.rolling import NS, OTHER, Exchanged, LabelCap, RollingFigures, percentiles
-from kdissect.analysis.summary import quantile as _quantile
 from kdissect.engines.live import LiveOptions, LiveRun
 from kdissect.engines.live_metrics import LiveMetrics
 from kdissect.report.console import PlainView, RichView, summary_lines
