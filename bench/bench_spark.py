@@ -26,10 +26,10 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from kdissect.reassembly.segment import TcpSegment  # noqa: E402
-from kdissect.sources.events import CaptureRecord  # noqa: E402
 from kdissect.sources.files import iter_capture  # noqa: E402
 from kdissect.sources.reader import CaptureParser  # noqa: E402
+from kdissect.sources.segment import TcpSegment  # noqa: E402
+from kdissect.sources.shapes import CaptureRecord  # noqa: E402
 
 MB = 1 << 20
 

@@ -1,18 +1,26 @@
-"""Command line: parses arguments and hands off to the library; prints, never decodes itself."""
+"""Command line: parses arguments, makes one call into an engine (local, live or Spark) or the
+decoders, prints the report; never decodes or wires stages itself."""
 
 from __future__ import annotations
 
 import argparse
-import gc
 import json
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from . import __version__
-from .decoders import DecodeError, decode_request, decode_response
-from .render import safe_text, to_jsonable, tree_lines
-from .sources.events import CaptureFormatError
+from kdissect import __version__
+from kdissect.analysis.filters import FilterError
+from kdissect.decoders import DecodeError, decode_request, decode_response
+from kdissect.decoders.jsonable import to_jsonable
+from kdissect.decoders.records import LENGTHS_ONLY, Limits, Payloads
+from kdissect.options import Options
+from kdissect.report.render import safe_text, tree_lines
+from kdissect.sources.shapes import CaptureFormatError
+
+if TYPE_CHECKING:
+    from kdissect.analysis.summary import Summary
 
 
 class UsageError(Exception):
@@ -51,11 +59,22 @@ def cmd_decode(args: argparse.Namespace) -> int:
     return 0
 
 
-def _options(args: argparse.Namespace):
-    from .connection import Options
-
-    ports = tuple(int(p) for p in args.ports.split(",") if p.strip()) if args.ports else Options().ports
-    return Options(ports=ports, auto_detect=not args.no_auto_detect)
+def _options(args: argparse.Namespace) -> Options:
+    """The run's settings from the command line (record settings only where the command has them)."""
+    knobs: dict = {"auto_detect": not args.no_auto_detect}
+    if args.ports:
+        knobs["ports"] = tuple(int(p) for p in args.ports.split(",") if p.strip())
+    if getattr(args, "max_decompressed", None) is not None:
+        if args.max_decompressed < 1:
+            raise UsageError("--max-decompressed takes a number of bytes >= 1")
+        knobs["limits"] = Limits(max_decompressed=args.max_decompressed)
+    if getattr(args, "no_payloads", False):
+        knobs["payloads"] = LENGTHS_ONLY
+    elif getattr(args, "preview", None) is not None:
+        if args.preview < 0:
+            raise UsageError("--preview takes a number of bytes >= 0")
+        knobs["payloads"] = Payloads.preview(args.preview)
+    return Options(**knobs)
 
 
 def _progress(paths: list[str]):
@@ -64,27 +83,11 @@ def _progress(paths: list[str]):
         return None, None
     from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn, TransferSpeedColumn
 
-    total = sum(Path(p).stat().st_size for p in paths)
+    total = _total_size(paths)
     bar = Progress("[progress.description]{task.description}", BarColumn(), DownloadColumn(), TransferSpeedColumn(),
                    TimeRemainingColumn(), transient=True)
     task = bar.add_task("reading", total=total)
     return bar, lambda n: bar.advance(task, n)
-
-
-def _record_options(args: argparse.Namespace):
-    from .decoders.records import FULL, LENGTHS_ONLY, Limits, Payloads
-    from .tables.records import RecordOptions
-
-    if args.max_decompressed is not None and args.max_decompressed < 1:
-        raise UsageError("--max-decompressed takes a number of bytes >= 1")
-    limits = Limits() if args.max_decompressed is None else Limits(max_decompressed=args.max_decompressed)
-    if args.no_payloads:
-        return RecordOptions(payloads=LENGTHS_ONLY, limits=limits)
-    if args.preview is not None:
-        if args.preview < 0:
-            raise UsageError("--preview takes a number of bytes >= 0")
-        return RecordOptions(payloads=Payloads.preview(args.preview), limits=limits)
-    return RecordOptions(payloads=FULL, limits=limits)
 
 
 def _check_readable(paths: list[str]) -> None:
@@ -94,122 +97,204 @@ def _check_readable(paths: list[str]) -> None:
             raise UsageError(f"cannot read {p}: no such file")
 
 
-def _check_something_read(stats, captures: list[str]) -> None:
-    """Damage is reported in the output; only a capture with no readable packet at all fails."""
-    if stats.packets == 0 and stats.source_anomalies:
-        raise UsageError(f"nothing could be read from {', '.join(captures)}")
-
-
-def _tune_gc() -> None:
-    """A run allocates millions of short-lived objects while the tables' rows pile up; the default
-    young-generation threshold (700) makes the collector rescan them so often that it took about a
-    fifth of a full ``analyze`` (``bench/bench_pipeline.py``). Collect less often, and never rescan
-    what the imports made."""
-    gc.freeze()
-    gc.set_threshold(100_000, 50, 100)
-
-
 # From this much input on, a run takes long enough for a Spark cluster to be worth suggesting (on one
 # machine the local engine stays faster: bench/bench_spark.py, reports/spark-benchmark-2026-11-24.md).
 SPARK_HINT_BYTES = 200 << 20
 
 
+def _total_size(paths: list[str]) -> int:
+    return sum(Path(p).stat().st_size for p in paths if Path(p).is_file())
+
+
 def _hint_spark(paths: list[str]) -> None:
-    total = sum(Path(p).stat().st_size for p in paths)
+    total = _total_size(paths)
     if total >= SPARK_HINT_BYTES:
         print(f"kdissect: hint: {total / (1 << 20):,.0f} MiB of captures; `--engine spark --master URL` spreads "
               "the work over a Spark cluster", file=sys.stderr)
 
 
-def _analyze_spark(args: argparse.Namespace, wanted: list[str]) -> int:
-    from .cli_output import summary_text
-    from .engines.spark import analyze
+def _analyze_spark(args: argparse.Namespace, wanted: list[str], options: Options) -> int:
+    from kdissect.engines.spark import analyze
 
     if args.format != "parquet":
         raise UsageError("--engine spark writes parquet only")
-    run = analyze(args.captures, master=args.master, out=args.out, tables=wanted, options=_options(args),
-                  records=_record_options(args))
-    for line in run.errors:
+    run = analyze(args.captures, master=args.master, out=args.out, tables=wanted, options=options)
+    return _analyzed(args.captures, run.errors, run.summary, run.written)
+
+
+def _unread(captures: list[str], errors: list[str], nothing_read: bool) -> bool:
+    """A line per file that could not be read (the others were analysed, whatever the engine), and
+    whether nothing at all could be read (said in one more line unless a file's line said why)."""
+    for line in errors:
         print(f"kdissect: {safe_text(line)}", file=sys.stderr)
-    if run.figures.packets == 0 and run.errors:
-        raise UsageError(f"nothing could be read from {', '.join(args.captures)}")
-    for line in summary_text(run.figures):
+    if nothing_read and not errors:
+        print(f"kdissect: nothing could be read from {safe_text(', '.join(captures))}", file=sys.stderr)
+    return nothing_read
+
+
+def _analyzed(captures: list[str], errors: list[str], summary: Summary, written: list) -> int:
+    """What both engines print after a run; exit status 1 when nothing at all could be read."""
+    from kdissect.report.terminal import summary_lines
+
+    if _unread(captures, errors, summary.packets == 0 and bool(errors or summary.capture.get("anomalies"))):
+        return 1
+    for line in summary_lines(summary, captures):
         print(line)
-    for path, rows in run.written:
+    for path, rows in written:
         print(f"wrote {path} ({rows:,} rows)")
     return 0
 
 
 def cmd_analyze(args: argparse.Namespace) -> int:
-    from .cli_output import TableWriter, summary_lines
-    from .engine import RunStats, iter_events
-    from .tables.columns import TABLES
-    from .tables.sink import TableSink
+    from kdissect.engines import local
+    from kdissect.tables.columns import TABLES
+    from kdissect.tables.writer import TableWriter
 
     wanted = [t.strip() for t in args.tables.split(",")] if args.tables else list(TABLES)
     unknown = [t for t in wanted if t not in TABLES]
     if unknown:
         raise UsageError(f"unknown table {unknown[0]!r} (known: {', '.join(TABLES)})")
+    options = _options(args)
     if args.engine == "spark":
-        return _analyze_spark(args, wanted)
-    _check_readable(args.captures)
+        return _analyze_spark(args, wanted, options)
     _hint_spark(args.captures)
-    _tune_gc()
-    # Writing to files, the big tables go out in pieces as they grow: memory stays flat.
+    local.tune_gc()
     writer = TableWriter(Path(args.out), args.format) if args.out else None
-    sink = TableSink(wanted, _record_options(args), spill=writer.write if writer else None)
-    stats = RunStats()
     bar, progress = _progress(args.captures)
     if bar is not None:
         bar.start()
     try:
-        sink.consume_all(iter_events(args.captures, _options(args), stats=stats, progress=progress,
-                                     opened=sink.connection_sources))
+        run = local.analyze(args.captures, options, tables=wanted, writer=writer, progress=progress)
     finally:
         if bar is not None:
             bar.stop()
-    _check_something_read(stats, args.captures)
-    tables = {name: sink.columns(name) for name in TABLES if name in wanted or name in ("connections", "anomalies")}
-    for line in summary_lines(tables, stats.packets):
-        print(line)
-    if writer is not None:
-        for name in wanted:
-            writer.write(name, tables[name])
-        for path, rows in writer.close():
-            print(f"wrote {path} ({rows:,} rows)")
-    return 0
+    return _analyzed(args.captures, run.stats.errors, run.summary, run.written)
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from .cli_output import exchange_json, exchange_rows, exchange_text
-    from .engine import RunStats, iter_events
-    from .events import Exchange
-    from .filters import FilterError, compile_filter
-    from .tables.columns import TABLES
+    from kdissect.analysis.filters import compile_filter
+    from kdissect.engines import local
+    from kdissect.report.show import exchange_json, exchange_text
+    from kdissect.tables.columns import TABLES
 
     _check_readable(args.captures)
-    _tune_gc()
+    options = _options(args)
+    local.tune_gc()
     predicate = None
     if args.filter:
-        try:
-            predicate = compile_filter(args.filter, {name for name, _ in TABLES["exchanges"]})
-        except FilterError as exc:
-            raise UsageError(str(exc)) from None
-    stats = RunStats()
-    exchanges = (ev for ev in iter_events(args.captures, _options(args), stats=stats) if isinstance(ev, Exchange))
+        predicate = compile_filter(args.filter, {name for name, _ in TABLES["exchanges"]})
+    stats = local.RunStats()
     shown = 0
-    for ex, row in exchange_rows(exchanges):
-        if predicate is not None and not predicate(row):
-            continue
+    for ex, row in local.exchanges(args.captures, options, where=predicate, stats=stats):
         shown += 1
         if args.json:
             print(exchange_json(ex, row))
         else:
             for line in exchange_text(ex, row, args.full):
                 print(line)
-    _check_something_read(stats, args.captures)
+    if _unread(args.captures, stats.errors, stats.nothing_read):
+        return 1
     if not shown and not args.json:
         print("no matching Kafka exchanges")
+    return 0
+
+
+def _has_command(name: str) -> bool:
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    return name in sub.choices
+
+
+def _live_source(args: argparse.Namespace, ports: tuple[int, ...]):
+    """The device (``-i``) or the followed capture stream (``--read``); one-line errors."""
+    from kdissect.engines.live import CaptureUnavailable, PcapDevice, capture_filter
+    from kdissect.sources.follow import FollowedCapture
+
+    if args.read is not None:
+        if args.read != "-" and not Path(args.read).exists():
+            raise UsageError(f"cannot read {args.read}: no such file or directory")
+        return FollowedCapture(args.read, follow=not args.no_follow), args.read
+    bpf = capture_filter(ports if args.port else (), args.bpf)
+    try:
+        return PcapDevice(args.interface, bpf), f"{args.interface}, filter {bpf!r}"
+    except CaptureUnavailable as exc:
+        raise UsageError(str(exc)) from None
+
+
+def cmd_live(args: argparse.Namespace) -> int:
+    """Watch a device or a growing capture until Ctrl-C, SIGTERM, --duration or end of input."""
+    import time
+    from dataclasses import replace
+
+    from kdissect.engines.live import LiveOptions, LiveRun, StopSignals, report_input, run_loop
+    from kdissect.engines.local import tune_gc
+    from kdissect.report.console import PlainView, RichView, summary_lines
+    from kdissect.tables.columns import TABLES
+    from kdissect.tables.writer import TableWriter
+
+    wanted = [t.strip() for t in args.tables.split(",")] if args.tables else list(TABLES)
+    unknown = [t for t in wanted if t not in TABLES]
+    if unknown:
+        raise UsageError(f"unknown table {unknown[0]!r} (known: {', '.join(TABLES)})")
+    report_from = report_input(args.read, args.write) if args.report else None
+    if args.report and not _has_command("report"):
+        raise UsageError("--report needs the HTML report builder (`kdissect report`), which this build lacks")
+    if args.report and report_from is None:
+        raise UsageError("--report is built from the raw packets: add --write FILE.pcapng")
+    options = replace(_options(args), ports=tuple(args.port)) if args.port else _options(args)
+    source, title = _live_source(args, options.ports)
+    metrics = None
+    if args.metrics_port is not None:
+        from kdissect.engines.live_metrics import LiveMetrics
+
+        metrics = LiveMetrics(args.max_label_values)
+        try:
+            metrics.serve(args.metrics_port)
+        except OSError as exc:
+            raise UsageError(f"cannot serve metrics on port {args.metrics_port}: {exc.strerror}") from None
+    recorder = None
+    if args.write:
+        from kdissect.engines.pcapng_out import PcapngRecorder
+
+        recorder = PcapngRecorder(args.write)
+    writer = TableWriter(Path(args.out), args.format) if args.out else None
+    tune_gc()
+    opts = LiveOptions(options, wanted if writer else (), writer.write if writer else None,
+                       idle_timeout_s=args.idle_timeout)
+    run = LiveRun(opts, recorder=recorder, metrics=metrics)
+    view = RichView(title) if sys.stdout.isatty() and not args.quiet else PlainView(args.interval)
+    start = time.monotonic()
+    with StopSignals(on_second=recorder.flush if recorder else None) as stop:
+        try:
+            reason = run_loop(source, run, view, stop, duration=args.duration)
+        finally:
+            view.close()
+    for line in summary_lines(run.figures, time.monotonic() - start, reason):
+        print(line)
+    if recorder is not None:
+        print(f"wrote {args.write} ({recorder.packets:,} packets)")
+    if writer is not None:
+        for path, rows in writer.close():
+            print(f"wrote {path} ({rows:,} rows)")
+    if args.report:
+        sys.stdout.flush()
+        return main(["report", str(report_from), "-o", args.report])
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
+    from kdissect.analysis.frames import analysis_frames
+    from kdissect.engines import local
+    from kdissect.report.build import write_report
+
+    _check_readable(args.captures)
+    local.tune_gc()
+    run = local.analyze(args.captures, replace(_options(args), payloads=LENGTHS_ONLY))  # sizes are enough
+    if _unread(args.captures, run.stats.errors, run.stats.nothing_read):
+        return 1
+    out = write_report(analysis_frames(run.tables), run.summary, args.captures, Path(args.output), args.format)
+    print(f"wrote {safe_text(str(out))} ({out.stat().st_size:,} bytes)")
     return 0
 
 
@@ -253,6 +338,40 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--filter", help='expression over exchange columns, e.g. api_name == "Produce" and latency_ms > 100')
     s.add_argument("--full", action="store_true", help="show long byte values in full")
     s.set_defaults(func=cmd_show)
+
+    li = sub.add_parser("live", help="watch a broker or client in real time (a device, or a growing capture)")
+    src = li.add_mutually_exclusive_group(required=True)
+    src.add_argument("-i", "--interface", help="capture on this interface (libpcap; `any` for all)")
+    src.add_argument("--read", metavar="FILE|-",
+                     help="a capture being written, a rotated-capture directory, or - (stdin)")
+    li.add_argument("--port", type=int, action="append", help="broker port (repeatable); the kernel filter keeps only "
+                    "these. Default: 9092-9094 plus auto-detection, which needs every TCP packet")
+    li.add_argument("--bpf", help="kernel capture filter instead of the one made from --port")
+    li.add_argument("--duration", type=float, metavar="S", help="stop after S seconds")
+    li.add_argument("--write", metavar="FILE.pcapng", help="also write every captured packet to this pcapng file")
+    li.add_argument("--out", help="directory to write tables to, in pieces as they grow (DIR/<table>.<ext>)")
+    li.add_argument("--format", choices=("parquet", "csv", "jsonl"), default="parquet")
+    li.add_argument("--tables", help="comma-separated tables to write (default: all)")
+    li.add_argument("--report", metavar="FILE.html", help="at the end, an HTML report of the raw packets (--write)")
+    li.add_argument("--metrics-port", type=int, metavar="N", help="serve Prometheus metrics on this port")
+    li.add_argument("--max-label-values", type=int, default=100, metavar="N",
+                    help="distinct brokers/client ids per metric label before `(other)` (default 100)")
+    li.add_argument("--quiet", action="store_true", help="a plain line every --interval seconds, no live table")
+    li.add_argument("--interval", type=float, default=10.0, metavar="S", help="seconds between plain lines")
+    li.add_argument("--no-follow", action="store_true", help="--read FILE: stop at its current end")
+    li.add_argument("--idle-timeout", type=float, default=600.0, metavar="S",
+                    help="end connections silent this long (their rows are written; default 600)")
+    keep_live = li.add_mutually_exclusive_group()
+    keep_live.add_argument("--no-payloads", action="store_true", help="records table without keys/values")
+    keep_live.add_argument("--preview", type=int, metavar="N", help="keep only the first N bytes of keys and values")
+    li.add_argument("--max-decompressed", type=int, metavar="BYTES", help="cap on one batch's decompressed size")
+    li.set_defaults(func=cmd_live, ports=None, no_auto_detect=False)
+
+    r = sub.add_parser("report", help="write a report: latency, errors, groups, lag, transactions, topology, plots")
+    _capture_args(r)
+    r.add_argument("-o", "--output", required=True, metavar="FILE", help="where to write it, e.g. report.html")
+    r.add_argument("--format", choices=("html", "md", "json"), help="default: from FILE's extension, else html")
+    r.set_defaults(func=cmd_report)
     return ap
 
 
@@ -263,7 +382,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except UsageError as exc:
+    except (UsageError, FilterError) as exc:  # a filter may also be refused while it runs (too large a value)
         print(f"kdissect: {safe_text(str(exc))}", file=sys.stderr)
         return 2
     except DecodeError as exc:

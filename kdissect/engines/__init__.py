@@ -1,1 +1,32 @@
-"""Engines wire sources to the core pipeline and to sinks: local (default) and spark (PySpark)."""
+"""Engines are the only wiring: they feed a source's TCP segments to the core and its events to sinks.
+
+Exports nothing itself; import the engine you need (``kdissect.engines.local``) so that
+``import kdissect`` loads no engine's dependencies.
+
+The core an engine drives, and the surface every engine shares:
+
+- ``KafkaPipeline(options)`` (``kdissect.kafka.pipeline``): sans-I/O, ``feed(segment)`` and
+  ``finish()`` return Kafka events (exchanges, anomalies, connection summaries). One pipeline
+  per independent stream of segments: a local run, a live capture, a Spark task's share.
+- ``TableSink(tables, options, spill=...)`` (``kdissect.tables.sink``) turns events into the
+  columns of the tables defined once in ``kdissect.tables.columns``; ``summarize(columns, source
+  stats)`` (``kdissect.analysis.summary``) turns columns into the headline figures.
+- ``local.events(paths, options, stats=, progress=)`` -> events; ``local.exchanges(paths,
+  options, where=)`` -> (exchange, row) for ``show``; ``local.analyze(paths, options, tables=,
+  writer=, progress=)`` -> ``RunResult`` (stats, columns, summary, files written). The CLI,
+  ``kdissect.open_capture``, the fuzz targets and the benchmarks each make one of these calls.
+
+The live engine (``live.py``) feeds one pipeline for the whole session, record by record, from a
+libpcap device or a followed capture stream; its sink hands every table out in pieces
+(``TableSink.take``) and its figures roll over (``analysis.rolling``), so a run of days stays
+bounded; ended and idle connections leave the pipeline with their rows.
+
+The Spark engine (``spark.py``, the only module importing pyspark) runs one pipeline and one
+sink per task over the segments of the connections that task owns (shuffled by 4-tuple, so no
+connection is split; read tasks in ``units.py``, decode tasks in ``partition.py``), returns the
+columns as Arrow pieces joined by ``tables.merge``, and tallies the summary in Spark
+(``analysis.summary.Tallies`` -> ``summary_of``, the local engine's figures). Every engine names
+each connection's input (``KafkaPipeline(opened=sink.connection_sources)`` and ``pipeline.source``)
+for the ``source_file`` columns. Bounds on memory and time live in the core, so all three engines
+inherit them.
+"""

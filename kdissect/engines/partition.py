@@ -15,15 +15,14 @@ from collections.abc import Iterable, Iterator
 
 import pyarrow as pa
 
-from kdissect.connection import Options
 from kdissect.engines.units import ANOMALY, SEGMENT
 from kdissect.events import Anomaly
-from kdissect.pipeline import KafkaPipeline
-from kdissect.reassembly.segment import TcpSegment
+from kdissect.kafka.pipeline import KafkaPipeline
+from kdissect.options import Options
+from kdissect.sources.segment import TcpSegment
 from kdissect.tables.arrow import to_arrow
 from kdissect.tables.columns import TABLES, cells
 from kdissect.tables.merge import BROKER_SEEN, OPENED, STATS, TOPIC_ID, TOPICS
-from kdissect.tables.records import RecordOptions
 from kdissect.tables.sink import SPILLABLE, Columns, TableSink
 
 ENVELOPE_SCHEMA = pa.schema([("table", pa.string()), ("data", pa.binary())])
@@ -41,11 +40,10 @@ def ipc_bytes(table: pa.Table) -> bytes:
 class PartitionDecoder:
     """Feed segment rows (``units.SEGMENT_SCHEMA``) in ``pos`` order; collect envelope rows."""
 
-    def __init__(self, files: list[str], options: Options, records: RecordOptions, tables: Iterable[str],
-                 spill_rows: int = 10_000) -> None:  # fmt: skip
+    def __init__(self, files: list[str], options: Options, tables: Iterable[str], spill_rows: int = 10_000) -> None:
         self.files = files
         self.wanted = [t for t in TABLES if t in set(tables) or t in _ALWAYS]
-        self.sink = TableSink(self.wanted, records, spill=self._spill, spill_rows=spill_rows, resolve_topics=False)
+        self.sink = TableSink(self.wanted, options, spill=self._spill, spill_rows=spill_rows, resolve_topics=False)
         self.pipeline = KafkaPipeline(options, opened=self.sink.connection_sources)
         self.opened_at: list[int] = []  # per local connection id: pos of the segment that opened it
         self.broker_seen: list[int] = []  # per brokers row: pos of the segment that revealed it
@@ -72,10 +70,6 @@ class PartitionDecoder:
                                           c["detail"][i], source))  # fmt: skip
             else:
                 self.stats.append((c["file_index"][i], c["detail"][i]))
-                counters = json.loads(c["detail"][i])
-                if counters["error"]:  # the file, not a packet, is the problem: one row says so
-                    self.sink.consume(Anomaly(counters["error_kind"], None, None, None, None, None, counters["error"],
-                                              source))  # fmt: skip
 
     def _consume(self, events: list, pos: int) -> None:
         for ev in events:
@@ -94,7 +88,8 @@ class PartitionDecoder:
         self.out.append((TOPICS, ipc_bytes(pa.table({
             "topic_id": pa.array(ids, pa.string()), "topic": pa.array(names, pa.string()),
             "seen": pa.array(self.topic_seen, pa.int64())}))))  # fmt: skip
-        self.out.append((STATS, json.dumps(self.stats).encode()))
+        stray = self.pipeline.reassembler.ignored_segments  # segments of no connection: additive over tasks
+        self.out.append((STATS, json.dumps({"units": self.stats, "stray": stray}).encode()))
 
     def take(self) -> Iterator[tuple[str, bytes]]:
         out, self.out = self.out, []
@@ -115,10 +110,10 @@ class PartitionDecoder:
         self.out.append((name, ipc_bytes(table)))
 
 
-def decode_partition(batches: Iterable[pa.RecordBatch], files: list[str], options: Options, records: RecordOptions,
-                     tables: list[str]) -> Iterator[pa.RecordBatch]:  # fmt: skip
+def decode_partition(batches: Iterable[pa.RecordBatch], files: list[str], options: Options, tables: list[str]
+                     ) -> Iterator[pa.RecordBatch]:  # fmt: skip
     """Segment batches of one partition in, envelope batches (``ENVELOPE_SCHEMA``) out."""
-    task = PartitionDecoder(files, options, records, tables)
+    task = PartitionDecoder(files, options, tables)
     for batch in batches:
         task.feed(batch)
         yield from _envelope(task.take())

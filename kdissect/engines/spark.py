@@ -7,9 +7,9 @@ Stages (each a Spark stage; nothing per packet or per row reaches the driver):
    by their 4-tuple, with their place in capture order;
 2. shuffle: rows hashed by 4-tuple, so each connection's segments from every file meet in one task,
    and sorted there by capture order;
-3. decode: reassembly, framing, decoding and pairing by :class:`~kdissect.pipeline.KafkaPipeline`
+3. decode: reassembly, framing, decoding and pairing by :class:`~kdissect.kafka.pipeline.KafkaPipeline`
    per partition (:mod:`kdissect.engines.partition`), emitting table pieces as Arrow (``mapInArrow``);
-   kept (memory, then disk) so the tables and figures read them once;
+   kept (on disk) so the tables and figures read them once;
 4. merge and write: connection ids, topic names and brokers settled across tasks
    (:mod:`kdissect.tables.merge`), then Parquet written by the tasks with pyarrow, in the types the
    local engine writes, or typed DataFrames for a user's own jobs.
@@ -25,7 +25,7 @@ import json
 import os
 import sys
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from functools import partial
 
 import numpy as np
@@ -36,14 +36,15 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from pyspark.sql.pandas.types import from_arrow_schema
 
-from ..connection import Options
-from ..figures import ApiFigures, Figures
-from ..tables import merge
-from ..tables.arrow import to_arrow
-from ..tables.columns import TABLES
-from ..tables.records import RecordOptions
-from .partition import ENVELOPE_SCHEMA, decode_partition
-from .units import SEGMENT_SCHEMA, UNIT_SCHEMA, Unit, plan_units, read_units
+from kdissect.analysis.latency import QUANTILES, Percentiles
+from kdissect.analysis.summary import Summary, Tallies, summary_of
+from kdissect.engines.partition import ENVELOPE_SCHEMA, decode_partition
+from kdissect.engines.units import SEGMENT_SCHEMA, UNIT_SCHEMA, Unit, plan_units, read_units
+from kdissect.options import Options
+from kdissect.sources.shapes import SourceStats
+from kdissect.tables import merge
+from kdissect.tables.arrow import to_arrow
+from kdissect.tables.columns import TABLES, TCP_COUNTERS
 
 SPLIT_BYTES = 128 << 20  # pcap files larger than this are read as several ranges
 ARROW_BATCH_BYTES = 32 << 20
@@ -126,11 +127,17 @@ class Decoded:
     opened: np.ndarray  # every connection's place in capture order, ascending
     topics: dict[str, str]
     unit_stats: list[tuple[int, dict]]  # (file index, counters) per work unit
+    stray_segments: int  # segments the tasks' reassemblers could place in no connection
     _broadcast: object = field(default=None, repr=False)
 
     @property
-    def packets(self) -> int:
-        return sum(stats["packets"] for _, stats in self.unit_stats)
+    def source(self) -> SourceStats:
+        """The sources' counters summed over every work unit."""
+        total = SourceStats()
+        for _, stats in self.unit_stats:
+            for name in asdict(total):
+                setattr(total, name, getattr(total, name) + stats[name])
+        return total
 
     @property
     def errors(self) -> list[str]:
@@ -178,39 +185,36 @@ class Decoded:
             written.append((label, sum(row["rows"] for row in parts)))
         return written
 
-    def figures(self) -> Figures:
-        """The summary's figures, computed in Spark (exact percentiles, the local engine's formula)."""
+    def summary(self) -> Summary:
+        """The summary's figures, tallied in Spark: exact percentiles (the local engine's one
+        definition, :func:`kdissect.analysis.latency.quantile`, as a Spark SQL expression)."""
         exchanges, connections = self.table("exchanges"), self.table("connections")
-        conn = connections.agg(F.count("*").alias("n"), F.sum(F.col("is_kafka").cast("long")).alias("k")).first()
-        fig = Figures(packets=self.packets, connections=conn["n"], kafka_connections=conn["k"] or 0,
-                      exchanges=exchanges.count())  # fmt: skip
+        tcp = [F.sum(F.coalesce(F.col(f"tcp_{n}_to_broker"), F.lit(0)) + F.coalesce(F.col(f"tcp_{n}_to_client"),
+                                                                                    F.lit(0))).alias(n)
+               for n in TCP_COUNTERS]  # fmt: skip
+        conn = connections.agg(F.count("*").alias("n"), F.sum(F.col("is_kafka").cast("long")).alias("k"), *tcp).first()
+        t = Tallies(conn["n"], conn["k"] or 0, {n: conn[n] or 0 for n in TCP_COUNTERS}, exchanges.count())
         lat = F.array_sort(F.collect_list("latency_ms"))
-        by_api = (exchanges.where(F.col("api_name").isNotNull()).groupBy("api_name")
-                  .agg(F.count("*").alias("count"), lat.alias("lat"),
-                       F.sum((F.col("status") == "error").cast("long")).alias("errors"),
-                       F.sum((F.col("status") == "unanswered").cast("long")).alias("unanswered"))
-                  .select("api_name", "count", "errors", "unanswered", _quantile("lat", 0.5).alias("p50"),
-                          _quantile("lat", 0.99).alias("p99"), F.try_element_at("lat", F.lit(-1)).alias("max"))
-                  .orderBy("api_name"))  # fmt: skip
-        fig.apis = [ApiFigures(r["api_name"], r["count"], r["p50"], r["p99"], r["max"], r["errors"], r["unanswered"])
-                    for r in by_api.collect()]  # fmt: skip
-        statuses = exchanges.where(~F.col("status").isin("ok", "error")).groupBy("status").count().collect()
-        fig.statuses = {r["status"]: r["count"] for r in statuses if r["status"] is not None}
-        kinds = (
-            self.table("anomalies")
-            .groupBy("kind")
-            .agg(F.count("*").alias("n"), F.sum(F.coalesce("length", F.lit(0))).alias("bytes"))
-            .collect()
-        )
-        fig.anomalies = {r["kind"]: (r["n"], r["bytes"]) for r in kinds}
-        return fig
+        by_api = (exchanges.where(F.col("api_name").isNotNull()).groupBy("api_name").agg(lat.alias("lat"))
+                  .select("api_name", F.size("lat").alias("n"), *(_quantile("lat", q).alias(f"q{i}")
+                                                                  for i, q in enumerate(QUANTILES)),
+                          F.try_element_at("lat", F.lit(-1)).alias("max")))  # fmt: skip
+        for r in by_api.collect():
+            t.latency[r["api_name"]] = Percentiles(r["n"], *(r[f"q{i}"] for i in range(len(QUANTILES))), r["max"])
+        outcomes = exchanges.groupBy("api_name", "status", "error_name").count().collect()
+        t.outcomes = {(r["api_name"], r["status"], r["error_name"]): r["count"] for r in outcomes}
+        length = F.sum(F.coalesce("length", F.lit(0)))
+        kinds = self.table("anomalies").groupBy("kind").agg(F.count("*").alias("n"), length.alias("bytes")).collect()
+        t.anomalies = {r["kind"]: (r["n"], r["bytes"]) for r in kinds}
+        return summary_of(t, self.source, self.stray_segments)
 
     def close(self) -> None:
         self.envelope.unpersist()
 
 
 def _quantile(sorted_values: str, q: float) -> Column:
-    """``figures.quantile`` in Spark SQL: the same expression, so the same double."""
+    """:func:`kdissect.analysis.latency.quantile` in Spark SQL: the same operations in the same order,
+    so the same double (None for no values)."""
     values = F.col(sorted_values)
     n = F.size(values)
     h = (n - 1).cast("double") * F.lit(q)
@@ -295,11 +299,11 @@ def by_connection(segments: DataFrame, partitions: int) -> DataFrame:
 
 
 def decode(spark: SparkSession, paths: Iterable[str], *, options: Options | None = None,
-           records: RecordOptions | None = None, tables: Iterable[str] | None = None,
+           tables: Iterable[str] | None = None,
            split_bytes: int = SPLIT_BYTES, partitions: int | None = None) -> Decoded:  # fmt: skip
     """Read and decode ``paths`` (files, directories, globs, URIs) on ``spark``; the decoded pieces
     are kept until :meth:`Decoded.close`."""
-    options, records = options or Options(), records or RecordOptions()
+    options = options or Options()
     wanted = list(tables) if tables is not None else list(TABLES)
     # Rows here are whole segments and table pieces (MBs each): Arrow batches are bounded by bytes, or
     # 10,000 rows of them (the default bound) fill the JVM heap.
@@ -308,16 +312,17 @@ def decode(spark: SparkSession, paths: Iterable[str], *, options: Options | None
     found = expand_paths(paths)
     files = [path for path, _ in found]
     partitions = partitions or max(2, 2 * spark.sparkContext.defaultParallelism)
-    task = partial(decode_partition, files=files, options=options, records=records, tables=wanted)
+    task = partial(decode_partition, files=files, options=options, tables=wanted)
     envelope = (by_connection(segment_rows(spark, found, split_bytes), partitions)
                 .mapInArrow(task, from_arrow_schema(ENVELOPE_SCHEMA))
                 .persist(StorageLevel.DISK_ONLY))  # fmt: skip
     side = envelope.filter(F.col("table").startswith("_")).collect()
     opened = [merge.read_ipc(r["data"])["pos"].to_numpy() for r in side if r["table"] == merge.OPENED]
     topics = merge.topic_names(merge.read_ipc(r["data"]) for r in side if r["table"] == merge.TOPICS)
-    unit_stats = [(i, json.loads(s)) for r in side if r["table"] == merge.STATS for i, s in json.loads(r["data"])]
+    task_stats = [json.loads(r["data"]) for r in side if r["table"] == merge.STATS]
+    unit_stats = [(i, json.loads(s)) for task in task_stats for i, s in task["units"]]
     ordered = np.sort(np.concatenate(opened)) if opened else np.zeros(0, np.int64)
-    return Decoded(spark, envelope, files, wanted, ordered, topics, unit_stats)
+    return Decoded(spark, envelope, files, wanted, ordered, topics, unit_stats, sum(t["stray"] for t in task_stats))
 
 
 def _unit_tuple(unit: Unit) -> tuple:
@@ -329,14 +334,12 @@ def read_captures(
     paths: Iterable[str] | str,
     *,
     options: Options | None = None,
-    records: RecordOptions | None = None,
     split_bytes: int = SPLIT_BYTES,
 ) -> dict[str, DataFrame]:
     """Every table of the captures as a Spark DataFrame (:func:`spark_schema`), for your own jobs.
 
     Decoding runs once, now, and its pieces stay cached (memory, then disk) for these DataFrames."""
-    decoded = decode(spark, [paths] if isinstance(paths, str) else paths, options=options, records=records,
-                     split_bytes=split_bytes)  # fmt: skip
+    decoded = decode(spark, [paths] if isinstance(paths, str) else paths, options=options, split_bytes=split_bytes)
     return {name: decoded.table(name) for name in TABLES}
 
 
@@ -344,19 +347,18 @@ def read_captures(
 class SparkRun:
     """What ``kdissect analyze --engine spark`` prints."""
 
-    figures: Figures
+    summary: Summary
     errors: list[str]
     written: list[tuple[str, int]]
 
 
-def analyze(captures: list[str], *, master: str, out: str | None, tables: list[str], options: Options,
-            records: RecordOptions) -> SparkRun:  # fmt: skip
+def analyze(captures: list[str], *, master: str, out: str | None, tables: list[str], options: Options) -> SparkRun:
     """The command line's run: decode, figures, Parquet under ``out``; the session is stopped after."""
     spark = session(master)
     try:
-        decoded = decode(spark, captures, options=options, records=records, tables=tables)
+        decoded = decode(spark, captures, options=options, tables=tables)
         written = decoded.write(out, tables) if out else []
-        run = SparkRun(decoded.figures(), decoded.errors, written)
+        run = SparkRun(decoded.summary(), decoded.errors, written)
         decoded.close()
         return run
     finally:

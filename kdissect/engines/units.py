@@ -12,20 +12,19 @@ from __future__ import annotations
 import json
 import zlib
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import BinaryIO
 
 import pyarrow as pa
 
-from kdissect.reassembly.segment import TcpSegment
-from kdissect.sources.capture import CaptureDecoder
-from kdissect.sources.events import CaptureFormatError, SourceAnomaly, SourceEvent, SourceStats
-from kdissect.sources.files import iter_capture
+from kdissect.sources.decoder import CaptureDecoder
+from kdissect.sources.files import file_error, iter_capture
 from kdissect.sources.pcap import GLOBAL_HEADER_LEN
+from kdissect.sources.segment import TcpSegment
+from kdissect.sources.shapes import CaptureFormatError, SourceAnomaly, SourceEvent, SourceStats
 from kdissect.sources.split import PcapLayout, chain_span, pcap_layout, prove_boundary
 
 SEGMENT, ANOMALY, DONE = 0, 1, 2  # row kinds
-NOT_A_CAPTURE, UNREADABLE = "not_a_capture", "unreadable_file"  # anomaly kinds of a file that gave nothing
 SEGMENT_SCHEMA = pa.schema([
     ("key", pa.int64()), ("pos", pa.int64()), ("kind", pa.int8()), ("file_index", pa.int32()),
     ("ts", pa.int64()), ("src_ip", pa.string()), ("src_port", pa.int32()), ("dst_ip", pa.string()),
@@ -159,7 +158,7 @@ def read_units(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
 def _unit_rows(unit: Unit) -> Iterator[pa.RecordBatch]:
     rows = _Rows(unit)
     stats = SourceStats()
-    error = kind = None
+    error = None
     try:
         for ev in read_unit(unit, stats):
             if type(ev) is TcpSegment:
@@ -168,11 +167,11 @@ def _unit_rows(unit: Unit) -> Iterator[pa.RecordBatch]:
                 rows.anomaly(ev)  # type: ignore[arg-type]
             if rows.bytes >= _BATCH_BYTES:
                 yield rows.take()
-    except CaptureFormatError as exc:
-        error, kind = f"{unit.path}: {exc}", NOT_A_CAPTURE
-    except OSError as exc:
-        error, kind = f"cannot read {unit.path}: {exc.strerror or exc}", UNREADABLE
-    rows.done(stats, error, kind)
+    except (CaptureFormatError, OSError) as exc:
+        failed = file_error(unit.path, exc)
+        rows.anomaly(failed)
+        error = failed.message
+    rows.done(stats, error)
     yield rows.take()
 
 
@@ -209,9 +208,8 @@ class _Rows:
         self._add(self.unit.file_index, ANOMALY, {"ts": a.ts_ns, "offset": a.offset, "anomaly": a.kind,
                                                   "detail": a.message})  # fmt: skip
 
-    def done(self, stats: SourceStats, error: str | None, kind: str | None) -> None:
-        counters = {"packets": stats.packets, "tcp_segments": stats.tcp_segments, "non_tcp": stats.non_tcp,
-                    "bytes_read": stats.bytes_read, "error": error, "error_kind": kind}  # fmt: skip
+    def done(self, stats: SourceStats, error: str | None) -> None:
+        counters = {**asdict(stats), "error": error}
         self._add(self.unit.file_index, DONE, {"detail": json.dumps(counters)})
 
     def take(self) -> pa.RecordBatch:

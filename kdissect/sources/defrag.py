@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from kdissect.sources.events import AnomalyKind, SourceAnomaly, SourceEvent
+from kdissect.sources.shapes import AnomalyKind, SourceAnomaly, SourceEvent
 
 MAX_DATAGRAM = 65_535  # fragment offsets are 13 bits of 8 octets; lengths 16 bits
 _PIECE_OVERHEAD = 64  # bytes charged per stored fragment besides its data, so tiny fragments are bounded too

@@ -11,13 +11,22 @@ from collections.abc import Iterable, Iterator
 from contextlib import ExitStack
 from typing import BinaryIO
 
-from kdissect.sources.capture import CaptureDecoder
+from kdissect.sources.decoder import CaptureDecoder
 from kdissect.sources.defrag import DefragLimits
-from kdissect.sources.events import SourceAnomaly, SourceEvent, SourceStats
-from kdissect.sources.framing import ReaderLimits
 from kdissect.sources.gunzip import GZIP_MAGIC, GzipStream
+from kdissect.sources.record_loop import ReaderLimits
+from kdissect.sources.shapes import CaptureFormatError, SourceAnomaly, SourceEvent, SourceStats
 
 DEFAULT_CHUNK_SIZE = 1 << 20
+NOT_A_CAPTURE, UNREADABLE = "not_a_capture", "unreadable_file"  # kinds of a file that could not be read
+
+
+def file_error(path: str, exc: CaptureFormatError | OSError) -> SourceAnomaly:
+    """What every engine reports for a file :func:`iter_capture` refused or could not read: one
+    anomaly naming the file, whose message is the line shown to the user."""
+    if isinstance(exc, CaptureFormatError):
+        return SourceAnomaly(NOT_A_CAPTURE, f"{path}: {exc}")
+    return SourceAnomaly(UNREADABLE, f"cannot read {path}: {exc.strerror or exc}")
 
 
 def iter_capture(

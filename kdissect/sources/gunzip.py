@@ -10,7 +10,7 @@ from __future__ import annotations
 import zlib
 from collections.abc import Iterator
 
-from kdissect.sources.events import AnomalyKind, SourceAnomaly
+from kdissect.sources.shapes import AnomalyKind, SourceAnomaly
 
 GZIP_MAGIC = b"\x1f\x8b"
 _GZIP_WBITS = 16 + zlib.MAX_WBITS

@@ -7,9 +7,14 @@ This module imports neither: the command line writes Parquet without loading pan
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from itertools import repeat
 from typing import Any
+
+from kdissect.reassembly.streams import DirectionStats
+
+# The reassembler's counters, per direction in the connections table (``tcp_<counter>_to_broker``, ...).
+TCP_COUNTERS = tuple(f.name for f in fields(DirectionStats))
 
 TABLES: dict[str, list[tuple[str, str]]] = {
     "exchanges": [
@@ -100,6 +105,7 @@ TABLES: dict[str, list[tuple[str, str]]] = {
         ("sasl", "category"),
         ("sasl_tokens", "int64"),
         ("end_reason", "category"),
+        *((f"tcp_{name}_{side}", "int64") for side in ("to_broker", "to_client") for name in TCP_COUNTERS),
     ],
     "brokers": [
         ("node_id", "int32"),
@@ -172,11 +178,73 @@ TABLES: dict[str, list[tuple[str, str]]] = {
         ("ts", "timestamp"),
         ("detail", "string"),
     ],
+    # What makes a latency long by design: a Fetch's wait, a Produce's acks, a JoinGroup's timeouts.
+    "request_params": [
+        ("connection_id", "int64"),
+        ("correlation_id", "int32"),
+        ("api_key", "int16"),
+        ("max_wait_ms", "int32"),
+        ("min_bytes", "int32"),
+        ("isolation_level", "int8"),
+        ("acks", "int16"),
+        ("transactional_id", "string"),
+        ("session_timeout_ms", "int32"),
+        ("rebalance_timeout_ms", "int32"),
+    ],
+    # Consumer-group requests (classic and KIP-848), with generations and decoded assignments.
+    "group_events": [
+        ("connection_id", "int64"),
+        ("correlation_id", "int32"),
+        ("api_name", "category"),
+        ("request_ts", "timestamp"),
+        ("response_ts", "timestamp"),
+        ("latency_ms", "float64"),
+        ("client_id", "category"),
+        ("group_id", "category"),
+        ("member_id", "string"),
+        ("generation", "int32"),  # generation id, or member epoch (KIP-848)
+        ("protocol", "category"),
+        ("leader", "string"),
+        ("members", "int32"),  # members a JoinGroup answer lists (the leader's)
+        ("assignment", "string"),  # "topic[0,1] other[2]"
+        ("error_name", "category"),
+    ],
+    # Transaction requests: InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn, TxnOffsetCommit, EndTxn.
+    "txn_events": [
+        ("connection_id", "int64"),
+        ("correlation_id", "int32"),
+        ("api_name", "category"),
+        ("request_ts", "timestamp"),
+        ("latency_ms", "float64"),
+        ("client_id", "category"),
+        ("transactional_id", "category"),
+        ("producer_id", "int64"),
+        ("producer_epoch", "int16"),
+        ("committed", "bool"),  # EndTxn: commit (true) or abort
+        ("partitions", "string"),
+        ("group_id", "category"),
+        ("error_name", "category"),
+    ],
+    # Every partition of every Metadata answer: the cluster's state as the brokers described it.
+    "metadata_partitions": [
+        ("connection_id", "int64"),
+        ("correlation_id", "int32"),
+        ("response_ts", "timestamp"),
+        ("topic", "category"),
+        ("partition", "int32"),
+        ("leader_id", "int32"),
+        ("leader_epoch", "int32"),
+        ("replicas", "string"),  # node ids, comma-separated
+        ("isr", "string"),
+        ("offline_replicas", "string"),
+        ("error_name", "category"),
+    ],
 }
 # Every table says which capture file its rows came from: for a row of a connection, the file in which
 # the connection was first seen (rotated files continue connections); for a capture-level anomaly, its file.
 for _columns in TABLES.values():
     _columns.append(("source_file", "category"))
+DETAIL_TABLES = ("request_params", "group_events", "txn_events", "metadata_partitions")
 
 
 @dataclass(slots=True)

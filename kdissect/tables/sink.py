@@ -1,7 +1,7 @@
 """Turn the Kafka layer's events into table rows, held column by column.
 
 A sink: it consumes events in order and keeps only rows, never messages, so memory grows
-with the output, not the capture. Its columns become pandas DataFrames (:meth:`TableSink.frame`)
+with the output, not the capture. Its columns become pandas DataFrames (:mod:`kdissect.tables.frames`)
 or Arrow tables for Parquet (:mod:`kdissect.tables.arrow`); pandas loads only for the former.
 """
 
@@ -9,34 +9,29 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from ..decoders import schema
+from ..decoders import apis, schema
+from ..decoders.entities import Entry, has_error, is_error_field, walk
 from ..decoders.error_codes import error_name, is_retriable
 from ..events import Anomaly, ConnectionSummary, Exchange, KafkaEvent, KafkaMessage
-from .columns import TABLES, Parts, Runs
-from .entries import Entry, has_error, is_error_field, walk
-from .records import RecordOptions, add_records, batch_rows, produce_base_offsets, record_fields
+from ..options import Options
+from .columns import DETAIL_TABLES, TABLES, TCP_COUNTERS, Parts, Runs
+from .details import DetailRows
+from .record_rows import add_records, batch_rows, produce_base_offsets, record_fields
 from .rows import TableRows
 
-if TYPE_CHECKING:
-    import pandas as pd
-
 # Cluster-state broadcasts list every partition of the cluster: not per-partition traffic.
-_NOT_PARTITION_TRAFFIC = {3, 4, 6, 75}
+_NOT_PARTITION_TRAFFIC = apis.keys_with(apis.CLUSTER_STATE)
 _PARTITION_VALUES = ("fetch_offset", "committed_offset", "offset", "base_offset", "high_watermark",
                      "last_stable_offset", "log_start_offset", "timestamp", "leader_epoch")
-_API_NAMES = schema.api_names()
 # Tables whose rows grow with the traffic's volume (not its request count) and that no summary reads.
-SPILLABLE = ("records", "batches", "partitions", "errors")
+SPILLABLE = ("records", "batches", "partitions", "errors", "metadata_partitions")
 Columns = Mapping[str, list[Any] | Runs | Parts]  # a table's values per column name
 Spill = Callable[[str, Columns], None]
 
 
-def api_name(key: int | None) -> str | None:
-    if key is None:
-        return None
-    return _API_NAMES.get(key, f"Unknown({key})")
+api_name = apis.name_of
 
 
 def _message_schema(msg: KafkaMessage | None) -> schema.Message | None:
@@ -100,6 +95,14 @@ def exchange_row(ex: Exchange, errors: list[tuple[Entry, str, int]] | None = Non
     }
 
 
+def _tcp_counters(c: ConnectionSummary) -> dict[str, int]:
+    """The reassembler's counters of a connection, one column per counter and direction."""
+    if c.tcp is None:
+        return {}
+    return {f"tcp_{name}_{side}": getattr(stats, name) for side, stats in zip(("to_broker", "to_client"), c.tcp,
+                                                                               strict=True) for name in TCP_COUNTERS}
+
+
 class TableSink:
     """Accumulates rows for every table from a stream of :mod:`kdissect.events`.
 
@@ -112,10 +115,10 @@ class TableSink:
     the hidden ``_topic_id`` column, for an engine that names them from several sinks' Metadata.
     """
 
-    def __init__(self, tables: Iterable[str] | None = None, records: RecordOptions | None = None,
+    def __init__(self, tables: Iterable[str] | None = None, options: Options | None = None,
                  spill: Spill | None = None, spill_rows: int = 50_000, resolve_topics: bool = True) -> None:
         self.wanted = set(tables) if tables is not None else set(TABLES)
-        self.record_options = records or RecordOptions()
+        self.options = options or Options()
         self.spill = spill
         self.spill_rows = spill_rows
         self.rows: dict[str, TableRows] = {name: TableRows(name) for name in TABLES}
@@ -123,6 +126,7 @@ class TableSink:
         self.resolve_topics = resolve_topics
         self.connection_sources: dict[int, str | None] = {}
         self._brokers_seen: set[tuple] = set()
+        self.details = DetailRows(self.wanted & set(DETAIL_TABLES))
 
     def consume(self, event: KafkaEvent) -> None:
         if isinstance(event, Exchange):
@@ -162,6 +166,8 @@ class TableSink:
             self._broker_rows(resp, resp_entries)
         if self.wanted & {"records", "batches"}:
             self._record_rows(ex, req_entries, resp_entries)
+        if self.details.wanted:
+            self.details.add(ex, self.rows)
         if self.spill is not None:
             for name in SPILLABLE:
                 if len(self.rows[name]) >= self.spill_rows:
@@ -170,7 +176,7 @@ class TableSink:
     def _record_rows(self, ex: Exchange, req_entries: list[Entry], resp_entries: list[Entry]) -> None:
         base_offsets = produce_base_offsets(resp_entries) if ex.request is not None else {}
         for direction, msg, entries in (("produce", ex.request, req_entries), ("fetch", ex.response, resp_entries)):
-            parts = record_fields(msg, entries, self.record_options)
+            parts = record_fields(msg, entries, self.options)
             if not parts:
                 continue
             assert msg is not None
@@ -260,6 +266,7 @@ class TableSink:
             "skipped_bytes": c.skipped_bytes, "client_ids": ",".join(c.client_ids) or None,
             "software_name": c.software_name, "software_version": c.software_version,
             "encrypted": c.encrypted, "sasl": c.sasl, "sasl_tokens": c.sasl_tokens, "end_reason": c.end_reason,
+            **_tcp_counters(c),
         })
 
     # -- output ---------------------------------------------------------------------------
@@ -294,6 +301,14 @@ class TableSink:
             if conn_id is not None and files[i] is None:
                 files[i] = sources.get(conn_id)
 
+    def forget_connections(self, ids: Iterable[int]) -> None:
+        """Name the file of every pending row, then forget these (ended) connections' files: what
+        keeps ``connection_sources`` bounded in a run that never ends."""
+        for rows in self.rows.values():
+            self._name_sources(rows)
+        for conn_id in ids:
+            self.connection_sources.pop(conn_id, None)
+
     def columns(self, name: str) -> Columns:
         """The table's rows so far, column by column, topic ids named (unless ``resolve_topics`` is off)."""
         rows = self.rows[name]
@@ -307,12 +322,3 @@ class TableSink:
         columns = self.columns(name)
         self.rows[name] = TableRows(name)
         return columns
-
-    def frame(self, name: str) -> pd.DataFrame:
-        """The table as a pandas DataFrame (pandas is imported here, not by the sink's users)."""
-        from .frames import to_dataframe
-
-        return to_dataframe(name, self.columns(name))
-
-    def frames(self) -> dict[str, pd.DataFrame]:
-        return {name: self.frame(name) for name in TABLES if name in self.wanted}

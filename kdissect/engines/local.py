@@ -1,0 +1,226 @@
+"""The local engine: capture files -> sources -> the Kafka pipeline -> table sink -> figures.
+
+The one place a run is wired. ``analyze`` is a whole run (tables, files, figures); ``events``
+and ``exchanges`` stream the same core's output for ``show`` and for library users. Files
+are read in chunks and streamed, so a multi-GB capture never sits in memory.
+"""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field, fields
+from os import PathLike
+from pathlib import Path
+from typing import Any, BinaryIO, Protocol
+
+from kdissect.analysis.summary import Summary, summarize
+from kdissect.events import Anomaly, Exchange, KafkaEvent
+from kdissect.kafka.pipeline import KafkaPipeline
+from kdissect.options import Options
+from kdissect.sources.files import file_error, iter_capture
+from kdissect.sources.segment import TcpSegment
+from kdissect.sources.shapes import CaptureFormatError, SourceAnomaly, SourceEvent, SourceStats
+from kdissect.tables.columns import TABLES
+from kdissect.tables.sink import Columns, TableSink, exchange_row
+
+PathArg = str | PathLike[str]
+Progress = Callable[[int], None]  # called with bytes read since the last call
+ALWAYS = ("connections", "anomalies")  # tables every run keeps: the summary reads them
+
+
+class Writer(Protocol):
+    """Where a run's tables go (``kdissect.tables.writer.TableWriter``): pieces as they grow, then the rest."""
+
+    def write(self, name: str, columns: Columns) -> None: ...
+
+    def close(self) -> list[tuple[Path, int]]: ...
+
+
+class _CountingReader:
+    """A binary file that reports how much was read (for progress bars)."""
+
+    def __init__(self, raw: BinaryIO, progress: Progress) -> None:
+        self._raw = raw
+        self._progress = progress
+
+    def read(self, n: int = -1) -> bytes:
+        data = self._raw.read(n)
+        self._progress(len(data))
+        return data
+
+
+@dataclass(slots=True)
+class RunStats:
+    """What was read: the sources' counters summed over the files (and per file), the segments the
+    reassembler could place in no connection, and a line per file that could not be read at all."""
+
+    files: int = 0
+    source: SourceStats = field(default_factory=SourceStats)
+    per_file: list[SourceStats] = field(default_factory=list)
+    ignored_segments: int = 0
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def nothing_read(self) -> bool:
+        """Damage is reported in the output; only input with no readable packet at all fails a run."""
+        return self.source.packets == 0 and (self.source.anomalies > 0 or bool(self.errors))
+
+    def add(self, part: SourceStats) -> None:
+        self.per_file.append(part)
+        for f in fields(SourceStats):
+            setattr(self.source, f.name, getattr(self.source, f.name) + getattr(part, f.name))
+
+
+@dataclass(slots=True)
+class RunResult:
+    """A finished run: its counters, the columns of the tables kept in memory (rows already
+    spilled to a writer are not among them), the headline figures and the files written."""
+
+    stats: RunStats
+    tables: dict[str, Columns]
+    summary: Summary
+    written: list[tuple[Path, int]] = field(default_factory=list)
+
+
+def source_anomaly(a: SourceAnomaly, source: str | None = None) -> Anomaly:
+    """A capture-level anomaly as a Kafka-layer event of the file ``source``."""
+    return Anomaly(a.kind, None, None, a.offset, None, a.ts_ns, a.message, source)
+
+
+def _read_file(path: PathArg, stats: RunStats, progress: Progress | None) -> Iterator[SourceEvent]:
+    """One file's segments and anomalies, counted into ``stats``. A file that is not a capture or
+    cannot be read ends in one anomaly naming it (and a line in ``stats.errors``): the others go on."""
+    stats.files += 1
+    source_stats = SourceStats()
+    try:
+        with Path(path).open("rb") as raw:
+            reader: BinaryIO = _CountingReader(raw, progress) if progress else raw  # type: ignore[assignment]
+            yield from iter_capture(reader, stats=source_stats)
+    except (CaptureFormatError, OSError) as exc:
+        failed = file_error(str(path), exc)
+        stats.errors.append(failed.message)
+        yield failed
+    stats.add(source_stats)
+
+
+def _feed(pipeline: KafkaPipeline, items: Iterable[SourceEvent], source: str | None) -> Iterator[KafkaEvent]:
+    for item in items:
+        if isinstance(item, TcpSegment):
+            yield from pipeline.feed(item)
+        else:
+            yield source_anomaly(item, source)
+
+
+def _finish(pipeline: KafkaPipeline, stats: RunStats | None) -> Iterator[KafkaEvent]:
+    yield from pipeline.finish()
+    if stats is not None:
+        stats.ignored_segments = pipeline.reassembler.ignored_segments
+
+
+def events_from(
+    items: Iterable[SourceEvent],
+    options: Options | None = None,
+    *,
+    stats: RunStats | None = None,
+    source: str | None = None,
+    opened: dict[int, str | None] | None = None,
+) -> Iterator[KafkaEvent]:
+    """The core over any source's output (TCP segments and source anomalies, in capture order):
+    what a live engine feeds per interval. ``source`` names the input in ``source_file`` columns;
+    ``opened`` receives each connection's id and that name (a sink's ``connection_sources``)."""
+    pipeline = KafkaPipeline(options, opened=opened)
+    pipeline.source = source
+    yield from _feed(pipeline, items, source)
+    yield from _finish(pipeline, stats)
+
+
+def events(
+    paths: Iterable[PathArg],
+    options: Options | None = None,
+    *,
+    stats: RunStats | None = None,
+    progress: Progress | None = None,
+    opened: dict[int, str | None] | None = None,
+) -> Iterator[KafkaEvent]:
+    """Every Kafka event of the captures, in order. Files are read one after the other as
+    one capture (rotated capture files continue each other's connections); each connection's
+    rows name the file it opened in (``opened``, as in :func:`events_from`)."""
+    stats = stats if stats is not None else RunStats()
+    pipeline = KafkaPipeline(options, opened=opened)
+    for path in paths:
+        pipeline.source = str(path)
+        yield from _feed(pipeline, _read_file(path, stats, progress), pipeline.source)
+    yield from _finish(pipeline, stats)
+
+
+def exchanges(
+    paths: Iterable[PathArg],
+    options: Options | None = None,
+    *,
+    where: Callable[[dict[str, Any]], bool] | None = None,
+    stats: RunStats | None = None,
+) -> Iterator[tuple[Exchange, dict[str, Any]]]:
+    """Each exchange with its ``exchanges`` table row, those ``where`` accepts (a predicate over the
+    row, e.g. :func:`kdissect.analysis.filters.compile_filter`'s)."""
+    for ev in events(paths, options, stats=stats):
+        if isinstance(ev, Exchange):
+            row = exchange_row(ev)
+            if where is None or where(row):
+                yield ev, row
+
+
+def analyze(
+    paths: Iterable[PathArg],
+    options: Options | None = None,
+    *,
+    tables: Iterable[str] | None = None,
+    writer: Writer | None = None,
+    progress: Progress | None = None,
+) -> RunResult:
+    """A whole run over capture files: every event into a table sink, the ``tables`` asked for
+    (default: all) written to ``writer`` if given (the big ones in pieces as they grow, so memory
+    stays flat), and the summary figures. Nothing is written when nothing could be read."""
+    stats = RunStats()
+    return _analyze(lambda opened: events(paths, options, stats=stats, progress=progress, opened=opened), options,
+                    tables, writer, stats)  # fmt: skip
+
+
+def analyze_items(
+    items: Iterable[SourceEvent],
+    options: Options | None = None,
+    *,
+    tables: Iterable[str] | None = None,
+    writer: Writer | None = None,
+    stats: RunStats | None = None,
+    source: str | None = None,
+) -> RunResult:
+    """:func:`analyze` over any source's output (``stats`` collects what that source counted)."""
+    stats = stats if stats is not None else RunStats()
+    return _analyze(lambda opened: events_from(items, options, stats=stats, source=source, opened=opened), options,
+                    tables, writer, stats)  # fmt: skip
+
+
+def _analyze(run: Callable[[dict[int, str | None]], Iterator[KafkaEvent]], options: Options | None,
+             tables: Iterable[str] | None, writer: Writer | None, stats: RunStats) -> RunResult:  # fmt: skip
+    options = options or Options()
+    wanted = list(tables) if tables is not None else list(TABLES)
+    sink = TableSink(wanted, options, spill=writer.write if writer is not None else None)
+    sink.consume_all(run(sink.connection_sources))
+    kept = {name: sink.columns(name) for name in TABLES if name in wanted or name in ALWAYS}
+    result = RunResult(stats, kept, summarize(kept, stats.source, stats.ignored_segments))
+    if writer is not None:
+        if not stats.nothing_read:
+            for name in wanted:
+                writer.write(name, kept[name])
+        result.written = writer.close()
+    return result
+
+
+def tune_gc() -> None:
+    """For a process that runs one big analysis: a run allocates millions of short-lived objects
+    while the tables' rows pile up; the default young-generation threshold (700) makes the
+    collector rescan them so often that it took about a fifth of a full ``analyze``
+    (``bench/bench_pipeline.py``). Collect less often, and never rescan what the imports made."""
+    gc.freeze()
+    gc.set_threshold(100_000, 50, 100)

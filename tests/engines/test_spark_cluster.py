@@ -1,0 +1,102 @@
+"""A real Spark standalone cluster on 127.0.0.1 — a master and two workers started from the pyspark
+install — running ``kdissect analyze --engine spark --master spark://...`` on the capture corpus:
+the same Parquet rows and the same summary as the local engine. Every process started is stopped."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pyspark
+import pytest
+
+from kdissect.tables.columns import TABLES
+from tests.engines.spark_helpers import REAL_CAPTURES, read_parquet_dir, rows
+
+SPARK_CLASS = Path(pyspark.__file__).parent / "bin" / "spark-class"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for_port(port: int, seconds: float = 60) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.5)
+    raise TimeoutError(f"nothing listens on {port}")
+
+
+def wait_for_workers(log: Path, count: int, seconds: float = 60) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if log.read_text(errors="replace").count("Registering worker") >= count:
+            return
+        time.sleep(0.5)
+    raise TimeoutError(f"{count} workers did not register:\n{log.read_text(errors='replace')[-2000:]}")
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory) -> Iterator[str]:
+    """``spark://127.0.0.1:PORT`` of a master with two one-core workers."""
+    tmp = tmp_path_factory.mktemp("cluster")
+    env = {**os.environ, "SPARK_HOME": str(SPARK_CLASS.parent.parent), "SPARK_LOG_DIR": str(tmp),
+           "SPARK_WORKER_DIR": str(tmp / "work"), "PYSPARK_PYTHON": sys.executable}  # fmt: skip
+    port = free_port()
+    url = f"spark://127.0.0.1:{port}"
+    started: list[subprocess.Popen] = []
+    master_log = tmp / "master.log"
+
+    def start(args: list[str], log: Path) -> None:
+        with log.open("w") as out:
+            started.append(subprocess.Popen([str(SPARK_CLASS), *args], env=env, stdout=out, stderr=subprocess.STDOUT))
+
+    try:
+        start(["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port),
+               "--webui-port", str(free_port())], master_log)  # fmt: skip
+        wait_for_port(port)
+        for i in range(2):
+            start(["org.apache.spark.deploy.worker.Worker", url, "--host", "127.0.0.1", "--cores", "1",
+                   "--memory", "1g", "--webui-port", str(free_port())], tmp / f"worker{i}.log")  # fmt: skip
+        wait_for_workers(master_log, 2)
+        yield url
+    finally:
+        for process in reversed(started):
+            process.terminate()
+        for process in started:
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+def kdissect(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "kdissect.cli", *args], capture_output=True, text=True,
+                          timeout=600, env={**os.environ, "PYSPARK_PYTHON": sys.executable})  # fmt: skip
+
+
+def test_the_corpus_on_a_standalone_cluster_matches_the_local_engine(cluster: str, tmp_path: Path) -> None:
+    on_cluster = kdissect("analyze", "--engine", "spark", "--master", cluster, *REAL_CAPTURES,
+                          "--out", str(tmp_path / "spark"))  # fmt: skip
+    assert on_cluster.returncode == 0, on_cluster.stderr[-3000:]
+    local = kdissect("analyze", *REAL_CAPTURES, "--out", str(tmp_path / "local"))
+    assert local.returncode == 0, local.stderr
+    summary = [line for line in local.stdout.splitlines() if not line.startswith("wrote ")]
+    assert [line for line in on_cluster.stdout.splitlines() if not line.startswith("wrote ")] == summary
+    for name in TABLES:
+        want = pq.read_table(tmp_path / "local" / f"{name}.parquet")
+        got = read_parquet_dir(tmp_path / "spark" / name)
+        assert got.schema.remove_metadata() == want.schema.remove_metadata(), name
+        assert rows(got) == rows(want), name

@@ -1,0 +1,167 @@
+"""The Spark engine in local mode against the local engine: the same tables (rows, values and
+Parquet types), the same summary figures, rotated and byte-range-split captures decoding as the
+unsplit file, and bad files reported without failing the job. One SparkSession for the module."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from pathlib import Path
+
+import duckdb
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+
+from kdissect.engines.spark import Decoded, decode, session, spark_schema
+from kdissect.spark import read_captures
+from kdissect.tables.columns import TABLES
+from kdissect.testing.pcapwrite import write_capture
+from kdissect.testing.synthetic import conversation, with_payload, write
+from tests.engines.spark_helpers import (
+    REAL_CAPTURES,
+    assert_same_tables,
+    local_tables,
+    read_parquet_dir,
+    rotate,
+    rows,
+)
+
+
+@pytest.fixture(scope="module")
+def spark() -> Iterator:
+    s = session("local[2]")
+    yield s
+    s.stop()
+
+
+def written(decoded: Decoded, out: Path) -> dict:
+    decoded.write(str(out), TABLES)
+    return {name: read_parquet_dir(out / name) for name in TABLES}
+
+
+def damaged_captures(tmp: Path) -> list[str]:
+    """Synthetic captures damaged the ways real ones are: cut mid-packet, a corrupt pcapng block,
+    snap-length cuts, flipped payload bytes, and a TLS-looking stream on the Kafka port."""
+    segs = conversation(4, client_port=41000)
+    cut = tmp / "cut.pcap"
+    cut.write_bytes(write_capture(segs)[: len(write_capture(segs[:20])) + 30])
+    data = bytearray(write_capture(conversation(4, client_port=42000), fmt="pcapng"))
+    at = 0
+    for _ in range(6):  # the sixth block: a packet's
+        at += int.from_bytes(data[at + 4 : at + 8], "little")
+    data[at + 4 : at + 8] = (0x7FFF_FFF0).to_bytes(4, "little")  # a block length no reader can honour
+    corrupt = tmp / "corrupt.pcapng"
+    corrupt.write_bytes(bytes(data))
+    snap = write(tmp / "snap.pcap", conversation(4, client_port=43000), snaplen=300)
+    rng = random.Random(7)
+    flipped = list(conversation(4, client_port=44000))
+    for k in rng.sample([i for i, s in enumerate(flipped) if s.payload], 3):
+        payload = bytearray(flipped[k].payload)
+        payload[rng.randrange(len(payload))] ^= 0x5A
+        flipped[k] = with_payload(flipped[k], bytes(payload))
+    flips = write(tmp / "flips.pcap", flipped)
+    tls = conversation(2, client_port=45000)
+    tls = [with_payload(s, b"\x16\x03\x01" + s.payload[3:]) if s.payload else s for s in tls]
+    return [str(cut), str(corrupt), str(snap), str(flips), str(write(tmp / "tls.pcap", tls))]
+
+
+def test_every_real_capture_gives_the_local_engine_s_tables_and_figures(spark, tmp_path: Path) -> None:
+    want, figures = local_tables(REAL_CAPTURES)
+    # Every table has rows here, each naming its capture file, so the comparison below covers them all.
+    assert all(want[name].num_rows and not want[name]["source_file"].null_count for name in TABLES)
+    decoded = decode(spark, REAL_CAPTURES, partitions=3)
+    try:
+        assert_same_tables(written(decoded, tmp_path), want)
+        assert decoded.summary() == figures
+        frames = {name: decoded.table(name) for name in ("exchanges", "records")}
+        for name, frame in frames.items():
+            assert frame.schema == spark_schema(name) and frame.count() == want[name].num_rows
+    finally:
+        decoded.close()
+
+
+def test_damaged_synthetic_captures_match_the_local_engine(spark, tmp_path: Path) -> None:
+    paths = damaged_captures(tmp_path)
+    want, figures = local_tables(paths)
+    assert {"truncated_file", "corrupt_record", "gap", "tls"} <= set(want["anomalies"]["kind"].to_pylist())
+    decoded = decode(spark, paths, partitions=2)
+    try:
+        assert_same_tables(written(decoded, tmp_path / "out"), want)
+        assert decoded.summary() == figures
+    finally:
+        decoded.close()
+
+
+def test_rotated_files_and_byte_ranges_decode_as_the_unsplit_capture(spark, tmp_path: Path) -> None:
+    capture = next(p for p in REAL_CAPTURES if p.endswith("librdkafka-produce-consume.pcap"))
+    want, _ = local_tables([capture])
+    files = rotate(capture, tmp_path / "rotated", cuts=7, seed=3)
+    for paths, split in ((files, 1 << 30), ([capture], 4000)):
+        decoded = decode(spark, paths, split_bytes=split, partitions=3)
+        try:
+            got = written(decoded, tmp_path / f"out{split}")
+        finally:
+            decoded.close()
+        for name in TABLES:
+            assert rows(got[name], ("source_file",)) == rows(want[name], ("source_file",)), name
+
+
+def test_bad_files_are_reported_by_name_and_the_rest_is_analysed(spark, tmp_path: Path) -> None:
+    good = next(p for p in REAL_CAPTURES if "kafka-python-admin" in p)
+    junk = tmp_path / "notes.txt"
+    junk.write_text("not a capture at all\n")
+    missing = str(tmp_path / "gone.pcap")
+    decoded = decode(spark, [str(junk), good, missing])
+    try:
+        assert len(decoded.errors) == 2
+        assert str(junk) in decoded.errors[0] and "not a pcap" in decoded.errors[0]
+        assert decoded.errors[1].startswith(f"cannot read {missing}")
+        got = written(decoded, tmp_path / "out")
+        want, summary = local_tables([str(junk), good, missing])  # the local engine goes on past bad files too
+        assert decoded.summary() == summary
+    finally:
+        decoded.close()
+    assert_same_tables(got, want)
+    anomalies = got["anomalies"].to_pylist()
+    assert {(a["kind"], a["source_file"]) for a in anomalies if a["connection_id"] is None} >= {
+        ("not_a_capture", str(junk)),
+        ("unreadable_file", missing),
+    }
+
+
+
+def test_parquet_reads_back_in_pandas_duckdb_and_spark_with_the_local_types(spark, tmp_path: Path) -> None:
+    from kdissect.cli import main
+
+    capture = next(p for p in REAL_CAPTURES if p.endswith("librdkafka-transactions.pcap"))
+    assert main(["analyze", capture, "--out", str(tmp_path / "local")]) == 0
+    decoded = decode(spark, [capture])
+    try:
+        decoded.write(str(tmp_path / "spark"), TABLES)
+    finally:
+        decoded.close()
+    for name in TABLES:
+        local_file, spark_dir = tmp_path / "local" / f"{name}.parquet", tmp_path / "spark" / name
+        assert pq.read_schema(local_file).remove_metadata() == read_parquet_dir(spark_dir).schema.remove_metadata()
+        mine, theirs = pd.read_parquet(spark_dir), pd.read_parquet(local_file)
+        assert mine.dtypes.to_dict() == theirs.dtypes.to_dict(), name
+        count = duckdb.sql(f"select count(*) from read_parquet('{spark_dir}/*.parquet')").fetchall()[0][0]
+        assert count == len(theirs), name
+    spark.conf.set("spark.sql.legacy.parquet.nanosAsLong", "true")  # Spark has no nanosecond timestamps
+    assert spark.read.parquet(str(tmp_path / "spark" / "exchanges")).count() == len(
+        pd.read_parquet(tmp_path / "local" / "exchanges.parquet")
+    )
+
+
+def test_read_captures_gives_every_table_as_a_dataframe(spark) -> None:
+    capture = next(p for p in REAL_CAPTURES if "kafka-python-admin" in p)
+    frames = read_captures(spark, capture)
+    want, _ = local_tables([capture])
+    assert set(frames) == set(TABLES)
+    for name, frame in frames.items():
+        assert frame.schema == spark_schema(name) and frame.count() == want[name].num_rows, name
+    got = frames["exchanges"].select("connection_id", "correlation_id", "api_name").collect()
+    assert sorted(map(tuple, got)) == sorted(
+        zip(*(want["exchanges"][c].to_pylist() for c in ("connection_id", "correlation_id", "api_name")), strict=True)
+    )

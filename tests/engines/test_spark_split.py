@@ -1,0 +1,112 @@
+"""The Spark engine's steps without Spark: proven split points, byte ranges and rotated files read
+apart, connections decoded in separate partitions and merged — all equal to the local engine."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from kdissect.engines.units import plan_units, read_unit
+from kdissect.sources.files import iter_capture
+from kdissect.sources.shapes import SourceStats
+from kdissect.sources.split import pcap_layout, prove_boundary
+from kdissect.testing.pcapwrite import write_capture
+from kdissect.testing.synthetic import conversation
+from tests.engines.spark_helpers import (
+    REAL_CAPTURES,
+    assert_same_tables,
+    local_tables,
+    record_ends,
+    rotate,
+    rows,
+    simulate,
+    write_rotated,
+)
+
+MIDSTREAM = next(p for p in REAL_CAPTURES if "midstream" in p)
+PRODUCE_CONSUME = next(p for p in REAL_CAPTURES if p.endswith("librdkafka-produce-consume.pcap"))
+
+
+def test_a_proven_boundary_is_a_record_start() -> None:
+    data = Path(PRODUCE_CONSUME).read_bytes()
+    layout = pcap_layout(data)
+    assert layout is not None
+    starts = {24, *record_ends(data)[:-1]}
+    for at in range(24, len(data) - 1, 997):
+        found = prove_boundary(layout, data[at:], at_eof=True)
+        assert found is not None and at + found in starts
+        assert not any(at <= s < at + found for s in starts), "the first boundary after the offset"
+
+
+def test_pcapng_and_gzip_are_not_split() -> None:
+    pcapng = next(p for p in REAL_CAPTURES if p.endswith(".pcapng"))
+    assert pcap_layout(Path(pcapng).read_bytes()) is None
+    assert pcap_layout(b"\x1f\x8b" + bytes(40)) is None
+
+
+def test_byte_ranges_read_apart_give_the_file_s_segments() -> None:
+    whole = list(iter_capture(PRODUCE_CONSUME))
+    size = os.path.getsize(PRODUCE_CONSUME)
+    for split in (1000, 4096, 9999, size):
+        units = plan_units([(PRODUCE_CONSUME, size)], split)
+        got = [ev for u in units for ev in read_unit(u, SourceStats())]
+        assert got == whole, split
+
+
+def test_a_range_of_a_damaged_file_reports_anomalies_at_file_offsets(tmp_path: Path) -> None:
+    data = bytearray(Path(PRODUCE_CONSUME).read_bytes())
+    end = record_ends(bytes(data))[40]
+    data[end + 8 : end + 12] = (0x7FFF_FFF0).to_bytes(4, "little")  # an impossible captured length
+    path = tmp_path / "bad.pcap"
+    path.write_bytes(bytes(data))
+    whole = [ev for ev in iter_capture(path) if not hasattr(ev, "seq")]
+    units = plan_units([(str(path), len(data))], 2000)
+    apart = [ev for u in units for ev in read_unit(u, SourceStats()) if not hasattr(ev, "seq")]
+    assert whole and apart == whole
+
+
+def test_partitions_decoded_apart_equal_the_local_engine_for_every_capture() -> None:
+    want, _ = local_tables(REAL_CAPTURES)
+    assert_same_tables(simulate(REAL_CAPTURES, partitions=4), want)
+
+
+def test_rotated_files_decode_as_the_unsplit_capture(tmp_path: Path) -> None:
+    want, _ = local_tables([PRODUCE_CONSUME])
+    for seed in range(3):
+        files = rotate(PRODUCE_CONSUME, tmp_path / str(seed), cuts=6, seed=seed)
+        got = simulate(files, partitions=3)
+        for name in ("exchanges", "records", "batches", "partitions", "connections"):
+            assert rows(got[name], ("source_file",)) == rows(want[name], ("source_file",)), (seed, name)
+
+
+def test_a_file_boundary_inside_a_frame(tmp_path: Path) -> None:
+    segs = conversation(4)  # produce requests of 3000 bytes: three segments each
+    data = write_capture(segs)
+    whole = tmp_path / "whole.pcap"
+    whole.write_bytes(data)
+    ends = record_ends(data)
+    inside = [ends[i] for i, s in enumerate(segs[:-1]) if len(s.payload) == 1448]  # a full segment: its frame goes on
+    assert inside
+    files = write_rotated(data, inside[::2], tmp_path / "rotated")
+    want, _ = local_tables([str(whole)])
+    got = simulate(files, partitions=2)
+    for name in ("exchanges", "records", "connections", "anomalies"):
+        assert rows(got[name], ("source_file",)) == rows(want[name], ("source_file",)), name
+    assert set(got["exchanges"]["status"].to_pylist()) == {"ok"}
+
+
+def test_byte_ranges_of_one_large_file_decode_as_the_whole(tmp_path: Path) -> None:
+    for capture in (PRODUCE_CONSUME, MIDSTREAM):
+        want, _ = local_tables([capture])
+        assert_same_tables(simulate([capture], split_bytes=5000, partitions=2), want)
+
+
+def test_source_file_names_the_file_a_connection_opened_in(tmp_path: Path) -> None:
+    files = rotate(PRODUCE_CONSUME, tmp_path, cuts=4, seed=1)
+    local, _ = local_tables(files)
+    assert_same_tables(simulate(files), local)
+    opened = dict(zip(*(local["connections"][c].to_pylist() for c in ("connection_id", "source_file")), strict=True))
+    ex = local["exchanges"]
+    assert set(ex["source_file"].to_pylist()) <= set(files)
+    for conn, source in zip(ex["connection_id"].to_pylist(), ex["source_file"].to_pylist(), strict=True):
+        assert opened[conn] == source
