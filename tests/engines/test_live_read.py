@@ -45,7 +45,7 @@ def test_stdin_through_a_slow_writer_gives_the_tables_of_analyze(tmp_path):
     assert b"stopped (end of input)" in stdout
     assert b"live " in stdout  # the periodic plain lines of a non-interactive run
     analyze(PCAPNG, tmp_path / "offline")
-    assert_same_tables(tmp_path / "live", tmp_path / "offline")
+    assert assert_same_tables(tmp_path / "live", tmp_path / "offline") == ({"<stdin>"}, {str(PCAPNG)})
 
 
 def test_a_growing_file_is_followed_until_sigint(tmp_path):
@@ -70,7 +70,7 @@ def test_a_growing_file_is_followed_until_sigint(tmp_path):
     assert live.returncode == 0, stderr
     assert b"stopped (SIGINT)" in stdout
     analyze(PCAP, tmp_path / "offline")
-    assert_same_tables(tmp_path / "live", tmp_path / "offline")
+    assert assert_same_tables(tmp_path / "live", tmp_path / "offline") == ({str(growing)}, {str(PCAP)})
     analyze(tmp_path / "copy.pcapng", tmp_path / "copy")
     assert_same_tables(tmp_path / "copy", tmp_path / "offline")
 
@@ -100,7 +100,9 @@ def test_a_rotated_set_is_read_in_natural_order_as_one_capture(tmp_path):
     assert live.returncode == 0, stderr
     assert f"{len(records)} packets".encode() in stdout
     analyze(PCAP, tmp_path / "offline")
-    assert_same_tables(tmp_path / "live", tmp_path / "offline")
+    live_sources, _ = assert_same_tables(tmp_path / "live", tmp_path / "offline")
+    # A connection's rows name the file it opened in: the first file, and the later ones that opened some.
+    assert str(rotated / "cap.pcap") in live_sources <= {str(rotated / name) for name in names}
 
 
 def test_a_stream_that_is_not_a_capture_is_one_line(tmp_path):
