@@ -22,19 +22,12 @@ from kdissect.options import Options
 from kdissect.sources.segment import TcpSegment
 from kdissect.tables.arrow import to_arrow
 from kdissect.tables.columns import TABLES, cells
-from kdissect.tables.merge import BROKER_SEEN, OPENED, STATS, TOPIC_ID, TOPICS
+from kdissect.tables.merge import BROKER_SEEN, OPENED, STATS, TOPIC_ID, TOPICS, ipc_bytes
 from kdissect.tables.sink import SPILLABLE, Columns, TableSink
 
 ENVELOPE_SCHEMA = pa.schema([("table", pa.string()), ("data", pa.binary())])
 _ALWAYS = ("exchanges", "connections", "anomalies")  # what the summary reads
 _FINISHING = 1 << 62  # events of the end of input come after every segment
-
-
-def ipc_bytes(table: pa.Table) -> bytes:
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, table.schema) as writer:
-        writer.write_table(table)
-    return sink.getvalue().to_pybytes()
 
 
 class PartitionDecoder:

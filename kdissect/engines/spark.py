@@ -55,7 +55,9 @@ _SPARK_TYPES = {
     "headers": T.ArrayType(T.StructType([T.StructField("key", T.StringType()),
                                          T.StructField("value", T.BinaryType())])),
 }  # fmt: skip
-_WRITTEN = T.StructType([T.StructField("path", T.StringType()), T.StructField("rows", T.LongType())])
+_WRITTEN_ARROW = pa.schema([("table", pa.string()), ("path", pa.string()), ("rows", pa.int64()),
+                            ("brokers", pa.binary())])  # fmt: skip
+_WRITTEN = from_arrow_schema(_WRITTEN_ARROW)
 
 
 def spark_schema(table: str) -> T.StructType:
@@ -158,32 +160,36 @@ class Decoded:
         settled = self._settled()
         if name == "brokers":
             pieces = self._pieces(name).coalesce(1)
-            return pieces.mapInArrow(partial(_broker_batches, settled=settled, spark_types=True),
-                                     spark_schema(name))  # fmt: skip
+            return pieces.mapInArrow(partial(_broker_batches, settled=settled), spark_schema(name))
         return self._pieces(name).mapInArrow(partial(_finished_batches, name=name, settled=settled),
                                              spark_schema(name))  # fmt: skip
 
     def write(self, out: str, tables: Iterable[str]) -> list[tuple[str, int]]:
-        """Parquet files under ``out/<table>/`` (one per task), in the local engine's types:
-        (directory, rows) per table."""
+        """Parquet files under ``out/<table>/`` (one per task and table), in the local engine's types:
+        (directory, rows) per table. One pass over the decoded pieces writes every table; the tasks'
+        first-seen brokers (a few rows each) come back to be kept once, in one file."""
         from pyarrow import fs
 
         filesystem, root = fs.FileSystem.from_uri(out) if "://" in out else (fs.LocalFileSystem(),
                                                                              os.path.abspath(out))  # fmt: skip
-        settled = self._settled()
-        written = []
-        for name in tables:
-            directory = f"{root}/{name}"
-            filesystem.create_dir(directory, recursive=True)
-            filesystem.delete_dir_contents(directory)
-            target = partial(_write_parts, name=name, settled=settled, filesystem=filesystem, directory=directory)
-            pieces = self._pieces(name).coalesce(1) if name == "brokers" else self._pieces(name)
-            parts = pieces.mapInArrow(target, _WRITTEN).collect()
-            if not parts:  # every table gets a file, as with the local engine
-                _write_table(filesystem, f"{directory}/part-00000.parquet", to_arrow(name, _empty(name)))
-            label = out.rstrip("/") + f"/{name}/"
-            written.append((label, sum(row["rows"] for row in parts)))
-        return written
+        names = list(tables)
+        for name in names:
+            filesystem.create_dir(f"{root}/{name}", recursive=True)
+            filesystem.delete_dir_contents(f"{root}/{name}")
+        target = partial(_write_parts, settled=self._settled(), filesystem=filesystem, root=root)
+        parts = self.envelope.filter(F.col("table").isin(names)).mapInArrow(target, _WRITTEN).collect()
+        rows = dict.fromkeys(names, 0)
+        for part in parts:
+            rows[part["table"]] += part["rows"]
+        filed = {part["table"] for part in parts if part["path"]}
+        if "brokers" in names:
+            brokers = merge.first_brokers([merge.read_ipc(p["brokers"]) for p in parts if p["table"] == "brokers"])
+            _write_table(filesystem, f"{root}/brokers/part-00000.parquet", brokers)
+            rows["brokers"] = brokers.num_rows
+            filed.add("brokers")
+        for name in set(names) - filed:  # every table gets a file, as with the local engine
+            _write_table(filesystem, f"{root}/{name}/part-00000.parquet", to_arrow(name, _empty(name)))
+        return [(out.rstrip("/") + f"/{name}/", rows[name]) for name in names]
 
     def summary(self) -> Summary:
         """The summary's figures, tallied in Spark: exact percentiles (the local engine's one
@@ -244,10 +250,9 @@ def _finished_batches(batches: Iterable[pa.RecordBatch], name: str, settled: obj
         yield from _arrow_to_spark(table).to_batches()
 
 
-def _broker_batches(batches: Iterable[pa.RecordBatch], settled: object, spark_types: bool
-                    ) -> Iterator[pa.RecordBatch]:  # fmt: skip
+def _broker_batches(batches: Iterable[pa.RecordBatch], settled: object) -> Iterator[pa.RecordBatch]:
     table = merge.first_brokers(list(_finished("brokers", _blobs(batches), settled)))
-    yield from (_arrow_to_spark(table) if spark_types else table).to_batches()
+    yield from _arrow_to_spark(table).to_batches()
 
 
 def _write_table(filesystem: object, path: str, table: pa.Table) -> None:
@@ -257,30 +262,39 @@ def _write_table(filesystem: object, path: str, table: pa.Table) -> None:
         writer.write_table(table)
 
 
-def _write_parts(batches: Iterable[pa.RecordBatch], name: str, settled: object, filesystem: object,
-                 directory: str) -> Iterator[pa.RecordBatch]:  # fmt: skip
-    """One task's pieces of a table into one Parquet file (named by partition: a retry overwrites)."""
+def _write_parts(batches: Iterable[pa.RecordBatch], settled: object, filesystem: object, root: str
+                 ) -> Iterator[pa.RecordBatch]:  # fmt: skip
+    """One task's pieces into one Parquet file per table (named by partition: a retry overwrites);
+    brokers pieces are returned instead (``brokers``, Arrow IPC) for the driver to keep each once."""
     import pyarrow.parquet as pq
 
-    if name == "brokers":
-        pieces: Iterable[pa.Table] = [merge.first_brokers(list(_finished(name, _blobs(batches), settled)))]
-    else:
-        pieces = _finished(name, _blobs(batches), settled)
-    path = f"{directory}/part-{TaskContext.get().partitionId():05d}.parquet"
-    writer, stream, rows = None, None, 0
+    opened, topics = settled.value  # type: ignore[attr-defined]
+    partition = TaskContext.get().partitionId()
+    writers: dict[str, tuple[object, pq.ParquetWriter]] = {}
+    rows: dict[str, int] = {}
+    brokers: list[pa.Table] = []
     try:
-        for table in pieces:
-            if writer is None:
-                stream = filesystem.open_output_stream(path)  # type: ignore[attr-defined]
-                writer = pq.ParquetWriter(stream, table.schema)
-            writer.write_table(table)
-            rows += table.num_rows
+        for batch in batches:
+            for name, blob in zip(batch.column(0).to_pylist(), batch.column(1).to_pylist(), strict=True):
+                table = merge.finish_piece(name, merge.read_ipc(blob), opened, topics)
+                if name == "brokers":
+                    brokers.append(table)
+                    continue
+                if name not in writers:
+                    stream = filesystem.open_output_stream(f"{root}/{name}/part-{partition:05d}.parquet")  # type: ignore[attr-defined]
+                    writers[name] = (stream, pq.ParquetWriter(stream, table.schema))
+                writers[name][1].write_table(table)
+                rows[name] = rows.get(name, 0) + table.num_rows
     finally:
-        if writer is not None:
+        for stream, writer in writers.values():
             writer.close()
-            stream.close()  # type: ignore[union-attr]
-    if writer is not None:
-        yield pa.RecordBatch.from_pydict({"path": [path], "rows": [rows]})
+            stream.close()  # type: ignore[attr-defined]
+    out = [(name, f"{root}/{name}/part-{partition:05d}.parquet", n, None) for name, n in rows.items()]
+    if brokers:  # each broker once per task already (the task's sink): a few rows, with where first seen
+        out.append(("brokers", None, 0, merge.ipc_bytes(pa.concat_tables(brokers))))
+    if out:
+        yield pa.RecordBatch.from_pylist([dict(zip(_WRITTEN_ARROW.names, row, strict=True)) for row in out],
+                                         schema=_WRITTEN_ARROW)  # fmt: skip
 
 
 def segment_rows(spark: SparkSession, found: list[tuple[str, int | None]], split_bytes: int = SPLIT_BYTES

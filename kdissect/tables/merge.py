@@ -26,6 +26,14 @@ TOPIC_ID = "_topic_id"  # unnamed topic ids of a piece's rows (text)
 BROKER_SEEN = "_seen"  # pos of the response that revealed a broker row
 
 
+def ipc_bytes(table: pa.Table) -> bytes:
+    """A piece as it travels between tasks and the driver (Arrow IPC stream)."""
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return sink.getvalue().to_pybytes()
+
+
 def read_ipc(data: bytes) -> pa.Table:
     return pa.ipc.open_stream(data).read_all()
 
