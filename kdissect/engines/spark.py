@@ -194,12 +194,15 @@ class Decoded:
     def summary(self) -> Summary:
         """The summary's figures, tallied in Spark: exact percentiles (the local engine's one
         definition, :func:`kdissect.analysis.latency.quantile`, as a Spark SQL expression)."""
-        exchanges, connections = self.table("exchanges"), self.table("connections")
+        # Two aggregations read the exchanges: their four columns are finished from the pieces once.
+        exchanges = self.table("exchanges").select("api_name", "status", "error_name", "latency_ms")
+        exchanges = exchanges.persist(StorageLevel.MEMORY_AND_DISK)
+        connections = self.table("connections")
         tcp = [F.sum(F.coalesce(F.col(f"tcp_{n}_to_broker"), F.lit(0)) + F.coalesce(F.col(f"tcp_{n}_to_client"),
                                                                                     F.lit(0))).alias(n)
                for n in TCP_COUNTERS]  # fmt: skip
         conn = connections.agg(F.count("*").alias("n"), F.sum(F.col("is_kafka").cast("long")).alias("k"), *tcp).first()
-        t = Tallies(conn["n"], conn["k"] or 0, {n: conn[n] or 0 for n in TCP_COUNTERS}, exchanges.count())
+        t = Tallies(conn["n"], conn["k"] or 0, {n: conn[n] or 0 for n in TCP_COUNTERS})
         lat = F.array_sort(F.collect_list("latency_ms"))
         by_api = (exchanges.where(F.col("api_name").isNotNull()).groupBy("api_name").agg(lat.alias("lat"))
                   .select("api_name", F.size("lat").alias("n"), *(_quantile("lat", q).alias(f"q{i}")
@@ -209,6 +212,8 @@ class Decoded:
             t.latency[r["api_name"]] = Percentiles(r["n"], *(r[f"q{i}"] for i in range(len(QUANTILES))), r["max"])
         outcomes = exchanges.groupBy("api_name", "status", "error_name").count().collect()
         t.outcomes = {(r["api_name"], r["status"], r["error_name"]): r["count"] for r in outcomes}
+        t.exchanges = sum(t.outcomes.values())
+        exchanges.unpersist()
         length = F.sum(F.coalesce("length", F.lit(0)))
         kinds = self.table("anomalies").groupBy("kind").agg(F.count("*").alias("n"), length.alias("bytes")).collect()
         t.anomalies = {r["kind"]: (r["n"], r["bytes"]) for r in kinds}
