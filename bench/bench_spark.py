@@ -99,19 +99,34 @@ def _is_java(pid: int) -> bool:
         return False
 
 
-def timed(argv: list[str]) -> tuple[float, float, float, str]:
-    """Wall seconds, peak RSS (MB) of the process and of its JVM (Linux /proc), stdout."""
+def _cpu_s(pid: int) -> float:
+    """User + system CPU seconds of one process so far (its own threads, not its children)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def timed(argv: list[str]) -> tuple[float, float, float, float, str]:
+    """Wall seconds, peak RSS (MB) of the process and of its JVM, CPU seconds of the process and
+    every descendant (the JVM, Spark's Python workers; sampled, so a last fraction of a second of
+    each is missed), stdout (Linux /proc)."""
     start = time.perf_counter()
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     driver = jvm = 0
+    cpu: dict[int, float] = {}
     while proc.poll() is None:
         driver = max(driver, _rss(proc.pid))
-        jvm = max([jvm, *(_rss(k) for k in _descendants(proc.pid) if _is_java(k))])
+        kids = _descendants(proc.pid)
+        jvm = max([jvm, *(_rss(k) for k in kids if _is_java(k))])
+        for pid in (proc.pid, *kids):
+            cpu[pid] = max(cpu.get(pid, 0.0), _cpu_s(pid))
         time.sleep(0.2)
     out = proc.stdout.read() if proc.stdout else ""
     if proc.returncode:
         raise SystemExit(f"{argv} failed ({proc.returncode})")
-    return time.perf_counter() - start, driver / MB, jvm / MB, out
+    return time.perf_counter() - start, driver / MB, jvm / MB, sum(cpu.values()), out
 
 
 def stages(files: list[str], master: str, out: Path) -> dict[str, float]:
@@ -157,13 +172,14 @@ def main() -> None:
         segments = sum(1 for p in files[: max(1, len(files) // (args.copies + 1))] for ev in iter_capture(p)
                        if isinstance(ev, TcpSegment)) * (args.copies + 1)  # fmt: skip
         print(f"corpus: {len(files)} files, {total:,.1f} MB, about {segments:,} TCP segments")
-        print(f"{'engine':<12} {'wall s':>8} {'MB/s':>8} {'driver MB':>10} {'JVM MB':>8}")
+        print(f"{'engine':<12} {'wall s':>8} {'MB/s':>8} {'driver MB':>10} {'JVM MB':>8} {'CPU s':>8} {'cores':>6}")
         cli = [sys.executable, "-m", "kdissect.cli", "analyze"]
         for engine in args.engines.split(","):
             out = work / f"out-{engine}"
             extra = [] if engine == "local" else ["--engine", "spark", "--master", engine]
-            wall, driver, jvm, _ = timed([*cli, *files, "--out", str(out), *extra])
-            print(f"{engine:<12} {wall:>8.1f} {total / wall:>8.1f} {driver:>10.0f} {jvm:>8.0f}", flush=True)
+            wall, driver, jvm, cpu, _ = timed([*cli, *files, "--out", str(out), *extra])
+            print(f"{engine:<12} {wall:>8.1f} {total / wall:>8.1f} {driver:>10.0f} {jvm:>8.0f} {cpu:>8.1f} "
+                  f"{cpu / wall:>6.2f}", flush=True)  # fmt: skip
             shutil.rmtree(out, ignore_errors=True)
         for master in filter(None, args.stages.split(",")):
             split = stages(files, master, work / "out-stages")

@@ -26,7 +26,7 @@ from kdissect.tables.merge import BROKER_SEEN, OPENED, STATS, TOPIC_ID, TOPICS, 
 from kdissect.tables.sink import SPILLABLE, Columns, TableSink
 
 ENVELOPE_SCHEMA = pa.schema([("table", pa.string()), ("data", pa.binary())])
-_ALWAYS = ("exchanges", "connections", "anomalies")  # what the summary reads
+SUMMARY_TABLES = ("exchanges", "connections", "anomalies")  # what the summary reads: always decoded
 _FINISHING = 1 << 62  # events of the end of input come after every segment
 
 
@@ -35,7 +35,7 @@ class PartitionDecoder:
 
     def __init__(self, files: list[str], options: Options, tables: Iterable[str], spill_rows: int = 10_000) -> None:
         self.files = files
-        self.wanted = [t for t in TABLES if t in set(tables) or t in _ALWAYS]
+        self.wanted = [t for t in TABLES if t in set(tables) or t in SUMMARY_TABLES]
         self.sink = TableSink(self.wanted, options, spill=self._spill, spill_rows=spill_rows, resolve_topics=False)
         self.pipeline = KafkaPipeline(options, opened=self.sink.connection_sources)
         self.opened_at: list[int] = []  # per local connection id: pos of the segment that opened it

@@ -38,7 +38,7 @@ from pyspark.sql.pandas.types import from_arrow_schema
 
 from kdissect.analysis.latency import QUANTILES, Percentiles
 from kdissect.analysis.summary import Summary, Tallies, summary_of
-from kdissect.engines.partition import ENVELOPE_SCHEMA, decode_partition
+from kdissect.engines.partition import ENVELOPE_SCHEMA, SUMMARY_TABLES, decode_partition
 from kdissect.engines.units import SEGMENT_SCHEMA, UNIT_SCHEMA, Unit, plan_units, read_units
 from kdissect.options import Options
 from kdissect.sources.shapes import SourceStats
@@ -152,17 +152,13 @@ class Decoded:
             self._broadcast = self.spark.sparkContext.broadcast((self.opened, self.topics))
         return self._broadcast
 
-    def _pieces(self, name: str) -> DataFrame:
-        return self.envelope.filter(F.col("table") == name).select("data")
-
-    def table(self, name: str) -> DataFrame:
-        """Table ``name`` as a DataFrame of :func:`spark_schema`."""
+    def table(self, name: str, envelope: DataFrame | None = None) -> DataFrame:
+        """Table ``name`` as a DataFrame of :func:`spark_schema` (from ``envelope``: some of the pieces)."""
         settled = self._settled()
+        pieces = (self.envelope if envelope is None else envelope).filter(F.col("table") == name).select("data")
         if name == "brokers":
-            pieces = self._pieces(name).coalesce(1)
-            return pieces.mapInArrow(partial(_broker_batches, settled=settled), spark_schema(name))
-        return self._pieces(name).mapInArrow(partial(_finished_batches, name=name, settled=settled),
-                                             spark_schema(name))  # fmt: skip
+            return pieces.coalesce(1).mapInArrow(partial(_broker_batches, settled=settled), spark_schema(name))
+        return pieces.mapInArrow(partial(_finished_batches, name=name, settled=settled), spark_schema(name))
 
     def write(self, out: str, tables: Iterable[str]) -> list[tuple[str, int]]:
         """Parquet files under ``out/<table>/`` (one per task and table), in the local engine's types:
@@ -194,10 +190,12 @@ class Decoded:
     def summary(self) -> Summary:
         """The summary's figures, tallied in Spark: exact percentiles (the local engine's one
         definition, :func:`kdissect.analysis.latency.quantile`, as a Spark SQL expression)."""
-        # Two aggregations read the exchanges: their four columns are finished from the pieces once.
-        exchanges = self.table("exchanges").select("api_name", "status", "error_name", "latency_ms")
+        # The kept pieces are mostly records: the three tables read here are taken from them in one
+        # scan, and the exchanges' four columns finished once for both aggregations.
+        small = self.envelope.filter(F.col("table").isin(*SUMMARY_TABLES)).persist(StorageLevel.MEMORY_AND_DISK)
+        exchanges = self.table("exchanges", small).select("api_name", "status", "error_name", "latency_ms")
         exchanges = exchanges.persist(StorageLevel.MEMORY_AND_DISK)
-        connections = self.table("connections")
+        connections = self.table("connections", small)
         tcp = [F.sum(F.coalesce(F.col(f"tcp_{n}_to_broker"), F.lit(0)) + F.coalesce(F.col(f"tcp_{n}_to_client"),
                                                                                     F.lit(0))).alias(n)
                for n in TCP_COUNTERS]  # fmt: skip
@@ -213,10 +211,12 @@ class Decoded:
         outcomes = exchanges.groupBy("api_name", "status", "error_name").count().collect()
         t.outcomes = {(r["api_name"], r["status"], r["error_name"]): r["count"] for r in outcomes}
         t.exchanges = sum(t.outcomes.values())
-        exchanges.unpersist()
         length = F.sum(F.coalesce("length", F.lit(0)))
-        kinds = self.table("anomalies").groupBy("kind").agg(F.count("*").alias("n"), length.alias("bytes")).collect()
+        anomalies = self.table("anomalies", small)
+        kinds = anomalies.groupBy("kind").agg(F.count("*").alias("n"), length.alias("bytes")).collect()
         t.anomalies = {r["kind"]: (r["n"], r["bytes"]) for r in kinds}
+        exchanges.unpersist()
+        small.unpersist()
         return summary_of(t, self.source, self.stray_segments)
 
     def close(self) -> None:
