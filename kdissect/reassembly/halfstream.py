@@ -318,6 +318,7 @@ class HalfStream:
 
     def _gap(self, off: int, length: int | None, reason: str, ts: int, out: list[ReassemblyEvent]) -> None:
         out.append(StreamGap(self.conn_id, self.direction, off, length, ts, reason))
-        self.stats.gaps += 1
+        if reason != "midstream":  # a late start is no hole in what was captured
+            self.stats.gaps += 1
         if length:
             self.stats.gap_bytes += length

@@ -65,8 +65,8 @@ class DirectionStats:
     overlap_bytes: int = 0  # bytes received again (dropped, first copy kept)
     out_of_order: int = 0  # segments that arrived ahead of a hole
     keepalives: int = 0
-    gaps: int = 0
-    gap_bytes: int = 0  # known-length gap bytes (a midstream gap has no length)
+    gaps: int = 0  # holes in what was captured (a direction picked up mid-stream is not one)
+    gap_bytes: int = 0  # known-length gap bytes
     zero_window_probes: int = 0
     anomalies: int = 0  # segments contradicting the stream: data past the FIN, a second FIN, RST payload...
     ignored_bytes: int = 0  # payload bytes of those segments, not part of the stream

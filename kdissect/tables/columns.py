@@ -40,6 +40,7 @@ TABLES: dict[str, list[tuple[str, str]]] = {
         ("throttle_time_ms", "int32"),
         ("status", "category"),
         ("out_of_order", "bool"),
+        ("inferred", "bool"),
         ("warnings", "string"),
     ],
     "partitions": [

@@ -90,6 +90,7 @@ def exchange_row(ex: Exchange, errors: list[tuple[Entry, str, int]] | None = Non
         "throttle_time_ms": resp.body.get("throttle_time_ms") if decoded else None,
         "status": status,
         "out_of_order": ex.out_of_order,
+        "inferred": ex.inferred,
         "warnings": "; ".join(warnings) if warnings else None,
     }
 

@@ -63,8 +63,10 @@ QUIRKS: dict[str, Quirk] = {
     "librdkafka-midstream-produce": Quirk(
         anomaly_kinds=frozenset({"midstream", "truncated_frame"}),
         statuses={"orphan_response": 3, "unanswered": 2}, unanswered=("Produce", "Produce"), errors=frozenset(),
+        warnings={"inferred": 3},
         why="the capture starts mid-connection and stops after 40 packets, inside a Produce request: the "
-            "answers to the 3 requests sent before it are orphans, the 2 requests in it are unanswered"),
+            "answers to the 3 requests sent before it are orphans (decoded as Produce v10 responses by "
+            "inference from the requests seen), the 2 requests in it are unanswered"),
 }
 
 
