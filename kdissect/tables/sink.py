@@ -19,9 +19,12 @@ from ..options import Options
 from .columns import TABLES, TCP_COUNTERS, Parts, Runs
 from .record_rows import add_records, batch_rows, produce_base_offsets, record_fields
 from .rows import TableRows
+from .transactions import TransactionMarks
 
 # Cluster-state broadcasts list every partition of the cluster: not per-partition traffic.
 _NOT_PARTITION_TRAFFIC = apis.keys_with(apis.CLUSTER_STATE)
+_END_TXN = apis.key_of("EndTxn")
+OPEN_TXN_HOLD = 4  # records are spilled at this many times spill_rows while a transaction is open
 _PARTITION_VALUES = ("fetch_offset", "committed_offset", "offset", "base_offset", "high_watermark",
                      "last_stable_offset", "log_start_offset", "timestamp", "leader_epoch")
 # Tables whose rows grow with the traffic's volume (not its request count) and that no summary reads.
@@ -120,6 +123,8 @@ class TableSink:
         self.rows: dict[str, TableRows] = {name: TableRows(name) for name in TABLES}
         self.topic_names: dict[uuid.UUID, str] = {}
         self._brokers_seen: set[tuple] = set()
+        self.transactions = TransactionMarks()
+        self.spilled: dict[str, int] = dict.fromkeys(TABLES, 0)  # rows already handed to ``spill``
 
     def consume(self, event: KafkaEvent) -> None:
         if isinstance(event, Exchange):
@@ -158,9 +163,14 @@ class TableSink:
             self._broker_rows(resp, resp_entries)
         if self.wanted & {"records", "batches"}:
             self._record_rows(ex, req_entries, resp_entries)
+            if req is not None and req.api_key == _END_TXN and req.body is not None and not errors:
+                body = req.body
+                self.transactions.end_txn(body["producer_id"], body["producer_epoch"], body["committed"])
         if self.spill is not None:
             for name in SPILLABLE:
-                if len(self.rows[name]) >= self.spill_rows:
+                rows = len(self.rows[name])
+                hold = name == "records" and self.transactions.open and rows < OPEN_TXN_HOLD * self.spill_rows
+                if rows >= self.spill_rows and not hold:
                     self.spill(name, self.take(name))
 
     def _record_rows(self, ex: Exchange, req_entries: list[Entry], resp_entries: list[Entry]) -> None:
@@ -173,7 +183,8 @@ class TableSink:
             if "batches" in self.wanted:
                 self.rows["batches"].extend(batch_rows(ex, direction, parts))
             if "records" in self.wanted:
-                add_records(self.rows["records"], ex, direction, parts, base_offsets)
+                add_records(self.rows["records"], ex, direction, parts, base_offsets, self.transactions,
+                            self.spilled["records"])
             for part in parts:
                 for w in part.records.all_warnings():
                     self.rows["anomalies"].append({
@@ -284,10 +295,13 @@ class TableSink:
         """The table's rows so far, column by column, topic ids named."""
         rows = self.rows[name]
         self._resolve_topic_ids(rows)
+        if name == "records":
+            self.transactions.apply(rows, self.spilled[name])
         return rows.columns
 
     def take(self, name: str) -> Columns:
         """The table's columns so far, forgetting them (what ``spill`` receives)."""
         columns = self.columns(name)
+        self.spilled[name] += len(self.rows[name])
         self.rows[name] = TableRows(name)
         return columns
