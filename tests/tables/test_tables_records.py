@@ -139,7 +139,7 @@ RECORD_COLUMNS = [
     "connection_id", "correlation_id", "direction", "topic", "partition", "offset", "timestamp", "timestamp_type",
     "key", "value", "headers", "batch_base_offset", "magic", "compression", "batch_bytes", "batch_compressed_bytes",
     "crc_ok", "is_control", "control_type", "producer_id", "producer_epoch", "base_sequence", "transactional",
-    "aborted",
+    "aborted", "aborted_by",
 ]  # fmt: skip
 
 
