@@ -37,7 +37,7 @@ from kdissect.kafka.lifecycle import Lifecycle, State
 from kdissect.kafka.pairing import Pairer, expects_response
 from kdissect.kafka.validators import RequestValidator, ResponseValidator
 from kdissect.options import Options
-from kdissect.reassembly.streams import DirectionStats
+from kdissect.reassembly.streams import DirectionStats, StreamConflict
 
 SASL_HANDSHAKE = apis.key_of("SaslHandshake")
 API_VERSIONS = apis.key_of("ApiVersions")
@@ -83,7 +83,7 @@ class KafkaConnection:
         self._seen_data = [False, False]
         self._probed = [0, 0]
         self._undecodable_run = [0, 0]
-        self._held: list[tuple[int, Skipped | Lost]] = []  # framing anomalies before Kafka was proven
+        self._held: list[tuple[int, Skipped | Lost | StreamConflict]] = []  # anomalies before Kafka was proven
         self._held_dropped = 0
         # direction -> its midstream start and the bytes skipped since, until its first frame boundary
         self._midstream: dict[int, tuple[Lost, int]] = {}
@@ -152,6 +152,12 @@ class KafkaConnection:
             return []
         return self._handle(direction, self.splitters[direction].gap(offset, length, ts_ns, reason))
 
+    def conflict(self, ev: StreamConflict) -> list[KafkaEvent]:
+        """A retransmission carried other bytes than the copy kept (and decoded)."""
+        if self.life.done:
+            return []
+        return self._handle_framing(ev.direction, [ev])
+
     def end(self, ts_ns: int, reason: str, stats: tuple[DirectionStats, DirectionStats] | None = None,
             ) -> list[KafkaEvent]:
         """The TCP connection is over: unanswered requests, then the summary (with the
@@ -204,7 +210,7 @@ class KafkaConnection:
                 ev.client, ev.broker = self.summary.client, self.summary.broker
         return out
 
-    def _handle_framing(self, direction: int, framing: list[FramingEvent]) -> list[KafkaEvent]:
+    def _handle_framing(self, direction: int, framing: list[FramingEvent | StreamConflict]) -> list[KafkaEvent]:
         out: list[KafkaEvent] = []
         for ev in framing:
             if isinstance(ev, Frame):
@@ -218,7 +224,11 @@ class KafkaConnection:
                 out.extend(self._framing_anomaly(direction, ev))
         return out
 
-    def _framing_anomaly(self, direction: int, ev: Skipped | Lost) -> list[KafkaEvent]:
+    def _framing_anomaly(self, direction: int, ev: Skipped | Lost | StreamConflict) -> list[KafkaEvent]:
+        if isinstance(ev, StreamConflict):
+            return [Anomaly("retransmission_conflict", self.conn_id, self._role(direction), ev.offset, ev.length,
+                            ev.ts_ns, f"a retransmitted copy of {ev.length} bytes differs from the copy decoded "
+                            "(the first copy was kept)")]
         if isinstance(ev, Lost):
             if ev.reason == "midstream":  # reported with what its first boundary skipped
                 self._midstream[direction] = (ev, 0)

@@ -24,6 +24,7 @@ _WHY = {
     "corrupt_record": "capture records with impossible framing",
     "crc_mismatch": "record batches whose checksum is wrong",
     "decompression_capped": "record batches inflating past the memory cap",
+    "retransmission_conflict": "retransmitted bytes that differ from the copy decoded",
 }
 # The reassembler's counters worth a word when not zero (the others are in the connections table).
 _TCP = {

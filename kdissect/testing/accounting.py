@@ -12,6 +12,8 @@ from collections.abc import Iterable
 
 from kdissect.events import Anomaly, ConnectionSummary, Exchange, KafkaEvent
 
+_DESCRIBE = ("decode_error", "retransmission_conflict")
+
 
 def accounted(events: Iterable[KafkaEvent]) -> Counter[tuple[int, str]]:
     """Bytes per (conn_id, "request"/"response") that some event stands for.
@@ -33,8 +35,9 @@ def accounted(events: Iterable[KafkaEvent]) -> Counter[tuple[int, str]]:
         elif isinstance(ev, ConnectionSummary) and not ev.is_kafka and ev.tcp is not None:
             for role, stats in zip(("request", "response"), ev.tcp, strict=True):
                 out[(ev.conn_id, role)] += stats.bytes + stats.gap_bytes
-        elif isinstance(ev, Anomaly) and ev.kind != "decode_error" and ev.direction and ev.length:
-            # A decode_error anomaly describes the frame of an "undecodable" exchange: counted there.
+        elif isinstance(ev, Anomaly) and ev.kind not in _DESCRIBE and ev.direction and ev.length:
+            # These describe bytes counted elsewhere (a decode_error: the frame of an "undecodable"
+            # exchange; a retransmission_conflict: bytes of the stream, which count once).
             if ev.kind == "gap" and _inside(spans.get((ev.conn_id, ev.direction), []), ev.offset, ev.length):
                 continue
             out[(ev.conn_id, ev.direction)] += ev.length
