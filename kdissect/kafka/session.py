@@ -304,6 +304,7 @@ class KafkaConnection:
             size=frame.size,
             ts_first=frame.ts_first,
             ts_last=frame.ts_last,
+            raw=frame.data if self.options.keep_frames else None,
         )
 
     def _request(self, frame: Frame) -> list[KafkaEvent]:

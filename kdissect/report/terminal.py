@@ -21,6 +21,7 @@ _WHY = {
     "tls": "encrypted connections",
     "not_kafka": "connections on Kafka ports that carried no Kafka",
     "truncated_file": "capture file cut short",
+    "unreadable_file": "files that are not captures (skipped; the others were read)",
     "corrupt_record": "capture records with impossible framing",
     "crc_mismatch": "record batches whose checksum is wrong",
     "decompression_capped": "record batches inflating past the memory cap",

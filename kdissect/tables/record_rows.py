@@ -56,6 +56,16 @@ def produce_base_offsets(resp_entries: list[Entry]) -> dict[tuple[str | None, in
             for e in resp_entries if e.has_partition and e.scalars.get("base_offset", -1) >= 0}
 
 
+def null_payloads(table: TableRows) -> None:
+    """Keys, values and header values of the records table as null (sizes and header keys kept):
+    how ``--no-payloads`` shows that a payload was there but not kept."""
+    for name in ("key", "value"):
+        column = table.listed(name)
+        column[:] = [None] * len(column)
+    headers = table.listed("headers")
+    headers[:] = [[(k, None) for k, _ in h] if h else h for h in headers]
+
+
 def batch_rows(ex: Exchange, direction: str, parts: list[PartitionRecords]) -> Iterator[dict[str, Any]]:
     first = ex.request or ex.response
     assert first is not None

@@ -17,7 +17,7 @@ from ..decoders.error_codes import error_name, is_retriable
 from ..events import Anomaly, ConnectionSummary, Exchange, KafkaEvent, KafkaMessage
 from ..options import Options
 from .columns import TABLES, TCP_COUNTERS, Parts, Runs
-from .record_rows import add_records, batch_rows, produce_base_offsets, record_fields
+from .record_rows import add_records, batch_rows, null_payloads, produce_base_offsets, record_fields
 from .rows import TableRows
 from .transactions import TransactionMarks
 
@@ -96,6 +96,12 @@ def exchange_row(ex: Exchange, errors: list[tuple[Entry, str, int]] | None = Non
         "inferred": ex.inferred,
         "warnings": "; ".join(warnings) if warnings else None,
     }
+
+
+def exchange_topics(ex: Exchange) -> list[str]:
+    """The topic names an exchange's request and response name, in order, each once (for filters)."""
+    found = (e.context.topic for msg in (ex.request, ex.response) for e in _entries(msg))
+    return list(dict.fromkeys(t for t in found if t is not None))
 
 
 def _tcp_counters(c: ConnectionSummary) -> dict[str, int]:
@@ -297,6 +303,8 @@ class TableSink:
         self._resolve_topic_ids(rows)
         if name == "records":
             self.transactions.apply(rows, self.spilled[name])
+            if self.options.payloads.null and len(rows):
+                null_payloads(rows)
         return rows.columns
 
     def take(self, name: str) -> Columns:

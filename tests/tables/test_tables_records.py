@@ -123,7 +123,7 @@ def test_cli_payload_modes_and_show_prints_records(tmp_path: Path) -> None:
         cmd = [sys.executable, "-m", "kdissect.cli", *args]
         return subprocess.run(cmd, capture_output=True, text=True, timeout=300)
 
-    for flag, expect in (([], b"v" * 50), (["--preview", "4"], b"vvvv"), (["--no-payloads"], b"")):
+    for flag, expect in (([], b"v" * 50), (["--preview", "4"], b"vvvv"), (["--no-payloads"], None)):
         out_dir = tmp_path / ("o" + "".join(flag))
         res = run("analyze", str(path), "--out", str(out_dir), "--tables", "records", *flag)
         assert res.returncode == 0, res.stderr
