@@ -20,9 +20,10 @@ class KafkaPipeline:
 
     Without ``options.auto_detect``, connections with no endpoint on a broker port are ignored."""
 
-    def __init__(self, options: Options | None = None) -> None:
+    def __init__(self, options: Options | None = None, *, idle_timeout_ns: int | None = None) -> None:
         self.options = options or Options()
-        self.reassembler = TcpReassembler()
+        # A live capture never ends: it ends connections silent for ``idle_timeout_ns`` of capture time.
+        self.reassembler = TcpReassembler(idle_timeout_ns=idle_timeout_ns)
         self.connections: dict[int, KafkaConnection] = {}
 
     def feed(self, segment: TcpSegment) -> list[KafkaEvent]:

@@ -16,7 +16,8 @@ from ..decoders.entities import Entry, has_error, is_error_field, walk
 from ..decoders.error_codes import error_name, is_retriable
 from ..events import Anomaly, ConnectionSummary, Exchange, KafkaEvent, KafkaMessage
 from ..options import Options
-from .columns import TABLES, TCP_COUNTERS, Parts, Runs
+from .columns import DETAIL_TABLES, TABLES, TCP_COUNTERS, Parts, Runs
+from .details import DetailRows
 from .record_rows import add_records, batch_rows, null_payloads, produce_base_offsets, record_fields
 from .rows import TableRows
 from .transactions import TransactionMarks
@@ -28,7 +29,7 @@ OPEN_TXN_HOLD = 4  # records are spilled at this many times spill_rows while a t
 _PARTITION_VALUES = ("fetch_offset", "committed_offset", "offset", "base_offset", "high_watermark",
                      "last_stable_offset", "log_start_offset", "timestamp", "leader_epoch")
 # Tables whose rows grow with the traffic's volume (not its request count) and that no summary reads.
-SPILLABLE = ("records", "batches", "partitions", "errors")
+SPILLABLE = ("records", "batches", "partitions", "errors", "metadata_partitions")
 Columns = Mapping[str, list[Any] | Runs | Parts]  # a table's values per column name
 Spill = Callable[[str, Columns], None]
 
@@ -131,6 +132,7 @@ class TableSink:
         self._brokers_seen: set[tuple] = set()
         self.transactions = TransactionMarks()
         self.spilled: dict[str, int] = dict.fromkeys(TABLES, 0)  # rows already handed to ``spill``
+        self.details = DetailRows(self.wanted & set(DETAIL_TABLES))
 
     def consume(self, event: KafkaEvent) -> None:
         if isinstance(event, Exchange):
@@ -172,6 +174,8 @@ class TableSink:
             if req is not None and req.api_key == _END_TXN and req.body is not None and not errors:
                 body = req.body
                 self.transactions.end_txn(body["producer_id"], body["producer_epoch"], body["committed"])
+        if self.details.wanted:
+            self.details.add(ex, self.rows)
         if self.spill is not None:
             for name in SPILLABLE:
                 rows = len(self.rows[name])
