@@ -106,9 +106,11 @@ def add_records(table: TableRows, ex: Exchange, direction: str, parts: list[Part
                 continue
             aborted = listed_as_aborted(b, part.aborted)
             if b.is_control and direction == "fetch":
-                marks.control(part.topic or part.topic_id, part.partition, b)
+                marks.control(part.topic, part.topic_id, part.partition, b)
             elif b.is_transactional and not aborted:
-                marks.batch(direction, part.topic or part.topic_id, part.partition, b, spilled + len(table), n)
+                last = b.last_offset if direction == "fetch" else (assigned + index + n - 1 if assigned is not None
+                                                                   else None)
+                marks.batch(direction, part.topic, part.topic_id, part.partition, b, last, spilled + len(table), n)
             # A produce request's offsets are placeholders until the broker assigns them: absolute
             # only when the paired response gave the base offset, else unknown (not the placeholder).
             first_offset = assigned + index if assigned is not None else (WIRE if direction == "fetch" else None)

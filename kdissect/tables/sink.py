@@ -130,7 +130,7 @@ class TableSink:
         self.rows: dict[str, TableRows] = {name: TableRows(name) for name in TABLES}
         self.topic_names: dict[uuid.UUID, str] = {}
         self._brokers_seen: set[tuple] = set()
-        self.transactions = TransactionMarks()
+        self.transactions = TransactionMarks(self.topic_names)
         self.spilled: dict[str, int] = dict.fromkeys(TABLES, 0)  # rows already handed to ``spill``
         self.details = DetailRows(self.wanted & set(DETAIL_TABLES))
 

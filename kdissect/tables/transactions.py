@@ -6,9 +6,12 @@ The records table's ``aborted`` column is true, and ``aborted_by`` names the rul
   transactions from an offset at or before the batch (the broker's own word; decided per batch);
 - ``abort_marker``: the capture holds the ABORT control record of the same producer id and epoch
   on the same topic-partition, at a higher offset, with no marker of that producer in between (a
-  fetched transactional batch; a broker whose list is empty or missing still writes the marker);
+  fetched batch, or a produced one whose offsets the Produce response gave; a broker whose list
+  is empty or missing still writes the marker);
 - ``end_txn``: the producer (id and epoch) sent EndTxn with ``committed`` false, and no EndTxn in
-  between (a produced transactional batch; a producer has one open transaction at a time).
+  between (a produced batch; a producer has one open transaction at a time).
+
+A record both rules mark is named by ``abort_marker`` (the log's own word).
 
 An outcome usually comes after its records (the marker follows the data in the log, EndTxn follows
 the Produce requests), so batches of open transactions are remembered (row ranges, a bounded
@@ -19,7 +22,9 @@ open, within a bound.
 
 from __future__ import annotations
 
+import uuid
 from collections import OrderedDict
+from collections.abc import Mapping
 from typing import Any
 
 from kdissect.decoders.records import Batch
@@ -43,8 +48,11 @@ def listed_as_aborted(batch: Batch, aborted: list[tuple[int, int]]) -> bool:
 class TransactionMarks:
     """Open transactions' batches (as records-table row ranges) and the marks decided for them."""
 
-    def __init__(self) -> None:
-        # key -> [(first row, rows, last offset)]; produce keys: (pid, epoch); fetch: (pid, epoch, topic, partition)
+    def __init__(self, topic_names: Mapping[uuid.UUID, str] | None = None) -> None:
+        # Topic ids (Fetch v13+) named by the Metadata seen so far, so a partition is one key whichever
+        # way a message names its topic.
+        self.topic_names = topic_names if topic_names is not None else {}
+        # key -> [(first row, rows, last offset)]: ("produce", pid, epoch), ("log", pid, epoch, topic, partition)
         self._open: OrderedDict[tuple, list[tuple[int, int, int | None]]] = OrderedDict()
         self._batches = 0
         self.marks: list[tuple[int, int, str]] = []  # (first row, rows, rule) not yet written to the table
@@ -54,23 +62,30 @@ class TransactionMarks:
     def open(self) -> bool:
         return bool(self._open)
 
-    def batch(self, direction: str, topic: Any, partition: int | None, batch: Batch, row: int, n: int) -> None:
+    def batch(self, direction: str, topic: str | None, topic_id: uuid.UUID | None, partition: int | None,
+              batch: Batch, last_offset: int | None, row: int, n: int) -> None:
         """A transactional data batch whose ``n`` rows start at records-table row ``row`` (counting
-        spilled rows), its outcome unknown yet."""
-        key = _key(direction, batch, topic, partition)
-        self._open.setdefault(key, []).append((row, n, batch.last_offset))
-        self._open.move_to_end(key)
-        self._batches += 1
+        spilled rows), its outcome unknown yet; ``last_offset``: its last record's log offset, if known."""
+        keys = [("produce", batch.producer_id, batch.producer_epoch)] if direction == "produce" else []
+        if last_offset is not None:
+            keys.append(("log", batch.producer_id, batch.producer_epoch, self._topic(topic, topic_id), partition))
+        for key in keys:
+            self._open.setdefault(key, []).append((row, n, last_offset))
+            self._open.move_to_end(key)
+            self._batches += 1
         while self._batches > MAX_OPEN_BATCHES:  # forget the oldest open transaction
             _, dropped = self._open.popitem(last=False)
             self._batches -= len(dropped)
 
-    def control(self, topic: Any, partition: int | None, batch: Batch) -> None:
+    def control(self, topic: str | None, topic_id: uuid.UUID | None, partition: int | None, batch: Batch) -> None:
         """A fetched control batch: its ABORT or COMMIT markers settle that producer's earlier batches."""
-        key = _key("fetch", batch, topic, partition)
+        key = ("log", batch.producer_id, batch.producer_epoch, self._topic(topic, topic_id), partition)
         for marker in batch.control:
             if marker.type in (_ABORT, _COMMIT):
                 self._settle(key, marker.type == _ABORT, ABORT_MARKER, before=marker.offset)
+
+    def _topic(self, topic: str | None, topic_id: uuid.UUID | None) -> Any:
+        return topic or self.topic_names.get(topic_id) or topic_id  # type: ignore[arg-type]
 
     def end_txn(self, producer_id: int, producer_epoch: int, committed: bool) -> None:
         self._settle(("produce", producer_id, producer_epoch), not committed, END_TXN, before=None)
@@ -94,7 +109,7 @@ class TransactionMarks:
         if not self.marks:
             return
         aborted, rules = rows.listed("aborted"), rows.listed("aborted_by")
-        for row, n, rule in self.marks:
+        for row, n, rule in sorted(self.marks, key=lambda m: m[2] == ABORT_MARKER):  # the marker's name wins
             start = row - first_row
             if start < 0:
                 self.lost += n
@@ -103,8 +118,3 @@ class TransactionMarks:
             rules[start : start + n] = [rule] * n
         self.marks.clear()
 
-
-def _key(direction: str, batch: Batch, topic: Any, partition: int | None) -> tuple:
-    if direction == "produce":
-        return ("produce", batch.producer_id, batch.producer_epoch)
-    return ("fetch", batch.producer_id, batch.producer_epoch, topic, partition)
