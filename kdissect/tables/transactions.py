@@ -56,7 +56,6 @@ class TransactionMarks:
         self._open: OrderedDict[tuple, list[tuple[int, int, int | None]]] = OrderedDict()
         self._batches = 0
         self.marks: list[tuple[int, int, str]] = []  # (first row, rows, rule) not yet written to the table
-        self.lost = 0  # rows marked after they were spilled (see module docstring)
 
     @property
     def open(self) -> bool:
@@ -111,8 +110,7 @@ class TransactionMarks:
         aborted, rules = rows.listed("aborted"), rows.listed("aborted_by")
         for row, n, rule in sorted(self.marks, key=lambda m: m[2] == ABORT_MARKER):  # the marker's name wins
             start = row - first_row
-            if start < 0:
-                self.lost += n
+            if start < 0:  # already spilled to a file (see the module docstring)
                 continue
             aborted[start : start + n] = [True] * n
             rules[start : start + n] = [rule] * n
