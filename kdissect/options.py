@@ -20,7 +20,8 @@ class Options:
     decode as Kafka requests within ``probe_limit`` bytes per direction is analysed too.
     ``max_frame`` is the largest size field believed. ``payloads`` says how much of each record key
     and value the records table keeps; ``limits`` bound record decoding (``max_decompressed``: the
-    cap on one batch's decompressed size).
+    cap on one batch's decompressed size). ``keep_frames`` keeps every frame's bytes on its message
+    (``raw``), not only those that did not decode (``show --raw`` and ``--save-frames``).
     """
 
     ports: tuple[int, ...] = DEFAULT_PORTS
@@ -29,3 +30,4 @@ class Options:
     probe_limit: int = DEFAULT_PROBE_LIMIT
     payloads: Payloads = FULL
     limits: Limits = DEFAULT_LIMITS
+    keep_frames: bool = False

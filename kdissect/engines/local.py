@@ -18,15 +18,41 @@ from kdissect.analysis.summary import Summary, summarize
 from kdissect.events import Anomaly, Exchange, KafkaEvent
 from kdissect.kafka.pipeline import KafkaPipeline
 from kdissect.options import Options
-from kdissect.sources.files import file_error, iter_capture
+from kdissect.sources.files import iter_capture
 from kdissect.sources.segment import TcpSegment
 from kdissect.sources.shapes import CaptureFormatError, SourceAnomaly, SourceEvent, SourceStats
 from kdissect.tables.columns import TABLES
-from kdissect.tables.sink import Columns, TableSink, exchange_row
+from kdissect.tables.sink import Columns, TableSink, exchange_row, exchange_topics
 
 PathArg = str | PathLike[str]
 Progress = Callable[[int], None]  # called with bytes read since the last call
 ALWAYS = ("connections", "anomalies")  # tables every run keeps: the summary reads them
+CAPTURE_SUFFIXES = (".pcap", ".pcapng", ".cap")  # what a directory argument is searched for (also + ".gz")
+UNREADABLE_FILE = "unreadable_file"  # the anomaly kind of a file that is not a capture
+
+
+def capture_paths(paths: Iterable[PathArg]) -> list[Path]:
+    """The capture files named: a directory stands for the capture files in it (by suffix, sorted by
+    name). Raises ``FileNotFoundError`` for a path that does not exist, ``IsADirectoryError`` for a
+    directory holding no capture file, so a bad argument fails at once, not at the first read."""
+    out: list[Path] = []
+    for arg in paths:
+        path = Path(arg)
+        if path.is_dir():
+            found = sorted(p for p in path.iterdir() if p.is_file() and _is_capture_name(p.name))
+            if not found:
+                suffixes = ", ".join(f"*{s}" for s in CAPTURE_SUFFIXES)
+                raise IsADirectoryError(f"{path} is a directory with no capture file ({suffixes}, or .gz of them)")
+            out.extend(found)
+        elif path.is_file():
+            out.append(path)
+        else:
+            raise FileNotFoundError(f"{path}: no such file")
+    return out
+
+
+def _is_capture_name(name: str) -> bool:
+    return name.lower().removesuffix(".gz").endswith(CAPTURE_SUFFIXES)
 
 
 class Writer(Protocol):
@@ -52,19 +78,19 @@ class _CountingReader:
 
 @dataclass(slots=True)
 class RunStats:
-    """What was read: the sources' counters summed over the files (and per file), the segments the
-    reassembler could place in no connection, and a line per file that could not be read at all."""
+    """What was read: the sources' counters summed over the files (and per file), and the
+    segments the reassembler could place in no connection."""
 
     files: int = 0
     source: SourceStats = field(default_factory=SourceStats)
     per_file: list[SourceStats] = field(default_factory=list)
     ignored_segments: int = 0
-    errors: list[str] = field(default_factory=list)
+    unreadable: list[tuple[str, str]] = field(default_factory=list)  # (file, why) of files that are no capture
 
     @property
     def nothing_read(self) -> bool:
         """Damage is reported in the output; only input with no readable packet at all fails a run."""
-        return self.source.packets == 0 and (self.source.anomalies > 0 or bool(self.errors))
+        return self.source.packets == 0 and self.source.anomalies > 0
 
     def add(self, part: SourceStats) -> None:
         self.per_file.append(part)
@@ -88,19 +114,29 @@ def source_anomaly(a: SourceAnomaly, source: str | None = None) -> Anomaly:
     return Anomaly(a.kind, None, None, a.offset, None, a.ts_ns, a.message, source)
 
 
+def unreadable_file(path: str, exc: CaptureFormatError, stats: SourceStats) -> SourceAnomaly:
+    """What every engine yields for a file that is not a capture: one anomaly naming it, counted."""
+    stats.anomalies += 1
+    return SourceAnomaly(UNREADABLE_FILE, f"{path}: {exc}")
+
+
+def no_capture(unreadable: list[tuple[str, str]]) -> CaptureFormatError:
+    """The error of a run in which no file was a capture: (file, why) of each."""
+    return CaptureFormatError("; ".join(f"{path}: {why}" for path, why in unreadable))
+
+
 def _read_file(path: PathArg, stats: RunStats, progress: Progress | None) -> Iterator[SourceEvent]:
-    """One file's segments and anomalies, counted into ``stats``. A file that is not a capture or
-    cannot be read ends in one anomaly naming it (and a line in ``stats.errors``): the others go on."""
+    """One file's segments and anomalies, counted into ``stats``. A file that is not a capture is
+    skipped (named in ``stats.unreadable`` and an anomaly row) and the others read."""
     stats.files += 1
     source_stats = SourceStats()
     try:
         with Path(path).open("rb") as raw:
             reader: BinaryIO = _CountingReader(raw, progress) if progress else raw  # type: ignore[assignment]
             yield from iter_capture(reader, stats=source_stats)
-    except (CaptureFormatError, OSError) as exc:
-        failed = file_error(str(path), exc)
-        stats.errors.append(failed.message)
-        yield failed
+    except CaptureFormatError as exc:
+        stats.unreadable.append((str(path), str(exc)))
+        yield unreadable_file(str(path), exc, source_stats)
     stats.add(source_stats)
 
 
@@ -151,6 +187,8 @@ def events(
     for path in paths:
         pipeline.source = str(path)
         yield from _feed(pipeline, _read_file(path, stats, progress), pipeline.source)
+    if stats.unreadable and len(stats.unreadable) == stats.files:  # only when no file is a capture
+        raise no_capture(stats.unreadable)
     yield from _finish(pipeline, stats)
 
 
@@ -160,12 +198,16 @@ def exchanges(
     *,
     where: Callable[[dict[str, Any]], bool] | None = None,
     stats: RunStats | None = None,
+    topics: bool = False,
 ) -> Iterator[tuple[Exchange, dict[str, Any]]]:
     """Each exchange with its ``exchanges`` table row, those ``where`` accepts (a predicate over the
-    row, e.g. :func:`kdissect.analysis.filters.compile_filter`'s)."""
+    row, e.g. :func:`kdissect.analysis.filters.compile_filter`'s). With ``topics``, the row also
+    holds ``topics``: the topic names its request and response name."""
     for ev in events(paths, options, stats=stats):
         if isinstance(ev, Exchange):
             row = exchange_row(ev)
+            if topics:
+                row["topics"] = exchange_topics(ev)
             if where is None or where(row):
                 yield ev, row
 

@@ -142,10 +142,10 @@ class Decoded:
         return total
 
     @property
-    def errors(self) -> list[str]:
-        """One line per file that could not be read, or is not a capture."""
+    def unreadable(self) -> list[tuple[str, str]]:
+        """(file, why) of each file that is not a capture or could not be read, in the order given."""
         ordered = sorted(self.unit_stats, key=lambda unit: unit[0])
-        return list(dict.fromkeys(stats["error"] for _, stats in ordered if stats["error"]))
+        return list(dict.fromkeys((self.files[i], stats["error"]) for i, stats in ordered if stats["error"]))
 
     def _settled(self) -> object:
         if self._broadcast is None:
@@ -367,7 +367,8 @@ class SparkRun:
     """What ``kdissect analyze --engine spark`` prints."""
 
     summary: Summary
-    errors: list[str]
+    files: int
+    unreadable: list[tuple[str, str]]  # (file, why)
     written: list[tuple[str, int]]
 
 
@@ -377,7 +378,7 @@ def analyze(captures: list[str], *, master: str, out: str | None, tables: list[s
     try:
         decoded = decode(spark, captures, options=options, tables=tables)
         written = decoded.write(out, tables) if out else []
-        run = SparkRun(decoded.summary(), decoded.errors, written)
+        run = SparkRun(decoded.summary(), len(decoded.files), decoded.unreadable, written)
         decoded.close()
         return run
     finally:

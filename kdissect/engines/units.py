@@ -17,8 +17,9 @@ from typing import BinaryIO
 
 import pyarrow as pa
 
+from kdissect.engines.local import unreadable_file
 from kdissect.sources.decoder import CaptureDecoder
-from kdissect.sources.files import file_error, iter_capture
+from kdissect.sources.files import iter_capture
 from kdissect.sources.pcap import GLOBAL_HEADER_LEN
 from kdissect.sources.segment import TcpSegment
 from kdissect.sources.shapes import CaptureFormatError, SourceAnomaly, SourceEvent, SourceStats
@@ -168,9 +169,10 @@ def _unit_rows(unit: Unit) -> Iterator[pa.RecordBatch]:
             if rows.bytes >= _BATCH_BYTES:
                 yield rows.take()
     except (CaptureFormatError, OSError) as exc:
-        failed = file_error(unit.path, exc)
-        rows.anomaly(failed)
-        error = failed.message
+        # As in the local engine, an anomaly row names the file (OSError: a remote file gone or refused).
+        why = CaptureFormatError(f"cannot read: {exc.strerror or exc}") if isinstance(exc, OSError) else exc
+        rows.anomaly(unreadable_file(unit.path, why, stats))
+        error = str(why)
     rows.done(stats, error)
     yield rows.take()
 

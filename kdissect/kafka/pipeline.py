@@ -11,7 +11,7 @@ from kdissect.events import KafkaEvent
 from kdissect.kafka.session import KafkaConnection
 from kdissect.options import Options
 from kdissect.reassembly.reassembler import TcpReassembler
-from kdissect.reassembly.streams import StreamData, StreamEnd, StreamGap, StreamStart
+from kdissect.reassembly.streams import StreamConflict, StreamData, StreamEnd, StreamGap, StreamStart
 from kdissect.sources.segment import TcpSegment
 
 
@@ -48,6 +48,10 @@ class KafkaPipeline:
                 conn = self.connections.get(ev.conn_id)
                 if conn is not None:
                     out.extend(conn.gap(ev.direction, ev.offset, ev.length, ev.ts_ns, ev.reason))
+            elif isinstance(ev, StreamConflict):
+                conn = self.connections.get(ev.conn_id)
+                if conn is not None:
+                    out.extend(conn.conflict(ev))
             elif isinstance(ev, StreamStart):
                 if self.opened is not None:
                     self.opened[ev.conn_id] = self.source

@@ -18,15 +18,6 @@ from kdissect.sources.record_loop import ReaderLimits
 from kdissect.sources.shapes import CaptureFormatError, SourceAnomaly, SourceEvent, SourceStats
 
 DEFAULT_CHUNK_SIZE = 1 << 20
-NOT_A_CAPTURE, UNREADABLE = "not_a_capture", "unreadable_file"  # kinds of a file that could not be read
-
-
-def file_error(path: str, exc: CaptureFormatError | OSError) -> SourceAnomaly:
-    """What every engine reports for a file :func:`iter_capture` refused or could not read: one
-    anomaly naming the file, whose message is the line shown to the user."""
-    if isinstance(exc, CaptureFormatError):
-        return SourceAnomaly(NOT_A_CAPTURE, f"{path}: {exc}")
-    return SourceAnomaly(UNREADABLE, f"cannot read {path}: {exc.strerror or exc}")
 
 
 def iter_capture(
@@ -42,7 +33,8 @@ def iter_capture(
 
     ``source`` is a path or a binary file object (left open). Pass ``stats`` to read the
     counters while or after iterating. Raises ``CaptureFormatError`` if the input is
-    not a capture, ``OSError`` if it cannot be read.
+    not a capture (naming the gzip damage when that is why no capture bytes came), ``OSError``
+    if it cannot be read.
     """
     with ExitStack() as stack:
         if isinstance(source, str | os.PathLike):
@@ -50,13 +42,20 @@ def iter_capture(
         else:
             stream = source
         decoder = CaptureDecoder(limits, defrag, stats)
-        for piece in _capture_bytes(_read_chunks(stream, chunk_size), chunk_size):
-            if isinstance(piece, SourceAnomaly):
-                decoder.stats.anomalies += 1
-                yield piece
-            else:
-                yield from decoder.feed(piece)
-        yield from decoder.close()
+        damage: SourceAnomaly | None = None
+        try:
+            for piece in _capture_bytes(_read_chunks(stream, chunk_size), chunk_size):
+                if isinstance(piece, SourceAnomaly):
+                    decoder.stats.anomalies += 1
+                    damage = damage or piece
+                    yield piece
+                else:
+                    yield from decoder.feed(piece)
+            yield from decoder.close()
+        except CaptureFormatError:
+            if damage is None:
+                raise
+            raise CaptureFormatError(f"{damage.message}; no capture could be read") from None
 
 
 def _read_chunks(stream: BinaryIO, chunk_size: int) -> Iterator[bytes]:

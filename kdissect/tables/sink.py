@@ -18,11 +18,14 @@ from ..events import Anomaly, ConnectionSummary, Exchange, KafkaEvent, KafkaMess
 from ..options import Options
 from .columns import DETAIL_TABLES, TABLES, TCP_COUNTERS, Parts, Runs
 from .details import DetailRows
-from .record_rows import add_records, batch_rows, produce_base_offsets, record_fields
+from .record_rows import add_records, batch_rows, null_payloads, produce_base_offsets, record_fields
 from .rows import TableRows
+from .transactions import TransactionMarks
 
 # Cluster-state broadcasts list every partition of the cluster: not per-partition traffic.
 _NOT_PARTITION_TRAFFIC = apis.keys_with(apis.CLUSTER_STATE)
+_END_TXN = apis.key_of("EndTxn")
+OPEN_TXN_HOLD = 4  # records are spilled at this many times spill_rows while a transaction is open
 _PARTITION_VALUES = ("fetch_offset", "committed_offset", "offset", "base_offset", "high_watermark",
                      "last_stable_offset", "log_start_offset", "timestamp", "leader_epoch")
 # Tables whose rows grow with the traffic's volume (not its request count) and that no summary reads.
@@ -91,8 +94,15 @@ def exchange_row(ex: Exchange, errors: list[tuple[Entry, str, int]] | None = Non
         "throttle_time_ms": resp.body.get("throttle_time_ms") if decoded else None,
         "status": status,
         "out_of_order": ex.out_of_order,
+        "inferred": ex.inferred,
         "warnings": "; ".join(warnings) if warnings else None,
     }
+
+
+def exchange_topics(ex: Exchange) -> list[str]:
+    """The topic names an exchange's request and response name, in order, each once (for filters)."""
+    found = (e.context.topic for msg in (ex.request, ex.response) for e in _entries(msg))
+    return list(dict.fromkeys(t for t in found if t is not None))
 
 
 def _tcp_counters(c: ConnectionSummary) -> dict[str, int]:
@@ -126,6 +136,8 @@ class TableSink:
         self.resolve_topics = resolve_topics
         self.connection_sources: dict[int, str | None] = {}
         self._brokers_seen: set[tuple] = set()
+        self.transactions = TransactionMarks(self.topic_names)
+        self.spilled: dict[str, int] = dict.fromkeys(TABLES, 0)  # rows already handed to ``spill``
         self.details = DetailRows(self.wanted & set(DETAIL_TABLES))
 
     def consume(self, event: KafkaEvent) -> None:
@@ -166,11 +178,16 @@ class TableSink:
             self._broker_rows(resp, resp_entries)
         if self.wanted & {"records", "batches"}:
             self._record_rows(ex, req_entries, resp_entries)
+            if req is not None and req.api_key == _END_TXN and req.body is not None and not errors:
+                body = req.body
+                self.transactions.end_txn(body["producer_id"], body["producer_epoch"], body["committed"])
         if self.details.wanted:
             self.details.add(ex, self.rows)
         if self.spill is not None:
             for name in SPILLABLE:
-                if len(self.rows[name]) >= self.spill_rows:
+                rows = len(self.rows[name])
+                hold = name == "records" and self.transactions.open and rows < OPEN_TXN_HOLD * self.spill_rows
+                if rows >= self.spill_rows and not hold:
                     self.spill(name, self.take(name))
 
     def _record_rows(self, ex: Exchange, req_entries: list[Entry], resp_entries: list[Entry]) -> None:
@@ -183,7 +200,8 @@ class TableSink:
             if "batches" in self.wanted:
                 self.rows["batches"].extend(batch_rows(ex, direction, parts))
             if "records" in self.wanted:
-                add_records(self.rows["records"], ex, direction, parts, base_offsets)
+                add_records(self.rows["records"], ex, direction, parts, base_offsets, self.transactions,
+                            self.spilled["records"])
             for part in parts:
                 for w in part.records.all_warnings():
                     self.rows["anomalies"].append({
@@ -315,10 +333,15 @@ class TableSink:
         self._name_sources(rows)
         if self.resolve_topics:
             self._resolve_topic_ids(rows)
+        if name == "records":
+            self.transactions.apply(rows, self.spilled[name])
+            if self.options.payloads.null and len(rows):
+                null_payloads(rows)
         return rows.columns
 
     def take(self, name: str) -> Columns:
         """The table's columns so far, forgetting them (what ``spill`` receives)."""
         columns = self.columns(name)
+        self.spilled[name] += len(self.rows[name])
         self.rows[name] = TableRows(name)
         return columns
