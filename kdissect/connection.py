@@ -21,6 +21,7 @@ from .decoders import schema
 from .decoders.errors import DecodeError
 from .events import Anomaly, ConnectionSummary, Endpoint, Exchange, KafkaEvent, KafkaMessage
 from .framing import DEFAULT_MAX_FRAME, Frame, FrameSplitter, FramingEvent, Lost, Skipped, Validator
+from .limits import DEFAULT_BUDGET, Budget
 from .pairing import Pairer, expects_response
 
 DEFAULT_PORTS = (9092, 9093, 9094)
@@ -46,6 +47,7 @@ class Options:
     max_frame: int = DEFAULT_MAX_FRAME
     probe_limit: int = 256 * 1024  # bytes per direction to find Kafka on an unknown port
     keep_raw: bool = False  # keep every frame's bytes on its message (not just undecodable ones)
+    budget: Budget = DEFAULT_BUDGET  # resource bounds (``kdissect.limits``)
 
 
 def looks_like_tls(head: bytes) -> bool:
@@ -133,7 +135,7 @@ class KafkaConnection:
         self.options = options
         self.endpoints = (a, b)
         self.syn_seen = syn_seen
-        self.pairer = Pairer()
+        self.pairer = Pairer(options.budget.pending_requests)
         self._response_validator = _ResponseValidator(self.pairer)
         self.request_dir: int | None = None  # 0: a -> b carries requests; 1: b -> a
         if b[1] in options.ports and a[1] not in options.ports:
