@@ -7,6 +7,7 @@ import gc
 import json
 import os
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from . import __version__
@@ -55,7 +56,19 @@ def _options(args: argparse.Namespace):
     from .connection import Options
 
     ports = tuple(int(p) for p in args.ports.split(",") if p.strip()) if args.ports else Options().ports
-    return Options(ports=ports, auto_detect=not args.no_auto_detect)
+    return Options(ports=ports, auto_detect=not args.no_auto_detect, budget=_budget(args))
+
+
+def _budget(args: argparse.Namespace):
+    """The resource bounds (``kdissect.limits``), with the command line's changes."""
+    from .limits import DEFAULT_BUDGET
+
+    cap = getattr(args, "max_decompressed", None)  # (``analyze`` only)
+    if cap is None:
+        return DEFAULT_BUDGET
+    if cap < 1:
+        raise UsageError("--max-decompressed takes a number of bytes >= 1")
+    return replace(DEFAULT_BUDGET, decompressed_batch=cap)
 
 
 def _progress(paths: list[str]):
@@ -75,9 +88,7 @@ def _record_options(args: argparse.Namespace):
     from .decoders.records import FULL, LENGTHS_ONLY, Limits, Payloads
     from .tables.records import RecordOptions
 
-    if args.max_decompressed is not None and args.max_decompressed < 1:
-        raise UsageError("--max-decompressed takes a number of bytes >= 1")
-    limits = Limits() if args.max_decompressed is None else Limits(max_decompressed=args.max_decompressed)
+    limits = Limits(max_decompressed=_budget(args).decompressed_batch)
     if args.no_payloads:
         return RecordOptions(payloads=LENGTHS_ONLY, limits=limits)
     if args.preview is not None:
@@ -123,7 +134,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     _tune_gc()
     # Writing to files, the big tables go out in pieces as they grow: memory stays flat.
     writer = TableWriter(Path(args.out), args.format) if args.out else None
-    sink = TableSink(wanted, _record_options(args), spill=writer.write if writer else None)
+    sink = TableSink(wanted, _record_options(args), spill=writer.write if writer else None, budget=_budget(args))
     stats = RunStats()
     bar, progress = _progress(args.captures)
     if bar is not None:
@@ -206,7 +217,7 @@ def build_parser() -> argparse.ArgumentParser:
     keep.add_argument("--no-payloads", action="store_true", help="records table without keys/values (sizes only)")
     keep.add_argument("--preview", type=int, metavar="N", help="keep only the first N bytes of keys and values")
     a.add_argument("--max-decompressed", type=int, metavar="BYTES",
-                   help="cap on one batch's decompressed size (default 256 MiB); beyond it: an anomaly row")
+                   help="cap on one batch's decompressed size (default 64 MiB); beyond it: an anomaly row")
     a.set_defaults(func=cmd_analyze)
 
     s = sub.add_parser("show", help="print decoded requests with their responses")

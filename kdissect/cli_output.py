@@ -34,6 +34,7 @@ _WHY = {
     "corrupt_record": "capture records with impossible framing",
     "crc_mismatch": "record batches whose checksum is wrong",
     "decompression_capped": "record batches inflating past the memory cap",
+    "cap": "cut by a resource bound (see the README's table of bounds)",
 }
 
 
@@ -79,14 +80,16 @@ def summary_lines(tables: Mapping[str, Columns], packets: int) -> list[str]:
     if an is not None and cells(an["kind"]):
         lines.append("")
         lines.append("not decoded / anomalies (see the anomalies table):")
-        kinds: dict[str, list[int]] = {}
-        for kind, length in zip(cells(an["kind"]), cells(an["length"]), strict=True):
-            kinds.setdefault(kind, []).append(length or 0)
+        kinds: dict[str, list[int]] = {}  # kind -> [anomalies, bytes]
+        for kind, length, count in zip(cells(an["kind"]), cells(an["length"]), cells(an["count"]), strict=True):
+            totals = kinds.setdefault(kind, [0, 0])
+            totals[0] += count or 1
+            totals[1] += length or 0
         for kind in sorted(kinds):
-            total = sum(kinds[kind])
+            n, total = kinds[kind]
             extra = f", {total:,} bytes" if total else ""
             why = f" — {_WHY[kind]}" if kind in _WHY else ""
-            lines.append(f"  {safe_text(str(kind))}: {len(kinds[kind])}{extra}{why}")
+            lines.append(f"  {safe_text(str(kind))}: {n}{extra}{why}")
     return lines
 
 

@@ -62,13 +62,14 @@ def iter_events(
     """Every Kafka event of the captures, in order. Files are read one after the other as
     one capture (rotated capture files continue each other's connections)."""
     pipeline = KafkaPipeline(options)
+    budget = pipeline.options.budget
     stats = stats if stats is not None else RunStats()
     for path in paths:
         stats.files += 1
         source_stats = SourceStats()
         with Path(path).open("rb") as raw:
             reader: BinaryIO = _CountingReader(raw, progress) if progress else raw  # type: ignore[assignment]
-            for item in iter_capture(reader, stats=source_stats):
+            for item in iter_capture(reader, stats=source_stats, budget=budget):
                 if isinstance(item, TcpSegment):
                     yield from pipeline.feed(item)
                 else:

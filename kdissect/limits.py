@@ -25,8 +25,8 @@ class Budget:
     """The bounds of one run. Memory figures are bytes; times are capture time, not wall time."""
 
     # -- capture sources --------------------------------------------------------------------
-    gunzip_ratio: int = 256  # a gzip capture may inflate this many times its compressed size...
-    gunzip_free: int = 256 * MiB  # ...once it has produced this much (real pcaps gzip 3-20x)
+    gunzip_ratio: int = 200  # a gzip capture may inflate this many times its compressed size...
+    gunzip_free: int = 64 * MiB  # ...once it has produced this much (real captures gzip 3-20x)
     fragment_bytes: int = 4 * MiB  # IP fragments held, all datagrams together
     fragment_datagrams: int = 1024  # datagrams being reassembled at once
     fragment_holes: int = 128  # holes in one datagram (64 KiB at 576-byte MTU makes ~120 pieces)
@@ -41,6 +41,7 @@ class Budget:
 
     # -- record batches ---------------------------------------------------------------------
     decompressed_batch: int = 64 * MiB  # one batch's (or legacy wrapper's) decompressed bytes
+    batches_per_field: int = 50_000  # batches (or legacy messages) decoded per records field; the rest counted
     decompressed_run: int = 16 * GiB  # all batches of the run together; past it payloads are not inflated
 
     # -- tables -----------------------------------------------------------------------------

@@ -19,7 +19,10 @@ class KafkaPipeline:
 
     def __init__(self, options: Options | None = None, *, conn_id_base: int = 0) -> None:
         self.options = options or Options()
-        self.reassembler = TcpReassembler()
+        budget = self.options.budget
+        self.reassembler = TcpReassembler(
+            max_buffer_bytes=budget.ooo_bytes, max_connections=budget.connections, idle_timeout_ns=budget.idle_ns
+        )
         self.connections: dict[int, KafkaConnection] = {}
         self.conn_id_base = conn_id_base  # keeps ids unique when several pipelines' outputs are merged
 

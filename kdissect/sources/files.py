@@ -11,6 +11,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import ExitStack
 from typing import BinaryIO
 
+from kdissect.limits import DEFAULT_BUDGET, Budget
 from kdissect.sources.capture import CaptureDecoder
 from kdissect.sources.defrag import DefragLimits
 from kdissect.sources.events import SourceAnomaly, SourceEvent, SourceStats
@@ -27,6 +28,7 @@ def iter_capture(
     limits: ReaderLimits | None = None,
     defrag: DefragLimits | None = None,
     stats: SourceStats | None = None,
+    budget: Budget = DEFAULT_BUDGET,
 ) -> Iterator[SourceEvent]:
     """Yield the ``TcpSegment`` and ``SourceAnomaly`` events of a pcap/pcapng file (or
     gzip of one) in file order.
@@ -40,8 +42,14 @@ def iter_capture(
             stream: BinaryIO = stack.enter_context(open(source, "rb"))
         else:
             stream = source
+        if defrag is None:
+            defrag = DefragLimits(
+                max_datagrams=budget.fragment_datagrams,
+                max_bytes=budget.fragment_bytes,
+                max_holes=budget.fragment_holes,
+            )
         decoder = CaptureDecoder(limits, defrag, stats)
-        for piece in _capture_bytes(_read_chunks(stream, chunk_size), chunk_size):
+        for piece in _capture_bytes(_read_chunks(stream, chunk_size), chunk_size, budget):
             if isinstance(piece, SourceAnomaly):
                 decoder.stats.anomalies += 1
                 yield piece
@@ -55,7 +63,7 @@ def _read_chunks(stream: BinaryIO, chunk_size: int) -> Iterator[bytes]:
         yield chunk
 
 
-def _capture_bytes(chunks: Iterator[bytes], chunk_size: int) -> Iterable[bytes | SourceAnomaly]:
+def _capture_bytes(chunks: Iterator[bytes], chunk_size: int, budget: Budget) -> Iterable[bytes | SourceAnomaly]:
     """The capture stream itself: ``chunks`` as they are, or gunzipped when they start
     with the gzip magic (no capture format starts that way)."""
     head = b""
@@ -67,7 +75,7 @@ def _capture_bytes(chunks: Iterator[bytes], chunk_size: int) -> Iterable[bytes |
         yield head
         yield from chunks
         return
-    gzip = GzipStream(chunk_size)
+    gzip = GzipStream(chunk_size, budget.gunzip_ratio, budget.gunzip_free)
     yield from gzip.feed(head)
     for chunk in chunks:
         yield from gzip.feed(chunk)

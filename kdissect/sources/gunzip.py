@@ -10,6 +10,7 @@ from __future__ import annotations
 import zlib
 from collections.abc import Iterator
 
+from kdissect.limits import DEFAULT_BUDGET
 from kdissect.sources.events import AnomalyKind, SourceAnomaly
 
 GZIP_MAGIC = b"\x1f\x8b"
@@ -19,8 +20,18 @@ _GZIP_WBITS = 16 + zlib.MAX_WBITS
 class GzipStream:
     """Feed compressed bytes; iterate decompressed pieces (and at most one anomaly)."""
 
-    def __init__(self, piece_size: int = 1 << 20) -> None:
+    def __init__(
+        self,
+        piece_size: int = 1 << 20,
+        max_ratio: int = DEFAULT_BUDGET.gunzip_ratio,
+        free: int = DEFAULT_BUDGET.gunzip_free,
+    ) -> None:
+        """Past ``free`` bytes out, output more than ``max_ratio`` times the input is cut (a bomb):
+        reading stops with a ``cap`` anomaly."""
         self._piece_size = piece_size
+        self._max_ratio = max_ratio
+        self._free = free
+        self._produced = 0
         self._inflater = zlib.decompressobj(_GZIP_WBITS)
         self._member_started = False  # bytes of the current member were fed
         self._consumed = 0  # compressed bytes fed
@@ -44,6 +55,15 @@ class GzipStream:
                 )
                 return
             if piece:
+                self._produced += len(piece)
+                if self._produced > self._free and self._produced > self._max_ratio * self._consumed:
+                    self._failed = True
+                    yield SourceAnomaly(
+                        AnomalyKind.CAP,
+                        f"gzip inflates more than {self._max_ratio} times ({self._produced} bytes out of at most "
+                        f"{self._consumed}): reading stops",
+                    )
+                    return
                 yield piece
             if self._inflater.eof:  # a member ended; another may follow
                 data = self._inflater.unused_data

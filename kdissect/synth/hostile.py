@@ -17,7 +17,7 @@ from kdissect.decoders.codecs import CODEC_LZ4, CODEC_ZSTD, compress
 from kdissect.decoders.encoder import encode_request, encode_response
 from kdissect.decoders.records_encode import encode_batch, encode_message, encode_record, new_record
 from kdissect.reassembly.segment import ACK, SYN, TcpSegment
-from kdissect.synth.conversation import tcp_conversation
+from kdissect.synth.conversation import MSS_LOOPBACK, tcp_conversation
 from kdissect.synth.packets import ipv4_packet, link_header
 from kdissect.synth.pcapwrite import ETHERNET, Frame, pcap_bytes, write_capture
 
@@ -56,7 +56,7 @@ def pipelined_requests(n: int) -> bytes:
     """``n`` ApiVersions requests sent back to back, then their ``n`` answers in order."""
     requests = [(0, encode_request(18, 3, _API_VERSIONS_BODY, correlation_id=i), T0 + i) for i in range(n)]
     answers = [(1, encode_response(18, 3, {"error_code": 0}, correlation_id=i), T0 + n + i) for i in range(n)]
-    return _one_connection(requests + answers, mss=1 << 16)
+    return _one_connection(requests + answers, mss=MSS_LOOPBACK)
 
 
 _API_VERSIONS_BODY = {"client_software_name": "h", "client_software_version": "1"}
@@ -70,13 +70,13 @@ def lz4_tiny_frames(n: int) -> bytes:
     batch = encode_batch(
         [new_record(b"k", b"v" * 8, offset=i) for i in range(count)], codec=CODEC_LZ4, compressor=lambda _: frames
     )
-    return _one_connection([(0, produce_with(batch), T0)], mss=1 << 16)
+    return _one_connection([(0, produce_with(batch), T0)], mss=MSS_LOOPBACK)
 
 
 def legacy_crc_storm(n: int) -> bytes:
     """A Produce v2 request holding ``n`` magic 1 messages, every one with a wrong CRC."""
     messages = b"".join(encode_message(new_record(b"k", b"v", offset=i, timestamp=i), magic=1, crc=i) for i in range(n))
-    return _one_connection([(0, produce_with(messages, version=2), T0)], mss=1 << 16)
+    return _one_connection([(0, produce_with(messages, version=2), T0)], mss=MSS_LOOPBACK)
 
 
 def gzip_of_zeros(n: int) -> bytes:
@@ -127,7 +127,7 @@ def inflating_batch(n: int) -> bytes:
     records = [new_record(b"k", bytes(1 << 20), offset=i) for i in range(16)]
     batch = encode_batch(records, codec=CODEC_ZSTD, compressor=lambda raw: compress(CODEC_ZSTD, raw))
     messages = [(0, produce_with(batch, cid=i), T0 + i) for i in range(n)]
-    return _one_connection(messages, mss=1 << 16)
+    return _one_connection(messages, mss=MSS_LOOPBACK)
 
 
 BUILDERS: dict[str, Callable[[int], bytes]] = {

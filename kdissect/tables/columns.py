@@ -171,6 +171,7 @@ TABLES: dict[str, list[tuple[str, str]]] = {
         ("length", "int64"),
         ("ts", "timestamp"),
         ("detail", "string"),
+        ("count", "int64"),  # anomalies this row stands for (past 100 of a kind on a connection: one row)
     ],
 }
 

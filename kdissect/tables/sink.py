@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ..decoders import schema
 from ..decoders.error_codes import error_name, is_retriable
+from ..decoders.records import LENGTHS_ONLY, RunMeter
 from ..events import Anomaly, ConnectionSummary, Exchange, KafkaEvent, KafkaMessage
+from ..limits import CAP, DEFAULT_BUDGET, Budget
 from .columns import TABLES, Parts, Runs
 from .entries import Entry, has_error, is_error_field, walk
 from .records import RecordOptions, add_records, batch_rows, produce_base_offsets, record_fields
@@ -109,25 +112,53 @@ class TableSink:
     """
 
     def __init__(self, tables: Iterable[str] | None = None, records: RecordOptions | None = None,
-                 spill: Spill | None = None, spill_rows: int = 50_000) -> None:
+                 spill: Spill | None = None, spill_rows: int | None = None, budget: Budget = DEFAULT_BUDGET) -> None:
         self.wanted = set(tables) if tables is not None else set(TABLES)
-        self.record_options = records or RecordOptions()
+        options = records or RecordOptions()
+        if options.limits.run is None:  # one decompression budget for the whole run
+            options = replace(options, limits=replace(options.limits, run=RunMeter(budget.decompressed_run)))
+        self.record_options = options
         self.spill = spill
-        self.spill_rows = spill_rows
+        self.spill_rows = budget.spill_rows if spill_rows is None else spill_rows
+        self.budget = budget
         self.rows: dict[str, TableRows] = {name: TableRows(name) for name in TABLES}
         self.topic_names: dict[uuid.UUID, str] = {}
         self._brokers_seen: set[tuple] = set()
+        # Per connection (None: the capture itself), per (kind, direction): [rows so far, index of the counted row].
+        self._anomaly_runs: dict[int | None, dict[tuple[str, str | None], list[int]]] = {}
+        self._payload_held = 0  # decompressed batch bytes behind the records rows not yet written out
 
     def consume(self, event: KafkaEvent) -> None:
         if isinstance(event, Exchange):
             self._exchange(event)
         elif isinstance(event, Anomaly):
-            self.rows["anomalies"].append({
-                "kind": event.kind, "connection_id": event.conn_id, "direction": event.direction,
-                "stream_offset": event.offset, "length": event.length, "ts": event.ts_ns, "detail": event.detail,
-            })
+            self._anomaly(event.kind, event.conn_id, event.direction, event.offset, event.length, event.ts_ns,
+                          event.detail)
         elif isinstance(event, ConnectionSummary):
             self._connection(event)
+            self._anomaly_runs.pop(event.conn_id, None)  # its anomalies are all in; forget their keys
+
+    def _anomaly(self, kind: str, conn_id: int | None, direction: str | None, offset: int | None,
+                 length: int | None, ts: int | None, detail: str) -> None:
+        """One anomaly row, or, past ``budget.anomaly_rows`` of one kind on one connection and
+        direction, one more in the count of the single row that stands for the rest."""
+        runs = self._anomaly_runs.setdefault(conn_id, {})
+        run = runs.setdefault((kind, direction), [0, -1])
+        run[0] += 1
+        table = self.rows["anomalies"]
+        if run[0] <= self.budget.anomaly_rows:
+            table.append({"kind": kind, "connection_id": conn_id, "direction": direction, "stream_offset": offset,
+                          "length": length, "ts": ts, "detail": detail, "count": 1})
+        elif run[1] < 0:
+            run[1] = len(table)
+            table.append({"kind": kind, "connection_id": conn_id, "direction": direction, "stream_offset": offset,
+                          "length": length, "ts": ts, "count": 1,
+                          "detail": f"{detail} (the first of the rest of this kind here: see count)"})
+        else:
+            table.listed("count")[run[1]] += 1
+            if length is not None:
+                lengths = table.listed("length")
+                lengths[run[1]] = (lengths[run[1]] or 0) + length
 
     def consume_all(self, events: Iterable[KafkaEvent]) -> None:
         for ev in events:
@@ -156,9 +187,12 @@ class TableSink:
         if self.wanted & {"records", "batches"}:
             self._record_rows(ex, req_entries, resp_entries)
         if self.spill is not None:
+            big = self._payload_held >= self.budget.spill_bytes
             for name in SPILLABLE:
-                if len(self.rows[name]) >= self.spill_rows:
+                if len(self.rows[name]) >= self.spill_rows or (big and name == "records" and len(self.rows[name])):
                     self.spill(name, self.take(name))
+            if big:
+                self._payload_held = 0
 
     def _record_rows(self, ex: Exchange, req_entries: list[Entry], resp_entries: list[Entry]) -> None:
         base_offsets = produce_base_offsets(resp_entries) if ex.request is not None else {}
@@ -171,13 +205,26 @@ class TableSink:
                 self.rows["batches"].extend(batch_rows(ex, direction, parts))
             if "records" in self.wanted:
                 add_records(self.rows["records"], ex, direction, parts, base_offsets)
+                self._payload_held += sum(b.decompressed_size or b.size for p in parts for b in p.records.batches)
+            role = "request" if msg.is_request else "response"
             for part in parts:
                 for w in part.records.all_warnings():
-                    self.rows["anomalies"].append({
-                        "kind": w.code, "connection_id": ex.conn_id, "direction": "request" if msg.is_request
-                        else "response", "stream_offset": msg.offset, "length": None, "ts": msg.ts_first,
-                        "detail": f"{part.topic}[{part.partition}] records: {w.message}",
-                    })
+                    self._anomaly(w.code, ex.conn_id, role, msg.offset, None, msg.ts_first,
+                                  f"{part.topic}[{part.partition}] records: {w.message}")
+        if self._payload_held > self.budget.payload_bytes and self.spill is None:
+            self._stop_keeping_payloads(ex)
+
+    def _stop_keeping_payloads(self, ex: Exchange) -> None:
+        """The records held in memory reached the payload budget: keep sizes only from here on."""
+        self._payload_held = 0
+        if self.record_options.payloads == LENGTHS_ONLY:
+            return
+        self.record_options = replace(self.record_options, payloads=LENGTHS_ONLY)
+        first = ex.request or ex.response
+        assert first is not None
+        self._anomaly(CAP, ex.conn_id, None, None, None, first.ts_first,
+                      f"records held in memory reached {self.budget.payload_bytes} payload bytes: later records "
+                      "keep their sizes, not their keys, values and header values")
 
     def _error_row(self, ex: Exchange, first: KafkaMessage, resp: KafkaMessage | None, entry: Entry, key: str,
                    code: int) -> None:
