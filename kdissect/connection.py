@@ -72,6 +72,8 @@ _MAX_ORPHAN = 64 * 1024  # an in-sync response frame answering no known request 
 
 
 class _RequestValidator(Validator):
+    head_pattern = rb"\x00[\x00-\xff]\x00"  # api key and version below 256 (what plausible asks)
+
     def plausible(self, head: bytes, size: int) -> bool:
         if len(head) < 10 or size < 10:
             return len(head) >= 8 and size >= 8 and _request_key_ok(head)
@@ -244,6 +246,8 @@ class KafkaConnection:
             events.append(ex)
         self.summary.skipped_bytes += skipped
         self._done = True
+        for s in self.splitters:
+            s.on_desync = None  # its closure refers back to this connection: no cycle outlives it
         events.append(self.summary)
         return events
 

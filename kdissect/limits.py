@@ -32,7 +32,7 @@ class Budget:
     fragment_holes: int = 128  # holes in one datagram (64 KiB at 576-byte MTU makes ~120 pieces)
 
     # -- TCP reassembly ---------------------------------------------------------------------
-    connections: int = 1 << 16  # connections tracked at once; more evict the least recently active
+    connections: int = 16_384  # connections tracked at once (~8 KB each); more end the least recently active
     idle_ns: int = 600_000_000_000  # silent this long (capture time, Kafka's connections.max.idle.ms): ended
     ooo_bytes: int = 8 * MiB  # out-of-order bytes held per direction
 

@@ -8,7 +8,8 @@ feeds segments here and hands the events to its sinks.
 from __future__ import annotations
 
 from .connection import KafkaConnection, Options
-from .events import KafkaEvent
+from .events import Anomaly, KafkaEvent
+from .limits import CAP
 from .reassembly.events import StreamData, StreamEnd, StreamGap, StreamStart
 from .reassembly.segment import TcpSegment
 from .reassembly.tcp import TcpReassembler
@@ -23,7 +24,9 @@ class KafkaPipeline:
         self.reassembler = TcpReassembler(
             max_buffer_bytes=budget.ooo_bytes, max_connections=budget.connections, idle_timeout_ns=budget.idle_ns
         )
-        self.connections: dict[int, KafkaConnection] = {}
+        # A connection's Kafka state is built at its first bytes: until then its start event stands
+        # for it (SYN floods and scans cost a few hundred bytes each, not a Kafka connection).
+        self.connections: dict[int, KafkaConnection | StreamStart] = {}
         self.conn_id_base = conn_id_base  # keeps ids unique when several pipelines' outputs are merged
 
     def feed(self, segment: TcpSegment) -> list[KafkaEvent]:
@@ -32,23 +35,39 @@ class KafkaPipeline:
     def finish(self) -> list[KafkaEvent]:
         return self._dispatch(self.reassembler.flush())
 
+    def _connection(self, conn_id: int) -> KafkaConnection | None:
+        conn = self.connections.get(conn_id)
+        if isinstance(conn, StreamStart):
+            conn = self.connections[conn_id] = KafkaConnection(
+                self.conn_id_base + conn_id, conn.a, conn.b, conn.ts_ns, conn.syn_seen, self.options
+            )
+        return conn
+
     def _dispatch(self, events: list) -> list[KafkaEvent]:
         out: list[KafkaEvent] = []
         for ev in events:
             if isinstance(ev, StreamData):
-                conn = self.connections.get(ev.conn_id)
+                conn = self._connection(ev.conn_id)
                 if conn is not None:
                     out.extend(conn.data(ev.direction, ev.offset, ev.data, ev.ts_ns))
             elif isinstance(ev, StreamGap):
-                conn = self.connections.get(ev.conn_id)
+                conn = self._connection(ev.conn_id)
                 if conn is not None:
                     out.extend(conn.gap(ev.direction, ev.offset, ev.length, ev.ts_ns, ev.reason))
             elif isinstance(ev, StreamStart):
-                self.connections[ev.conn_id] = KafkaConnection(
-                    self.conn_id_base + ev.conn_id, ev.a, ev.b, ev.ts_ns, ev.syn_seen, self.options
-                )
+                self.connections[ev.conn_id] = ev
             elif isinstance(ev, StreamEnd):
-                conn = self.connections.pop(ev.conn_id, None)
+                conn = self._connection(ev.conn_id)
                 if conn is not None:
+                    del self.connections[ev.conn_id]
+                    if ev.reason == "evicted":
+                        out.append(self._evicted(conn.conn_id, ev.ts_ns))
                     out.extend(conn.end(ev.ts_ns, ev.reason, ev.stats))
         return out
+
+    def _evicted(self, conn_id: int, ts_ns: int) -> Anomaly:
+        """Connections over the tracked bound end early; their anomalies add up in one counted row."""
+        limit = self.options.budget.connections
+        return Anomaly(CAP, None, None, None, None, ts_ns,
+                       f"more than {limit} connections open at once: connection {conn_id} (the least recently "
+                       "active) ended early")  # fmt: skip
