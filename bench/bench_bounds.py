@@ -26,10 +26,10 @@ TREE = HERE.parent
 sys.path.insert(0, str(TREE))
 
 from kdissect.decoders.codecs import CODEC_GZIP, CODEC_LZ4, CODEC_NONE, CODEC_SNAPPY, CODEC_ZSTD  # noqa: E402
-from kdissect.decoders.encoder import encode_request, encode_response  # noqa: E402
-from kdissect.decoders.records_encode import encode_batch, new_record  # noqa: E402
-from kdissect.synth.conversation import tcp_conversation  # noqa: E402
-from kdissect.synth.pcapwrite import write_capture  # noqa: E402
+from kdissect.testing.conversation import tcp_conversation  # noqa: E402
+from kdissect.testing.encoder import encode_request, encode_response  # noqa: E402
+from kdissect.testing.pcapwrite import write_capture  # noqa: E402
+from kdissect.testing.records_encode import encode_batch, new_record  # noqa: E402
 
 T0 = 1_700_000_000_000_000_000
 MS = 1_000_000

@@ -25,7 +25,8 @@ from kio.schema.response_header.v1.header import ResponseHeader as KioResponseHe
 from kio.serial import entity_reader
 
 import kdissect
-from kdissect.decoders import compiler, encoder
+from kdissect.decoders import compiler
+from kdissect.testing import encoder
 
 Frame = tuple[str, bytes, int, int, str]  # label, frame without size prefix, api key, version, kind
 

@@ -47,7 +47,7 @@ def run(cmd: list[str], output: bool = False) -> tuple[float, float, int, str]:
 
 def count_packets(path: Path) -> int:
     *_, text = run([sys.executable, "-c", (
-        "import sys\nfrom kdissect.sources.files import iter_capture\nfrom kdissect.sources.events import SourceStats\n"
+        "import sys\nfrom kdissect.sources.files import iter_capture\nfrom kdissect.sources.shapes import SourceStats\n"
         "s=SourceStats()\nfor _ in iter_capture(sys.argv[1], stats=s): pass\nprint(s.packets)"), str(path)],
         output=True)
     return int(text.strip())

@@ -17,8 +17,8 @@ import random
 import time
 from itertools import zip_longest
 
-from kdissect.reassembly.segment import ACK, PSH, SYN, TcpSegment
-from kdissect.reassembly.tcp import TcpReassembler
+from kdissect.reassembly.reassembler import TcpReassembler
+from kdissect.sources.segment import ACK, PSH, SYN, TcpSegment
 
 SERVER = ("10.0.0.2", 9092)
 

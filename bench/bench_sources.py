@@ -24,11 +24,11 @@ from pathlib import Path
 
 import dpkt
 
-from kdissect.reassembly.segment import TcpSegment
 from kdissect.sources import CaptureParser, PacketDecoder, SourceStats, iter_capture
-from kdissect.sources.events import CaptureRecord
-from kdissect.synth.conversation import MSS_ETHERNET, MSS_LOOPBACK, tcp_conversation
-from kdissect.synth.pcapwrite import Frame, pcap_bytes, segment_frame_list
+from kdissect.sources.segment import TcpSegment
+from kdissect.sources.shapes import CaptureRecord
+from kdissect.testing.conversation import MSS_ETHERNET, MSS_LOOPBACK, tcp_conversation
+from kdissect.testing.pcapwrite import Frame, pcap_bytes, segment_frame_list
 
 LINKTYPE_ETHERNET = 1
 

@@ -3,7 +3,7 @@
 in a child process whose address space is capped with ``resource.setrlimit``.
 
 ``python -m fuzz.bounds --examples 200 --rss-mb 1024`` runs that many generated inputs (a builder
-of ``kdissect.synth.hostile`` at a random size, then random byte flips, splices and cuts) through
+of ``kdissect.testing.hostile`` at a random size, then random byte flips, splices and cuts) through
 ``kdissect analyze`` (summary, or ``--out`` in a temporary directory). Any exit other than 0, a
 traceback, or a child killed by the memory ceiling is a failure: hypothesis shrinks it and prints
 the input. Run by hand, like everything else in ``fuzz/``.
@@ -23,7 +23,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kdissect.synth.hostile import BUILDERS
+from kdissect.testing.hostile import BUILDERS
 
 # Sizes per builder that keep one run to a few seconds.
 _SIZES = {

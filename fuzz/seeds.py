@@ -14,19 +14,19 @@ from pathlib import Path
 
 from fuzz.targets import _SEG, ALL_APIS, conversation_bytes
 from kdissect.decoders.codecs import CODEC_NAMES
-from kdissect.decoders.encoder import encode_request, encode_response
-from kdissect.decoders.records_encode import (
+from kdissect.testing.conversation import tcp_conversation
+from kdissect.testing.encoder import encode_request, encode_response
+from kdissect.testing.kafka_frames import metadata_request, metadata_response, produce_request, produce_response
+from kdissect.testing.packets import Encapsulation
+from kdissect.testing.pcapwrite import write_capture
+from kdissect.testing.records_encode import (
     control_record,
     encode_batch,
     encode_message_set,
     new_record,
     wrapper,
 )
-from kdissect.decoders.records_encode import encode_message as encode_legacy
-from kdissect.synth.conversation import tcp_conversation
-from kdissect.synth.packets import Encapsulation
-from kdissect.synth.pcapwrite import write_capture
-from tests.kafka_frames import metadata_request, metadata_response, produce_request, produce_response
+from kdissect.testing.records_encode import encode_message as encode_legacy
 
 CORPUS = Path(__file__).parent / "corpus"
 T0 = 1_700_000_000_000_000_000

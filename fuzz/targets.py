@@ -15,19 +15,20 @@ import json
 import struct
 from collections.abc import Callable
 
-from kdissect.connection import Options, _RequestValidator
 from kdissect.decoders import DecodeError, decode_request, decode_response, schema
+from kdissect.decoders.jsonable import to_jsonable
 from kdissect.decoders.records import Limits, decode_records
-from kdissect.events import Anomaly, ConnectionSummary, Exchange
-from kdissect.framing import Frame, FrameSplitter, Lost, Skipped
-from kdissect.pipeline import KafkaPipeline
-from kdissect.reassembly.events import StreamData, StreamEnd, StreamGap, StreamStart
-from kdissect.reassembly.segment import TcpSegment
-from kdissect.reassembly.tcp import TcpReassembler
-from kdissect.render import to_jsonable, tree_lines
+from kdissect.engines import local
+from kdissect.kafka.framing import Frame, FrameSplitter, Lost, Skipped
+from kdissect.kafka.validators import RequestValidator
+from kdissect.options import Options
+from kdissect.reassembly.reassembler import TcpReassembler
+from kdissect.reassembly.streams import StreamData, StreamEnd, StreamGap, StreamStart
+from kdissect.report.render import tree_lines
 from kdissect.sources import CaptureFormatError, ReaderLimits, SourceAnomaly, iter_capture
-from kdissect.synth.conversation import tcp_conversation
-from kdissect.tables.sink import TableSink
+from kdissect.sources.segment import TcpSegment
+from kdissect.tables.columns import cells
+from kdissect.testing.conversation import tcp_conversation
 
 ALL_APIS = schema.all_api_versions()
 # Small bounds so that inputs claiming huge sizes hit the limits fast.
@@ -112,7 +113,7 @@ def framing(data: bytes) -> None:
         return
     step, lost_mask = data[0] + 1, data[1]
     stream = data[2:]
-    splitter = FrameSplitter(_RequestValidator(), max_frame=FRAME_LIMIT, max_hunt=64 * 1024)
+    splitter = FrameSplitter(RequestValidator(), max_frame=FRAME_LIMIT, max_hunt=64 * 1024)
     events = []
     for n, at in enumerate(range(0, len(stream), step)):
         chunk = stream[at : at + step]
@@ -172,17 +173,10 @@ def records(data: bytes) -> None:
     assert [b.records_decoded for b in as_columns.batches] == [len(b.records) for b in rs.batches]
 
 
-def _run_pipeline(segments: list[TcpSegment], options: Options) -> list:
-    pipeline = KafkaPipeline(options)
-    sink = TableSink()
-    events = []
-    for seg in segments:
-        events += pipeline.feed(seg)
-    events += pipeline.finish()
-    for ev in events:
-        assert isinstance(ev, Exchange | Anomaly | ConnectionSummary), type(ev)
-        sink.consume(ev)
-    return events
+def _run_pipeline(items: list, options: Options) -> None:
+    """The local engine's whole run (no files): every table's rows and the summary figures."""
+    run = local.analyze_items(items, options)
+    assert run.summary.exchanges == len(cells(run.tables["exchanges"]["status"]))
 
 
 def pipeline(data: bytes) -> None:
@@ -191,7 +185,7 @@ def pipeline(data: bytes) -> None:
         items = list(iter_capture(io.BytesIO(data), chunk_size=4096, limits=READER_LIMITS))
     except CaptureFormatError:
         return
-    _run_pipeline([s for s in items if isinstance(s, TcpSegment)], Options(max_frame=FRAME_LIMIT))
+    _run_pipeline(items, Options(max_frame=FRAME_LIMIT))
 
 
 def messages_from(data: bytes) -> list[tuple[int, bytes, int]]:

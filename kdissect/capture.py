@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from functools import cached_property
 from os import PathLike
+from typing import Any
 
 import pandas as pd
 
-from .connection import DEFAULT_PORTS, Options
-from .engine import RunStats, iter_events
-from .events import Exchange, KafkaEvent, KafkaMessage
-from .framing import DEFAULT_MAX_FRAME
-from .tables.records import RecordOptions
-from .tables.sink import TableSink
+from kdissect.engines import local
+from kdissect.events import Exchange, KafkaEvent, KafkaMessage
+from kdissect.options import Options
+from kdissect.tables.frames import to_dataframe
 
 PathArg = str | PathLike[str]
 
@@ -31,18 +31,17 @@ class Capture:
     stream the capture again without keeping it in memory.
     """
 
-    def __init__(self, paths: Sequence[PathArg], options: Options, records: RecordOptions | None = None) -> None:
+    def __init__(self, paths: Sequence[PathArg], options: Options | None = None) -> None:
         self.paths = list(paths)
-        self.options = options
-        self.record_options = records or RecordOptions()
-        self.stats = RunStats()
+        self.options = options or Options()
+        self.stats = local.RunStats()
 
     def events(self) -> Iterator[KafkaEvent]:
         """Every exchange, anomaly and connection summary, streamed in capture order."""
-        return iter_events(self.paths, self.options)
+        return local.events(self.paths, self.options)
 
     def exchanges_iter(self) -> Iterator[Exchange]:
-        return (ev for ev in self.events() if isinstance(ev, Exchange))
+        return (ex for ex, _ in local.exchanges(self.paths, self.options))
 
     def messages(self) -> Iterator[KafkaMessage]:
         """Decoded messages (request, then its response), with header, body, timestamps, connection."""
@@ -54,9 +53,9 @@ class Capture:
 
     @cached_property
     def _tables(self) -> dict[str, pd.DataFrame]:
-        sink = TableSink(records=self.record_options)
-        sink.consume_all(iter_events(self.paths, self.options, stats=self.stats))
-        return sink.frames()
+        run = local.analyze(self.paths, self.options)
+        self.stats = run.stats
+        return {name: to_dataframe(name, columns) for name, columns in run.tables.items()}
 
     exchanges = _table("exchanges")
     partitions = _table("partitions")
@@ -68,20 +67,17 @@ class Capture:
     anomalies = _table("anomalies")
 
 
-def open_capture(
-    path_or_paths: PathArg | Sequence[PathArg],
-    *,
-    ports: Sequence[int] = DEFAULT_PORTS,
-    auto_detect: bool = True,
-    max_frame: int = DEFAULT_MAX_FRAME,
-    records: RecordOptions | None = None,
-) -> Capture:
+def open_capture(path_or_paths: PathArg | Sequence[PathArg], options: Options | None = None, **knobs: Any) -> Capture:
     """Open capture file(s) (pcap, pcapng, gzip of either) for analysis.
 
-    ``ports`` are where brokers listen; with ``auto_detect`` any other TCP connection whose
-    bytes decode as Kafka requests is analysed too. ``records`` sets how much of each record
-    payload to keep and the per-batch decompression cap (see ``kdissect.RecordOptions``).
+    Settings are a :class:`kdissect.Options`, or its fields given by name: ``ports`` (where
+    brokers listen), ``auto_detect`` (also analyse other TCP connections whose bytes decode as
+    Kafka requests), ``max_frame``, ``payloads`` (how much of each record key and value to keep,
+    e.g. ``kdissect.Payloads.preview(64)``), ``limits`` (``kdissect.Limits(max_decompressed=...)``,
+    the per-batch decompression cap) and the other resource bounds (``max_connections``,
+    ``payload_bytes``, ...: see :class:`kdissect.Options`).
     """
     paths = [path_or_paths] if isinstance(path_or_paths, str | PathLike) else list(path_or_paths)
-    options = Options(ports=tuple(ports), auto_detect=auto_detect, max_frame=max_frame)
-    return Capture(paths, options, records)
+    if "ports" in knobs:
+        knobs["ports"] = tuple(knobs["ports"])
+    return Capture(paths, replace(options or Options(), **knobs))

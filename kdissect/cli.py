@@ -1,19 +1,22 @@
-"""Command line: parses arguments and hands off to the library; prints, never decodes itself."""
+"""Command line: parses arguments, makes one call into the local engine or the decoders, prints the
+report; never decodes or wires stages itself."""
 
 from __future__ import annotations
 
 import argparse
-import gc
 import json
 import os
 import sys
-from dataclasses import replace
 from pathlib import Path
 
-from . import __version__
-from .decoders import DecodeError, decode_request, decode_response
-from .render import safe_text, to_jsonable, tree_lines
-from .sources.events import CaptureFormatError
+from kdissect import __version__
+from kdissect.analysis.filters import FilterError
+from kdissect.decoders import DecodeError, decode_request, decode_response
+from kdissect.decoders.jsonable import to_jsonable
+from kdissect.decoders.records import LENGTHS_ONLY, Limits, Payloads
+from kdissect.options import Options
+from kdissect.report.render import safe_text, tree_lines
+from kdissect.sources.shapes import CaptureFormatError
 
 
 class UsageError(Exception):
@@ -52,23 +55,22 @@ def cmd_decode(args: argparse.Namespace) -> int:
     return 0
 
 
-def _options(args: argparse.Namespace):
-    from .connection import Options
-
-    ports = tuple(int(p) for p in args.ports.split(",") if p.strip()) if args.ports else Options().ports
-    return Options(ports=ports, auto_detect=not args.no_auto_detect, budget=_budget(args))
-
-
-def _budget(args: argparse.Namespace):
-    """The resource bounds (``kdissect.limits``), with the command line's changes."""
-    from .limits import DEFAULT_BUDGET
-
-    cap = getattr(args, "max_decompressed", None)  # (``analyze`` only)
-    if cap is None:
-        return DEFAULT_BUDGET
-    if cap < 1:
-        raise UsageError("--max-decompressed takes a number of bytes >= 1")
-    return replace(DEFAULT_BUDGET, decompressed_batch=cap)
+def _options(args: argparse.Namespace) -> Options:
+    """The run's settings from the command line (record settings only where the command has them)."""
+    knobs: dict = {"auto_detect": not args.no_auto_detect}
+    if args.ports:
+        knobs["ports"] = tuple(int(p) for p in args.ports.split(",") if p.strip())
+    if getattr(args, "max_decompressed", None) is not None:
+        if args.max_decompressed < 1:
+            raise UsageError("--max-decompressed takes a number of bytes >= 1")
+        knobs["limits"] = Limits(max_decompressed=args.max_decompressed)
+    if getattr(args, "no_payloads", False):
+        knobs["payloads"] = LENGTHS_ONLY
+    elif getattr(args, "preview", None) is not None:
+        if args.preview < 0:
+            raise UsageError("--preview takes a number of bytes >= 0")
+        knobs["payloads"] = Payloads.preview(args.preview)
+    return Options(**knobs)
 
 
 def _progress(paths: list[str]):
@@ -84,20 +86,6 @@ def _progress(paths: list[str]):
     return bar, lambda n: bar.advance(task, n)
 
 
-def _record_options(args: argparse.Namespace):
-    from .decoders.records import FULL, LENGTHS_ONLY, Limits, Payloads
-    from .tables.records import RecordOptions
-
-    limits = Limits(max_decompressed=_budget(args).decompressed_batch)
-    if args.no_payloads:
-        return RecordOptions(payloads=LENGTHS_ONLY, limits=limits)
-    if args.preview is not None:
-        if args.preview < 0:
-            raise UsageError("--preview takes a number of bytes >= 0")
-        return RecordOptions(payloads=Payloads.preview(args.preview), limits=limits)
-    return RecordOptions(payloads=FULL, limits=limits)
-
-
 def _check_readable(paths: list[str]) -> None:
     for p in paths:
         path = Path(p)
@@ -105,85 +93,64 @@ def _check_readable(paths: list[str]) -> None:
             raise UsageError(f"cannot read {p}: no such file")
 
 
-def _check_something_read(stats, captures: list[str]) -> None:
-    """Damage is reported in the output; only a capture with no readable packet at all fails."""
-    if stats.packets == 0 and stats.source_anomalies:
-        raise UsageError(f"nothing could be read from {', '.join(captures)}")
-
-
-def _tune_gc() -> None:
-    """A run allocates millions of short-lived objects while the tables' rows pile up; the default
-    young-generation threshold (700) makes the collector rescan them so often that it took about a
-    fifth of a full ``analyze`` (``bench/bench_pipeline.py``). Collect less often, and never rescan
-    what the imports made."""
-    gc.freeze()
-    gc.set_threshold(100_000, 50, 100)
+def _nothing_read(captures: list[str]) -> UsageError:
+    return UsageError(f"nothing could be read from {', '.join(captures)}")
 
 
 def cmd_analyze(args: argparse.Namespace) -> int:
-    from .cli_output import TableWriter, summary_lines
-    from .engine import RunStats, iter_events
-    from .tables.columns import TABLES
-    from .tables.sink import TableSink
+    from kdissect.engines import local
+    from kdissect.report.terminal import summary_lines
+    from kdissect.tables.columns import TABLES
+    from kdissect.tables.writer import TableWriter
 
     _check_readable(args.captures)
     wanted = [t.strip() for t in args.tables.split(",")] if args.tables else list(TABLES)
     unknown = [t for t in wanted if t not in TABLES]
     if unknown:
         raise UsageError(f"unknown table {unknown[0]!r} (known: {', '.join(TABLES)})")
-    _tune_gc()
-    # Writing to files, the big tables go out in pieces as they grow: memory stays flat.
+    options = _options(args)
+    local.tune_gc()
     writer = TableWriter(Path(args.out), args.format) if args.out else None
-    sink = TableSink(wanted, _record_options(args), spill=writer.write if writer else None, budget=_budget(args))
-    stats = RunStats()
     bar, progress = _progress(args.captures)
     if bar is not None:
         bar.start()
     try:
-        sink.consume_all(iter_events(args.captures, _options(args), stats=stats, progress=progress))
+        run = local.analyze(args.captures, options, tables=wanted, writer=writer, progress=progress)
     finally:
         if bar is not None:
             bar.stop()
-    _check_something_read(stats, args.captures)
-    tables = {name: sink.columns(name) for name in TABLES if name in wanted or name in ("connections", "anomalies")}
-    for line in summary_lines(tables, stats.packets):
+    if run.stats.nothing_read:
+        raise _nothing_read(args.captures)
+    for line in summary_lines(run.summary):
         print(line)
-    if writer is not None:
-        for name in wanted:
-            writer.write(name, tables[name])
-        for path, rows in writer.close():
-            print(f"wrote {path} ({rows:,} rows)")
+    for path, rows in run.written:
+        print(f"wrote {path} ({rows:,} rows)")
     return 0
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from .cli_output import exchange_json, exchange_rows, exchange_text
-    from .engine import RunStats, iter_events
-    from .events import Exchange
-    from .filters import FilterError, compile_filter
-    from .tables.columns import TABLES
+    from kdissect.analysis.filters import compile_filter
+    from kdissect.engines import local
+    from kdissect.report.show import exchange_json, exchange_text
+    from kdissect.tables.columns import TABLES
 
     _check_readable(args.captures)
-    _tune_gc()
+    options = _options(args)
+    local.tune_gc()
     predicate = None
     if args.filter:
-        try:
-            predicate = compile_filter(args.filter, {name for name, _ in TABLES["exchanges"]})
-        except FilterError as exc:
-            raise UsageError(str(exc)) from None
-    stats = RunStats()
-    exchanges = (ev for ev in iter_events(args.captures, _options(args), stats=stats) if isinstance(ev, Exchange))
+        predicate = compile_filter(args.filter, {name for name, _ in TABLES["exchanges"]})
+    stats = local.RunStats()
     shown = 0
-    for ex, row in exchange_rows(exchanges):
-        if predicate is not None and not predicate(row):
-            continue
+    for ex, row in local.exchanges(args.captures, options, where=predicate, stats=stats):
         shown += 1
         if args.json:
             print(exchange_json(ex, row))
         else:
             for line in exchange_text(ex, row, args.full):
                 print(line)
-    _check_something_read(stats, args.captures)
+    if stats.nothing_read:
+        raise _nothing_read(args.captures)
     if not shown and not args.json:
         print("no matching Kafka exchanges")
     return 0
@@ -236,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except UsageError as exc:
+    except (UsageError, FilterError) as exc:  # a filter may also be refused while it runs (too large a value)
         print(f"kdissect: {safe_text(str(exc))}", file=sys.stderr)
         return 2
     except DecodeError as exc:

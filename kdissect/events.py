@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from kdissect.reassembly.streams import DirectionStats
+
 Endpoint = tuple[str, int]
 
 
@@ -83,6 +85,8 @@ class ConnectionSummary:
     skipped_bytes: int = 0
     sasl_tokens: int = 0
     end_reason: str = ""
+    # The reassembler's counters per direction (client to broker, broker to client), once ended.
+    tcp: tuple[DirectionStats, DirectionStats] | None = None
 
 
 KafkaEvent = Exchange | Anomaly | ConnectionSummary

@@ -3,17 +3,22 @@
 Time is the child's CPU time (user + system, from ``os.wait4``), which other processes on a
 shared machine disturb less than wall time; memory is the child's peak RSS. Only ratios between
 two sizes are asserted, never absolute times.
+
+The child is started by a small launcher process, which measures it: Linux counts in a process's
+peak RSS the memory of the process it was forked from, up to its ``exec``, so a command forked
+from the test process (hundreds of MB in a long test session) would report the tests' memory.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from kdissect.synth.hostile import BUILDERS
+from kdissect.testing.hostile import BUILDERS
 
 MiB = 1 << 20
 
@@ -26,16 +31,24 @@ class Run:
     returncode: int
 
 
+_MARK = "@@measured"
+_LAUNCHER = f"""
+import os, subprocess, sys
+child = subprocess.Popen(sys.argv[1:])
+_, status, usage = os.wait4(child.pid, 0)
+print("\\n{_MARK}", os.waitstatus_to_exitcode(status), usage.ru_utime + usage.ru_stime, usage.ru_maxrss, flush=True)
+"""
+
+
 def run_cli(capture: Path, *args: str) -> Run:
     """``kdissect analyze CAPTURE ARGS`` (or another command when ``args`` starts with one)."""
     command = list(args) if args and args[0] in ("analyze", "show") else ["analyze", *args]
     argv = [sys.executable, "-m", "kdissect.cli", command[0], str(capture), *command[1:]]
     env = {**os.environ, "PYTHONHASHSEED": "0"}
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, text=True)
-    out = proc.stdout.read()  # type: ignore[union-attr]
-    _, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    return Run(usage.ru_utime + usage.ru_stime, usage.ru_maxrss * 1024, out, proc.returncode)
+    launched = subprocess.run([sys.executable, "-c", _LAUNCHER, *argv], capture_output=True, text=True, env=env)
+    out, _, measured = (launched.stdout + launched.stderr).rpartition(_MARK)
+    returncode, cpu_s, maxrss_kib = measured.split()
+    return Run(float(cpu_s), int(maxrss_kib) * 1024, out, int(returncode))
 
 
 def hostile(tmp: Path, name: str, n: int, suffix: str = ".pcap") -> Path:
@@ -80,3 +93,10 @@ def assert_bounded(runs: tuple[Run, Run, Run], budget: int = GiB, flat: bool = F
     if flat:
         grew = (large.peak_rss - small.peak_rss) >> 20
         assert grew < 48 + (small.peak_rss - base.peak_rss) // MiB // 2, f"peak RSS grew {grew} MiB for 2x input"
+
+
+def anomaly_count(stdout: str, kind: str) -> int:
+    """How many anomalies of ``kind`` the summary printed."""
+    found = re.search(rf"^  {kind}: ([\d,]+)", stdout, re.M)
+    assert found, stdout
+    return int(found.group(1).replace(",", ""))

@@ -50,7 +50,7 @@ def kio_api_versions() -> list[tuple[int, int, str]]:
 def kio_non_api_entities() -> list[tuple[str, int, type]]:
     """Headers and embedded data schemas kio defines: (kdissect message name, version, kio class).
 
-    kio names ControlRecordType ``ControlRecordTypeSchema``; everything else is the CamelCase name.
+    Both name them as Kafka's definition files do (``ControlRecordTypeSchema`` included).
     """
     out = []
     for name, versions in sorted(schema_name_map.items()):
@@ -58,7 +58,7 @@ def kio_non_api_entities() -> list[tuple[str, int, type]]:
             for etype in (EntityType.header, EntityType.data):
                 if etype in kinds:
                     cls = load_entity_schema(name, version, etype)
-                    out.append((cls.__name__.removesuffix("Schema"), version, cls))
+                    out.append((cls.__name__, version, cls))
     return out
 
 

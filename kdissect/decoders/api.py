@@ -11,7 +11,7 @@ from __future__ import annotations
 import struct
 from typing import Any, NoReturn
 
-from . import compiler, schema
+from . import apis, compiler, schema
 from .errors import DecodeError
 from .wire import Malformed
 
@@ -28,9 +28,7 @@ def _run(msg: schema.Message, b: bytes, p: int, *, api_key: int | None, api_vers
         _fail(msg, b, p, api_key, api_version)
 
 
-def _frame(
-    header_msg: schema.Message, msg: schema.Message, b: bytes, api_key: int, api_version: int
-) -> dict[str, Any]:
+def _frame(header_msg: schema.Message, msg: schema.Message, b: bytes, api_key: int, api_version: int) -> dict[str, Any]:
     """A whole frame in Python: the header, then the body where the header ends, then any bytes
     left kept as a warning."""
     header, p = _run(header_msg, b, 0, api_key=api_key, api_version=api_version)
@@ -74,12 +72,6 @@ def strip_size_prefix(frame: bytes) -> tuple[bytes, bool]:
     return frame, False
 
 
-def request_header_version(api_key: int, api_version: int) -> int:
-    msg = _api_message(api_key, api_version, "request")
-    assert msg.header_version is not None
-    return msg.header_version
-
-
 _MESSAGES: dict[tuple[int, int, str], tuple[schema.Message, schema.Message]] = {}
 
 
@@ -90,7 +82,8 @@ def _api_messages(api_key: int, api_version: int, kind: str) -> tuple[schema.Mes
     if found is None:
         msg = _api_message(api_key, api_version, kind)
         header = "RequestHeader" if kind == "request" else "ResponseHeader"
-        found = _MESSAGES[(api_key, api_version, kind)] = (msg, schema.message(header, msg.header_version or 0))
+        header_msg = schema.message(header, apis.header_version(api_key, api_version, kind))
+        found = _MESSAGES[(api_key, api_version, kind)] = (msg, header_msg)
         compiler.register_frame(kind, api_key, api_version, found[1], msg)
     return found
 
@@ -99,11 +92,11 @@ def _api_message(api_key: int, api_version: int, kind: str) -> schema.Message:
     try:
         return schema.api_message(api_key, api_version, kind)
     except schema.UnknownMessage:
-        rng = schema.version_range(api_key, kind)
+        rng = apis.version_range(api_key, kind)
         what = (
             f"unknown api key {api_key}"
             if rng is None
-            else (f"unsupported {schema.api_names()[api_key]} {kind} version {api_version} (known {rng[0]}-{rng[1]})")
+            else (f"unsupported {apis.name_of(api_key)} {kind} version {api_version} (known {rng[0]}-{rng[1]})")
         )
         raise DecodeError(what, api_key=api_key, api_version=api_version, offset=0) from None
 
@@ -184,7 +177,9 @@ def frame_fits(b: bytes, api_key: int, api_version: int, kind: str) -> bool:
     return p is not None and _fits(msg, b, p) == len(b)
 
 
-def _with_or_without_prefix(frame: bytes | bytearray | memoryview, decode, *args: int) -> dict[str, Any]:
+def _with_or_without_prefix(frame: bytes | bytearray | memoryview, decode, can_start, *args: int) -> dict[str, Any]:
+    """Decode with the size prefix stripped when it matches the length; decode the whole bytes
+    instead only when the rest cannot start a message (then those 4 bytes only looked like a size)."""
     b = bytes(frame)
     stripped, had_prefix = strip_size_prefix(b)
     if not had_prefix:
@@ -192,12 +187,25 @@ def _with_or_without_prefix(frame: bytes | bytearray | memoryview, decode, *args
     try:
         return decode(stripped, *args)
     except DecodeError:
-        # The first 4 bytes only looked like a size (e.g. a correlation id equal to the length).
+        if can_start(stripped):
+            raise  # a real size prefix: the fault is in the frame, and the error says where
         try:
             return decode(b, *args)
         except DecodeError:
             pass
         raise
+
+
+def _can_start_request(b: bytes) -> bool:
+    try:
+        _request_messages(b)
+    except DecodeError:
+        return False
+    return True
+
+
+def _can_start_response(b: bytes) -> bool:
+    return len(b) >= 4  # any 4 bytes are a correlation id: a matching size prefix is taken as one
 
 
 def decode_request(frame: bytes | bytearray | memoryview) -> dict[str, Any]:
@@ -207,13 +215,17 @@ def decode_request(frame: bytes | bytearray | memoryview) -> dict[str, Any]:
     bytes follow the body). Raises :class:`DecodeError` with the field path on bad input.
     """
     found = compiler.frame_decoder(frame, _REQUESTS, None, None, True)  # (it strips a size prefix itself)
-    return found if found is not None else _with_or_without_prefix(frame, _python_request)
+    return found if found is not None else _with_or_without_prefix(frame, _python_request, _can_start_request)
 
 
 def decode_response(frame: bytes | bytearray | memoryview, api_key: int, api_version: int) -> dict[str, Any]:
     """Decode one response frame (with or without size prefix) to a request of ``api_key`` v``api_version``."""
     found = compiler.frame_decoder(frame, _RESPONSES, api_key, api_version, True)
-    return found if found is not None else _with_or_without_prefix(frame, _python_response, api_key, api_version)
+    return (
+        found
+        if found is not None
+        else _with_or_without_prefix(frame, _python_response, _can_start_response, api_key, api_version)
+    )
 
 
 def decode_data(name: str, data: bytes, version: int | None = None) -> dict[str, Any]:

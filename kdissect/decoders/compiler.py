@@ -212,10 +212,12 @@ class _Codegen:
         out.append(f"{body}e = p + {sz}")
         out.append(f"{body}if e > L: raise _Bad('tagged field ' + str({tg}) + ' runs past the end')")
         branch = "if"
+        # The traced build hands the caller's path (loop indices filled in) to the tagged value's function.
+        where = f', f"{prefix}"' if self.trace else ""
         for m in f.tagged:
-            fn = self.tagged_function(m, prefix + m.key)
+            fn = self.tagged_function(m)
             out.append(f"{body}{branch} {tg} == {m.tag}:")
-            out.append(f"{body}    {target}[{m.key!r}] = {fn}(b, p, e)")
+            out.append(f"{body}    {target}[{m.key!r}] = {fn}(b, p, e{where})")
             branch = "elif"
         unknown = "unknown_tagged_fields"
         if branch == "if":
@@ -224,14 +226,21 @@ class _Codegen:
             out.append(f"{body}else: {target}.setdefault('{unknown}', []).append(({tg}, b[p:e]))")
         out.append(f"{body}p = e")
 
-    def tagged_function(self, f: Field, path: str) -> str:
-        """A tagged value lives in its own size-delimited slot: decode it with L = slot end."""
+    def tagged_function(self, f: Field) -> str:
+        """A tagged value lives in its own size-delimited slot: decode it with L = slot end.
+
+        It is a function of its own, so the enclosing loops' indices are not in its scope: the traced
+        build passes the enclosing path in as ``P``.
+        """
         name = self.var("_tf")
-        lines = [f"def {name}(b, p, L, {_LOCALS}):"]
+        path = "{P}" + f.key
+        lines = [f"def {name}(b, p, L, {'P, ' if self.trace else ''}{_LOCALS}):"]
         v = self.var()
         self.mark(lines, "    ", path)
         self.value(lines, "    ", f, v, path)
-        lines.append(f"    if p != L: raise _Bad('tagged field {f.key} has ' + str(L - p) + ' unread bytes')")
+        lines.append(f"    if p < L: raise _Bad('tagged field {f.key} has ' + str(L - p) + ' unread bytes')")
+        overrun = f"'tagged field {f.key} needs ' + str(p - L) + ' bytes more than its slot'"
+        lines.append(f"    if p > L: raise _Bad({overrun})")
         lines.append(f"    return {v}")
         self.funcs.append(lines)
         return name

@@ -25,9 +25,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from ..limits import CAP, DEFAULT_BUDGET
 from .codecs import CODEC_NAMES, CODEC_NONE, decompress
-from .errors import DecodeWarning
+from .errors import CAP, DecodeWarning
 from .program import native_module, require_native
 from .wire import Malformed, read_varint, read_varlong
 
@@ -124,9 +123,9 @@ class ControlMarker(NamedTuple):
 class Limits:
     """Bounds that keep hostile input cheap."""
 
-    max_decompressed: int = DEFAULT_BUDGET.decompressed_batch  # per top-level batch or message, wrappers included
+    max_decompressed: int = 64 << 20  # per top-level batch or message, nested wrappers included
     max_depth: int = 4  # legacy wrappers inside wrappers (Kafka itself allows one level)
-    max_batches: int = DEFAULT_BUDGET.batches_per_field  # batches (or legacy messages) decoded per records field
+    max_batches: int = 50_000  # batches (or legacy messages) decoded per records field
     run: RunMeter | None = None  # decompressed bytes left for the whole run, shared by every call
 
 
@@ -136,7 +135,7 @@ class RunMeter:
 
     __slots__ = ("left", "total")
 
-    def __init__(self, total: int = DEFAULT_BUDGET.decompressed_run) -> None:
+    def __init__(self, total: int) -> None:
         self.total = self.left = total
 
 

@@ -125,19 +125,6 @@ def _api_index() -> dict[tuple[int, str], str]:
     return {(e["api_key"], e["type"]): name for name, e in table().items() if "api_key" in e}
 
 
-def api_names() -> dict[int, str]:
-    """API key -> API name (``Produce``, ``Fetch``, ...)."""
-    return {k: n[: -len("Request")] for (k, kind), n in _api_index().items() if kind == "request"}
-
-
-def version_range(api_key: int, kind: str) -> tuple[int, int] | None:
-    name = _api_index().get((api_key, kind))
-    if name is None:
-        return None
-    lo, hi = table()[name]["versions"]
-    return lo, hi
-
-
 def message_name(api_key: int, kind: str) -> str:
     try:
         return _api_index()[(api_key, kind)]

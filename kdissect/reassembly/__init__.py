@@ -1,4 +1,18 @@
-"""TCP stream reassembly: segments in, ordered byte runs and gap markers out.
+"""TCP stream reassembly: segments in, ordered byte runs and gap markers out, per direction.
 
-Knows nothing about Kafka (see ``shared/design.md``).
+Rule: knows nothing about Kafka (see ``shared/design.md``); it imports only the segment type
+from ``sources``.
 """
+
+from kdissect.reassembly.reassembler import TcpReassembler
+from kdissect.reassembly.streams import DirectionStats, ReassemblyEvent, StreamData, StreamEnd, StreamGap, StreamStart
+
+__all__ = [
+    "DirectionStats",
+    "ReassemblyEvent",
+    "StreamData",
+    "StreamEnd",
+    "StreamGap",
+    "StreamStart",
+    "TcpReassembler",
+]

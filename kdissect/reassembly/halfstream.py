@@ -14,10 +14,10 @@ Rules (the *why* lives next to each method):
 
 from __future__ import annotations
 
-from .events import DirectionStats, ReassemblyEvent, StreamData, StreamGap
+from ..sources.segment import FIN, SYN
 from .ooo_buffer import CHUNK_OVERHEAD, OutOfOrderBuffer
-from .segment import FIN, SYN
 from .seqnum import SEQ_HALF, SEQ_MASK, seq_delta
+from .streams import DirectionStats, ReassemblyEvent, StreamData, StreamGap
 
 # The largest window TCP can advertise (65535 << 14). Data or an ACK further ahead of the
 # delivery point cannot belong to this stream, so it is ignored rather than trusted.

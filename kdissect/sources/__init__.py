@@ -1,13 +1,20 @@
 """Capture input: pcap/pcapng bytes in, ``TcpSegment`` and ``SourceAnomaly`` events out.
 
+Rule: the first stage; it owns the ``TcpSegment`` type (``segment``) and imports no other stage.
+
 Layers, each usable alone: ``CaptureParser`` (sans-I/O push parser: bytes to capture
 records), ``PacketDecoder`` (records to TCP segments: link, IP with reassembly, TCP),
 ``CaptureDecoder`` (both, plus counters) and ``iter_capture`` (files, gzip).
 """
 
-from kdissect.sources.capture import CaptureDecoder, decode_capture
+from kdissect.sources.decoder import CaptureDecoder, decode_capture
 from kdissect.sources.defrag import DefragLimits
-from kdissect.sources.events import (
+from kdissect.sources.files import iter_capture
+from kdissect.sources.packets import PacketDecoder
+from kdissect.sources.reader import CaptureParser
+from kdissect.sources.record_loop import ReaderLimits
+from kdissect.sources.segment import TcpSegment
+from kdissect.sources.shapes import (
     AnomalyKind,
     CaptureFormatError,
     CaptureRecord,
@@ -15,10 +22,6 @@ from kdissect.sources.events import (
     SourceEvent,
     SourceStats,
 )
-from kdissect.sources.files import iter_capture
-from kdissect.sources.framing import ReaderLimits
-from kdissect.sources.packets import PacketDecoder
-from kdissect.sources.reader import CaptureParser
 
 __all__ = [
     "AnomalyKind",
@@ -32,6 +35,7 @@ __all__ = [
     "SourceAnomaly",
     "SourceEvent",
     "SourceStats",
+    "TcpSegment",
     "decode_capture",
     "iter_capture",
 ]

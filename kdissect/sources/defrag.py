@@ -15,8 +15,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from dataclasses import dataclass, field
 
-from kdissect.limits import DEFAULT_BUDGET
-from kdissect.sources.events import AnomalyKind, SourceAnomaly, SourceEvent
+from kdissect.sources.shapes import AnomalyKind, SourceAnomaly, SourceEvent
 
 MAX_DATAGRAM = 65_535  # fragment offsets are 13 bits of 8 octets; lengths 16 bits
 _SPAN_OVERHEAD = 64  # bytes charged per held span besides the buffer, so tiny fragments are bounded too
@@ -27,14 +26,14 @@ FragmentKey = tuple[int, str, str, int]  # (IP version, src, dst, identification
 @dataclass(frozen=True, slots=True)
 class DefragLimits:
     """When to give a datagram up. Linux waits 30 s; the packet count covers captures
-    whose clock stalls; the memory bounds cap what a fragment flood can hold (defaults:
-    :class:`kdissect.limits.Budget`)."""
+    whose clock stalls; the memory bounds cap what a fragment flood can hold (a run sets
+    them from :class:`kdissect.options.Options`, whose defaults these are)."""
 
     timeout_ns: int = 30_000_000_000
     max_age_packets: int = 100_000
-    max_datagrams: int = DEFAULT_BUDGET.fragment_datagrams
-    max_bytes: int = DEFAULT_BUDGET.fragment_bytes
-    max_holes: int = DEFAULT_BUDGET.fragment_holes
+    max_datagrams: int = 1024  # datagrams being reassembled at once
+    max_bytes: int = 4 * 1024 * 1024  # fragments held, all datagrams together
+    max_holes: int = 128  # in one datagram (64 KiB at 576-byte MTU makes ~120 pieces)
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,7 +7,7 @@ calls and two intermediate objects per packet. Here the three headers are read w
 ``struct`` call and the address strings come from a small cache. Anything else (VLAN tags,
 IP options, fragments, IPv6, a zero IP length, cut or odd headers) returns None and takes
 the general path, which alone reports anomalies; for the packets it accepts, the result is
-exactly what the general path gives (``tests/test_sources_fastpath.py``).
+exactly what the general path gives (``tests/sources/test_sources_fastpath.py``).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from __future__ import annotations
 from socket import inet_ntoa
 from struct import Struct
 
-from kdissect.reassembly.segment import TcpSegment
+from kdissect.sources.segment import TcpSegment
 
 # From byte 12 of the frame: ethertype, IPv4 version+IHL, total length, flags+fragment
 # offset, protocol, source+destination addresses, TCP ports, seq, ack, offset+flags, window.

@@ -11,12 +11,11 @@ from collections.abc import Iterable, Iterator
 from contextlib import ExitStack
 from typing import BinaryIO
 
-from kdissect.limits import DEFAULT_BUDGET, Budget
-from kdissect.sources.capture import CaptureDecoder
+from kdissect.sources.decoder import CaptureDecoder
 from kdissect.sources.defrag import DefragLimits
-from kdissect.sources.events import SourceAnomaly, SourceEvent, SourceStats
-from kdissect.sources.framing import ReaderLimits
-from kdissect.sources.gunzip import GZIP_MAGIC, GzipStream
+from kdissect.sources.gunzip import GUNZIP_FREE, GUNZIP_RATIO, GZIP_MAGIC, GzipStream
+from kdissect.sources.record_loop import ReaderLimits
+from kdissect.sources.shapes import SourceAnomaly, SourceEvent, SourceStats
 
 DEFAULT_CHUNK_SIZE = 1 << 20
 
@@ -28,13 +27,15 @@ def iter_capture(
     limits: ReaderLimits | None = None,
     defrag: DefragLimits | None = None,
     stats: SourceStats | None = None,
-    budget: Budget = DEFAULT_BUDGET,
+    gunzip_ratio: int = GUNZIP_RATIO,
+    gunzip_free: int = GUNZIP_FREE,
 ) -> Iterator[SourceEvent]:
     """Yield the ``TcpSegment`` and ``SourceAnomaly`` events of a pcap/pcapng file (or
     gzip of one) in file order.
 
     ``source`` is a path or a binary file object (left open). Pass ``stats`` to read the
-    counters while or after iterating. Raises ``CaptureFormatError`` if the input is
+    counters while or after iterating. ``defrag`` and ``gunzip_*`` bound what the input may
+    cost (:class:`kdissect.sources.gunzip.GzipStream`). Raises ``CaptureFormatError`` if the input is
     not a capture, ``OSError`` if it cannot be read.
     """
     with ExitStack() as stack:
@@ -42,14 +43,9 @@ def iter_capture(
             stream: BinaryIO = stack.enter_context(open(source, "rb"))
         else:
             stream = source
-        if defrag is None:
-            defrag = DefragLimits(
-                max_datagrams=budget.fragment_datagrams,
-                max_bytes=budget.fragment_bytes,
-                max_holes=budget.fragment_holes,
-            )
         decoder = CaptureDecoder(limits, defrag, stats)
-        for piece in _capture_bytes(_read_chunks(stream, chunk_size), chunk_size, budget):
+        gzip = GzipStream(chunk_size, gunzip_ratio, gunzip_free)
+        for piece in _capture_bytes(_read_chunks(stream, chunk_size), gzip):
             if isinstance(piece, SourceAnomaly):
                 decoder.stats.anomalies += 1
                 yield piece
@@ -63,9 +59,9 @@ def _read_chunks(stream: BinaryIO, chunk_size: int) -> Iterator[bytes]:
         yield chunk
 
 
-def _capture_bytes(chunks: Iterator[bytes], chunk_size: int, budget: Budget) -> Iterable[bytes | SourceAnomaly]:
+def _capture_bytes(chunks: Iterator[bytes], gzip: GzipStream) -> Iterable[bytes | SourceAnomaly]:
     """The capture stream itself: ``chunks`` as they are, or gunzipped when they start
-    with the gzip magic (no capture format starts that way)."""
+    with the gzip magic (no capture format starts that way) by ``gzip``."""
     head = b""
     for chunk in chunks:
         head += chunk
@@ -75,7 +71,6 @@ def _capture_bytes(chunks: Iterator[bytes], chunk_size: int, budget: Budget) -> 
         yield head
         yield from chunks
         return
-    gzip = GzipStream(chunk_size, budget.gunzip_ratio, budget.gunzip_free)
     yield from gzip.feed(head)
     for chunk in chunks:
         yield from gzip.feed(chunk)

@@ -10,11 +10,12 @@ from __future__ import annotations
 import zlib
 from collections.abc import Iterator
 
-from kdissect.limits import DEFAULT_BUDGET
-from kdissect.sources.events import AnomalyKind, SourceAnomaly
+from kdissect.sources.shapes import AnomalyKind, SourceAnomaly
 
 GZIP_MAGIC = b"\x1f\x8b"
 _GZIP_WBITS = 16 + zlib.MAX_WBITS
+GUNZIP_RATIO = 200  # a gzip capture may inflate this many times its compressed size...
+GUNZIP_FREE = 64 << 20  # ...once it has produced this much (real captures gzip 3-20x)
 
 
 class GzipStream:
@@ -23,8 +24,8 @@ class GzipStream:
     def __init__(
         self,
         piece_size: int = 1 << 20,
-        max_ratio: int = DEFAULT_BUDGET.gunzip_ratio,
-        free: int = DEFAULT_BUDGET.gunzip_free,
+        max_ratio: int = GUNZIP_RATIO,
+        free: int = GUNZIP_FREE,
     ) -> None:
         """Past ``free`` bytes out, output more than ``max_ratio`` times the input is cut (a bomb):
         reading stops with a ``cap`` anomaly."""

@@ -6,7 +6,7 @@ packet decoder, so it never leaves this package.
 
 from __future__ import annotations
 
-from kdissect.sources.events import AnomalyKind
+from kdissect.sources.shapes import AnomalyKind
 
 
 class MalformedPacket(Exception):

@@ -10,14 +10,14 @@ still ``fastpath`` when no IP datagram is being reassembled.
 
 from __future__ import annotations
 
-from kdissect.reassembly.segment import TcpSegment
 from kdissect.sources.defrag import Datagram, DefragLimits, Defragmenter
-from kdissect.sources.events import AnomalyKind, CaptureRecord, SourceAnomaly, SourceEvent, SourceStats
 from kdissect.sources.fastpath import EthernetIpv4Tcp
 from kdissect.sources.ip import IPPROTO_TCP, IpPacket, parse_ipv4, parse_ipv6, walk_ipv6_extensions
 from kdissect.sources.link import LINK_DECODERS, LINKTYPE_ETHERNET
 from kdissect.sources.packet_error import MalformedPacket
-from kdissect.sources.tcp import tcp_segment
+from kdissect.sources.segment import TcpSegment
+from kdissect.sources.shapes import AnomalyKind, CaptureRecord, SourceAnomaly, SourceEvent, SourceStats
+from kdissect.sources.tcp_header import tcp_segment
 
 
 class PacketDecoder:

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from struct import Struct
 
-from kdissect.sources.events import AnomalyKind, CaptureRecord, RecordEvent, SourceAnomaly
-from kdissect.sources.framing import (
+from kdissect.sources.record_loop import (
     ACCEPT,
     REJECT,
     CorruptFraming,
@@ -18,6 +17,7 @@ from kdissect.sources.framing import (
     ReaderLimits,
     checked_wire_len,
 )
+from kdissect.sources.shapes import AnomalyKind, CaptureRecord, RecordEvent, SourceAnomaly
 
 # First four stored bytes -> (struct byte order, nanoseconds per fraction unit, record header length).
 _MAGICS: dict[bytes, tuple[str, int, int]] = {

@@ -11,20 +11,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 from struct import Struct
 
-from kdissect.sources.events import (
-    AnomalyKind,
-    CaptureFormatError,
-    CaptureRecord,
-    RecordEvent,
-    SourceAnomaly,
-)
-from kdissect.sources.framing import (
+from kdissect.sources.record_loop import (
     ACCEPT,
     REJECT,
     CorruptFraming,
     FramedFormat,
     ReaderLimits,
     checked_wire_len,
+)
+from kdissect.sources.shapes import (
+    AnomalyKind,
+    CaptureFormatError,
+    CaptureRecord,
+    RecordEvent,
+    SourceAnomaly,
 )
 
 SHB_TYPE = 0x0A0D0D0A  # the same in both byte orders

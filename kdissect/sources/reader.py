@@ -8,10 +8,10 @@ and no unit may claim more than ``ReaderLimits`` allow.
 
 from __future__ import annotations
 
-from kdissect.sources.events import CaptureFormatError, RecordEvent
-from kdissect.sources.framing import FramedFormat, ReaderLimits
 from kdissect.sources.pcap import PcapFormat, is_pcap_magic
 from kdissect.sources.pcapng import SHB_MAGIC, PcapngFormat
+from kdissect.sources.record_loop import FramedFormat, ReaderLimits
+from kdissect.sources.shapes import CaptureFormatError, RecordEvent
 
 _MAGIC_LEN = 4
 # Magics of things people mistake for captures, to make the error say what the file is.

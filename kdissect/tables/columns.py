@@ -7,9 +7,14 @@ This module imports neither: the command line writes Parquet without loading pan
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from itertools import repeat
 from typing import Any
+
+from kdissect.reassembly.streams import DirectionStats
+
+# The reassembler's counters, per direction in the connections table (``tcp_<counter>_to_broker``, ...).
+TCP_COUNTERS = tuple(f.name for f in fields(DirectionStats))
 
 TABLES: dict[str, list[tuple[str, str]]] = {
     "exchanges": [
@@ -100,6 +105,7 @@ TABLES: dict[str, list[tuple[str, str]]] = {
         ("sasl", "category"),
         ("sasl_tokens", "int64"),
         ("end_reason", "category"),
+        *((f"tcp_{name}_{side}", "int64") for side in ("to_broker", "to_client") for name in TCP_COUNTERS),
     ],
     "brokers": [
         ("node_id", "int32"),

@@ -1,7 +1,7 @@
 """Turn the Kafka layer's events into table rows, held column by column.
 
 A sink: it consumes events in order and keeps only rows, never messages, so memory grows
-with the output, not the capture. Its columns become pandas DataFrames (:meth:`TableSink.frame`)
+with the output, not the capture. Its columns become pandas DataFrames (:mod:`kdissect.tables.frames`)
 or Arrow tables for Parquet (:mod:`kdissect.tables.arrow`); pandas loads only for the former.
 """
 
@@ -10,36 +10,30 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from ..decoders import schema
+from ..decoders import apis, schema
+from ..decoders.entities import Entry, has_error, is_error_field, walk
 from ..decoders.error_codes import error_name, is_retriable
+from ..decoders.errors import CAP
 from ..decoders.records import LENGTHS_ONLY, RunMeter
 from ..events import Anomaly, ConnectionSummary, Exchange, KafkaEvent, KafkaMessage
-from ..limits import CAP, DEFAULT_BUDGET, Budget
-from .columns import TABLES, Parts, Runs
-from .entries import Entry, has_error, is_error_field, walk
-from .records import RecordOptions, add_records, batch_rows, produce_base_offsets, record_fields
+from ..options import Options
+from .columns import TABLES, TCP_COUNTERS, Parts, Runs
+from .record_rows import add_records, batch_rows, produce_base_offsets, record_fields
 from .rows import TableRows
 
-if TYPE_CHECKING:
-    import pandas as pd
-
 # Cluster-state broadcasts list every partition of the cluster: not per-partition traffic.
-_NOT_PARTITION_TRAFFIC = {3, 4, 6, 75}
+_NOT_PARTITION_TRAFFIC = apis.keys_with(apis.CLUSTER_STATE)
 _PARTITION_VALUES = ("fetch_offset", "committed_offset", "offset", "base_offset", "high_watermark",
                      "last_stable_offset", "log_start_offset", "timestamp", "leader_epoch")
-_API_NAMES = schema.api_names()
 # Tables whose rows grow with the traffic's volume (not its request count) and that no summary reads.
 SPILLABLE = ("records", "batches", "partitions", "errors")
 Columns = Mapping[str, list[Any] | Runs | Parts]  # a table's values per column name
 Spill = Callable[[str, Columns], None]
 
 
-def api_name(key: int | None) -> str | None:
-    if key is None:
-        return None
-    return _API_NAMES.get(key, f"Unknown({key})")
+api_name = apis.name_of
 
 
 def _message_schema(msg: KafkaMessage | None) -> schema.Message | None:
@@ -103,24 +97,30 @@ def exchange_row(ex: Exchange, errors: list[tuple[Entry, str, int]] | None = Non
     }
 
 
+def _tcp_counters(c: ConnectionSummary) -> dict[str, int]:
+    """The reassembler's counters of a connection, one column per counter and direction."""
+    if c.tcp is None:
+        return {}
+    return {f"tcp_{name}_{side}": getattr(stats, name) for side, stats in zip(("to_broker", "to_client"), c.tcp,
+                                                                               strict=True) for name in TCP_COUNTERS}
+
+
 class TableSink:
     """Accumulates rows for every table from a stream of :mod:`kdissect.events`.
 
-    With ``spill``, each ``SPILLABLE`` table's columns are handed over every ``spill_rows`` rows
+    With ``spill``, each ``SPILLABLE`` table's columns are handed over every ``options.spill_rows`` rows
     and forgotten, so memory stays flat however many records the capture holds (a topic id is
     named in spilled rows only if a Metadata response named it before they were spilled).
     """
 
-    def __init__(self, tables: Iterable[str] | None = None, records: RecordOptions | None = None,
-                 spill: Spill | None = None, spill_rows: int | None = None, budget: Budget = DEFAULT_BUDGET) -> None:
+    def __init__(self, tables: Iterable[str] | None = None, options: Options | None = None,
+                 spill: Spill | None = None) -> None:
         self.wanted = set(tables) if tables is not None else set(TABLES)
-        options = records or RecordOptions()
+        options = options or Options()
         if options.limits.run is None:  # one decompression budget for the whole run
-            options = replace(options, limits=replace(options.limits, run=RunMeter(budget.decompressed_run)))
-        self.record_options = options
+            options = replace(options, limits=replace(options.limits, run=RunMeter(options.decompressed_run)))
+        self.options = options
         self.spill = spill
-        self.spill_rows = budget.spill_rows if spill_rows is None else spill_rows
-        self.budget = budget
         self.rows: dict[str, TableRows] = {name: TableRows(name) for name in TABLES}
         self.topic_names: dict[uuid.UUID, str] = {}
         self._brokers_seen: set[tuple] = set()
@@ -140,13 +140,13 @@ class TableSink:
 
     def _anomaly(self, kind: str, conn_id: int | None, direction: str | None, offset: int | None,
                  length: int | None, ts: int | None, detail: str) -> None:
-        """One anomaly row, or, past ``budget.anomaly_rows`` of one kind on one connection and
+        """One anomaly row, or, past ``options.anomaly_rows`` of one kind on one connection and
         direction, one more in the count of the single row that stands for the rest."""
         runs = self._anomaly_runs.setdefault(conn_id, {})
         run = runs.setdefault((kind, direction), [0, -1])
         run[0] += 1
         table = self.rows["anomalies"]
-        if run[0] <= self.budget.anomaly_rows:
+        if run[0] <= self.options.anomaly_rows:
             table.append({"kind": kind, "connection_id": conn_id, "direction": direction, "stream_offset": offset,
                           "length": length, "ts": ts, "detail": detail, "count": 1})
         elif run[1] < 0:
@@ -187,9 +187,9 @@ class TableSink:
         if self.wanted & {"records", "batches"}:
             self._record_rows(ex, req_entries, resp_entries)
         if self.spill is not None:
-            big = self._payload_held >= self.budget.spill_bytes
+            big, rows = self._payload_held >= self.options.spill_bytes, self.options.spill_rows
             for name in SPILLABLE:
-                if len(self.rows[name]) >= self.spill_rows or (big and name == "records" and len(self.rows[name])):
+                if len(self.rows[name]) >= rows or (big and name == "records" and len(self.rows[name])):
                     self.spill(name, self.take(name))
             if big:
                 self._payload_held = 0
@@ -197,7 +197,7 @@ class TableSink:
     def _record_rows(self, ex: Exchange, req_entries: list[Entry], resp_entries: list[Entry]) -> None:
         base_offsets = produce_base_offsets(resp_entries) if ex.request is not None else {}
         for direction, msg, entries in (("produce", ex.request, req_entries), ("fetch", ex.response, resp_entries)):
-            parts = record_fields(msg, entries, self.record_options)
+            parts = record_fields(msg, entries, self.options)
             if not parts:
                 continue
             assert msg is not None
@@ -211,19 +211,19 @@ class TableSink:
                 for w in part.records.all_warnings():
                     self._anomaly(w.code, ex.conn_id, role, msg.offset, None, msg.ts_first,
                                   f"{part.topic}[{part.partition}] records: {w.message}")
-        if self._payload_held > self.budget.payload_bytes and self.spill is None:
+        if self._payload_held > self.options.payload_bytes and self.spill is None:
             self._stop_keeping_payloads(ex)
 
     def _stop_keeping_payloads(self, ex: Exchange) -> None:
         """The records held in memory reached the payload budget: keep sizes only from here on."""
         self._payload_held = 0
-        if self.record_options.payloads == LENGTHS_ONLY:
+        if self.options.payloads == LENGTHS_ONLY:
             return
-        self.record_options = replace(self.record_options, payloads=LENGTHS_ONLY)
+        self.options = replace(self.options, payloads=LENGTHS_ONLY)
         first = ex.request or ex.response
         assert first is not None
         self._anomaly(CAP, ex.conn_id, None, None, None, first.ts_first,
-                      f"records held in memory reached {self.budget.payload_bytes} payload bytes: later records "
+                      f"records held in memory reached {self.options.payload_bytes} payload bytes: later records "
                       "keep their sizes, not their keys, values and header values")
 
     def _error_row(self, ex: Exchange, first: KafkaMessage, resp: KafkaMessage | None, entry: Entry, key: str,
@@ -299,6 +299,7 @@ class TableSink:
             "skipped_bytes": c.skipped_bytes, "client_ids": ",".join(c.client_ids) or None,
             "software_name": c.software_name, "software_version": c.software_version,
             "encrypted": c.encrypted, "sasl": c.sasl, "sasl_tokens": c.sasl_tokens, "end_reason": c.end_reason,
+            **_tcp_counters(c),
         })
 
     # -- output ---------------------------------------------------------------------------
@@ -334,12 +335,3 @@ class TableSink:
         columns = self.columns(name)
         self.rows[name] = TableRows(name)
         return columns
-
-    def frame(self, name: str) -> pd.DataFrame:
-        """The table as a pandas DataFrame (pandas is imported here, not by the sink's users)."""
-        from .frames import to_dataframe
-
-        return to_dataframe(name, self.columns(name))
-
-    def frames(self) -> dict[str, pd.DataFrame]:
-        return {name: self.frame(name) for name in TABLES if name in self.wanted}

@@ -1,0 +1,26 @@
+"""Engines are the only wiring: they feed a source's TCP segments to the core and its events to sinks.
+
+Exports nothing itself; import the engine you need (``kdissect.engines.local``) so that
+``import kdissect`` loads no engine's dependencies.
+
+The core an engine drives, and the surface every engine shares (``local`` has it now):
+
+- ``KafkaPipeline(options)`` (``kdissect.kafka.pipeline``): sans-I/O, ``feed(segment)`` and
+  ``finish()`` return Kafka events (exchanges, anomalies, connection summaries). One pipeline
+  per independent stream of segments: a local run, a live capture, a Spark task's share.
+- ``TableSink(tables, options, spill=...)`` (``kdissect.tables.sink``) turns events into the
+  columns of the tables defined once in ``kdissect.tables.columns``; ``summarize(columns, source
+  stats)`` (``kdissect.analysis.summary``) turns columns into the headline figures.
+- ``local.events(paths, options, stats=, progress=)`` -> events; ``local.exchanges(paths,
+  options, where=)`` -> (exchange, row) for ``show``; ``local.analyze(paths, options, tables=,
+  writer=, progress=)`` -> ``RunResult`` (stats, columns, summary, files written). The CLI,
+  ``kdissect.open_capture``, the fuzz targets and the benchmarks each make one of these calls.
+
+A live engine (``live.py``) runs the same loop per interval over segments from a device: one
+pipeline for the whole session, a sink whose columns it takes (``TableSink.take``) and
+summarizes each interval. A Spark engine (``spark.py``) runs one pipeline and one sink per
+task over the segments of the connections that task owns (partitioned by connection 4-tuple,
+so no connection is split) and returns the columns as Arrow batches (``tables.arrow``);
+figures are then computed over the union. Bounds on memory and time live in the core, so all
+three engines inherit them.
+"""

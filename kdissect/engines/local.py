@@ -1,0 +1,204 @@
+"""The local engine: capture files -> sources -> the Kafka pipeline -> table sink -> figures.
+
+The one place a run is wired. ``analyze`` is a whole run (tables, files, figures); ``events``
+and ``exchanges`` stream the same core's output for ``show`` and for library users. Files
+are read in chunks and streamed, so a multi-GB capture never sits in memory.
+"""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field, fields
+from os import PathLike
+from pathlib import Path
+from typing import Any, BinaryIO, Protocol
+
+from kdissect.analysis.summary import Summary, summarize
+from kdissect.events import Anomaly, Exchange, KafkaEvent
+from kdissect.kafka.pipeline import KafkaPipeline
+from kdissect.options import Options
+from kdissect.sources.files import iter_capture
+from kdissect.sources.segment import TcpSegment
+from kdissect.sources.shapes import SourceAnomaly, SourceEvent, SourceStats
+from kdissect.tables.columns import TABLES
+from kdissect.tables.sink import Columns, TableSink, exchange_row
+
+PathArg = str | PathLike[str]
+Progress = Callable[[int], None]  # called with bytes read since the last call
+ALWAYS = ("connections", "anomalies")  # tables every run keeps: the summary reads them
+
+
+class Writer(Protocol):
+    """Where a run's tables go (``kdissect.tables.writer.TableWriter``): pieces as they grow, then the rest."""
+
+    def write(self, name: str, columns: Columns) -> None: ...
+
+    def close(self) -> list[tuple[Path, int]]: ...
+
+
+class _CountingReader:
+    """A binary file that reports how much was read (for progress bars)."""
+
+    def __init__(self, raw: BinaryIO, progress: Progress) -> None:
+        self._raw = raw
+        self._progress = progress
+
+    def read(self, n: int = -1) -> bytes:
+        data = self._raw.read(n)
+        self._progress(len(data))
+        return data
+
+
+@dataclass(slots=True)
+class RunStats:
+    """What was read: the sources' counters summed over the files (and per file), and the
+    segments the reassembler could place in no connection."""
+
+    files: int = 0
+    source: SourceStats = field(default_factory=SourceStats)
+    per_file: list[SourceStats] = field(default_factory=list)
+    ignored_segments: int = 0
+
+    @property
+    def nothing_read(self) -> bool:
+        """Damage is reported in the output; only input with no readable packet at all fails a run."""
+        return self.source.packets == 0 and self.source.anomalies > 0
+
+    def add(self, part: SourceStats) -> None:
+        self.per_file.append(part)
+        for f in fields(SourceStats):
+            setattr(self.source, f.name, getattr(self.source, f.name) + getattr(part, f.name))
+
+
+@dataclass(slots=True)
+class RunResult:
+    """A finished run: its counters, the columns of the tables kept in memory (rows already
+    spilled to a writer are not among them), the headline figures and the files written."""
+
+    stats: RunStats
+    tables: dict[str, Columns]
+    summary: Summary
+    written: list[tuple[Path, int]] = field(default_factory=list)
+
+
+def _source_anomaly(a: SourceAnomaly) -> Anomaly:
+    return Anomaly(a.kind, None, None, a.offset, None, a.ts_ns, a.message)
+
+
+def _read(
+    paths: Iterable[PathArg],
+    options: Options,
+    stats: RunStats,
+    progress: Progress | None,
+) -> Iterator[SourceEvent]:
+    """The files' segments and anomalies, one file after the other, counted into ``stats``, within
+    the sources' bounds of ``options``."""
+    for path in paths:
+        stats.files += 1
+        source_stats = SourceStats()
+        with Path(path).open("rb") as raw:
+            reader: BinaryIO = _CountingReader(raw, progress) if progress else raw  # type: ignore[assignment]
+            yield from iter_capture(
+                reader,
+                stats=source_stats,
+                defrag=options.defrag(),
+                gunzip_ratio=options.gunzip_ratio,
+                gunzip_free=options.gunzip_free,
+            )
+        stats.add(source_stats)
+
+
+def events_from(
+    items: Iterable[SourceEvent], options: Options | None = None, *, stats: RunStats | None = None
+) -> Iterator[KafkaEvent]:
+    """The core over any source's output (TCP segments and source anomalies, in capture order):
+    what a live engine feeds per interval and a Spark task per partition."""
+    pipeline = KafkaPipeline(options)
+    for item in items:
+        if isinstance(item, TcpSegment):
+            yield from pipeline.feed(item)
+        else:
+            yield _source_anomaly(item)
+    yield from pipeline.finish()
+    if stats is not None:
+        stats.ignored_segments = pipeline.reassembler.ignored_segments
+
+
+def events(
+    paths: Iterable[PathArg],
+    options: Options | None = None,
+    *,
+    stats: RunStats | None = None,
+    progress: Progress | None = None,
+) -> Iterator[KafkaEvent]:
+    """Every Kafka event of the captures, in order. Files are read one after the other as
+    one capture (rotated capture files continue each other's connections)."""
+    options = options or Options()
+    stats = stats if stats is not None else RunStats()
+    return events_from(_read(paths, options, stats, progress), options, stats=stats)
+
+
+def exchanges(
+    paths: Iterable[PathArg],
+    options: Options | None = None,
+    *,
+    where: Callable[[dict[str, Any]], bool] | None = None,
+    stats: RunStats | None = None,
+) -> Iterator[tuple[Exchange, dict[str, Any]]]:
+    """Each exchange with its ``exchanges`` table row, those ``where`` accepts (a predicate over the
+    row, e.g. :func:`kdissect.analysis.filters.compile_filter`'s)."""
+    for ev in events(paths, options, stats=stats):
+        if isinstance(ev, Exchange):
+            row = exchange_row(ev)
+            if where is None or where(row):
+                yield ev, row
+
+
+def analyze(
+    paths: Iterable[PathArg],
+    options: Options | None = None,
+    *,
+    tables: Iterable[str] | None = None,
+    writer: Writer | None = None,
+    progress: Progress | None = None,
+) -> RunResult:
+    """A whole run over capture files: every event into a table sink, the ``tables`` asked for
+    (default: all) written to ``writer`` if given (the big ones in pieces as they grow, so memory
+    stays flat), and the summary figures. Nothing is written when nothing could be read."""
+    options = options or Options()
+    stats = RunStats()
+    return analyze_items(_read(paths, options, stats, progress), options, tables=tables, writer=writer, stats=stats)
+
+
+def analyze_items(
+    items: Iterable[SourceEvent],
+    options: Options | None = None,
+    *,
+    tables: Iterable[str] | None = None,
+    writer: Writer | None = None,
+    stats: RunStats | None = None,
+) -> RunResult:
+    """:func:`analyze` over any source's output (``stats`` collects what that source counted)."""
+    options = options or Options()
+    stats = stats if stats is not None else RunStats()
+    wanted = list(tables) if tables is not None else list(TABLES)
+    sink = TableSink(wanted, options, spill=writer.write if writer is not None else None)
+    sink.consume_all(events_from(items, options, stats=stats))
+    kept = {name: sink.columns(name) for name in TABLES if name in wanted or name in ALWAYS}
+    result = RunResult(stats, kept, summarize(kept, stats.source, stats.ignored_segments))
+    if writer is not None:
+        if not stats.nothing_read:
+            for name in wanted:
+                writer.write(name, kept[name])
+        result.written = writer.close()
+    return result
+
+
+def tune_gc() -> None:
+    """For a process that runs one big analysis: a run allocates millions of short-lived objects
+    while the tables' rows pile up; the default young-generation threshold (700) makes the
+    collector rescan them so often that it took about a fifth of a full ``analyze``
+    (``bench/bench_pipeline.py``). Collect less often, and never rescan what the imports made."""
+    gc.freeze()
+    gc.set_threshold(100_000, 50, 100)

@@ -1,0 +1,415 @@
+"""One TCP connection seen as Kafka: roles, framing, decoding, SASL/TLS, pairing.
+
+Fed with the reassembler's byte runs and gaps for both directions, it emits exchanges,
+anomalies and, at the end, a connection summary. Pure: no I/O, no global state, so the
+local, live and Spark engines all drive the same code.
+
+Roles: the broker is the endpoint on a configured port. On any other port the roles are
+learned from the bytes: the first direction whose bytes decode as a complete Kafka request
+is the client's. A connection that shows no Kafka request within ``probe_limit`` bytes is
+declared not Kafka and dropped, so unrelated traffic costs little. Which of these phases a
+connection is in (probing, kafka, sasl-raw, encrypted, not-kafka, closed) is kept by a
+:class:`~kdissect.kafka.lifecycle.Lifecycle`, whose rules are stated in that module.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import struct
+
+from kdissect.decoders import api as decode_api
+from kdissect.decoders import apis
+from kdissect.decoders.errors import DecodeError
+from kdissect.events import Anomaly, ConnectionSummary, Endpoint, Exchange, KafkaEvent, KafkaMessage
+from kdissect.kafka.framing import Frame, FrameSplitter, FramingEvent, Lost, Skipped, Validator
+from kdissect.kafka.lifecycle import Lifecycle, State
+from kdissect.kafka.pairing import Pairer, expects_response
+from kdissect.kafka.validators import RequestValidator, ResponseValidator
+from kdissect.options import Options
+from kdissect.reassembly.streams import DirectionStats
+
+SASL_HANDSHAKE = apis.key_of("SaslHandshake")
+API_VERSIONS = apis.key_of("ApiVersions")
+_I = struct.Struct(">i")
+ANSWERED_ACKS0 = "the broker answered a Produce request sent with acks=0 (Kafka brokers never do)"
+
+
+def _cut_reason(frame: Frame) -> str:
+    assert frame.wire_size is not None
+    return f"only {len(frame.data) + 4} of {frame.wire_size + 4} bytes captured: body not decoded"
+
+
+def looks_like_tls(head: bytes) -> bool:
+    """A TLS record header: content type 20-23, protocol major version 3, minor 0-4."""
+    return len(head) >= 3 and 0x14 <= head[0] <= 0x17 and head[1] == 3 and head[2] <= 4
+
+
+class KafkaConnection:
+    """The Kafka view of one TCP connection (both directions)."""
+
+    def __init__(self, conn_id: int, a: Endpoint, b: Endpoint, ts_ns: int, syn_seen: bool, options: Options) -> None:
+        self.conn_id = conn_id
+        self.options = options
+        self.endpoints = (a, b)
+        self.syn_seen = syn_seen
+        self.pairer = Pairer(options.pending_requests)
+        self.life = Lifecycle()
+        self._response_validator = ResponseValidator(self.pairer)
+        self.request_dir: int | None = None  # 0: a -> b carries requests; 1: b -> a
+        if b[1] in options.ports and a[1] not in options.ports:
+            self.request_dir = 0
+        elif a[1] in options.ports and b[1] not in options.ports:
+            self.request_dir = 1
+        elif b[1] in options.ports and syn_seen:
+            self.request_dir = 0
+        self.summary = ConnectionSummary(
+            conn_id=conn_id, client=None, broker=None, endpoints=(a, b), first_ts=ts_ns, last_ts=ts_ns, is_kafka=False
+        )
+        self.splitters = [self._make_splitter(d) for d in (0, 1)]
+        self._seen_data = [False, False]
+        self._probed = [0, 0]
+        self._undecodable_run = [0, 0]
+        self._early_skips: list[tuple[int, Skipped]] = []  # skipped before the roles were known
+        if self.request_dir is not None:
+            self._set_roles(self.request_dir)
+        else:
+            for s in self.splitters:
+                s.start_hunting()
+                s.retain = True  # kept until the roles are known and the right validator can look
+
+    # -- setup --------------------------------------------------------------------------
+    def _make_splitter(self, direction: int) -> FrameSplitter:
+        validator: Validator
+        if self.request_dir is None or direction == self.request_dir:
+            validator = RequestValidator()
+        else:
+            validator = self._response_validator
+        return FrameSplitter(
+            validator,
+            max_frame=self.options.max_frame,
+            min_frame=4,
+            on_desync=lambda head, d=direction: self._check_tls(d, head),
+        )
+
+    def _set_roles(self, request_dir: int) -> None:
+        self.request_dir = request_dir
+        self.life.move(State.KAFKA)
+        self.summary.client = self.endpoints[request_dir]
+        self.summary.broker = self.endpoints[1 - request_dir]
+        self.splitters[request_dir].validator = RequestValidator()
+        self.splitters[1 - request_dir].validator = self._response_validator
+        for s in self.splitters:
+            s.retain = False
+
+    def _role(self, direction: int) -> str | None:
+        if self.request_dir is None:
+            return None
+        return "request" if direction == self.request_dir else "response"
+
+    # -- input --------------------------------------------------------------------------
+    def data(self, direction: int, offset: int, data: bytes, ts_ns: int) -> list[KafkaEvent]:
+        if self.life.done:
+            return []
+        self.summary.last_ts = max(self.summary.last_ts, ts_ns)
+        if not self._seen_data[direction]:
+            self._seen_data[direction] = True
+            if looks_like_tls(data[:3]) and not self.summary.is_kafka:
+                return self._encrypted(direction, offset, ts_ns)
+        if self.life.state is State.PROBING:
+            self._probed[direction] += len(data)
+        events = self._handle(direction, self.splitters[direction].feed(offset, data, ts_ns))
+        if self.summary.encrypted:  # a splitter found TLS records mid-stream
+            events.extend(self._encrypted(direction, offset, ts_ns))
+        if (self.life.state is State.PROBING and sum(self._probed) > 2 * self.options.probe_limit
+                and not any(s.awaiting_candidate for s in self.splitters)):
+            # A plausible frame still arriving (a big Produce picked up mid-stream) is waited
+            # for; the splitter bounds that wait by its hunt buffer.
+            events.extend(self._not_kafka(ts_ns))
+        return events
+
+    def gap(self, direction: int, offset: int, length: int | None, ts_ns: int, reason: str) -> list[KafkaEvent]:
+        if self.life.done:
+            return []
+        return self._handle(direction, self.splitters[direction].gap(offset, length, ts_ns, reason))
+
+    def end(self, ts_ns: int, reason: str, stats: tuple[DirectionStats, DirectionStats] | None = None,
+            ) -> list[KafkaEvent]:
+        """The TCP connection is over: unanswered requests, then the summary (with the
+        reassembler's counters per direction, ``stats``, client to broker first)."""
+        events: list[KafkaEvent] = []
+        self.summary.last_ts = max(self.summary.last_ts, ts_ns)
+        self.summary.end_reason = reason
+        done = self.life.done
+        if not done:  # requests first: responses proven at the end may answer them
+            for d in sorted((0, 1), key=lambda d: d != self.request_dir):
+                events.extend(self._handle(d, self.splitters[d].finish()))
+        for d, s in enumerate(self.splitters):
+            at, left = s.pending()
+            if left and not s.stopped:
+                events.append(
+                    Anomaly("truncated_frame", self.conn_id, self._role(d), at, left, ts_ns,
+                            f"{left} bytes of an incomplete frame at the end of the connection")
+                )
+                self.summary.skipped_bytes += left
+        skipped = sum(s.skipped_bytes for s in self.splitters)
+        if not done and self.request_dir is not None and not self.summary.is_kafka and skipped:
+            # on a Kafka port (elsewhere non-Kafka connections are dropped silently by design)
+            events.append(Anomaly("not_kafka", self.conn_id, None, None, None, ts_ns,
+                                  f"no Kafka frame in this connection's bytes ({skipped} skipped)"))
+        if stats is not None:
+            for st in stats:
+                self.summary.retransmissions += st.retransmissions
+            to_broker = self.request_dir or 0  # unknown roles: the table shows endpoint a as the client
+            self.summary.tcp = (stats[to_broker], stats[1 - to_broker])
+        for ex in self.pairer.drain():
+            ex.client, ex.broker = self.summary.client, self.summary.broker
+            events.append(ex)
+        self.summary.skipped_bytes += skipped
+        self.life.move(State.CLOSED)
+        for s in self.splitters:
+            s.on_desync = None  # its closure refers back to this connection: no cycle outlives it
+        events.append(self.summary)
+        return events
+
+    # -- framing events -----------------------------------------------------------------
+    def _handle(self, direction: int, framing: list[FramingEvent]) -> list[KafkaEvent]:
+        out = self._handle_framing(direction, framing)
+        for ev in out:
+            if isinstance(ev, Exchange):
+                ev.client, ev.broker = self.summary.client, self.summary.broker
+        return out
+
+    def _handle_framing(self, direction: int, framing: list[FramingEvent]) -> list[KafkaEvent]:
+        out: list[KafkaEvent] = []
+        for ev in framing:
+            if isinstance(ev, Frame):
+                out.extend(self._frame(direction, ev))
+            elif isinstance(ev, Skipped):
+                if self.life.state is State.PROBING and ev.reason.startswith("resync"):
+                    self._early_skips.append((direction, ev))  # reported only if this turns out to be Kafka
+                else:
+                    out.append(self._skipped(direction, ev))
+            elif isinstance(ev, Lost):
+                self.summary.gaps += 1
+                self.summary.gap_bytes += ev.length or 0
+                length = "unknown" if ev.length is None else f"{ev.length}"
+                out.append(Anomaly("gap" if ev.reason != "midstream" else "midstream", self.conn_id,
+                                   self._role(direction), ev.offset, ev.length, ev.ts_ns,
+                                   f"{length} bytes missing from the capture ({ev.reason})"))
+        return out
+
+    def _frame(self, direction: int, frame: Frame) -> list[KafkaEvent]:
+        if self.life.state is State.PROBING:
+            # The first frame a request validator accepted tells us who the client is.
+            self._set_roles(direction)
+            self.summary.is_kafka = True
+            events = [self._skipped(d, ev) for d, ev in self._early_skips]
+            self._early_skips.clear()
+            if self.syn_seen:  # the answers start at the stream's first byte: no need to hunt
+                self.splitters[1 - direction].sync_at_start()
+            events.extend(self._frame(direction, frame))
+            events.extend(self._handle(1 - direction, self.splitters[1 - direction].rescan()))
+            return events
+        self.summary.is_kafka = True
+        if direction == self.request_dir:
+            self.summary.bytes_to_broker += 4 + frame.size
+            self.summary.frames_to_broker += 1
+            return self._request(frame) if frame.complete else self._cut_request(frame)
+        self.summary.bytes_to_client += 4 + frame.size
+        self.summary.frames_to_client += 1
+        return self._response(frame) if frame.complete else self._cut_response(frame)
+
+    def _skipped(self, direction: int, ev: Skipped) -> Anomaly:
+        return Anomaly(ev.reason.split(":")[0], self.conn_id, self._role(direction), ev.offset, ev.length, ev.ts_ns,
+                       f"skipped {ev.length} bytes ({ev.reason})")
+
+    def _message(self, frame: Frame, is_request: bool) -> KafkaMessage:
+        return KafkaMessage(
+            conn_id=self.conn_id,
+            is_request=is_request,
+            offset=frame.offset,
+            size=frame.size,
+            ts_first=frame.ts_first,
+            ts_last=frame.ts_last,
+        )
+
+    def _request(self, frame: Frame) -> list[KafkaEvent]:
+        msg = self._message(frame, True)
+        data = frame.data
+        if len(data) >= 8:
+            msg.api_key, msg.api_version, msg.correlation_id = struct.unpack_from(">hhi", data, 0)
+        try:
+            decoded = decode_api.decode_request_frame(data)
+        except DecodeError as exc:
+            if self.life.state is State.SASL_RAW:
+                self.summary.sasl_tokens += 1
+                return []
+            return self._undecodable(msg, frame, exc)
+        self._set_sasl_raw(False)
+        self._undecodable_run[0] = 0
+        msg.header, msg.body = decoded["header"], decoded["body"]
+        msg.warnings = decoded.get("warnings", [])
+        if msg.warnings:
+            msg.raw = data
+        self._learn_from_request(msg)
+        return list(self.pairer.add_request(msg))
+
+    def _response(self, frame: Frame) -> list[KafkaEvent]:
+        msg = self._message(frame, False)
+        data = frame.data
+        if len(data) < 4:
+            return self._undecodable(msg, frame, DecodeError("response shorter than a correlation id"))
+        msg.correlation_id = _I.unpack_from(data, 0)[0]
+        request, overtook, settled = self.pairer.take(msg.correlation_id)
+        early: list[KafkaEvent] = []
+        if request is None and self.life.state is not State.SASL_RAW:
+            # A response cannot come before its request is complete: if the request direction
+            # still waits on a frame, that frame's size field may be garbage hiding the request.
+            assert self.request_dir is not None
+            early = self._handle(self.request_dir, self.splitters[self.request_dir].doubt())
+            if early:
+                request, overtook, settled = self.pairer.take(msg.correlation_id)
+        return [*early, *self._paired(msg, request, overtook, settled, frame)]
+
+    def _paired(self, msg: KafkaMessage, request: KafkaMessage | None, overtook: bool,
+                settled: list[Exchange], frame: Frame) -> list[KafkaEvent]:
+        data = frame.data
+        if request is None:
+            if self.life.state is State.SASL_RAW:
+                self.summary.sasl_tokens += 1
+                return []
+            msg.raw = data
+            return [Exchange(self.conn_id, None, msg, "orphan_response")]
+        return [*settled, *self._answer(request, msg, data, frame, overtook)]
+
+    def _answer(self, request: KafkaMessage, msg: KafkaMessage, data: bytes, frame: Frame,
+                overtook: bool) -> list[KafkaEvent]:
+        assert request.api_key is not None and request.api_version is not None
+        msg.api_key, msg.api_version = request.api_key, request.api_version
+        try:
+            decoded = decode_api.decode_response_frame(data, request.api_key, request.api_version)
+        except DecodeError as exc:
+            msg.raw = data
+            msg.error = str(exc)
+            anomaly = Anomaly("decode_error", self.conn_id, "response", frame.offset, len(data), frame.ts_first,
+                              str(exc))
+            return [anomaly, Exchange(self.conn_id, request, msg, "undecodable", overtook)]
+        self._undecodable_run[1] = 0
+        msg.header, msg.body = decoded["header"], decoded["body"]
+        msg.warnings = decoded.get("warnings", [])
+        if msg.warnings:
+            msg.raw = data
+        if not expects_response(request):
+            msg.warnings.append({"code": "acks0_answered", "message": ANSWERED_ACKS0})
+        self._learn_from_response(request, msg)
+        return [Exchange(self.conn_id, request, msg, "ok", overtook)]
+
+    # -- frames the capture holds only the start of (snap length) ---------------------------
+    def _cut_request(self, frame: Frame) -> list[KafkaEvent]:
+        """Header fields from the captured head; the request still pairs with its response."""
+        msg = self._cut_message(frame, True)
+        if len(frame.data) < 8:
+            return [self._head_lost(frame, "request")]
+        msg.api_key, msg.api_version, msg.correlation_id = struct.unpack_from(">hhi", frame.data, 0)
+        with contextlib.suppress(DecodeError):  # if the client id itself was cut, the rest stands
+            # The body's leading fields, when captured, keep Produce's acks: an acks=0 request is
+            # then settled as no_response_expected instead of left unanswered.
+            msg.header, msg.body = decode_api.decode_request_head(frame.data)
+        return list(self.pairer.add_request(msg))
+
+    def _cut_response(self, frame: Frame) -> list[KafkaEvent]:
+        msg = self._cut_message(frame, False)
+        if len(frame.data) < 4:
+            return [self._head_lost(frame, "response")]
+        msg.correlation_id = _I.unpack_from(frame.data, 0)[0]
+        request, overtook, settled = self.pairer.take(msg.correlation_id)
+        if request is not None:
+            msg.api_key, msg.api_version = request.api_key, request.api_version
+        return [*settled, Exchange(self.conn_id, request, msg, "truncated", overtook)]
+
+    def _cut_message(self, frame: Frame, is_request: bool) -> KafkaMessage:
+        msg = self._message(frame, is_request)
+        msg.raw = frame.data
+        msg.error = _cut_reason(frame)
+        msg.warnings = [{"code": "cut", "message": msg.error}]
+        return msg
+
+    def _head_lost(self, frame: Frame, role: str) -> Anomaly:
+        """A cut frame whose captured head is too short to name the request or its answer."""
+        assert frame.wire_size is not None
+        return Anomaly("partial_frame", self.conn_id, role, frame.offset, 4 + frame.wire_size,
+                       frame.ts_first, f"{_cut_reason(frame)}; too little to pair")
+
+    def _undecodable(self, msg: KafkaMessage, frame: Frame, exc: DecodeError) -> list[KafkaEvent]:
+        msg.raw = frame.data
+        msg.error = str(exc)
+        role = "request" if msg.is_request else "response"
+        events: list[KafkaEvent] = [
+            Anomaly("decode_error", self.conn_id, role, frame.offset, len(frame.data), frame.ts_first, str(exc))
+        ]
+        if msg.is_request:
+            events.append(Exchange(self.conn_id, msg, None, "undecodable"))
+        else:
+            events.append(Exchange(self.conn_id, None, msg, "undecodable"))
+        # Two undecodable frames in a row: the size fields are probably not frame boundaries.
+        run = 0 if msg.is_request else 1
+        self._undecodable_run[run] += 1
+        if self._undecodable_run[run] >= 2:
+            self._undecodable_run[run] = 0
+            assert self.request_dir is not None
+            self.splitters[self.request_dir if msg.is_request else 1 - self.request_dir].start_hunting()
+        return events
+
+    # -- what requests and responses teach us --------------------------------------------
+    def _learn_from_request(self, msg: KafkaMessage) -> None:
+        assert msg.header is not None and msg.body is not None
+        cid = msg.header.get("client_id")
+        if cid is not None and cid not in self.summary.client_ids:
+            self.summary.client_ids.append(cid)
+        if msg.api_key == API_VERSIONS and "client_software_name" in msg.body:
+            self.summary.software_name = msg.body.get("client_software_name")
+            self.summary.software_version = msg.body.get("client_software_version")
+        if msg.api_key == SASL_HANDSHAKE:
+            self.summary.sasl = msg.body.get("mechanism")
+
+    def _learn_from_response(self, request: KafkaMessage, msg: KafkaMessage) -> None:
+        if request.api_key == SASL_HANDSHAKE and request.api_version == 0 and msg.body is not None:
+            # Handshake v0: the SASL tokens that follow travel as bare size-prefixed frames.
+            self._set_sasl_raw(msg.body.get("error_code") == 0)
+
+    def _set_sasl_raw(self, raw: bool) -> None:
+        """Raw tokens are size-prefixed but are not requests: let them through unvetted."""
+        if raw:
+            self.life.move(State.SASL_RAW)
+        elif self.life.state is State.SASL_RAW:
+            self.life.move(State.KAFKA)
+        if self.request_dir is not None:
+            self.splitters[self.request_dir].vetting = not raw
+
+    # -- giving up ----------------------------------------------------------------------
+    def _check_tls(self, direction: int, head: bytes) -> bool:
+        """Called by a splitter on an absurd size field: TLS records explain it, unless Kafka
+        was already decoded here (Kafka has no STARTTLS: those bytes are garbage)."""
+        if looks_like_tls(head) and not self.summary.is_kafka:
+            self._stop_all()
+            self.summary.encrypted = True
+            return True
+        return False
+
+    def _encrypted(self, direction: int, offset: int, ts_ns: int) -> list[KafkaEvent]:
+        self.life.move(State.ENCRYPTED)  # nothing more to decode; end() still reports the summary
+        self._stop_all()
+        self.summary.encrypted = True
+        self.summary.is_kafka = self.request_dir is not None or self.summary.is_kafka
+        return [Anomaly("tls", self.conn_id, self._role(direction), offset, None, ts_ns,
+                        "TLS records on this connection: encrypted, not decoded")]
+
+    def _not_kafka(self, ts_ns: int) -> list[KafkaEvent]:
+        self.life.move(State.NOT_KAFKA)
+        self._stop_all()
+        return [Anomaly("not_kafka", self.conn_id, None, None, None, ts_ns,
+                        f"no Kafka request in the first {self.options.probe_limit} bytes: not decoded")]
+
+    def _stop_all(self) -> None:
+        for s in self.splitters:
+            s.stop()

@@ -1,0 +1,67 @@
+"""The whole sans-I/O source: capture-file bytes in, TCP segments and anomalies out.
+
+What the file front, a live pipe and a Spark task all drive; it joins the push parser
+to the packet decoder and keeps the counters.
+"""
+
+from __future__ import annotations
+
+from kdissect.sources.defrag import DefragLimits
+from kdissect.sources.packets import PacketDecoder
+from kdissect.sources.reader import CaptureParser
+from kdissect.sources.record_loop import ReaderLimits
+from kdissect.sources.shapes import CaptureRecord, RecordEvent, SourceEvent, SourceStats
+
+
+class CaptureDecoder:
+    """Feed pcap/pcapng bytes in any chunking; get events in stream order.
+
+    Raises ``CaptureFormatError`` only when the stream is not a capture at all.
+    """
+
+    def __init__(
+        self,
+        limits: ReaderLimits | None = None,
+        defrag: DefragLimits | None = None,
+        stats: SourceStats | None = None,
+    ) -> None:
+        self.stats = stats if stats is not None else SourceStats()
+        self._parser = CaptureParser(limits)
+        self._packets = PacketDecoder(defrag, self.stats)
+
+    @property
+    def buffered(self) -> int:
+        """Stream bytes held waiting for the rest of their record or block."""
+        return self._parser.buffered
+
+    def feed(self, data: bytes) -> list[SourceEvent]:
+        """Add the next stream bytes; return the events they complete."""
+        self.stats.bytes_read += len(data)
+        return self._decode(self._parser.feed(data))
+
+    def close(self) -> list[SourceEvent]:
+        """End of stream: the last records, truncation, and incomplete IP datagrams."""
+        out = self._decode(self._parser.close())
+        self._packets.flush(out)
+        return out
+
+    def _decode(self, records: list[RecordEvent]) -> list[SourceEvent]:
+        out: list[SourceEvent] = []
+        decode = self._packets.decode
+        for event in records:
+            if type(event) is CaptureRecord:
+                decode(event, out)
+            else:
+                self.stats.anomalies += 1
+                out.append(event)
+        return out
+
+
+def decode_capture(
+    data: bytes, limits: ReaderLimits | None = None, defrag: DefragLimits | None = None
+) -> tuple[list[SourceEvent], SourceStats]:
+    """Decode a whole in-memory capture in one call (tests, a Spark task's blob)."""
+    decoder = CaptureDecoder(limits, defrag)
+    events = decoder.feed(data)
+    events += decoder.close()
+    return events, decoder.stats

@@ -1,0 +1,129 @@
+"""Rows for the ``records`` and ``batches`` tables from Produce requests and Fetch responses.
+
+Produce batches carry client-side offsets (usually from 0); the paired response's
+``base_offset`` turns them into the log offsets the broker assigned. Fetch responses list
+aborted transactions per partition; records of a transactional batch from such a producer,
+at or after the transaction's first offset, are flagged ``aborted``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from kdissect.decoders.entities import Entry
+from kdissect.decoders.records import CONTROL_TYPES, Batch, RecordSet, decode_records
+from kdissect.events import Exchange, KafkaMessage
+from kdissect.options import Options
+from kdissect.tables.blocks import MAX_MS, WIRE
+from kdissect.tables.rows import TableRows
+
+_TIMESTAMP_TYPES = {0: "create_time", 1: "log_append_time"}
+
+
+@dataclass(slots=True)
+class PartitionRecords:
+    """One ``records`` field located in a message, with its topic-partition context."""
+
+    topic: str | None
+    topic_id: Any
+    partition: int | None
+    records: RecordSet
+    base_offset: int | None  # produce: what the broker assigned; fetch: None (batches carry it)
+    aborted: list[tuple[int, int]]  # fetch: (producer id, first offset) of aborted transactions
+
+
+def record_fields(msg: KafkaMessage | None, entries: list[Entry], options: Options) -> list[PartitionRecords]:
+    """Decode every ``records`` field of a message (the entries come from the schema walk)."""
+    if msg is None:
+        return []
+    out = []
+    for e in entries:
+        raw = e.scalars.get("records")
+        if not isinstance(raw, bytes) or not raw:
+            continue
+        aborted = [(a["producer_id"], a["first_offset"]) for a in (e.value.get("aborted_transactions") or [])]
+        out.append(PartitionRecords(e.context.topic, e.context.topic_id, e.context.partition,
+                                    decode_records(raw, limits=options.limits, payloads=options.payloads, columns=True),
+                                    None, aborted))
+    return out
+
+
+def produce_base_offsets(resp_entries: list[Entry]) -> dict[tuple[str | None, int | None], int]:
+    """(topic, partition) -> base offset the broker assigned, from a Produce response."""
+    return {(e.context.topic, e.context.partition): e.scalars["base_offset"]
+            for e in resp_entries if e.has_partition and e.scalars.get("base_offset", -1) >= 0}
+
+
+def _is_aborted(batch: Batch, aborted: list[tuple[int, int]]) -> bool:
+    return batch.is_transactional and any(pid == batch.producer_id and first <= batch.last_offset
+                                          for pid, first in aborted)
+
+
+def batch_rows(ex: Exchange, direction: str, parts: list[PartitionRecords]) -> Iterator[dict[str, Any]]:
+    first = ex.request or ex.response
+    assert first is not None
+    for part in parts:
+        batches = list(part.records.batches)
+        if part.records.partial is not None:
+            batches.append(part.records.partial)
+        for b in batches:
+            decompressed = b.decompressed_size or None
+            yield {
+                "connection_id": ex.conn_id, "correlation_id": first.correlation_id, "direction": direction,
+                "topic": part.topic, "_topic_id": part.topic_id, "partition": part.partition, "position": b.position,
+                "base_offset": b.base_offset, "last_offset": b.last_offset, "magic": b.magic,
+                "compression": b.codec_name, "record_count": b.record_count, "records_decoded": b.records_decoded,
+                "batch_bytes": b.size, "compressed_bytes": b.compressed_size or None,
+                "decompressed_bytes": decompressed,
+                "compression_ratio": (decompressed / b.compressed_size) if decompressed and b.compressed_size else None,
+                "crc_ok": b.crc_ok, "complete": b.complete, "is_control": b.is_control,
+                "transactional": b.is_transactional, "producer_id": b.producer_id,
+                "producer_epoch": b.producer_epoch, "base_sequence": b.base_sequence,
+                "warnings": "; ".join(w.message for w in b.warnings) or None,
+            }
+
+
+def add_records(table: TableRows, ex: Exchange, direction: str, parts: list[PartitionRecords],
+                base_offsets: dict[tuple[str | None, int | None], int]) -> None:
+    """Add a row per record to the ``records`` table, a batch at a time (see :mod:`.rows`)."""
+    first = ex.request or ex.response
+    assert first is not None
+    for part in parts:
+        assigned = base_offsets.get((part.topic, part.partition))
+        index = 0
+        for b in part.records.batches:
+            n = b.records_decoded
+            if not n:
+                continue
+            # A produce request's offsets are placeholders until the broker assigns them: absolute
+            # only when the paired response gave the base offset, else unknown (not the placeholder).
+            first_offset = assigned + index if assigned is not None else (WIRE if direction == "fetch" else None)
+            index += n
+            same = {
+                "connection_id": ex.conn_id, "correlation_id": first.correlation_id, "direction": direction,
+                "topic": part.topic, "_topic_id": part.topic_id, "partition": part.partition,
+                "batch_base_offset": b.base_offset, "magic": b.magic, "compression": b.codec_name,
+                "batch_bytes": b.decompressed_size or b.size, "batch_compressed_bytes": b.compressed_size or None,
+                "crc_ok": b.crc_ok, "is_control": b.is_control, "producer_id": b.producer_id,
+                "producer_epoch": b.producer_epoch, "base_sequence": b.base_sequence,
+                "transactional": b.is_transactional, "aborted": _is_aborted(b, part.aborted),
+                "timestamp_type": _TIMESTAMP_TYPES.get(b.timestamp_type) if b.timestamp_type is not None else None,
+            }
+            if b.columns is not None:
+                table.add_record_columns(same, b.columns, first_offset)
+                continue
+            offsets, timestamps, keys, values, headers, key_sizes, value_sizes = list(zip(*b.records, strict=True))[:7]
+            if first_offset is None:
+                offsets = (None,) * n
+            elif first_offset != WIRE:
+                offsets = range(first_offset, first_offset + n)
+            controls = {c.offset: CONTROL_TYPES.get(c.type, str(c.type)) for c in b.control}
+            table.add_block(n, same, {
+                "offset": offsets,
+                "timestamp": [t * 1_000_000 if t is not None and 0 <= t <= MAX_MS else None for t in timestamps],
+                "key": keys, "value": values, "key_size": key_sizes, "value_size": value_sizes,
+                "headers": list(map(list, headers)),
+                "control_type": [controls.get(r.offset) for r in b.records] if controls else (None,) * n,
+            })
