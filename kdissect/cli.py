@@ -64,6 +64,8 @@ def _options(args: argparse.Namespace) -> Options:
         if args.max_decompressed < 1:
             raise UsageError("--max-decompressed takes a number of bytes >= 1")
         knobs["limits"] = Limits(max_decompressed=args.max_decompressed)
+    if getattr(args, "idle_timeout", None) is not None:  # (``live`` only)
+        knobs["idle_ns"] = int(args.idle_timeout * 1e9)
     if getattr(args, "no_payloads", False):
         knobs["payloads"] = LENGTHS_ONLY
     elif getattr(args, "preview", None) is not None:
@@ -121,7 +123,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
             bar.stop()
     if run.stats.nothing_read:
         raise _nothing_read(args.captures)
-    for line in summary_lines(run.summary):
+    for line in summary_lines(run.summary, args.captures):
         print(line)
     for path, rows in run.written:
         print(f"wrote {path} ({rows:,} rows)")
@@ -153,6 +155,104 @@ def cmd_show(args: argparse.Namespace) -> int:
         raise _nothing_read(args.captures)
     if not shown and not args.json:
         print("no matching Kafka exchanges")
+    return 0
+
+
+def _has_command(name: str) -> bool:
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    return name in sub.choices
+
+
+def _live_source(args: argparse.Namespace, ports: tuple[int, ...]):
+    """The device (``-i``) or the followed capture stream (``--read``); one-line errors."""
+    from kdissect.engines.live import CaptureUnavailable, PcapDevice, capture_filter
+    from kdissect.sources.follow import FollowedCapture
+
+    if args.read is not None:
+        if args.read != "-" and not Path(args.read).exists():
+            raise UsageError(f"cannot read {args.read}: no such file or directory")
+        return FollowedCapture(args.read, follow=not args.no_follow), args.read
+    bpf = capture_filter(ports if args.port else (), args.bpf)
+    try:
+        return PcapDevice(args.interface, bpf), f"{args.interface}, filter {bpf!r}"
+    except CaptureUnavailable as exc:
+        raise UsageError(str(exc)) from None
+
+
+def cmd_live(args: argparse.Namespace) -> int:
+    """Watch a device or a growing capture until Ctrl-C, SIGTERM, --duration or end of input."""
+    import time
+    from dataclasses import replace
+
+    from kdissect.engines.live import LiveOptions, LiveRun, StopSignals, report_input, run_loop
+    from kdissect.engines.local import tune_gc
+    from kdissect.report.console import PlainView, RichView, summary_lines
+    from kdissect.tables.columns import TABLES
+    from kdissect.tables.writer import TableWriter
+
+    wanted = [t.strip() for t in args.tables.split(",")] if args.tables else list(TABLES)
+    unknown = [t for t in wanted if t not in TABLES]
+    if unknown:
+        raise UsageError(f"unknown table {unknown[0]!r} (known: {', '.join(TABLES)})")
+    report_from = report_input(args.read, args.write) if args.report else None
+    if args.report and not _has_command("report"):
+        raise UsageError("--report needs the HTML report builder (`kdissect report`), which this build lacks")
+    if args.report and report_from is None:
+        raise UsageError("--report is built from the raw packets: add --write FILE.pcapng")
+    options = replace(_options(args), ports=tuple(args.port)) if args.port else _options(args)
+    source, title = _live_source(args, options.ports)
+    metrics = None
+    if args.metrics_port is not None:
+        from kdissect.engines.live_metrics import LiveMetrics
+
+        metrics = LiveMetrics(args.max_label_values)
+        try:
+            metrics.serve(args.metrics_port)
+        except OSError as exc:
+            raise UsageError(f"cannot serve metrics on port {args.metrics_port}: {exc.strerror}") from None
+    recorder = None
+    if args.write:
+        from kdissect.engines.pcapng_out import PcapngRecorder
+
+        recorder = PcapngRecorder(args.write)
+    writer = TableWriter(Path(args.out), args.format) if args.out else None
+    tune_gc()
+    opts = LiveOptions(options, wanted if writer else (), writer.write if writer else None)
+    run = LiveRun(opts, recorder=recorder, metrics=metrics)
+    view = RichView(title) if sys.stdout.isatty() and not args.quiet else PlainView(args.interval)
+    start = time.monotonic()
+    with StopSignals(on_second=recorder.flush if recorder else None) as stop:
+        try:
+            reason = run_loop(source, run, view, stop, duration=args.duration)
+        finally:
+            view.close()
+    for line in summary_lines(run.figures, time.monotonic() - start, reason):
+        print(line)
+    if recorder is not None:
+        print(f"wrote {args.write} ({recorder.packets:,} packets)")
+    if writer is not None:
+        for path, rows in writer.close():
+            print(f"wrote {path} ({rows:,} rows)")
+    if args.report:
+        sys.stdout.flush()
+        return main(["report", str(report_from), "-o", args.report])
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
+    from kdissect.analysis.frames import analysis_frames
+    from kdissect.engines import local
+    from kdissect.report.build import write_report
+
+    _check_readable(args.captures)
+    local.tune_gc()
+    run = local.analyze(args.captures, replace(_options(args), payloads=LENGTHS_ONLY))  # sizes are enough
+    if run.stats.nothing_read:
+        raise _nothing_read(args.captures)
+    out = write_report(analysis_frames(run.tables), run.summary, args.captures, Path(args.output), args.format)
+    print(f"wrote {safe_text(str(out))} ({out.stat().st_size:,} bytes)")
     return 0
 
 
@@ -193,6 +293,40 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--filter", help='expression over exchange columns, e.g. api_name == "Produce" and latency_ms > 100')
     s.add_argument("--full", action="store_true", help="show long byte values in full")
     s.set_defaults(func=cmd_show)
+
+    li = sub.add_parser("live", help="watch a broker or client in real time (a device, or a growing capture)")
+    src = li.add_mutually_exclusive_group(required=True)
+    src.add_argument("-i", "--interface", help="capture on this interface (libpcap; `any` for all)")
+    src.add_argument("--read", metavar="FILE|-",
+                     help="a capture being written, a rotated-capture directory, or - (stdin)")
+    li.add_argument("--port", type=int, action="append", help="broker port (repeatable); the kernel filter keeps only "
+                    "these. Default: 9092-9094 plus auto-detection, which needs every TCP packet")
+    li.add_argument("--bpf", help="kernel capture filter instead of the one made from --port")
+    li.add_argument("--duration", type=float, metavar="S", help="stop after S seconds")
+    li.add_argument("--write", metavar="FILE.pcapng", help="also write every captured packet to this pcapng file")
+    li.add_argument("--out", help="directory to write tables to, in pieces as they grow (DIR/<table>.<ext>)")
+    li.add_argument("--format", choices=("parquet", "csv", "jsonl"), default="parquet")
+    li.add_argument("--tables", help="comma-separated tables to write (default: all)")
+    li.add_argument("--report", metavar="FILE.html", help="at the end, an HTML report of the raw packets (--write)")
+    li.add_argument("--metrics-port", type=int, metavar="N", help="serve Prometheus metrics on this port")
+    li.add_argument("--max-label-values", type=int, default=100, metavar="N",
+                    help="distinct brokers/client ids per metric label before `(other)` (default 100)")
+    li.add_argument("--quiet", action="store_true", help="a plain line every --interval seconds, no live table")
+    li.add_argument("--interval", type=float, default=10.0, metavar="S", help="seconds between plain lines")
+    li.add_argument("--no-follow", action="store_true", help="--read FILE: stop at its current end")
+    li.add_argument("--idle-timeout", type=float, default=600.0, metavar="S",
+                    help="end connections silent this long (their rows are written; default 600)")
+    keep_live = li.add_mutually_exclusive_group()
+    keep_live.add_argument("--no-payloads", action="store_true", help="records table without keys/values")
+    keep_live.add_argument("--preview", type=int, metavar="N", help="keep only the first N bytes of keys and values")
+    li.add_argument("--max-decompressed", type=int, metavar="BYTES", help="cap on one batch's decompressed size")
+    li.set_defaults(func=cmd_live, ports=None, no_auto_detect=False)
+
+    r = sub.add_parser("report", help="write a report: latency, errors, groups, lag, transactions, topology, plots")
+    _capture_args(r)
+    r.add_argument("-o", "--output", required=True, metavar="FILE", help="where to write it, e.g. report.html")
+    r.add_argument("--format", choices=("html", "md", "json"), help="default: from FILE's extension, else html")
+    r.set_defaults(func=cmd_report)
     return ap
 
 

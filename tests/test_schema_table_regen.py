@@ -45,5 +45,6 @@ def test_fixture_exercises_each_merge_rule() -> None:
     assert set(messages["DemoPingResponse"]["header"].values()) == {0}  # api key 18 answers with header v0
     stop = messages["DemoStopRequest"]  # "none" upstream: versions come from the older folder
     assert stop["versions"] == [0, 1] and stop["header"] == {"0": 0, "1": 1}
+    assert stop["current"] is None and ping["current"] == [1, 3]  # what the newest folder still accepts
     assert "DemoOldNameRequest" not in messages  # a rename keeps the newest name
     assert messages["DemoRenamedRequest"]["header"] == {"0": 1}  # headerVersions overrides the rule

@@ -208,6 +208,10 @@ def merge(eras: list[dict[str, dict]]) -> dict[str, dict]:
         if "api_key" in newest:
             entry["api_key"] = newest["api_key"]
         entry["versions"] = [min(owners), max(owners)] if owners else None
+        if entry["type"] in ("request", "response"):
+            # What the newest folder still accepts: versions outside it were removed (Kafka 4.0 removed many).
+            current = parse_range(newest["valid"])
+            entry["current"] = list(current) if current else None
         entry["eras"] = [
             {"versions": [e["lo"], e["hi"]], "flex": e["_def"]["flex"], "fields": e["_def"]["fields"]}
             for e in entry_eras

@@ -1,7 +1,9 @@
 """The run's headline figures from the tables' columns: exchanges by API with latency percentiles
-and error counts, statuses, anomalies by kind, and the capture's and TCP's own counters.
+(slowest p99 first) and error counts, errors by name, statuses, anomalies by kind, and the
+capture's and TCP's own counters.
 
-Works on the sink's columns, so it needs neither pandas nor numpy; it never prints.
+Works on the sink's columns, so it needs neither pandas nor numpy; it never prints. A JoinGroup
+answered MEMBER_ID_REQUIRED (KIP-394's first join) is a normal step: listed, never counted as an error.
 """
 
 from __future__ import annotations
@@ -10,6 +12,8 @@ from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 
+from kdissect.analysis.errors import is_expected
+from kdissect.analysis.latency import percentiles
 from kdissect.sources.shapes import SourceStats
 from kdissect.tables.columns import TCP_COUNTERS, cells
 from kdissect.tables.sink import Columns
@@ -22,10 +26,21 @@ class ApiFigures:
     name: str
     count: int
     p50_ms: float | None
+    p90_ms: float | None
     p99_ms: float | None
     max_ms: float | None
-    errors: int
+    errors: int  # exchanges answered with an error that is not a normal protocol step
     unanswered: int
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorFigures:
+    """Exchanges of one API whose first error is ``error``; ``expected``: a normal protocol step."""
+
+    api: str
+    error: str
+    count: int
+    expected: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,20 +56,13 @@ class Summary:
     connections: int = 0
     kafka_connections: int = 0
     exchanges: int = 0
-    apis: list[ApiFigures] = field(default_factory=list)  # by name
+    apis: list[ApiFigures] = field(default_factory=list)  # slowest p99 first
+    errors: list[ErrorFigures] = field(default_factory=list)  # real errors (most first), then normal steps
     other_statuses: dict[str, int] = field(default_factory=dict)  # statuses besides ok and error, by name
     anomalies: list[AnomalyFigures] = field(default_factory=list)  # by kind
     capture: dict[str, int] = field(default_factory=dict)  # the sources' counters, summed over files
     # The reassembler's counters, both directions summed, and ``stray_segments``: segments of no connection.
     tcp: dict[str, int] = field(default_factory=dict)
-
-
-def quantile(ordered: list[float], q: float) -> float:
-    """The ``q`` quantile of sorted values, interpolated linearly (as pandas and numpy do by default)."""
-    h = (len(ordered) - 1) * q
-    lo = int(h)
-    hi = min(lo + 1, len(ordered) - 1)
-    return ordered[lo] + (h - lo) * (ordered[hi] - ordered[lo])
 
 
 def summarize(tables: Mapping[str, Columns], source: SourceStats, stray_segments: int = 0) -> Summary:
@@ -72,7 +80,7 @@ def summarize(tables: Mapping[str, Columns], source: SourceStats, stray_segments
     out.tcp["stray_segments"] = stray_segments
     if ex is not None:
         out.exchanges = len(cells(ex["status"]))
-        out.apis, out.other_statuses = _by_api(ex)
+        out.apis, out.errors, out.other_statuses = _by_api(ex)
     if an is not None:
         kinds: dict[str, list[int]] = {}  # kind -> [anomalies, bytes]; a row may stand for several (``count``)
         for kind, length, count in zip(cells(an["kind"]), cells(an["length"]), cells(an["count"]), strict=True):
@@ -83,20 +91,24 @@ def summarize(tables: Mapping[str, Columns], source: SourceStats, stray_segments
     return out
 
 
-def _by_api(ex: Columns) -> tuple[list[ApiFigures], dict[str, int]]:
-    statuses = cells(ex["status"])
+def _by_api(ex: Columns) -> tuple[list[ApiFigures], list[ErrorFigures], dict[str, int]]:
+    statuses, names, errors = cells(ex["status"]), cells(ex["api_name"]), cells(ex["error_name"])
     by_api: dict[str, list[int]] = {}
-    for i, name in enumerate(cells(ex["api_name"])):
+    for i, name in enumerate(names):
         if name is not None:
             by_api.setdefault(name, []).append(i)
     latency = cells(ex["latency_ms"])
     apis = []
-    for name in sorted(by_api):
-        rows = by_api[name]
-        lat = sorted(latency[i] for i in rows if latency[i] is not None)
-        p50, p99, mx = (quantile(lat, 0.5), quantile(lat, 0.99), lat[-1]) if lat else (None, None, None)
-        errors = sum(1 for i in rows if statuses[i] == "error")
+    for name, rows in by_api.items():
+        p = percentiles(latency[i] for i in rows)
+        failed = sum(1 for i in rows if statuses[i] == "error" and not is_expected(name, errors[i]))
         unanswered = sum(1 for i in rows if statuses[i] == "unanswered")
-        apis.append(ApiFigures(name, len(rows), p50, p99, mx, errors, unanswered))
+        apis.append(ApiFigures(name, len(rows), p.p50, p.p90, p.p99, p.max, failed, unanswered))
+    apis.sort(key=lambda a: (-(a.p99_ms if a.p99_ms is not None else -1.0), a.name))
+    by_error = Counter((str(names[i]), str(errors[i])) for i, s in enumerate(statuses) if s == "error")
+    failures = sorted(
+        (ErrorFigures(a, e, n, is_expected(a, e)) for (a, e), n in by_error.items()),
+        key=lambda f: (f.expected, -f.count, f.api, f.error),
+    )
     other = {k: v for k, v in Counter(statuses).items() if k not in ("ok", "error")}
-    return apis, dict(sorted(other.items(), key=lambda kv: str(kv[0])))
+    return apis, failures, dict(sorted(other.items(), key=lambda kv: str(kv[0])))

@@ -34,6 +34,7 @@ class Api:
     versions: dict[str, tuple[int, int]]  # "request"/"response" -> (lowest, highest) version
     header_versions: dict[str, dict[int, int]]  # "request"/"response" -> api version -> header version
     flags: frozenset[str]
+    current: tuple[int, int] | None = None  # request versions the newest Kafka still accepts (None: none)
 
 
 @cache
@@ -49,8 +50,9 @@ def registry() -> dict[int, Api]:
         api["headers"][kind] = {int(v): h for v, h in entry.get("header", {}).items()}
         if kind == "request":
             api["name"] = name[: -len("Request")]
+            api["current"] = tuple(entry["current"]) if entry.get("current") else None
     return {
-        key: Api(key, a["name"], a["versions"], a["headers"], _FLAGS.get(a["name"], frozenset()))
+        key: Api(key, a["name"], a["versions"], a["headers"], _FLAGS.get(a["name"], frozenset()), a.get("current"))
         for key, a in sorted(found.items())
     }
 
@@ -76,6 +78,16 @@ def version_range(key: int, kind: str) -> tuple[int, int] | None:
     """The (lowest, highest) version of an API's requests or responses, None when unknown."""
     api = registry().get(key)
     return None if api is None else api.versions.get(kind)
+
+
+def removed_version(key: int, version: int) -> bool:
+    """Whether the newest Kafka no longer accepts this request version (Kafka 4.0 removed many old
+    ones); False for an API or version the table does not know."""
+    api = registry().get(key)
+    known = None if api is None else api.versions.get("request")
+    if known is None or not known[0] <= version <= known[1]:
+        return False
+    return api.current is None or not api.current[0] <= version <= api.current[1]  # type: ignore[union-attr]
 
 
 def header_version(key: int, version: int, kind: str) -> int:

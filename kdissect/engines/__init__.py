@@ -16,9 +16,12 @@ The core an engine drives, and the surface every engine shares (``local`` has it
   writer=, progress=)`` -> ``RunResult`` (stats, columns, summary, files written). The CLI,
   ``kdissect.open_capture``, the fuzz targets and the benchmarks each make one of these calls.
 
-A live engine (``live.py``) runs the same loop per interval over segments from a device: one
-pipeline for the whole session, a sink whose columns it takes (``TableSink.take``) and
-summarizes each interval. A Spark engine (``spark.py``) runs one pipeline and one sink per
+The live engine (``live.py``) feeds one pipeline for the whole session, record by record, from a
+libpcap device or a followed capture stream; its sink hands every table out in pieces
+(``TableSink.take``) and its figures roll over (``analysis.rolling``), so a run of days stays
+bounded; ended and idle connections leave the pipeline with their rows.
+
+A Spark engine (``spark.py``) runs one pipeline and one sink per
 task over the segments of the connections that task owns (partitioned by connection 4-tuple,
 so no connection is split) and returns the columns as Arrow batches (``tables.arrow``);
 figures are then computed over the union. Bounds on memory and time live in the core, so all

@@ -10,11 +10,14 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+# C0/C1 controls, line/paragraph separators, bidi embeddings/overrides/isolates and marks (LRM, RLM,
+# ALM), and invisible characters (zero-width space/joiners, word joiner, invisible operators, BOM,
+# interlinear annotation marks).
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff\ufff9-\ufffb]")
 
 
 def safe_text(s: str) -> str:
-    """Escape control and bidi characters so wire text prints as inert text."""
+    """Escape control, bidi and invisible characters so wire text prints as inert, visible text."""
     return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else
                         f"\\u{ord(m.group()):04x}", s)
 

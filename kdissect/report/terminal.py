@@ -1,15 +1,19 @@
 """The terminal summary of ``kdissect analyze``: the figures of :mod:`kdissect.analysis.summary` as text.
 
-API names and anomaly kinds come from the wire: they pass through ``safe_text``.
+API names, error names and anomaly kinds come from the wire: they pass through ``safe_text``
+(control, bidi and zero-width characters escaped), so a hostile string cannot move the cursor.
 """
 
 from __future__ import annotations
 
+import shlex
+from collections.abc import Sequence
+
 from kdissect.analysis.summary import Summary
 from kdissect.report.render import safe_text
 
-# Why each kind of anomaly happens, for the summary (kinds not listed are shown bare).
-_WHY = {
+# Why each kind of anomaly happens, for the summary and the report (kinds not listed are shown bare).
+ANOMALY_MEANING = {
     "gap": "bytes missing from the capture: packet loss, snap length, late start",
     "midstream": "directions picked up mid-stream",
     "partial_frame": "frames cut by a gap",
@@ -39,39 +43,83 @@ _TCP = {
 }
 
 
+# APIs whose latency is mostly waiting by design, and what they wait for
+WAIT_ON_PURPOSE = {"Fetch": "long poll up to max_wait_ms", "JoinGroup": "rebalance"}
+_API_COLUMNS = ("api", "count", "p50 ms", "p90 ms", "p99 ms", "max ms", "errors", "unanswered")
+
+
 def _row(row: tuple) -> str:
+    """A fixed-width API row (the live console's table)."""
     name, *rest = row
     return f"{name:<28} {rest[0]:>7} {rest[1]:>9} {rest[2]:>9} {rest[3]:>9} {rest[4]:>7} {rest[5]:>10}"
+
+
+def _table(header: Sequence[str], rows: list[Sequence[str]]) -> list[str]:
+    """Left-aligned first column, right-aligned numbers, widths fitted to the content."""
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    return [
+        "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True))).rstrip()
+        for r in [header, *rows]
+    ]
 
 
 def _ms(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}"
 
 
-def summary_lines(s: Summary) -> list[str]:
-    """Exchanges by API with latency percentiles and error counts, then what went wrong, then
-    what the capture and TCP layers counted."""
+def summary_lines(s: Summary, captures: Sequence[str] = ()) -> list[str]:
+    """Exchanges by API (slowest p99 first) with latency percentiles and error counts, errors by name,
+    then what went wrong, what the capture and TCP layers counted, and where to read more.
+
+    The API table comes right after the first line and a blank one, and is the only block whose
+    lines start with a letter and hold no colon."""
     lines = [
         f"{s.packets:,} packets, {s.connections} TCP connections ({s.kafka_connections} Kafka), "
         f"{s.exchanges:,} exchanges"
     ]
     if s.kafka_connections == 0 and not s.exchanges:
         lines.append("no Kafka traffic found")
-    if s.exchanges:
+    if s.apis:
         lines.append("")
-        lines.append(_row(("api", "count", "p50 ms", "p99 ms", "max ms", "errors", "unanswered")))
-        for a in s.apis:
-            lines.append(
-                _row((safe_text(a.name), a.count, _ms(a.p50_ms), _ms(a.p99_ms), _ms(a.max_ms), a.errors, a.unanswered))
+        rows = [
+            (
+                safe_text(a.name),
+                str(a.count),
+                _ms(a.p50_ms),
+                _ms(a.p90_ms),
+                _ms(a.p99_ms),
+                _ms(a.max_ms),
+                str(a.errors),
+                str(a.unanswered),
             )
+            for a in s.apis
+        ]
+        lines.extend(_table(_API_COLUMNS, rows))
         if s.other_statuses:
-            lines.append("status: " + ", ".join(f"{k} {v}" for k, v in s.other_statuses.items()))
+            lines.append("status: " + ", ".join(f"{safe_text(str(k))} {v}" for k, v in s.other_statuses.items()))
+        waiting = [a.name for a in s.apis if a.name in WAIT_ON_PURPOSE]
+        if waiting:
+            lines.append(
+                f"note: {' and '.join(waiting)} wait on purpose ({', '.join(WAIT_ON_PURPOSE[a] for a in waiting)}): "
+                "kdissect report judges them by their bounds"
+            )
+    if s.errors:
+        lines.append("")
+        lines.append("errors by name (exchanges, by their first error):")
+        real = [(f"  {safe_text(e.api)}", safe_text(e.error), str(e.count)) for e in s.errors if not e.expected]
+        if real:
+            lines.extend(_table(("  api", "error", "count"), real))
+        for e in s.errors:
+            if e.expected:
+                lines.append(
+                    f"  normal protocol step, not an error: {safe_text(e.api)} {safe_text(e.error)} x{e.count}"
+                )
     if s.anomalies:
         lines.append("")
         lines.append("not decoded / anomalies (see the anomalies table):")
         for a in s.anomalies:
             extra = f", {a.bytes:,} bytes" if a.bytes else ""
-            why = f" — {_WHY[a.kind]}" if a.kind in _WHY else ""
+            why = f" — {ANOMALY_MEANING[a.kind]}" if a.kind in ANOMALY_MEANING else ""
             lines.append(f"  {safe_text(str(a.kind))}: {a.count}{extra}{why}")
     lines.append("")
     c = s.capture
@@ -82,4 +130,7 @@ def summary_lines(s: Summary) -> list[str]:
     counted = [f"{s.tcp[name]:,} {label}" for name, label in _TCP.items() if s.tcp.get(name)]
     if counted:
         lines.append("TCP: " + ", ".join(counted))
+    if s.exchanges:
+        target = " ".join(shlex.quote(safe_text(p)) for p in captures) or "CAPTURE"
+        lines.append(f"more (groups, lag, transactions, topology, plots): kdissect report {target} -o report.html")
     return lines

@@ -179,7 +179,69 @@ TABLES: dict[str, list[tuple[str, str]]] = {
         ("detail", "string"),
         ("count", "int64"),  # anomalies this row stands for (past 100 of a kind on a connection: one row)
     ],
+    # What makes a latency long by design: a Fetch's wait, a Produce's acks, a JoinGroup's timeouts.
+    "request_params": [
+        ("connection_id", "int64"),
+        ("correlation_id", "int32"),
+        ("api_key", "int16"),
+        ("max_wait_ms", "int32"),
+        ("min_bytes", "int32"),
+        ("isolation_level", "int8"),
+        ("acks", "int16"),
+        ("transactional_id", "string"),
+        ("session_timeout_ms", "int32"),
+        ("rebalance_timeout_ms", "int32"),
+    ],
+    # Consumer-group requests (classic and KIP-848), with generations and decoded assignments.
+    "group_events": [
+        ("connection_id", "int64"),
+        ("correlation_id", "int32"),
+        ("api_name", "category"),
+        ("request_ts", "timestamp"),
+        ("response_ts", "timestamp"),
+        ("latency_ms", "float64"),
+        ("client_id", "category"),
+        ("group_id", "category"),
+        ("member_id", "string"),
+        ("generation", "int32"),  # generation id, or member epoch (KIP-848)
+        ("protocol", "category"),
+        ("leader", "string"),
+        ("members", "int32"),  # members a JoinGroup answer lists (the leader's)
+        ("assignment", "string"),  # "topic[0,1] other[2]"
+        ("error_name", "category"),
+    ],
+    # Transaction requests: InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn, TxnOffsetCommit, EndTxn.
+    "txn_events": [
+        ("connection_id", "int64"),
+        ("correlation_id", "int32"),
+        ("api_name", "category"),
+        ("request_ts", "timestamp"),
+        ("latency_ms", "float64"),
+        ("client_id", "category"),
+        ("transactional_id", "category"),
+        ("producer_id", "int64"),
+        ("producer_epoch", "int16"),
+        ("committed", "bool"),  # EndTxn: commit (true) or abort
+        ("partitions", "string"),
+        ("group_id", "category"),
+        ("error_name", "category"),
+    ],
+    # Every partition of every Metadata answer: the cluster's state as the brokers described it.
+    "metadata_partitions": [
+        ("connection_id", "int64"),
+        ("correlation_id", "int32"),
+        ("response_ts", "timestamp"),
+        ("topic", "category"),
+        ("partition", "int32"),
+        ("leader_id", "int32"),
+        ("leader_epoch", "int32"),
+        ("replicas", "string"),  # node ids, comma-separated
+        ("isr", "string"),
+        ("offline_replicas", "string"),
+        ("error_name", "category"),
+    ],
 }
+DETAIL_TABLES = ("request_params", "group_events", "txn_events", "metadata_partitions")
 
 
 @dataclass(slots=True)

@@ -19,7 +19,8 @@ from ..decoders.errors import CAP
 from ..decoders.records import LENGTHS_ONLY, RunMeter
 from ..events import Anomaly, ConnectionSummary, Exchange, KafkaEvent, KafkaMessage
 from ..options import Options
-from .columns import TABLES, TCP_COUNTERS, Parts, Runs
+from .columns import DETAIL_TABLES, TABLES, TCP_COUNTERS, Parts, Runs
+from .details import DetailRows
 from .record_rows import add_records, batch_rows, produce_base_offsets, record_fields
 from .rows import TableRows
 
@@ -28,7 +29,7 @@ _NOT_PARTITION_TRAFFIC = apis.keys_with(apis.CLUSTER_STATE)
 _PARTITION_VALUES = ("fetch_offset", "committed_offset", "offset", "base_offset", "high_watermark",
                      "last_stable_offset", "log_start_offset", "timestamp", "leader_epoch")
 # Tables whose rows grow with the traffic's volume (not its request count) and that no summary reads.
-SPILLABLE = ("records", "batches", "partitions", "errors")
+SPILLABLE = ("records", "batches", "partitions", "errors", "metadata_partitions")
 Columns = Mapping[str, list[Any] | Runs | Parts]  # a table's values per column name
 Spill = Callable[[str, Columns], None]
 
@@ -124,6 +125,7 @@ class TableSink:
         self.rows: dict[str, TableRows] = {name: TableRows(name) for name in TABLES}
         self.topic_names: dict[uuid.UUID, str] = {}
         self._brokers_seen: set[tuple] = set()
+        self.details = DetailRows(self.wanted & set(DETAIL_TABLES))
         # Per connection (None: the capture itself), per (kind, direction): [rows so far, index of the counted row].
         self._anomaly_runs: dict[int | None, dict[tuple[str, str | None], list[int]]] = {}
         self._payload_held = 0  # decompressed batch bytes behind the records rows not yet written out
@@ -186,6 +188,8 @@ class TableSink:
             self._broker_rows(resp, resp_entries)
         if self.wanted & {"records", "batches"}:
             self._record_rows(ex, req_entries, resp_entries)
+        if self.details.wanted:
+            self.details.add(ex, self.rows)
         if self.spill is not None:
             big, rows = self._payload_held >= self.options.spill_bytes, self.options.spill_rows
             for name in SPILLABLE:
@@ -334,4 +338,8 @@ class TableSink:
         """The table's columns so far, forgetting them (what ``spill`` receives)."""
         columns = self.columns(name)
         self.rows[name] = TableRows(name)
+        if name == "anomalies":  # a counted row handed over keeps its count; more start a new one
+            for runs in self._anomaly_runs.values():
+                for run in runs.values():
+                    run[1] = -1
         return columns

@@ -28,14 +28,19 @@ edits = st.lists(
 )
 
 
+# A correlation id no frame here is as long as: four bytes equal to the length of the rest are a size prefix.
+_CORRELATION_ID = 0x12345678
+
+
 def frame_of(key: int, version: int, kind: str, value: dict) -> bytes:
     body = encoder.encode_message(schema.api_message(key, version, kind), value)
     if kind == "request":
         header = schema.message("RequestHeader", schema.api_message(key, version, kind).header_version or 0)
-        head = {"request_api_key": key, "request_api_version": version, "correlation_id": 5, "client_id": "c"}
+        head = {"request_api_key": key, "request_api_version": version, "correlation_id": _CORRELATION_ID}
+        head["client_id"] = "c"
     else:
         header = schema.message("ResponseHeader", schema.api_message(key, version, kind).header_version or 0)
-        head = {"correlation_id": 5}
+        head = {"correlation_id": _CORRELATION_ID}
     return encoder.encode_message(header, head) + body
 
 

@@ -1,0 +1,235 @@
+"""Figures of a traffic stream that never ends: per-second buckets that roll over, bounded counters.
+
+What ``kdissect live`` shows and sums up. Memory is fixed whatever the run's length: the last
+``window`` seconds are kept as buckets (older ones fall off), latency percentiles come from
+bounded uniform samples, and every counter keyed by a wire string keeps at most ``max_keys`` keys
+(later newcomers are counted under ``OTHER``). Times are capture times, so a file replayed at any
+speed gives the same figures as the traffic did.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter, deque
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from kdissect.analysis.latency import quantile
+
+OTHER = "(other)"
+NS = 1_000_000_000
+
+
+class LabelCap:
+    """Admits the first ``limit`` distinct values; any later one becomes ``OTHER``.
+
+    Caps Prometheus label cardinality and the keys of every counter a client can grow."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._seen: set[str] = set()
+
+    def __call__(self, value: str) -> str:
+        if value in self._seen:
+            return value
+        if len(self._seen) >= self.limit:
+            return OTHER
+        self._seen.add(value)
+        return value
+
+
+class CappedCounter(Counter):
+    """A ``Counter`` whose keys pass through a :class:`LabelCap`."""
+
+    def __init__(self, max_keys: int) -> None:
+        super().__init__()
+        self._cap = LabelCap(max_keys)
+
+    def add(self, key: str, n: int = 1) -> None:
+        self[self._cap(key)] += n
+
+
+class Sample:
+    """A uniform sample of at most ``size`` values (reservoir sampling) for percentiles."""
+
+    __slots__ = ("_rng", "count", "size", "values")
+
+    def __init__(self, size: int, rng: random.Random) -> None:
+        self.size, self._rng = size, rng
+        self.values: list[float] = []
+        self.count = 0
+
+    def add(self, value: float) -> None:
+        self.count += 1
+        if len(self.values) < self.size:
+            self.values.append(value)
+        else:
+            slot = self._rng.randrange(self.count)
+            if slot < self.size:
+                self.values[slot] = value
+
+
+def percentiles(values: Iterable[float], qs: tuple[float, ...] = (0.5, 0.99)) -> tuple[float, ...] | None:
+    ordered = sorted(values)
+    return tuple(quantile(ordered, q) for q in qs) if ordered else None
+
+
+@dataclass(slots=True)
+class Second:
+    """One second of traffic."""
+
+    second: int
+    requests: int = 0
+    errors: int = 0
+    request_bytes: int = 0
+    response_bytes: int = 0
+    latency: dict[tuple[str, str], list[float]] = field(default_factory=dict)  # (api, broker) -> ms
+
+
+@dataclass(slots=True)
+class ApiTotals:
+    """Whole-run figures of one API."""
+
+    count: int = 0
+    errors: int = 0
+    unanswered: int = 0
+    max_ms: float | None = None
+    latency: Sample | None = None
+
+
+@dataclass(slots=True)
+class Exchanged:
+    """What the figures take from one exchange (the ``exchanges`` row plus its error names and topics)."""
+
+    ts_ns: int
+    api: str
+    broker: str
+    client: str  # "client id @ address": what the top-clients list counts
+    client_id: str
+    latency_ms: float | None
+    status: str
+    request_bytes: int
+    response_bytes: int
+    error_names: list[str]
+    topics: list[str]
+
+
+class RollingFigures:
+    """Running figures of a live run, updated per exchange and per anomaly.
+
+    ``window`` seconds of buckets; ``per_second_samples`` latencies per (API, broker) per second;
+    ``run_samples`` latencies per API for the whole-run percentiles; ``max_keys`` per counter.
+    """
+
+    def __init__(
+        self,
+        *,
+        window: int = 60,
+        per_second_samples: int = 256,
+        run_samples: int = 4096,
+        max_keys: int = 1000,
+        seed: int = 0,
+    ) -> None:
+        self.window = window
+        self.per_second_samples = per_second_samples
+        self.run_samples = run_samples
+        self._rng = random.Random(seed)
+        self.seconds: deque[Second] = deque(maxlen=window)
+        self.apis: dict[str, ApiTotals] = {}
+        self.statuses: Counter[str] = Counter()
+        self.errors = CappedCounter(max_keys)  # error name -> occurrences
+        self.clients = CappedCounter(max_keys)  # "client id @ address" -> requests
+        self.topics = CappedCounter(max_keys)  # topic -> exchanges naming it
+        self.anomalies: Counter[str] = Counter()
+        self.gaps = 0
+        self.gap_bytes = 0
+        self.exchanges = 0
+        # What the engine counts: the view shows them beside the figures.
+        self.packets = 0
+        self.open_connections = 0
+        self.kernel_drops = 0
+        self.first_ns: int | None = None
+        self.last_ns: int | None = None
+
+    # -- input ----------------------------------------------------------------------------
+    def exchange(self, ex: Exchanged) -> None:
+        self.exchanges += 1
+        self._clock(ex.ts_ns)
+        bucket = self._bucket(ex.ts_ns)
+        is_error = ex.status == "error"
+        if bucket is not None:
+            bucket.requests += 1
+            bucket.errors += is_error
+            bucket.request_bytes += ex.request_bytes
+            bucket.response_bytes += ex.response_bytes
+            if ex.latency_ms is not None:
+                samples = bucket.latency.setdefault((ex.api, ex.broker), [])
+                if len(samples) < self.per_second_samples:
+                    samples.append(ex.latency_ms)
+        totals = self.apis.get(ex.api)
+        if totals is None:
+            totals = self.apis[ex.api] = ApiTotals(latency=Sample(self.run_samples, self._rng))
+        totals.count += 1
+        totals.errors += is_error
+        totals.unanswered += ex.status == "unanswered"
+        if ex.latency_ms is not None:
+            assert totals.latency is not None
+            totals.latency.add(ex.latency_ms)
+            totals.max_ms = ex.latency_ms if totals.max_ms is None else max(totals.max_ms, ex.latency_ms)
+        self.statuses[ex.status] += 1
+        for name in ex.error_names:
+            self.errors.add(name)
+        self.clients.add(ex.client)
+        for topic in ex.topics:
+            self.topics.add(topic)
+
+    def anomaly(self, kind: str, length: int | None, ts_ns: int | None) -> None:
+        self.anomalies[kind] += 1
+        if kind == "gap":
+            self.gaps += 1
+            self.gap_bytes += length or 0
+        if ts_ns is not None:
+            self._clock(ts_ns)
+
+    def _clock(self, ts_ns: int) -> None:
+        if self.first_ns is None or ts_ns < self.first_ns:
+            self.first_ns = ts_ns
+        if self.last_ns is None or ts_ns > self.last_ns:
+            self.last_ns = ts_ns
+
+    def _bucket(self, ts_ns: int) -> Second | None:
+        """The bucket of ``ts_ns``'s second, opening seconds up to it; None when already rolled off."""
+        second = ts_ns // NS
+        seconds = self.seconds
+        if not seconds or second > seconds[-1].second:
+            start = second if not seconds else max(seconds[-1].second + 1, second - self.window + 1)
+            for s in range(start, second + 1):
+                seconds.append(Second(s))
+            return seconds[-1]
+        offset = seconds[-1].second - second
+        return seconds[-1 - offset] if offset < len(seconds) else None
+
+    # -- output ---------------------------------------------------------------------------
+    def recent(self, span: int) -> list[Second]:
+        """The last ``span`` seconds that have buckets (the newest may still be filling)."""
+        return list(self.seconds)[-span:]
+
+    def rates(self, span: int = 5) -> tuple[float, float]:
+        """(requests per second, bytes per second) over the last ``span`` seconds."""
+        recent = self.recent(span)
+        if not recent:
+            return 0.0, 0.0
+        n = len(recent)
+        return (sum(s.requests for s in recent) / n, sum(s.request_bytes + s.response_bytes for s in recent) / n)
+
+    def latency_by(self, span: int = 10) -> dict[tuple[str, str], tuple[int, tuple[float, ...] | None]]:
+        """(API, broker) -> (latencies seen, (p50, p99)) over the last ``span`` seconds."""
+        merged: dict[tuple[str, str], list[float]] = {}
+        for s in self.recent(span):
+            for key, values in s.latency.items():
+                merged.setdefault(key, []).extend(values)
+        return {key: (len(values), percentiles(values)) for key, values in merged.items()}
+
+    def bucket_count(self) -> int:
+        """Values held in the buckets (what stays flat on a long run)."""
+        return sum(len(v) for s in self.seconds for v in s.latency.values())

@@ -1,0 +1,200 @@
+"""Transactions per transactional id, and which records each one committed or aborted.
+
+A transaction runs from the producer's first AddPartitionsToTxn after InitProducerId (or after its
+previous EndTxn) to its EndTxn; ``committed`` in the EndTxn says the outcome. A record is marked
+aborted by whichever of three rules applies, and ``rule`` says which:
+
+- ``abort marker``: a later ABORT control record of the same producer in the same partition is in the
+  capture (what a read_committed consumer must skip, whatever the broker's list says);
+- ``broker aborted list``: the Fetch response's aborted-transactions list covers it;
+- ``EndTxn abort``: it was produced inside a transaction its producer ended with EndTxn(abort).
+
+A record of a transaction whose COMMIT marker or EndTxn(commit) is in the capture is committed;
+otherwise its outcome is ``unknown``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from kdissect.analysis.cells import flag, given
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+RULE_MARKER, RULE_BROKER, RULE_END_TXN = "abort marker", "broker aborted list", "EndTxn abort"
+
+
+def transactions(tables: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
+    """One row per transaction: id, producer, partitions added, outcome, start, end and duration."""
+    import pandas as pd
+
+    columns = [
+        "transactional_id",
+        "producer_id",
+        "producer_epoch",
+        "partitions",
+        "offsets_group",
+        "outcome",
+        "started",
+        "ended",
+        "duration_ms",
+        "errors",
+    ]
+    events = tables["txn_events"].sort_values("request_ts", kind="stable")
+    rows = []
+    for txn_id, g in events.groupby("transactional_id", sort=True, dropna=True):
+        current: dict | None = None
+        producer: tuple = (None, None)
+        for ev in g.itertuples():
+            if ev.api_name == "InitProducerId":
+                producer = (ev.producer_id, ev.producer_epoch)
+                continue
+            if current is None:
+                current = {"started": ev.request_ts, "partitions": [], "groups": [], "errors": []}
+            if given(ev.partitions) and ev.partitions and ev.api_name == "AddPartitionsToTxn":
+                current["partitions"].append(ev.partitions)
+            if given(ev.group_id):
+                current["groups"].append(ev.group_id)
+            if given(ev.error_name) and ev.error_name != "NONE":
+                current["errors"].append(f"{ev.api_name}: {ev.error_name}")
+            if ev.api_name == "EndTxn":
+                outcome = "commit" if flag(ev.committed) else "abort"
+                ended = ev.request_ts + pd.Timedelta(milliseconds=ev.latency_ms if given(ev.latency_ms) else 0)
+                rows.append(
+                    (
+                        txn_id,
+                        producer[0] if given(producer[0]) else ev.producer_id,
+                        producer[1] if given(producer[1]) else ev.producer_epoch,
+                        " ".join(current["partitions"]),
+                        ",".join(sorted(set(current["groups"]))),
+                        outcome,
+                        current["started"],
+                        ended,
+                        (ended - current["started"]).total_seconds() * 1000,
+                        "; ".join(current["errors"]),
+                    )
+                )
+                current = None
+        if current is not None:
+            rows.append(
+                (
+                    txn_id,
+                    producer[0],
+                    producer[1],
+                    " ".join(current["partitions"]),
+                    ",".join(sorted(set(current["groups"]))),
+                    "open (no EndTxn in the capture)",
+                    current["started"],
+                    None,
+                    None,
+                    "; ".join(current["errors"]),
+                )
+            )
+    return pd.DataFrame(rows, columns=columns)
+
+
+def transactional_records(tables: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
+    """Every data record written in a transaction (produced or fetched), with its ``outcome`` and the
+    ``rule`` that decided it."""
+    import pandas as pd
+
+    rec = tables["records"]
+    columns = [
+        "transactional_id",
+        "direction",
+        "topic",
+        "partition",
+        "offset",
+        "producer_id",
+        "producer_epoch",
+        "request_ts",
+        "outcome",
+        "rule",
+    ]
+    txn = rec[rec["transactional"].fillna(False).astype(bool)]
+    if txn.empty:
+        return pd.DataFrame(columns=columns)
+    times = tables["exchanges"][["connection_id", "correlation_id", "request_ts"]].drop_duplicates(
+        ["connection_id", "correlation_id"]
+    )
+    txn = txn.merge(times, on=["connection_id", "correlation_id"], how="left")
+    markers = txn[txn["is_control"].fillna(False).astype(bool) & txn["offset"].notna()]
+    marker_index: dict[tuple, list[tuple[int, str]]] = {}
+    for m in markers.drop_duplicates(["topic", "partition", "producer_id", "offset"]).itertuples():
+        marker_index.setdefault((str(m.topic), int(m.partition), int(m.producer_id)), []).append(
+            (int(m.offset), str(m.control_type))
+        )
+    for found in marker_index.values():
+        found.sort()
+    end_txns = _end_txns_by_producer(tables)
+    data = txn[~txn["is_control"].fillna(False).astype(bool)]
+    outcomes, rules = [], []
+    for r in data.itertuples():
+        outcome, rule = "unknown", None
+        key = (str(r.topic), int(r.partition), int(r.producer_id)) if given(r.producer_id) else None
+        marker = _next_marker(marker_index.get(key, []), r.offset) if key else None
+        if marker is not None:
+            outcome, rule = ("aborted", RULE_MARKER) if marker == "abort" else ("committed", "commit marker")
+        if flag(r.aborted):
+            outcome, rule = "aborted", rule if rule == RULE_MARKER else RULE_BROKER
+        if r.direction == "produce" and outcome == "unknown":
+            ended = _ending(end_txns.get(r.producer_id, []), r.request_ts)
+            if ended is not None:
+                outcome, rule = ("committed", "EndTxn commit") if ended else ("aborted", RULE_END_TXN)
+        outcomes.append(outcome)
+        rules.append(rule)
+    ids = _transactional_ids(tables)
+    out = data.assign(outcome=outcomes, rule=rules, transactional_id=[ids.get(p) for p in data["producer_id"]])
+    return out[columns].reset_index(drop=True)
+
+
+def _transactional_ids(tables: Mapping[str, pd.DataFrame]) -> dict[object, str]:
+    """producer id -> transactional id, from the producer ids InitProducerId handed out (and later calls)."""
+    events = tables["txn_events"].dropna(subset=["producer_id", "transactional_id"])
+    return {int(p): str(t) for p, t in zip(events["producer_id"], events["transactional_id"], strict=True) if p >= 0}
+
+
+def _next_marker(markers: list[tuple[int, str]], offset: object) -> str | None:
+    """The control type of the first marker after ``offset`` (the one that closes its transaction)."""
+    if not given(offset):
+        return None
+    for at, kind in markers:
+        if at > offset:  # type: ignore[operator]
+            return kind
+    return None
+
+
+def _end_txns_by_producer(tables: Mapping[str, pd.DataFrame]) -> dict[int, list[tuple]]:
+    events = tables["txn_events"]
+    ends = events[(events["api_name"] == "EndTxn") & events["producer_id"].notna()].sort_values("request_ts")
+    out: dict[int, list[tuple]] = {}
+    for e in ends.itertuples():
+        out.setdefault(int(e.producer_id), []).append((e.request_ts, flag(e.committed)))
+    return out
+
+
+def _ending(ends: list[tuple], produced_at: object) -> bool | None:
+    """``committed`` of the first EndTxn after a record was produced, None when there is none."""
+    if not given(produced_at):
+        return None
+    for at, committed in ends:
+        if at >= produced_at:  # type: ignore[operator]
+            return committed
+    return None
+
+
+def record_outcomes(tables: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
+    """Transactional records counted by direction, topic, outcome and rule."""
+    import pandas as pd
+
+    recs = transactional_records(tables)
+    if recs.empty:
+        return pd.DataFrame(columns=["direction", "topic", "outcome", "rule", "records"])
+    return (
+        recs.groupby(["direction", "topic", "outcome", "rule"], observed=True, dropna=False)
+        .size()
+        .rename("records")
+        .reset_index()
+    )

@@ -1,0 +1,378 @@
+"""The live engine: a capture device (libpcap) or a growing capture stream -> the core -> figures,
+tables, metrics and a raw copy, until Ctrl-C, SIGTERM, ``--duration`` or the end of the input.
+
+The only module that opens a capture device. It feeds the same core as the local engine, one
+record at a time: :class:`~kdissect.sources.packets.PacketDecoder` ->
+:class:`~kdissect.kafka.pipeline.KafkaPipeline` -> :class:`~kdissect.tables.sink.TableSink` and
+:class:`~kdissect.analysis.rolling.RollingFigures`. Memory stays bounded on a run of days:
+connections silent for ``options.idle_ns`` of capture time end (open requests become
+``unanswered``, their row is written), the core caps every per-connection buffer, figures roll
+over, and with ``--out`` every table is written in pieces of ``options.spill_rows`` rows.
+
+libpcap is reached through scapy's ctypes binding (``scapy.libs.winpcapy``, imported only when a
+device is opened): the binding costs about 2 µs per packet, far below what decoding costs.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from kdissect.analysis.rolling import RollingFigures
+from kdissect.engines.live_exchanges import ExchangeReader
+from kdissect.engines.local import _source_anomaly
+from kdissect.events import Anomaly, Exchange, KafkaEvent
+from kdissect.kafka.pipeline import KafkaPipeline
+from kdissect.options import Options
+from kdissect.sources.packets import PacketDecoder
+from kdissect.sources.segment import TcpSegment
+from kdissect.sources.shapes import CaptureRecord, RecordEvent, SourceStats
+from kdissect.tables.columns import TABLES
+from kdissect.tables.sink import SPILLABLE, Spill, TableSink
+
+SNAPLEN = 262_144
+KERNEL_BUFFER = 64 << 20  # libpcap's ring: absorbs bursts while Python decodes
+POLL_MS = 50  # libpcap's block timeout: the longest a packet waits in the kernel ring
+IDLE_SLEEP = 0.005  # between polls of an empty ring
+MAX_BATCH = 4096  # records taken per poll, so the view refreshes even under full load
+_NOT_SPILLED_BY_SINK = tuple(t for t in TABLES if t not in SPILLABLE)  # the sink spills the others itself
+
+
+class CaptureUnavailable(Exception):
+    """The device cannot be opened (no privileges, no such interface, no libpcap): one line."""
+
+
+_PRIVILEGES = (
+    "capturing needs root, or CAP_NET_RAW and CAP_NET_ADMIN on the Python binary "
+    "(setcap cap_net_raw,cap_net_admin=eip {python}), or read a capture with --read FILE|-"
+)
+
+
+def capture_filter(ports: Sequence[int], bpf: str | None) -> str:
+    """The kernel filter: ``--bpf`` as given, else the ports, else every TCP packet (for detection)."""
+    if bpf:
+        return bpf
+    if not ports:
+        return "tcp"
+    return "tcp and (" + " or ".join(f"port {p}" for p in ports) + ")"
+
+
+class PcapDevice:
+    """A libpcap handle on ``interface`` with a kernel BPF filter (``any``: Linux cooked headers)."""
+
+    def __init__(
+        self,
+        interface: str,
+        bpf: str,
+        *,
+        snaplen: int = SNAPLEN,
+        buffer_bytes: int = KERNEL_BUFFER,
+        promiscuous: bool = False,
+    ) -> None:
+        try:
+            from scapy.libs import winpcapy as pcap
+        except (ImportError, OSError) as exc:  # OSError: scapy found no libpcap shared library
+            raise CaptureUnavailable(f"libpcap is not available ({exc}); install libpcap, or use --read") from None
+        self._pcap = pcap
+        self.interface = interface
+        errbuf = ctypes.create_string_buffer(256)
+        handle = pcap.pcap_create(interface.encode(), errbuf)
+        if not handle:
+            raise CaptureUnavailable(f"cannot open {interface}: {errbuf.value.decode(errors='replace')}")
+        self._handle = handle
+        pcap.pcap_set_snaplen(handle, snaplen)
+        pcap.pcap_set_promisc(handle, int(promiscuous))
+        pcap.pcap_set_timeout(handle, POLL_MS)
+        pcap.pcap_set_buffer_size(handle, buffer_bytes)
+        status = pcap.pcap_activate(handle)
+        if status < 0:
+            self._fail(status)
+        # Non-blocking: with TPACKET_V3, a blocking pcap_next_ex on a silent interface never returns
+        # (measured with libpcap 1.10.3), and signals are only handled once it does.
+        pcap.pcap_setnonblock(handle, 1, errbuf)
+        self.link_type = pcap.pcap_datalink(handle)
+        program = pcap.bpf_program()
+        if pcap.pcap_compile(handle, ctypes.byref(program), bpf.encode(), 1, 0xFFFFFFFF) < 0:
+            message = self._error()
+            self.close()
+            raise CaptureUnavailable(f"bad capture filter {bpf!r}: {message}")
+        failed = pcap.pcap_setfilter(handle, ctypes.byref(program)) < 0
+        pcap.pcap_freecode(ctypes.byref(program))
+        if failed:
+            message = self._error()
+            self.close()
+            raise CaptureUnavailable(f"cannot set the capture filter on {interface}: {message}")
+        self._header = ctypes.POINTER(pcap.pcap_pkthdr)()
+        self._data = ctypes.POINTER(ctypes.c_ubyte)()
+        self._stat = pcap.pcap_stat()
+        self.ended = False
+
+    def _error(self) -> str:
+        return (self._pcap.pcap_geterr(self._handle) or b"").decode(errors="replace")
+
+    def _fail(self, status: int) -> None:
+        pcap = self._pcap
+        detail = self._error() or (pcap.pcap_statustostr(status) or b"").decode(errors="replace")
+        self.close()
+        if status == -8 or "permission" in detail.lower() or "not permitted" in detail.lower():  # PERM_DENIED
+            import sys
+
+            raise CaptureUnavailable(
+                f"no permission to capture on {self.interface}: "
+                + _PRIVILEGES.format(python=os.path.realpath(sys.executable))
+            )
+        if status == -5:  # PCAP_ERROR_NO_SUCH_DEVICE
+            raise CaptureUnavailable(f"no such interface: {self.interface} (see `ip link` for the names)")
+        raise CaptureUnavailable(f"cannot capture on {self.interface}: {detail}")
+
+    def poll(self, timeout: float) -> list[RecordEvent]:
+        """Packets that arrived, waiting at most about ``timeout`` s (plus libpcap's 100 ms tick)."""
+        pcap, handle = self._pcap, self._handle
+        header, data = self._header, self._data
+        next_ex, string_at, link = pcap.pcap_next_ex, ctypes.string_at, self.link_type
+        out: list[RecordEvent] = []
+        deadline = time.monotonic() + timeout
+        while len(out) < MAX_BATCH:
+            got = next_ex(handle, ctypes.byref(header), ctypes.byref(data))
+            if got == 1:
+                h = header.contents
+                ts = h.ts.tv_sec * 1_000_000_000 + h.ts.tv_usec * 1000
+                out.append(CaptureRecord(link, ts, string_at(data, h.caplen), h.len, 0))
+                continue
+            if got < 0:  # the interface went away (-1) or pcap_breakloop (-2)
+                self.ended = True
+                break
+            if out or time.monotonic() >= deadline:
+                break
+            time.sleep(IDLE_SLEEP)
+        return out
+
+    def kernel_drops(self) -> int:
+        """Packets dropped by the kernel (ring full) or the interface, as libpcap counts them."""
+        if self._pcap.pcap_stats(self._handle, ctypes.byref(self._stat)) < 0:
+            return 0
+        return self._stat.ps_drop + self._stat.ps_ifdrop
+
+    def close(self) -> list[RecordEvent]:
+        if self._handle:
+            self._pcap.pcap_close(self._handle)
+            self._handle = None
+        self.ended = True
+        return []
+
+
+class RecordSource(Protocol):
+    """What the run loop reads: a device or a followed capture stream."""
+
+    ended: bool
+
+    def poll(self, timeout: float) -> list[RecordEvent]: ...
+
+    def close(self) -> list[RecordEvent]: ...
+
+
+@dataclass
+class LiveOptions:
+    """How a live run is wired (the command line's options, minus where the packets come from)."""
+
+    options: Options = field(default_factory=Options)
+    tables: Sequence[str] = ()  # tables to write (with ``spill``); none: no table rows are kept
+    spill: Spill | None = None  # receives each table's rows in pieces (a TableWriter's ``write``)
+    window_s: int = 60
+
+
+class LiveRun:
+    """The wiring of one live run, fed with capture records; no I/O of its own except through
+    ``recorder`` (the raw copy), ``metrics`` and ``spill``."""
+
+    def __init__(self, opts: LiveOptions, *, recorder: Any = None, metrics: Any = None) -> None:
+        self.opts = opts
+        self.stats = SourceStats()
+        self.packets = PacketDecoder(opts.options.defrag(), stats=self.stats)
+        self.pipeline = KafkaPipeline(opts.options)
+        self.sink = (
+            TableSink(opts.tables, opts.options, spill=opts.spill)
+            if opts.spill is not None
+            else None
+        )
+        self.figures = RollingFigures(window=opts.window_s)
+        self.reader = ExchangeReader()
+        self.recorder = recorder
+        self.metrics = metrics
+        self.finished = False
+
+    @property
+    def open_connections(self) -> int:
+        return self.pipeline.reassembler.open_connections
+
+    def feed(self, records: list[RecordEvent]) -> None:
+        segments: list = []
+        decode, recorder = self.packets.decode, self.recorder
+        for record in records:
+            if type(record) is CaptureRecord:
+                if recorder is not None:
+                    recorder.write(record)
+                decode(record, segments)
+            else:
+                segments.append(record)
+        feed = self.pipeline.feed
+        for item in segments:
+            if type(item) is TcpSegment:
+                self.events(feed(item))
+            else:
+                self.events([_source_anomaly(item)])
+        if self.metrics is not None and records:
+            self.metrics.packets.inc(sum(1 for r in records if type(r) is CaptureRecord))
+            self.metrics.bytes.inc(sum(len(r.data) for r in records if type(r) is CaptureRecord))
+
+    def feed_segment(self, segment: TcpSegment) -> None:
+        """A segment straight into the core (replays without capture bytes)."""
+        self.events(self.pipeline.feed(segment))
+
+    def events(self, events: list[KafkaEvent]) -> None:
+        figures, metrics, sink = self.figures, self.metrics, self.sink
+        for ev in events:
+            if type(ev) is Exchange:
+                ex = self.reader.read(ev)
+                figures.exchange(ex)
+                if metrics is not None:
+                    metrics.exchange(ex)
+            elif type(ev) is Anomaly:
+                figures.anomaly(ev.kind, ev.length, ev.ts_ns)
+                if metrics is not None:
+                    metrics.anomaly(ev.kind)
+            if sink is not None:
+                sink.consume(ev)
+        if sink is not None and events:
+            self._spill(sink)
+
+    def _spill(self, sink: TableSink) -> None:
+        assert self.opts.spill is not None
+        for name in _NOT_SPILLED_BY_SINK:
+            if len(sink.rows[name]) >= self.opts.options.spill_rows:
+                self.opts.spill(name, sink.take(name))
+
+    def tick(self, kernel_drops: int | None) -> None:
+        """Once a second: libpcap's drop count and the gauges."""
+        figures = self.figures
+        if kernel_drops is not None and kernel_drops > figures.kernel_drops:
+            if self.metrics is not None:
+                self.metrics.drops.inc(kernel_drops - figures.kernel_drops)
+            figures.kernel_drops = kernel_drops
+        self._count()
+        if self.metrics is not None:
+            self.metrics.open_connections.set(self.open_connections)
+        if self.recorder is not None:
+            self.recorder.flush()
+
+    def _count(self) -> None:
+        self.figures.packets = self.stats.packets
+        self.figures.open_connections = self.open_connections
+
+    def finish(self) -> None:
+        """End of capture: every connection ends (open requests become ``unanswered``), the
+        last IP fragments are given up, and the tables' last rows go to ``spill``."""
+        if self.finished:
+            return
+        self.finished = True
+        rest: list = []
+        self.packets.flush(rest)
+        for item in rest:
+            if type(item) is TcpSegment:
+                self.events(self.pipeline.feed(item))
+            else:
+                self.events([_source_anomaly(item)])
+        self.events(self.pipeline.finish())
+        self._count()
+        if self.recorder is not None:
+            self.recorder.close()
+        if self.sink is not None and self.opts.spill is not None:
+            for name in self.opts.tables:
+                self.opts.spill(name, self.sink.take(name))
+
+
+class View(Protocol):
+    def update(self, figures: RollingFigures, elapsed: float) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class StopSignals:
+    """Ctrl-C and SIGTERM ask the run to stop cleanly; a second one quits at once (exit 130),
+    after flushing the raw capture so what it holds stays readable."""
+
+    def __init__(self, on_second: Callable[[], None] | None = None) -> None:
+        self.requested: str | None = None
+        self._on_second = on_second
+        self._previous: dict[int, Any] = {}
+
+    def __enter__(self) -> StopSignals:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            self._previous[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+
+    def _handle(self, signum: int, frame: object) -> None:
+        if self.requested is None:
+            self.requested = signal.Signals(signum).name
+            return
+        if self._on_second is not None:
+            self._on_second()
+        os._exit(130)
+
+
+def run_loop(
+    source: RecordSource,
+    run: LiveRun,
+    view: View,
+    stop: StopSignals,
+    *,
+    duration: float | None = None,
+    refresh_s: float = 1.0,
+    clock: Callable[[], float] = time.monotonic,
+) -> str:
+    """Read ``source`` into ``run`` until a stop; refresh ``view`` every ``refresh_s``. Returns why
+    it stopped ("SIGINT", "SIGTERM", "duration", "end of input")."""
+    start = clock()
+    next_refresh = start + refresh_s
+    reason = "end of input"
+    drops = getattr(source, "kernel_drops", None)
+    while True:
+        if stop.requested is not None:
+            reason = stop.requested
+            break
+        now = clock()
+        if duration is not None and now - start >= duration:
+            reason = "duration"
+            break
+        limit = next_refresh if duration is None else min(next_refresh, start + duration)
+        run.feed(source.poll(max(0.0, limit - now)))
+        if source.ended:
+            break
+        if clock() >= next_refresh:
+            next_refresh = clock() + refresh_s
+            run.tick(drops() if drops else None)
+            view.update(run.figures, clock() - start)
+    if drops:
+        run.tick(drops())  # libpcap's last count, before the device closes
+    run.feed(source.close())
+    run.finish()
+    view.update(run.figures, clock() - start)
+    view.close()
+    return reason
+
+
+def report_input(read: str | None, write: str | None) -> Path | None:
+    """The capture a ``--report`` is built from: the ``--read`` file, else the ``--write`` copy."""
+    if read and read != "-" and Path(read).is_file():
+        return Path(read)
+    return Path(write) if write else None

@@ -1,0 +1,319 @@
+"""Build a report from a run's tables and summary: compute the figures, lay them out as a
+:class:`Document`, render it as HTML, Markdown or JSON. (Reading the captures is the engine's job:
+``kdissect report`` runs :func:`kdissect.engines.local.analyze` and hands its tables here.)"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from kdissect.analysis import (
+    clients,
+    errors,
+    groups,
+    kafka_latency,
+    lag,
+    throughput,
+    timeseries,
+    topology,
+    transactions,
+)
+from kdissect.analysis.latency import latency_by
+from kdissect.analysis.overview import Overview, overview
+from kdissect.analysis.summary import Summary
+from kdissect.decoders.apis import removed_version
+
+from . import plots
+from .document import LISTING_ROWS, Document, Figure, Section, Table, cell_text
+from .terminal import ANOMALY_MEANING
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+FORMATS = ("html", "md", "json")
+SLOWEST = 25
+
+
+def _figure(
+    title: str, data: pd.DataFrame, draw: Callable[[pd.DataFrame], bytes], note: str | None = None
+) -> list[Figure]:
+    """A picture of ``data``; none when there is nothing to draw."""
+    return [] if data.empty else [Figure(title, data, draw, note)]
+
+
+def _facts(o: Overview) -> list[tuple[str, str]]:
+    span = f"{cell_text(o.first)} → {cell_text(o.last)} ({o.span_s:,.3f} s)" if o.first is not None else "-"
+    return [
+        ("captures", ", ".join(o.files)),
+        ("time span", span),
+        ("packets", f"{o.packets:,}"),
+        ("TCP connections", f"{o.connections:,} ({o.kafka_connections:,} Kafka)"),
+        ("client ids", str(o.clients)),
+        ("brokers", str(o.brokers)),
+        ("exchanges", f"{o.exchanges:,}"),
+        ("errors", f"{o.errors:,} (plus {o.expected_errors:,} normal protocol steps)"),
+        ("without a usable answer", f"{o.without_answer:,}"),
+        ("records", f"{o.records:,}"),
+        ("anomalies", ", ".join(f"{a.kind} {a.count}" for a in o.anomalies) or "none: the capture decoded whole"),
+    ]
+
+
+def _overview_section(tables: Mapping[str, pd.DataFrame], o: Overview) -> Section:
+    import pandas as pd
+
+    ex = tables["exchanges"]
+    answered = ex[ex["latency_ms"].notna() & (ex["latency_ms"] > 0)]
+    anomalies = pd.DataFrame(
+        [(a.kind, a.count, a.bytes, ANOMALY_MEANING.get(a.kind)) for a in o.anomalies],
+        columns=["kind", "count", "bytes", "meaning"],
+    )
+    return Section(
+        "overview",
+        "Overview",
+        "What the capture holds and how completely it could be decoded.",
+        [
+            *_figure(
+                "Latency distribution per API (share of requests answered within x ms)",
+                answered,
+                plots.latency_cdf,
+                "Fetch and JoinGroup wait on purpose (long poll, rebalance): see Kafka-aware latency.",
+            ),
+            Table("Latency by API (ms)", latency_by(tables, "api")),
+            Table(
+                "Anomalies: what could not be decoded",
+                anomalies,
+                "None: every byte of every connection was decoded." if anomalies.empty else None,
+            ),
+        ],
+    )
+
+
+def _latency_section(tables: Mapping[str, pd.DataFrame]) -> Section:
+    return Section(
+        "latency",
+        "Latency",
+        "Percentiles (ms) of the time from a request's last packet to its "
+        "answer's first packet, by where the request went and who sent it.",
+        [
+            Table("Broker × API", latency_by(tables, "broker_api")),
+            Table("By API and version", latency_by(tables, "api_version"), collapsed=True),
+            Table("By broker", latency_by(tables, "broker")),
+            Table("By client id", latency_by(tables, "client_id")),
+            Table("By client host", latency_by(tables, "client_host")),
+            Table("By topic", latency_by(tables, "topic")),
+            Table("By topic and partition", latency_by(tables, "partition"), collapsed=True),
+        ],
+    )
+
+
+def _kafka_latency_section(tables: Mapping[str, pd.DataFrame]) -> Section:
+    return Section(
+        "kafka-latency",
+        "Kafka-aware latency",
+        "A Fetch long-polls up to its max_wait_ms when there is "
+        "nothing to read, and a JoinGroup is held until the group has joined: such waits are not slowness. "
+        "Produce latency depends on acks (-1 all in-sync replicas, 1 leader, 0 none).",
+        [
+            Table(
+                "Fetch against its max wait",
+                kafka_latency.fetch_waits(tables),
+                "waited_full: held ≥ 90% of max_wait_ms; overran: answered later than max_wait_ms allows.",
+            ),
+            Table("Produce by acks (ms)", kafka_latency.produce_by_acks(tables)),
+            Table("JoinGroup waits", kafka_latency.join_waits(tables), max_rows=LISTING_ROWS),
+            Table(
+                f"Slowest {SLOWEST} requests (waits within their bound left out)",
+                kafka_latency.slowest(tables, SLOWEST),
+            ),
+        ],
+    )
+
+
+def _timeseries_section(tables: Mapping[str, pd.DataFrame]) -> Section:
+    step = timeseries.step_for(throughput.capture_span_s(tables))
+    series = timeseries.time_series(tables, step)
+    return Section(
+        "timeseries",
+        "Traffic over time",
+        f"Per {step} s step, by request time.",
+        [
+            *_figure("Requests, bytes, latency and errors over time", series, plots.traffic_over_time),
+            Table("Per step", series, collapsed=True),
+        ],
+    )
+
+
+def _errors_section(tables: Mapping[str, pd.DataFrame]) -> Section:
+    return Section(
+        "errors",
+        "Errors",
+        "Every non-zero error code in a response. A JoinGroup answered "
+        "MEMBER_ID_REQUIRED is the normal first step of joining (KIP-394): expected, not an error.",
+        [
+            Table("By API, code and place in the response", errors.errors_by(tables, "code")),
+            Table("By client id", errors.errors_by(tables, "client_id")),
+            Table("By client host", errors.errors_by(tables, "client_host")),
+            Table("By broker", errors.errors_by(tables, "broker")),
+            Table("By topic and partition", errors.errors_by(tables, "topic")),
+            Table("By group", errors.errors_by(tables, "group")),
+            Table("Throttled responses", errors.throttling(tables)),
+            Table("Requests without a usable answer", errors.without_answer(tables)),
+        ],
+    )
+
+
+def _groups_section(tables: Mapping[str, pd.DataFrame]) -> Section:
+    timeline = groups.timeline(tables)
+    fetch_lag = lag.fetch_lag(tables)
+    return Section(
+        "groups",
+        "Consumer groups and lag",
+        "Membership as the wire shows it (classic protocol and "
+        "KIP-848 ConsumerGroupHeartbeat); lag is the Fetch answer's high watermark minus the offset "
+        "the consumer fetched from.",
+        [
+            *_figure("Group requests over time", timeline, plots.group_timeline),
+            Table("Rebalances", groups.rebalances(tables)),
+            Table("Group errors", groups.group_errors(tables)),
+            Table("Member epochs (KIP-848)", groups.member_epochs(tables), max_rows=LISTING_ROWS),
+            *_figure("Fetch lag over time", fetch_lag, plots.lag_over_time),
+            Table("Lag per group, client and partition", lag.lag_summary(tables)),
+            Table("Committed offsets against the log end", lag.commit_lag(tables), max_rows=LISTING_ROWS),
+            Table(
+                "Timeline",
+                timeline.drop(columns=["connection_id", "correlation_id"]),
+                max_rows=LISTING_ROWS,
+                collapsed=True,
+            ),
+        ],
+    )
+
+
+def _transactions_section(tables: Mapping[str, pd.DataFrame]) -> Section:
+    return Section(
+        "transactions",
+        "Transactions",
+        "Per transactional id: from the first call after InitProducerId "
+        "(or the previous EndTxn) to EndTxn. Records are marked aborted by an ABORT marker in the capture, "
+        "the broker's aborted-transactions list, or an EndTxn(abort) of their producer; `rule` says which.",
+        [
+            Table("Transactions", transactions.transactions(tables)),
+            Table("Records by outcome", transactions.record_outcomes(tables)),
+            Table(
+                "Transactional records",
+                transactions.transactional_records(tables),
+                max_rows=LISTING_ROWS,
+                collapsed=True,
+            ),
+        ],
+    )
+
+
+def _topology_section(tables: Mapping[str, pd.DataFrame]) -> Section:
+    health = topology.partition_health(tables)
+    unhealthy = topology.unhealthy(tables)
+    return Section(
+        "topology",
+        "Cluster topology",
+        "From the Metadata responses: the newest state seen of each partition.",
+        [
+            Table("Brokers", topology.brokers(tables)),
+            Table(
+                "Partitions with a problem (no leader, ISR smaller than replicas, offline replicas)",
+                unhealthy,
+                None if len(unhealthy) else "None: every partition had a leader and a full ISR.",
+            ),
+            Table("Leader changes", topology.leader_changes(tables), max_rows=LISTING_ROWS),
+            Table("All partitions", health, max_rows=LISTING_ROWS, collapsed=True),
+        ],
+    )
+
+
+def _clients_section(tables: Mapping[str, pd.DataFrame]) -> Section:
+    return Section(
+        "clients",
+        "Clients",
+        "Software from ApiVersions v3+; removed_versions lists API versions the "
+        "newest Kafka no longer accepts (Kafka 4.0 removed many old ones).",
+        [
+            Table("Client inventory", clients.inventory(tables, removed_version)),
+        ],
+    )
+
+
+def _throughput_section(tables: Mapping[str, pd.DataFrame]) -> Section:
+    return Section(
+        "throughput",
+        "Throughput",
+        "From record batches; rates over the capture's span. Fetched "
+        "batches are data read again, so produce and fetch are kept apart.",
+        [
+            Table("By topic", throughput.per_topic(tables)),
+            Table("By partition", throughput.per_partition(tables), collapsed=True),
+            Table("Compression by codec (ratio = decompressed / compressed)", throughput.compression(tables)),
+        ],
+    )
+
+
+def _anomaly_section(tables: Mapping[str, pd.DataFrame]) -> Section:
+    an = tables["anomalies"]
+    return Section(
+        "anomalies",
+        "Anomalies",
+        "Every byte that could not be decoded (gaps, resyncs, undecodable frames): how complete the picture above is.",
+        [
+            Table("Anomalies", an, "None." if an.empty else None, max_rows=LISTING_ROWS),
+        ],
+    )
+
+
+def build_document(tables: Mapping[str, pd.DataFrame], summary: Summary, files: Sequence[str]) -> Document:
+    """The report's content from a run's tables as DataFrames (:func:`kdissect.analysis.frames.analysis_frames`)
+    and its summary."""
+    o = overview(tables, summary, files)
+    sections = [
+        _overview_section(tables, o),
+        _latency_section(tables),
+        _kafka_latency_section(tables),
+        _timeseries_section(tables),
+        _errors_section(tables),
+        _groups_section(tables),
+        _transactions_section(tables),
+        _topology_section(tables),
+        _clients_section(tables),
+        _throughput_section(tables),
+        _anomaly_section(tables),
+    ]
+    return Document("kdissect report", _facts(o), sections)
+
+
+def render(document: Document, fmt: str) -> bytes:
+    if fmt == "html":
+        from .html import render_html
+
+        return render_html(document).encode("utf-8")
+    if fmt == "md":
+        from .markdown import render_markdown
+
+        return render_markdown(document).encode("utf-8")
+    if fmt == "json":
+        from .jsonout import render_json
+
+        return render_json(document).encode("utf-8")
+    raise ValueError(f"unknown report format {fmt!r} (known: {', '.join(FORMATS)})")
+
+
+def format_for(out: Path, fmt: str | None) -> str:
+    """The format asked for, else the one the file name says (``.md``, ``.json``), else HTML."""
+    if fmt:
+        return fmt
+    return {".md": "md", ".markdown": "md", ".json": "json"}.get(out.suffix.lower(), "html")
+
+
+def write_report(
+    tables: Mapping[str, pd.DataFrame], summary: Summary, files: Sequence[str], out: Path, fmt: str | None = None
+) -> Path:
+    """Build the report and write it to ``out`` in ``fmt`` (default: from the file name)."""
+    out.write_bytes(render(build_document(tables, summary, files), format_for(out, fmt)))
+    return out

@@ -1,0 +1,162 @@
+"""Capture bytes that are still arriving: a pipe (stdin), a file being written, a rotated set.
+
+The I/O front of ``kdissect live --read``. It only moves bytes: every byte goes through the
+same sans-I/O :class:`~kdissect.sources.reader.CaptureParser` as a file does, one parser per
+file (each file of a rotated set has its own header). ``poll`` never blocks longer than asked,
+so the caller keeps its one-second display and notices Ctrl-C.
+
+Rules:
+- ``-`` (or any pipe) ends at end of file.
+- A regular file is followed as it grows, like ``tail -f``, until the caller stops; with
+  ``follow=False`` it ends at its current end.
+- A directory is a rotated capture set (``tcpdump -C``/``-G``, ``dumpcap -b``): its files are read
+  in natural name order (``cap.pcap`` < ``cap.pcap2`` < ``cap.pcap10``). The newest file is
+  followed; once a later file appears, the current one is read to its end and closed. Compressed
+  rotated copies (``.gz``, ``.zst``, ...) are skipped: they repeat a file already read.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import select
+import stat
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from kdissect.sources.reader import CaptureParser
+from kdissect.sources.record_loop import ReaderLimits
+from kdissect.sources.shapes import RecordEvent
+
+CHUNK = 1 << 20
+_COMPRESSED = (".gz", ".zst", ".xz", ".bz2", ".zip")
+_DIGITS = re.compile(r"(\d+)")
+
+
+def natural_key(name: str) -> list[int | str]:
+    """``cap10`` after ``cap9``: runs of digits compare as numbers."""
+    return [int(part) if part.isdigit() else part for part in _DIGITS.split(name)]
+
+
+class _Input:
+    """One open input: a file descriptor and its parser."""
+
+    def __init__(self, fd: int, name: str, limits: ReaderLimits | None, *, stdin: bool = False) -> None:
+        self.fd, self.name, self.stdin = fd, name, stdin
+        self.parser = CaptureParser(limits)
+        # A pipe or socket (or stdin, whatever it is) ends at end of file; a regular file may grow.
+        self.is_pipe = stdin or not stat.S_ISREG(os.fstat(fd).st_mode)
+
+    def read(self) -> bytes:
+        try:
+            return os.read(self.fd, CHUNK)
+        except BlockingIOError:
+            return b""
+
+
+class FollowedCapture:
+    """Capture records from ``path`` (``"-"`` for stdin) as they are written.
+
+    ``poll(timeout)`` returns the records completed so far (possibly none) and waits at most
+    ``timeout`` seconds for more; ``ended`` turns true once the input is over. Raises
+    ``CaptureFormatError`` when an input is not a capture, ``OSError`` when it cannot be read.
+    """
+
+    def __init__(
+        self,
+        path: str,
+        *,
+        follow: bool = True,
+        limits: ReaderLimits | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.path, self.follow, self._limits, self._clock = path, follow, limits, clock
+        self.bytes_read = 0
+        self.files_read: list[str] = []
+        self.ended = False
+        self._dir = Path(path) if path != "-" and Path(path).is_dir() else None
+        self._current: _Input | None = None
+        if path == "-":
+            self._current = _Input(sys.stdin.fileno(), "<stdin>", limits, stdin=True)
+        elif self._dir is None:
+            self._current = _Input(os.open(path, os.O_RDONLY), path, limits)
+        if self._current is not None:
+            self.files_read.append(self._current.name)
+
+    def poll(self, timeout: float) -> list[RecordEvent]:
+        """Records that became complete; waits up to ``timeout`` s when nothing is new."""
+        deadline = self._clock() + timeout
+        while not self.ended:
+            if self._current is None and not self._open_next():
+                if not self.follow:
+                    self.ended = True
+                    break
+                if not self._sleep_until(deadline):
+                    break
+                continue
+            current = self._current
+            assert current is not None
+            if current.is_pipe and not self._readable(current, deadline):
+                break
+            data = current.read()
+            if data:
+                self.bytes_read += len(data)
+                return current.parser.feed(data)
+            if current.is_pipe or not self.follow or self._later_file_exists():
+                return self._close_current()
+            if not self._sleep_until(deadline):
+                break
+        return []
+
+    def close(self) -> list[RecordEvent]:
+        """Stop reading: the last records of the open input (and its truncation, if any)."""
+        self.ended = True
+        return self._close_current()
+
+    # -- inputs ---------------------------------------------------------------------------
+    def _close_current(self) -> list[RecordEvent]:
+        current, self._current = self._current, None
+        if current is None:
+            return []
+        if not current.stdin:
+            os.close(current.fd)
+        if self._dir is None:
+            self.ended = True
+        return current.parser.close()
+
+    def _candidates(self) -> list[Path]:
+        assert self._dir is not None
+        files = [p for p in self._dir.iterdir() if p.is_file() and not p.name.endswith(_COMPRESSED)]
+        return sorted(files, key=lambda p: natural_key(p.name))
+
+    def _unread(self) -> list[Path]:
+        last = natural_key(Path(self.files_read[-1]).name) if self.files_read else None
+        return [p for p in self._candidates() if last is None or natural_key(p.name) > last]
+
+    def _open_next(self) -> bool:
+        if self._dir is None:
+            return False
+        unread = self._unread()
+        if not unread:
+            return False
+        self._current = _Input(os.open(unread[0], os.O_RDONLY), str(unread[0]), self._limits)
+        self.files_read.append(str(unread[0]))
+        return True
+
+    def _later_file_exists(self) -> bool:
+        return self._dir is not None and bool(self._unread())
+
+    def _readable(self, current: _Input, deadline: float) -> bool:
+        wait = max(0.0, deadline - self._clock())
+        ready, _, _ = select.select([current.fd], [], [], wait)
+        return bool(ready)
+
+    def _sleep_until(self, deadline: float) -> bool:
+        """Wait a little for more bytes; False once the deadline has passed."""
+        left = deadline - self._clock()
+        if left <= 0:
+            return False
+        time.sleep(min(left, 0.05))
+        return True

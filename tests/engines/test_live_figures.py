@@ -1,0 +1,129 @@
+"""The live run's figures and what it prints: buckets roll over, counters keep a bounded number of keys,
+percentiles come from the one percentile function, and wire strings reach the terminal inert."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+from rich.console import Console
+
+from kdissect.analysis.latency import quantile as _quantile
+from kdissect.analysis.rolling import NS, OTHER, Exchanged, LabelCap, RollingFigures, percentiles
+from kdissect.engines.live import LiveOptions, LiveRun
+from kdissect.engines.live_metrics import LiveMetrics
+from kdissect.report.console import PlainView, RichView, summary_lines
+from kdissect.sources.decoder import decode_capture
+from kdissect.testing.replay import capture_segments
+
+CAPTURE = Path(__file__).resolve().parents[2] / "captures" / "librdkafka-produce-consume.pcap"
+HOSTILE = "evil\x1b[2J\x1b]0;owned\x07\u202egnp.exe\u200b"
+
+
+def _ex(
+    second: int, latency: float | None = 1.0, *, client: str = "c", status: str = "ok", errors: tuple[str, ...] = ()
+) -> Exchanged:
+    return Exchanged(
+        second * NS,
+        "Produce",
+        "10.0.0.1:9092",
+        f"{client} @ 10.0.0.2",
+        client,
+        latency,
+        status,
+        100,
+        50,
+        list(errors),
+        ["orders"],
+    )
+
+
+def test_buckets_roll_over_and_old_seconds_are_dropped():
+    f = RollingFigures(window=5)
+    for s in range(100):
+        f.exchange(_ex(s))
+    assert [b.second for b in f.seconds] == [95, 96, 97, 98, 99]
+    f.exchange(_ex(10))  # long rolled off: counted in the totals, not in a bucket
+    assert f.apis["Produce"].count == 101 and sum(b.requests for b in f.seconds) == 5
+    f.exchange(_ex(1000))  # a jump opens only the window's worth of seconds
+    assert len(f.seconds) == 5 and f.seconds[-1].second == 1000
+
+
+def test_rates_and_latency_cover_the_recent_seconds():
+    f = RollingFigures(window=60)
+    for s in range(10):
+        for i in range(s + 1):
+            f.exchange(_ex(s, latency=float(i)))
+    req_s, bytes_s = f.rates(2)
+    assert req_s == (9 + 10) / 2 and bytes_s == req_s * 150
+    ((n, pct),) = f.latency_by(1).values()
+    assert n == 10 and pct == (_quantile(list(range(10)), 0.5), _quantile(list(range(10)), 0.99))
+
+
+def test_samples_and_counters_stay_bounded():
+    f = RollingFigures(window=3, per_second_samples=10, run_samples=50, max_keys=4)
+    for i in range(10_000):
+        f.exchange(_ex(i // 1000, latency=float(i), client=f"client-{i}"))
+    assert f.bucket_count() <= 3 * 10
+    latency = f.apis["Produce"].latency
+    assert latency is not None and len(latency.values) == 50 and latency.count == 10_000
+    assert len(f.clients) == 5 and f.clients[OTHER] == 10_000 - 4
+    p50, _ = percentiles(latency.values)
+    assert 2_000 < p50 < 8_000  # a uniform sample of 0..9999
+
+
+def test_label_cap_admits_the_first_values_only():
+    cap = LabelCap(2)
+    assert [cap(v) for v in ("a", "b", "c", "a", "d")] == ["a", "b", OTHER, "a", OTHER]
+
+
+def _figures_with_hostile_client() -> RollingFigures:
+    figures = RollingFigures()
+    figures.exchange(_ex(1, client=HOSTILE, status="error", errors=(HOSTILE,)))
+    return figures
+
+
+def test_wire_strings_reach_the_terminal_escaped():
+    figures = _figures_with_hostile_client()
+    console = Console(file=io.StringIO(), force_terminal=True, width=200)
+    view = RichView.__new__(RichView)
+    view.title = HOSTILE
+    console.print(view.render(figures, 1.0))
+    text = console.file.getvalue()
+    for line in [text, *summary_lines(figures, 1.0, "SIGINT")]:
+        assert "\x1b]0" not in line and "\x07" not in line and "\u202e" not in line and "\u200b" not in line
+        assert "\x1b[2J" not in line
+    assert "\\x1b[2J" in "\n".join(summary_lines(figures, 1.0, "SIGINT"))
+
+
+def test_plain_view_prints_one_line_per_interval():
+    out = io.StringIO()
+    view = PlainView(interval=5, out=out)
+    for t in range(1, 12):
+        view.update(RollingFigures(), float(t))
+    assert [line.split(":")[0] for line in out.getvalue().splitlines()] == ["live 5s", "live 10s"]
+
+
+def test_replayed_capture_feeds_figures_and_metrics_like_the_tables():
+    metrics = LiveMetrics(max_label_values=3)
+    run = LiveRun(LiveOptions(), metrics=metrics)
+    events, _ = decode_capture(CAPTURE.read_bytes())
+    assert len(capture_segments(CAPTURE.read_bytes())) == sum(1 for e in events if hasattr(e, "seq"))
+    for seg in capture_segments(CAPTURE.read_bytes()):
+        run.feed_segment(seg)
+    run.finish()
+    assert run.figures.exchanges == 76 and run.figures.statuses == {"ok": 75, "error": 1}
+    assert run.figures.errors == {"MEMBER_ID_REQUIRED": 1}
+    assert run.figures.topics["orders"] == 46
+    client_ids = {
+        s.labels["client_id"] for m in metrics.registry.collect() if m.name == "kdissect_requests" for s in m.samples
+    }
+    assert len(client_ids) == 4 and OTHER in client_ids  # three admitted, the rest as (other)
+    total = sum(
+        s.value
+        for m in metrics.registry.collect()
+        if m.name == "kdissect_requests"
+        for s in m.samples
+        if s.name == "kdissect_requests_total"
+    )
+    assert total == 76
