@@ -36,6 +36,7 @@ _SIZES = {
     "frame_heads": 512,
     "out_of_order_segments": 20_000,
     "inflating_batch": 24,
+    "many_exchanges": 20_000,
 }
 
 

@@ -117,7 +117,10 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     if bar is not None:
         bar.start()
     try:
-        run = local.analyze(args.captures, options, tables=wanted, writer=writer, progress=progress)
+        if writer is None:  # the summary alone: only what it shows is built
+            run = local.summary(args.captures, options, progress=progress)
+        else:
+            run = local.analyze(args.captures, options, tables=wanted, writer=writer, progress=progress)
     finally:
         if bar is not None:
             bar.stop()

@@ -95,6 +95,12 @@ def assert_bounded(runs: tuple[Run, Run, Run], budget: int = GiB, flat: bool = F
         assert grew < 48 + (small.peak_rss - base.peak_rss) // MiB // 2, f"peak RSS grew {grew} MiB for 2x input"
 
 
+def assert_flat(runs: tuple[Run, Run, Run], grow: int) -> None:
+    """Doubling the input adds less than ``grow`` bytes of peak RSS (a tighter ``flat``)."""
+    _, small, large = runs
+    assert large.peak_rss - small.peak_rss < grow, f"peak RSS {small.peak_rss >> 20} -> {large.peak_rss >> 20} MiB"
+
+
 def anomaly_count(stdout: str, kind: str) -> int:
     """How many anomalies of ``kind`` the summary printed."""
     found = re.search(rf"^  {kind}: ([\d,]+)", stdout, re.M)

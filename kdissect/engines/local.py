@@ -14,7 +14,7 @@ from os import PathLike
 from pathlib import Path
 from typing import Any, BinaryIO, Protocol
 
-from kdissect.analysis.summary import Summary, summarize
+from kdissect.analysis.summary import Figures, Summary
 from kdissect.events import Anomaly, Exchange, KafkaEvent
 from kdissect.kafka.pipeline import KafkaPipeline
 from kdissect.options import Options
@@ -27,6 +27,10 @@ from kdissect.tables.sink import Columns, TableSink, exchange_row
 PathArg = str | PathLike[str]
 Progress = Callable[[int], None]  # called with bytes read since the last call
 ALWAYS = ("connections", "anomalies")  # tables every run keeps: the summary reads them
+# What the terminal summary reads, all a run without output files builds (``summary``). A headline
+# figure that needs another table (a report's top partitions, say) adds that table here, and
+# ``analysis.summary.Figures.add`` takes its pieces as they are handed over.
+SUMMARY_TABLES = ("exchanges", "connections", "anomalies")
 
 
 class Writer(Protocol):
@@ -74,7 +78,8 @@ class RunStats:
 @dataclass(slots=True)
 class RunResult:
     """A finished run: its counters, the columns of the tables kept in memory (rows already
-    spilled to a writer are not among them), the headline figures and the files written."""
+    handed to a writer or to the figures are not among them), the headline figures and the files
+    written."""
 
     stats: RunStats
     tables: dict[str, Columns]
@@ -171,6 +176,22 @@ def analyze(
     return analyze_items(_read(paths, options, stats, progress), options, tables=tables, writer=writer, stats=stats)
 
 
+def summary(
+    paths: Iterable[PathArg],
+    options: Options | None = None,
+    *,
+    progress: Progress | None = None,
+) -> RunResult:
+    """The figures alone (``kdissect analyze`` without ``--out``): only ``SUMMARY_TABLES`` are
+    built, and their rows go into the figures piece by piece and are dropped, so memory does not
+    grow with the exchanges or the records (record batches are decoded, sizes only, for their
+    anomalies). The result holds no tables."""
+    options = options or Options()
+    stats = RunStats()
+    items = _read(paths, options, stats, progress)
+    return analyze_items(items, options, tables=SUMMARY_TABLES, stats=stats, keep=False)
+
+
 def analyze_items(
     items: Iterable[SourceEvent],
     options: Options | None = None,
@@ -178,19 +199,33 @@ def analyze_items(
     tables: Iterable[str] | None = None,
     writer: Writer | None = None,
     stats: RunStats | None = None,
+    keep: bool = True,
 ) -> RunResult:
-    """:func:`analyze` over any source's output (``stats`` collects what that source counted)."""
+    """:func:`analyze` over any source's output (``stats`` collects what that source counted);
+    with ``keep`` False the rows nobody writes are dropped once counted (:func:`summary`)."""
     options = options or Options()
     stats = stats if stats is not None else RunStats()
     wanted = list(tables) if tables is not None else list(TABLES)
-    sink = TableSink(wanted, options, spill=writer.write if writer is not None else None)
+    summed = {name for name in TABLES if name in wanted or name in ALWAYS}  # what the figures count
+    figures = Figures()
+
+    def hand_over(name: str, columns: Columns) -> None:
+        if name in summed:
+            figures.add(name, columns)
+        if writer is not None and name in wanted:
+            writer.write(name, columns)
+
+    spill = hand_over if writer is not None or not keep else None
+    sink = TableSink(wanted, options, spill=spill)
     sink.consume_all(events_from(items, options, stats=stats))
-    kept = {name: sink.columns(name) for name in TABLES if name in wanted or name in ALWAYS}
-    result = RunResult(stats, kept, summarize(kept, stats.source, stats.ignored_segments))
+    rest = {name: sink.take(name) for name in TABLES if name in summed}
+    for name, columns in rest.items():
+        figures.add(name, columns)
+    result = RunResult(stats, rest if keep else {}, figures.summary(stats.source, stats.ignored_segments))
     if writer is not None:
         if not stats.nothing_read:
             for name in wanted:
-                writer.write(name, kept[name])
+                writer.write(name, rest[name])
         result.written = writer.close()
     return result
 

@@ -13,7 +13,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..decoders import apis, schema
-from ..decoders.entities import Entry, has_error, is_error_field, walk
+from ..decoders.entities import Entry, carries_records, has_error, is_error_field, walk
 from ..decoders.error_codes import error_name, is_retriable
 from ..decoders.errors import CAP
 from ..decoders.records import LENGTHS_ONLY, RunMeter
@@ -28,8 +28,10 @@ from .rows import TableRows
 _NOT_PARTITION_TRAFFIC = apis.keys_with(apis.CLUSTER_STATE)
 _PARTITION_VALUES = ("fetch_offset", "committed_offset", "offset", "base_offset", "high_watermark",
                      "last_stable_offset", "log_start_offset", "timestamp", "leader_epoch")
-# Tables whose rows grow with the traffic's volume (not its request count) and that no summary reads.
-SPILLABLE = ("records", "batches", "partitions", "errors", "metadata_partitions")
+# Tables whose rows grow with the traffic: handed over in pieces (to a writer, or to the summary's
+# figures) as they grow; all but ``brokers`` (one row per broker). A counted ``anomalies`` row
+# handed over keeps its count (``take``).
+SPILLABLE = tuple(name for name in TABLES if name != "brokers")
 Columns = Mapping[str, list[Any] | Runs | Parts]  # a table's values per column name
 Spill = Callable[[str, Columns], None]
 
@@ -110,8 +112,11 @@ class TableSink:
     """Accumulates rows for every table from a stream of :mod:`kdissect.events`.
 
     With ``spill``, each ``SPILLABLE`` table's columns are handed over every ``options.spill_rows`` rows
-    and forgotten, so memory stays flat however many records the capture holds (a topic id is
-    named in spilled rows only if a Metadata response named it before they were spilled).
+    and forgotten, so memory stays flat however many exchanges and records the capture holds (a
+    topic id is named in spilled rows only if a Metadata response named it before they were spilled).
+
+    ``anomalies`` among the tables (without ``records`` or ``batches``) still has record batches
+    decoded, sizes only, for their anomalies (bad checksums, caps): what the summary counts.
     """
 
     def __init__(self, tables: Iterable[str] | None = None, options: Options | None = None,
@@ -120,6 +125,10 @@ class TableSink:
         options = options or Options()
         if options.limits.run is None:  # one decompression budget for the whole run
             options = replace(options, limits=replace(options.limits, run=RunMeter(options.decompressed_run)))
+        self._keeps_records = bool(self.wanted & {"records", "batches"})
+        self._decodes_records = self._keeps_records or "anomalies" in self.wanted
+        if not self._keeps_records:
+            options = replace(options, payloads=LENGTHS_ONLY)  # batches decoded for their anomalies only
         self.options = options
         self.spill = spill
         self.rows: dict[str, TableRows] = {name: TableRows(name) for name in TABLES}
@@ -139,6 +148,18 @@ class TableSink:
         elif isinstance(event, ConnectionSummary):
             self._connection(event)
             self._anomaly_runs.pop(event.conn_id, None)  # its anomalies are all in; forget their keys
+        if self.spill is not None:
+            self._spill_grown()
+
+    def _spill_grown(self) -> None:
+        """Hand over each table grown to ``spill_rows`` rows (records also by payload bytes)."""
+        assert self.spill is not None
+        big, rows = self._payload_held >= self.options.spill_bytes, self.options.spill_rows
+        for name in SPILLABLE:
+            if len(self.rows[name]) >= rows or (big and name == "records" and len(self.rows[name])):
+                self.spill(name, self.take(name))
+        if big:
+            self._payload_held = 0
 
     def _anomaly(self, kind: str, conn_id: int | None, direction: str | None, offset: int | None,
                  length: int | None, ts: int | None, detail: str) -> None:
@@ -173,8 +194,10 @@ class TableSink:
         assert first is not None
         # Only the exchanges table: requests need no walk, responses only down to their errors.
         lean = not self.wanted & {"partitions", "records", "batches", "brokers"}
-        req_entries = [] if lean else _entries(req)
-        resp_entries = _entries(resp, errors_only=lean) if not lean or _has_error(resp) else []
+        req_entries = _entries(req) if not lean or self._records_in(req) else []
+        resp_records = self._records_in(resp)
+        resp_entries = (_entries(resp, errors_only=lean and not resp_records)
+                        if not lean or resp_records or _has_error(resp) else [])  # fmt: skip
         self._learn_topic_ids(req_entries)
         self._learn_topic_ids(resp_entries)
         errors = response_errors(resp_entries)
@@ -186,17 +209,15 @@ class TableSink:
             self._partition_rows(ex, first, req, req_entries, resp_entries)
         if "brokers" in self.wanted and resp is not None:
             self._broker_rows(resp, resp_entries)
-        if self.wanted & {"records", "batches"}:
+        if self._decodes_records:
             self._record_rows(ex, req_entries, resp_entries)
         if self.details.wanted:
             self.details.add(ex, self.rows)
-        if self.spill is not None:
-            big, rows = self._payload_held >= self.options.spill_bytes, self.options.spill_rows
-            for name in SPILLABLE:
-                if len(self.rows[name]) >= rows or (big and name == "records" and len(self.rows[name])):
-                    self.spill(name, self.take(name))
-            if big:
-                self._payload_held = 0
+
+    def _records_in(self, msg: KafkaMessage | None) -> bool:
+        """Whether ``msg`` has record batches this sink decodes."""
+        found = _message_schema(msg) if self._decodes_records else None
+        return found is not None and carries_records(found)
 
     def _record_rows(self, ex: Exchange, req_entries: list[Entry], resp_entries: list[Entry]) -> None:
         base_offsets = produce_base_offsets(resp_entries) if ex.request is not None else {}

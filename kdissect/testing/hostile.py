@@ -130,6 +130,25 @@ def inflating_batch(n: int) -> bytes:
     return _one_connection(messages, mss=MSS_LOOPBACK)
 
 
+def many_exchanges(n: int) -> bytes:
+    """``n`` Produce requests of 8 records of 64 bytes, each answered: not hostile, just many
+    exchanges and records (what a summary run must not hold, nor a run with output files). The
+    client sends 1,000 requests at a time, then the broker their answers."""
+    records = [new_record(b"key-%d" % i, bytes(64), offset=i) for i in range(8)]
+    request = produce_with(encode_batch(records), cid=0)
+    answer = {
+        "responses": [{"name": "t", "partition_responses": [{"index": 0, "error_code": 0, "base_offset": 0}]}],
+        "throttle_time_ms": 0,
+    }
+    response = encode_response(0, 9, answer, correlation_id=0)
+    messages = []
+    for start in range(0, n, 1000):
+        cids = [struct.pack(">i", i) for i in range(start, min(n, start + 1000))]  # bytes 8-11, 4-7 of the frames
+        messages.append((0, b"".join(request[:8] + cid + request[12:] for cid in cids), T0 + start))
+        messages.append((1, b"".join(response[:4] + cid + response[8:] for cid in cids), T0 + start + 500))
+    return _one_connection(messages, mss=MSS_LOOPBACK)
+
+
 BUILDERS: dict[str, Callable[[int], bytes]] = {
     "ip_fragments": ip_fragments,
     "pipelined_requests": pipelined_requests,
@@ -140,4 +159,5 @@ BUILDERS: dict[str, Callable[[int], bytes]] = {
     "frame_heads": frame_heads,
     "out_of_order_segments": out_of_order_segments,
     "inflating_batch": inflating_batch,
+    "many_exchanges": many_exchanges,
 }
