@@ -2,12 +2,15 @@
 """Do the resource bounds cost anything on a normal capture? This tree against another, one run.
 
     python bench/bench_bounds.py --other /work/main --rounds 5
+    python bench/bench_bounds.py --other /work/main --rounds 1 --exchanges 100000 --summary
 
 Builds (once) ``bench/out/normal-bounds.pcap``: 16 connections of producers sending JSON records
 in every codec, 1,448-byte segments, answered by the broker, with Metadata in between (~40 MB).
 Then runs ``kdissect analyze CAPTURE --out DIR`` (every table, payloads kept) with this tree's
 code and with ``--other``'s, alternating, and prints the median CPU time (user + system of the
-child) and peak RSS of each, and the ratio. Run by hand; nothing here is a test.
+child) and peak RSS of each, and the ratio. ``--exchanges N`` measures ``many_exchanges(N)`` of
+``kdissect/testing/hostile.py`` instead (N answered Produce requests), ``--summary`` the run
+without ``--out``. Run by hand; nothing here is a test.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ sys.path.insert(0, str(TREE))
 from kdissect.decoders.codecs import CODEC_GZIP, CODEC_LZ4, CODEC_NONE, CODEC_SNAPPY, CODEC_ZSTD  # noqa: E402
 from kdissect.testing.conversation import tcp_conversation  # noqa: E402
 from kdissect.testing.encoder import encode_request, encode_response  # noqa: E402
+from kdissect.testing.hostile import many_exchanges  # noqa: E402
 from kdissect.testing.pcapwrite import write_capture  # noqa: E402
 from kdissect.testing.records_encode import encode_batch, new_record  # noqa: E402
 
@@ -90,9 +94,9 @@ def build(path: Path, connections: int = 16, exchanges: int = 600) -> None:
     path.write_bytes(write_capture(segments))
 
 
-def run(tree: Path, capture: Path) -> tuple[float, int]:
+def run(tree: Path, capture: Path, summary: bool = False) -> tuple[float, int]:
     with tempfile.TemporaryDirectory() as out:
-        argv = [sys.executable, "-m", "kdissect.cli", "analyze", str(capture), "--out", out]
+        argv = [sys.executable, "-m", "kdissect.cli", "analyze", str(capture), *([] if summary else ["--out", out])]
         proc = subprocess.Popen(argv, cwd=tree, stdout=subprocess.DEVNULL, env={**os.environ, "PYTHONPATH": str(tree)})
         _, status, usage = os.wait4(proc.pid, 0)
         if os.waitstatus_to_exitcode(status):
@@ -105,16 +109,25 @@ def main() -> None:
     ap.add_argument("--other", type=Path, required=True, help="another kdissect tree (e.g. /work/main)")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--capture", type=Path, default=HERE / "out" / "normal-bounds.pcap")
+    ap.add_argument("--exchanges", type=int, help="measure many_exchanges(N) of kdissect.testing.hostile")
+    ap.add_argument("--summary", action="store_true", help="the run without --out")
+    ap.add_argument("--build-only", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
-    if not args.capture.exists():
+    if args.exchanges:
+        args.capture = HERE / "out" / f"many-exchanges-{args.exchanges}.pcap"
+    if args.build_only:
         args.capture.parent.mkdir(parents=True, exist_ok=True)
-        build(args.capture)
+        args.capture.write_bytes(many_exchanges(args.exchanges)) if args.exchanges else build(args.capture)
+        return
+    if not args.capture.exists():  # built by a child: a child forked from a big process counts its memory
+        subprocess.run([sys.executable, __file__, *sys.argv[1:], "--build-only"], check=True)
     size = args.capture.stat().st_size
     results: dict[str, list[tuple[float, int]]] = {"this": [], "other": []}
     for _ in range(args.rounds):
-        results["this"].append(run(TREE, args.capture))
-        results["other"].append(run(args.other, args.capture))
-    print(f"{args.capture.name}: {size / 1e6:.1f} MB, {args.rounds} rounds, analyze --out (every table)")
+        results["this"].append(run(TREE, args.capture, args.summary))
+        results["other"].append(run(args.other, args.capture, args.summary))
+    mode = "analyze (the summary)" if args.summary else "analyze --out (every table)"
+    print(f"{args.capture.name}: {size / 1e6:.1f} MB, {args.rounds} rounds, {mode}")
     for name, tree in (("this", TREE), ("other", args.other)):
         cpu = statistics.median(r[0] for r in results[name])
         rss = max(r[1] for r in results[name]) >> 20

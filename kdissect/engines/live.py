@@ -196,11 +196,7 @@ class LiveRun:
         self.stats = SourceStats()
         self.packets = PacketDecoder(opts.options.defrag(), stats=self.stats)
         self.pipeline = KafkaPipeline(opts.options)
-        self.sink = (
-            TableSink(opts.tables, opts.options, spill=opts.spill)
-            if opts.spill is not None
-            else None
-        )
+        self.sink = TableSink(opts.tables, opts.options, spill=opts.spill) if opts.spill is not None else None
         self.figures = RollingFigures(window=opts.window_s)
         self.reader = ExchangeReader()
         self.recorder = recorder
