@@ -78,7 +78,8 @@ class Capture:
 
 
 def open_capture(path_or_paths: PathArg | Sequence[PathArg], options: Options | None = None, **knobs: Any) -> Capture:
-    """Open capture file(s) (pcap, pcapng, gzip of either) for analysis.
+    """Open capture file(s) (pcap, pcapng, gzip of either; a directory stands for the capture files
+    in it) for analysis. Raises ``FileNotFoundError`` at once for a path that does not exist.
 
     Settings are a :class:`kdissect.Options`, or its fields given by name: ``ports`` (where
     brokers listen), ``auto_detect`` (also analyse other TCP connections whose bytes decode as
@@ -88,6 +89,7 @@ def open_capture(path_or_paths: PathArg | Sequence[PathArg], options: Options | 
     ``payload_bytes``, ...: see :class:`kdissect.Options`).
     """
     paths = [path_or_paths] if isinstance(path_or_paths, str | PathLike) else list(path_or_paths)
+    paths = local.capture_paths(paths)  # a missing file fails here, not at the first table access
     if "ports" in knobs:
         knobs["ports"] = tuple(knobs["ports"])
     return Capture(paths, replace(options or Options(), **knobs))

@@ -1,5 +1,9 @@
 """Command line: parses arguments, makes one call into the local engine or the decoders, prints the
-report; never decodes or wires stages itself."""
+report; never decodes or wires stages itself.
+
+Exit status, defined once here (and in ``--help`` and the README): 0 when the input could be read
+(whatever it held), 1 when nothing could be read (no file is a capture, or a frame does not
+decode), 2 for a usage error (a bad option value, a missing file); errors are one line on stderr."""
 
 from __future__ import annotations
 
@@ -7,6 +11,7 @@ import argparse
 import json
 import os
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from kdissect import __version__
@@ -14,13 +19,24 @@ from kdissect.analysis.filters import FilterError
 from kdissect.decoders import DecodeError, decode_request, decode_response
 from kdissect.decoders.jsonable import to_jsonable
 from kdissect.decoders.records import LENGTHS_ONLY, Limits, Payloads
-from kdissect.options import Options
+from kdissect.options import DEFAULT_PORTS, Options
 from kdissect.report.render import safe_text, tree_lines
 from kdissect.sources.shapes import CaptureFormatError
+
+EXIT_OK, EXIT_NOTHING_READ, EXIT_USAGE = 0, 1, 2
+EXIT_STATUS_HELP = "exit status: 0 the input was read, 1 nothing could be read, 2 usage error"
 
 
 class UsageError(Exception):
     """Bad command-line input: printed as one line, exit status 2."""
+
+
+class NothingRead(Exception):
+    """No input could be read: printed as one line, exit status 1."""
+
+
+RESPONSE_HINT = (" (if these are a response's bytes, give its request's --api-key and --api-version; "
+                 "`kdissect show CAPTURE` prints both for every exchange)")
 
 
 def _read_frame(arg: str) -> bytes:
@@ -46,7 +62,10 @@ def cmd_decode(args: argparse.Namespace) -> int:
     if (args.api_key is None) != (args.api_version is None):
         raise UsageError("--api-key and --api-version go together (they select the response's request)")
     is_request = args.api_key is None
-    msg = decode_request(frame) if is_request else decode_response(frame, args.api_key, args.api_version)
+    try:
+        msg = decode_request(frame) if is_request else decode_response(frame, args.api_key, args.api_version)
+    except DecodeError as exc:
+        raise NothingRead(f"cannot decode: {exc}{RESPONSE_HINT if is_request else ''}") from None
     if args.json:
         print(json.dumps(to_jsonable(msg), indent=2))
     else:
@@ -58,8 +77,8 @@ def cmd_decode(args: argparse.Namespace) -> int:
 def _options(args: argparse.Namespace) -> Options:
     """The run's settings from the command line (record settings only where the command has them)."""
     knobs: dict = {"auto_detect": not args.no_auto_detect}
-    if args.ports:
-        knobs["ports"] = tuple(int(p) for p in args.ports.split(",") if p.strip())
+    if args.ports is not None:
+        knobs["ports"] = _ports(args.ports)
     if getattr(args, "max_decompressed", None) is not None:
         if args.max_decompressed < 1:
             raise UsageError("--max-decompressed takes a number of bytes >= 1")
@@ -75,7 +94,17 @@ def _options(args: argparse.Namespace) -> Options:
     return Options(**knobs)
 
 
-def _progress(paths: list[str]):
+def _ports(text: str) -> tuple[int, ...]:
+    """``--ports``: comma-separated TCP ports, each 1-65535."""
+    ports = []
+    for part in (p.strip() for p in text.split(",")):
+        if not (part.isascii() and part.isdigit() and 1 <= int(part) <= 65535):
+            raise UsageError(f"--ports: {part!r} is not a TCP port (1-65535); e.g. --ports 9092,19092")
+        ports.append(int(part))
+    return tuple(ports)
+
+
+def _progress(paths: list[Path]):
     """A rich progress bar on stderr when it is a terminal, else nothing."""
     if not sys.stderr.isatty():
         return None, None
@@ -88,15 +117,24 @@ def _progress(paths: list[str]):
     return bar, lambda n: bar.advance(task, n)
 
 
-def _check_readable(paths: list[str]) -> None:
-    for p in paths:
-        path = Path(p)
-        if not path.is_file():
-            raise UsageError(f"cannot read {p}: no such file")
+def _captures(args: argparse.Namespace) -> list[Path]:
+    """The capture files the arguments name (a directory: the capture files in it)."""
+    from kdissect.engines import local
+
+    try:
+        return local.capture_paths(args.captures)
+    except OSError as exc:  # a missing path, or a directory without captures: a bad argument
+        raise UsageError(str(exc)) from None
 
 
-def _nothing_read(captures: list[str]) -> UsageError:
-    return UsageError(f"nothing could be read from {', '.join(captures)}")
+def _nothing_read(captures: list[Path]) -> NothingRead:
+    return NothingRead(f"nothing could be read from {', '.join(map(str, captures))}")
+
+
+def _report_unreadable(unreadable: list[tuple[str, str]]) -> None:
+    """Files skipped because they are not captures (the others were analysed): one line each."""
+    for path, why in unreadable:
+        print(f"kdissect: skipped {safe_text(why if why.startswith(path) else f'{path}: {why}')}", file=sys.stderr)
 
 
 def cmd_analyze(args: argparse.Namespace) -> int:
@@ -105,28 +143,31 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     from kdissect.tables.columns import TABLES
     from kdissect.tables.writer import TableWriter
 
-    _check_readable(args.captures)
+    captures = _captures(args)
+    if args.out is None and (args.format is not None or args.tables is not None):
+        raise UsageError("--format and --tables say what --out writes: add --out DIR (or drop them)")
     wanted = [t.strip() for t in args.tables.split(",")] if args.tables else list(TABLES)
     unknown = [t for t in wanted if t not in TABLES]
     if unknown:
         raise UsageError(f"unknown table {unknown[0]!r} (known: {', '.join(TABLES)})")
     options = _options(args)
     local.tune_gc()
-    writer = TableWriter(Path(args.out), args.format) if args.out else None
-    bar, progress = _progress(args.captures)
+    writer = TableWriter(Path(args.out), args.format or "parquet") if args.out else None
+    bar, progress = _progress(captures)
     if bar is not None:
         bar.start()
     try:
         if writer is None:  # the summary alone: only what it shows is built
-            run = local.summary(args.captures, options, progress=progress)
+            run = local.summary(captures, options, progress=progress)
         else:
-            run = local.analyze(args.captures, options, tables=wanted, writer=writer, progress=progress)
+            run = local.analyze(captures, options, tables=wanted, writer=writer, progress=progress)
     finally:
         if bar is not None:
             bar.stop()
     if run.stats.nothing_read:
-        raise _nothing_read(args.captures)
-    for line in summary_lines(run.summary, args.captures):
+        raise _nothing_read(captures)
+    _report_unreadable(run.stats.unreadable)
+    for line in summary_lines(run.summary, [str(c) for c in captures]):
         print(line)
     for path, rows in run.written:
         print(f"wrote {path} ({rows:,} rows)")
@@ -136,26 +177,37 @@ def cmd_analyze(args: argparse.Namespace) -> int:
 def cmd_show(args: argparse.Namespace) -> int:
     from kdissect.analysis.filters import compile_filter
     from kdissect.engines import local
-    from kdissect.report.show import exchange_json, exchange_text
+    from kdissect.report.show import exchange_json, exchange_text, frame_files
     from kdissect.tables.columns import TABLES
 
-    _check_readable(args.captures)
-    options = _options(args)
+    captures = _captures(args)
+    options = replace(_options(args), keep_frames=args.raw or args.save_frames is not None)
     local.tune_gc()
     predicate = None
     if args.filter:
-        predicate = compile_filter(args.filter, {name for name, _ in TABLES["exchanges"]})
+        exchange_columns = TABLES["exchanges"]
+        predicate = compile_filter(args.filter, {name for name, _ in exchange_columns} | {"topics"},
+                                   {name for name, kind in exchange_columns if kind == "timestamp"})
+    save = Path(args.save_frames) if args.save_frames is not None else None
+    if save is not None:
+        save.mkdir(parents=True, exist_ok=True)
     stats = local.RunStats()
     shown = 0
-    for ex, row in local.exchanges(args.captures, options, where=predicate, stats=stats):
+    for ex, row in local.exchanges(captures, options, where=predicate, stats=stats, topics=True):
         shown += 1
         if args.json:
-            print(exchange_json(ex, row))
+            print(exchange_json(ex, row, raw=args.raw))
         else:
-            for line in exchange_text(ex, row, args.full):
+            for line in exchange_text(ex, row, args.full, raw=args.raw):
                 print(line)
+        if save is not None:
+            for name, frame in frame_files(ex):
+                (save / name).write_bytes(frame)
+                if not args.json:
+                    print(f"  saved {safe_text(str(save / name))}")
     if stats.nothing_read:
-        raise _nothing_read(args.captures)
+        raise _nothing_read(captures)
+    _report_unreadable(stats.unreadable)
     if not shown and not args.json:
         print("no matching Kafka exchanges")
     return 0
@@ -249,85 +301,142 @@ def cmd_report(args: argparse.Namespace) -> int:
     from kdissect.engines import local
     from kdissect.report.build import write_report
 
-    _check_readable(args.captures)
+    captures = _captures(args)
     local.tune_gc()
-    run = local.analyze(args.captures, replace(_options(args), payloads=LENGTHS_ONLY))  # sizes are enough
+    run = local.analyze(captures, replace(_options(args), payloads=LENGTHS_ONLY))  # sizes are enough
     if run.stats.nothing_read:
-        raise _nothing_read(args.captures)
-    out = write_report(analysis_frames(run.tables), run.summary, args.captures, Path(args.output), args.format)
+        raise _nothing_read(captures)
+    _report_unreadable(run.stats.unreadable)
+    out = write_report(analysis_frames(run.tables), run.summary, [str(c) for c in captures], Path(args.output),
+                       args.format)
     print(f"wrote {safe_text(str(out))} ({out.stat().st_size:,} bytes)")
     return 0
 
 
 def _capture_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("captures", nargs="+", metavar="CAPTURE", help="pcap/pcapng files (gzip allowed)")
-    p.add_argument("--ports", help="comma-separated broker ports (default 9092,9093,9094)")
-    p.add_argument("--no-auto-detect", action="store_true", help="only decode the broker ports, no detection")
+    p.add_argument("captures", nargs="+", metavar="CAPTURE",
+                   help="pcap or pcapng files, gzip allowed; a directory means the capture files in it "
+                        "(*.pcap, *.pcapng, *.cap, and .gz of them). Several files are read as one capture")
+    p.add_argument("--ports", metavar="P,P,...",
+                   help=f"comma-separated broker ports (default: {','.join(map(str, DEFAULT_PORTS))})")
+    p.add_argument("--no-auto-detect", action="store_true",
+                   help="decode only connections with an endpoint on --ports (default: also any other TCP "
+                        "connection whose bytes decode as Kafka requests)")
+
+
+FILTER_HELP = """filter (--filter EXPR): a Python-like expression over one exchange, true to show it.
+  columns: the exchanges table's (see the README), e.g. api_name, api_version, correlation_id,
+           client_id, client_ip, broker_port, status, error_name, latency_ms, request_bytes,
+           request_ts, response_ts; and topics (the topic names the request and response name)
+  operators: == != < <= > >= in, not in, is None, and or not, + - * / %, (...), [...] lists
+  strings in quotes; a missing value (None) compares false except with ==, != and is.
+  time: request_ts and response_ts compare with ISO strings ("2026-08-22T10:15:00Z"; no zone
+        means UTC), so a time window is  request_ts >= "..." and request_ts < "..."
+  examples:
+    --filter 'api_name == "Produce" and latency_ms > 100'
+    --filter '"payments" in topics and status != "ok"'
+    --filter 'request_ts >= "2026-08-22T10:15:00" and request_ts < "2026-08-22T10:16:00"'
+"""
 
 
 def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="kdissect", description="Kafka wire-protocol dissector and analyzer.")
+    from kdissect.tables.columns import TABLES
+    from kdissect.tables.writer import FORMATS, FORMATS_HELP
+
+    ap = argparse.ArgumentParser(prog="kdissect", description="Kafka wire-protocol dissector and analyzer.",
+                                 epilog=EXIT_STATUS_HELP)
     ap.add_argument("--version", action="version", version=f"kdissect {__version__}")
     sub = ap.add_subparsers(dest="command", required=True)
 
-    d = sub.add_parser("decode", help="decode one Kafka frame given as hex or @file")
-    d.add_argument("frame", help="hex bytes (with or without the 4-byte size prefix) or @FILE")
-    d.add_argument("--api-key", type=int, help="for a response: the api key of its request")
+    d = sub.add_parser("decode", help="decode one Kafka frame given as hex or @file", epilog=EXIT_STATUS_HELP)
+    d.add_argument("frame", help="hex bytes (with or without the 4-byte size prefix) or @FILE (raw bytes or hex; "
+                                 "`kdissect show CAPTURE --save-frames DIR` writes such files)")
+    d.add_argument("--api-key", type=int, help="for a response: the api key of its request (default: the bytes "
+                                               "are a request)")
     d.add_argument("--api-version", type=int, help="for a response: the api version of its request")
-    d.add_argument("--json", action="store_true", help="print JSON (bytes as hex, UUIDs as strings)")
-    d.add_argument("--full", action="store_true", help="show long byte values in full")
+    d.add_argument("--json", action="store_true", help="print JSON (bytes as hex, UUIDs as strings; default: a tree)")
+    d.add_argument("--full", action="store_true", help="show long byte values in full (default: first 64 bytes)")
     d.set_defaults(func=cmd_decode)
 
-    a = sub.add_parser("analyze", help="pair every request with its response and write tables")
+    a = sub.add_parser("analyze", help="pair every request with its response and write tables",
+                       formatter_class=argparse.RawDescriptionHelpFormatter,
+                       epilog=f"{FORMATS_HELP}\n{EXIT_STATUS_HELP}")
     _capture_args(a)
-    a.add_argument("--out", help="directory to write tables to (DIR/<table>.<ext>)")
-    a.add_argument("--format", choices=("parquet", "csv", "jsonl"), default="parquet")
-    a.add_argument("--tables", help="comma-separated tables to write (default: all)")
+    a.add_argument("--out", metavar="DIR", help="directory to write tables to, DIR/<table>.<format> "
+                                                "(default: none, print the summary only)")
+    a.add_argument("--format", choices=FORMATS, help="file format of the tables --out writes (default: parquet)")
+    a.add_argument("--tables", metavar="T,T,...",
+                   help=f"comma-separated tables --out writes (default: all): {', '.join(TABLES)}")
     keep = a.add_mutually_exclusive_group()
-    keep.add_argument("--no-payloads", action="store_true", help="records table without keys/values (sizes only)")
-    keep.add_argument("--preview", type=int, metavar="N", help="keep only the first N bytes of keys and values")
+    keep.add_argument("--no-payloads", action="store_true",
+                      help="records table without keys, values and header values: null, sizes only "
+                           "(default: kept whole)")
+    keep.add_argument("--preview", type=int, metavar="N", help="keep only the first N bytes of keys and values "
+                                                               "(default: kept whole)")
     a.add_argument("--max-decompressed", type=int, metavar="BYTES",
-                   help="cap on one batch's decompressed size (default 64 MiB); beyond it: an anomaly row")
+                   help="cap on one record batch's decompressed size (default: 67108864, 64 MiB); beyond it: an "
+                        "anomaly row")
     a.set_defaults(func=cmd_analyze)
 
-    s = sub.add_parser("show", help="print decoded requests with their responses")
+    s = sub.add_parser("show", help="print decoded requests with their responses",
+                       formatter_class=argparse.RawDescriptionHelpFormatter,
+                       epilog=f"{FILTER_HELP}\n{EXIT_STATUS_HELP}")
     _capture_args(s)
-    s.add_argument("--json", action="store_true", help="one JSON object per exchange")
-    s.add_argument("--filter", help='expression over exchange columns, e.g. api_name == "Produce" and latency_ms > 100')
-    s.add_argument("--full", action="store_true", help="show long byte values in full")
+    s.add_argument("--json", action="store_true", help="one JSON object per exchange (default: an indented tree)")
+    s.add_argument("--filter", metavar="EXPR", help='which exchanges to show (default: all), e.g. '
+                                                   'api_name == "Produce" and latency_ms > 100; see below')
+    s.add_argument("--full", action="store_true", help="show long byte values in full (default: first 64 bytes)")
+    s.add_argument("--raw", action="store_true", help="also print each frame's bytes as hex, size prefix included "
+                                                      "(default: only those of frames that did not decode)")
+    s.add_argument("--save-frames", metavar="DIR",
+                   help="write each shown frame to DIR/c<connection>-<correlation id>-<request|response>.bin "
+                        "(size prefix included), for `kdissect decode @FILE` (default: none)")
     s.set_defaults(func=cmd_show)
 
     li = sub.add_parser("live", help="watch a broker or client in real time (a device, or a growing capture)")
     src = li.add_mutually_exclusive_group(required=True)
-    src.add_argument("-i", "--interface", help="capture on this interface (libpcap; `any` for all)")
+    src.add_argument("-i", "--interface", help="capture on this interface (libpcap; `any` for all; default: "
+                                               "none, give -i or --read)")
     src.add_argument("--read", metavar="FILE|-",
-                     help="a capture being written, a rotated-capture directory, or - (stdin)")
+                     help="a capture being written, a rotated-capture directory, or - (stdin) (default: none)")
     li.add_argument("--port", type=int, action="append", help="broker port (repeatable); the kernel filter keeps only "
                     "these. Default: 9092-9094 plus auto-detection, which needs every TCP packet")
-    li.add_argument("--bpf", help="kernel capture filter instead of the one made from --port")
-    li.add_argument("--duration", type=float, metavar="S", help="stop after S seconds")
-    li.add_argument("--write", metavar="FILE.pcapng", help="also write every captured packet to this pcapng file")
-    li.add_argument("--out", help="directory to write tables to, in pieces as they grow (DIR/<table>.<ext>)")
-    li.add_argument("--format", choices=("parquet", "csv", "jsonl"), default="parquet")
+    li.add_argument("--bpf", help="kernel capture filter instead of the one made from --port (default: made from "
+                                  "--port)")
+    li.add_argument("--duration", type=float, metavar="S", help="stop after S seconds (default: until Ctrl-C)")
+    li.add_argument("--write", metavar="FILE.pcapng", help="also write every captured packet to this pcapng file "
+                                                          "(default: none)")
+    li.add_argument("--out", help="directory to write tables to, in pieces as they grow (DIR/<table>.<ext>; "
+                                  "default: none)")
+    li.add_argument("--format", choices=FORMATS, default="parquet", help="file format of --out (default: parquet)")
     li.add_argument("--tables", help="comma-separated tables to write (default: all)")
-    li.add_argument("--report", metavar="FILE.html", help="at the end, an HTML report of the raw packets (--write)")
-    li.add_argument("--metrics-port", type=int, metavar="N", help="serve Prometheus metrics on this port")
+    li.add_argument("--report", metavar="FILE.html", help="at the end, an HTML report of the raw packets (--write; "
+                                                         "default: none)")
+    li.add_argument("--metrics-port", type=int, metavar="N", help="serve Prometheus metrics on this port "
+                                                                 "(default: none)")
     li.add_argument("--max-label-values", type=int, default=100, metavar="N",
                     help="distinct brokers/client ids per metric label before `(other)` (default 100)")
-    li.add_argument("--quiet", action="store_true", help="a plain line every --interval seconds, no live table")
-    li.add_argument("--interval", type=float, default=10.0, metavar="S", help="seconds between plain lines")
-    li.add_argument("--no-follow", action="store_true", help="--read FILE: stop at its current end")
+    li.add_argument("--quiet", action="store_true", help="a plain line every --interval seconds, no live table "
+                                                         "(default: a live table on a terminal)")
+    li.add_argument("--interval", type=float, default=10.0, metavar="S", help="seconds between plain lines "
+                                                                             "(default 10)")
+    li.add_argument("--no-follow", action="store_true", help="--read FILE: stop at its current end (default: "
+                                                             "follow it as it grows)")
     li.add_argument("--idle-timeout", type=float, default=600.0, metavar="S",
                     help="end connections silent this long (their rows are written; default 600)")
     keep_live = li.add_mutually_exclusive_group()
-    keep_live.add_argument("--no-payloads", action="store_true", help="records table without keys/values")
-    keep_live.add_argument("--preview", type=int, metavar="N", help="keep only the first N bytes of keys and values")
-    li.add_argument("--max-decompressed", type=int, metavar="BYTES", help="cap on one batch's decompressed size")
+    keep_live.add_argument("--no-payloads", action="store_true", help="records table without keys/values: null "
+                                                                      "(default: kept whole)")
+    keep_live.add_argument("--preview", type=int, metavar="N", help="keep only the first N bytes of keys and values "
+                                                                    "(default: kept whole)")
+    li.add_argument("--max-decompressed", type=int, metavar="BYTES", help="cap on one batch's decompressed size "
+                                                                         "(default: 64 MiB)")
     li.set_defaults(func=cmd_live, ports=None, no_auto_detect=False)
 
     r = sub.add_parser("report", help="write a report: latency, errors, groups, lag, transactions, topology, plots")
     _capture_args(r)
-    r.add_argument("-o", "--output", required=True, metavar="FILE", help="where to write it, e.g. report.html")
+    r.add_argument("-o", "--output", required=True, metavar="FILE", help="where to write it, e.g. report.html "
+                                                                         "(required; no default)")
     r.add_argument("--format", choices=("html", "md", "json"), help="default: from FILE's extension, else html")
     r.set_defaults(func=cmd_report)
     return ap
@@ -342,19 +451,16 @@ def main(argv: list[str] | None = None) -> int:
         return args.func(args)
     except (UsageError, FilterError) as exc:  # a filter may also be refused while it runs (too large a value)
         print(f"kdissect: {safe_text(str(exc))}", file=sys.stderr)
-        return 2
-    except DecodeError as exc:
-        print(f"kdissect: cannot decode: {safe_text(str(exc))}", file=sys.stderr)
-        return 1
-    except CaptureFormatError as exc:
+        return EXIT_USAGE
+    except (NothingRead, CaptureFormatError) as exc:
         print(f"kdissect: {safe_text(str(exc))}", file=sys.stderr)
-        return 1
+        return EXIT_NOTHING_READ
     except BrokenPipeError:  # the reader went away (``kdissect show ... | head``): not an error
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nothing left to flush at exit
-        return 0
+        return EXIT_OK
     except OSError as exc:
         print(f"kdissect: {safe_text(str(exc))}", file=sys.stderr)
-        return 1
+        return EXIT_NOTHING_READ
     except KeyboardInterrupt:
         return 130
 

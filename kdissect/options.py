@@ -35,8 +35,10 @@ class Options:
     decode as Kafka requests within ``probe_limit`` bytes per direction is analysed too.
     ``max_frame`` is the largest size field believed. ``payloads`` says how much of each record key
     and value the records table keeps; ``limits`` bound record decoding (``max_decompressed``: one
-    batch's decompressed bytes, ``max_batches``: batches decoded per records field). The other
-    fields are the resource bounds of the other stages (memory in bytes, times in capture time).
+    batch's decompressed bytes, ``max_batches``: batches decoded per records field).
+    ``keep_frames`` keeps every frame's bytes on its message (``raw``), not only those that did not
+    decode (``show --raw`` and ``--save-frames``). The other fields are the resource bounds of the
+    other stages (memory in bytes, times in capture time).
     """
 
     def defrag(self) -> DefragLimits:
@@ -51,6 +53,7 @@ class Options:
     probe_limit: int = DEFAULT_PROBE_LIMIT
     payloads: Payloads = FULL
     limits: Limits = DEFAULT_LIMITS
+    keep_frames: bool = False
 
     # -- capture sources --------------------------------------------------------------------
     gunzip_ratio: int = GUNZIP_RATIO  # a gzip capture may inflate this many times its compressed size...

@@ -34,7 +34,7 @@ class Run:
 _MARK = "@@measured"
 _LAUNCHER = f"""
 import os, subprocess, sys
-child = subprocess.Popen(sys.argv[1:])
+child = subprocess.Popen(sys.argv[1:], stderr=subprocess.STDOUT)
 _, status, usage = os.wait4(child.pid, 0)
 print("\\n{_MARK}", os.waitstatus_to_exitcode(status), usage.ru_utime + usage.ru_stime, usage.ru_maxrss, flush=True)
 """
@@ -46,7 +46,8 @@ def run_cli(capture: Path, *args: str) -> Run:
     argv = [sys.executable, "-m", "kdissect.cli", command[0], str(capture), *command[1:]]
     env = {**os.environ, "PYTHONHASHSEED": "0"}
     launched = subprocess.run([sys.executable, "-c", _LAUNCHER, *argv], capture_output=True, text=True, env=env)
-    out, _, measured = (launched.stdout + launched.stderr).rpartition(_MARK)
+    out, _, measured = launched.stdout.rpartition(_MARK)
+    assert measured, launched.stderr
     returncode, cpu_s, maxrss_kib = measured.split()
     return Run(float(cpu_s), int(maxrss_kib) * 1024, out, int(returncode))
 

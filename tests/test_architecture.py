@@ -26,7 +26,7 @@ ALLOWED: dict[str, set[str]] = {
     "events": {"reassembly"},
     "kafka": {"decoders", "options", "events", "reassembly", "sources"},
     "tables": {"decoders", "options", "events", "reassembly"},
-    "analysis": {"tables", "sources"},
+    "analysis": {"decoders", "tables", "sources"},
     "report": {"analysis", "decoders", "events"},
     "engines": {"decoders", "options", "events", "sources", "kafka", "tables", "analysis"},
     "capture": {"engines", "options", "events", "tables"},

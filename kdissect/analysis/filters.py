@@ -1,7 +1,9 @@
 """A small, safe expression language over exchange columns for ``kdissect show --filter``.
 
 ``api_name == "Produce" and latency_ms > 100`` — Python syntax restricted to comparisons,
-boolean logic, arithmetic, ``in`` and literals. No attribute access, calls or subscripts,
+boolean logic, arithmetic, ``in`` and literals. A string compared with a timestamp column
+(``request_ts >= "2026-08-22T10:15:00Z"``) is read as an ISO 8601 time, so a time window is two
+comparisons. No attribute access, calls or subscripts,
 so a filter can't run code; and no value it builds (a repeated or joined string or list) may
 exceed :data:`MAX_BUILT` items, so a filter can't exhaust memory either.
 """
@@ -10,8 +12,10 @@ from __future__ import annotations
 
 import ast
 import operator
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
+
+from kdissect.decoders.jsonable import parse_iso_ns
 
 _CMP: dict[type, Callable[[Any, Any], bool]] = {
     ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le,
@@ -31,14 +35,16 @@ class FilterError(ValueError):
     """The filter expression is not valid (one line, shown to the user)."""
 
 
-def compile_filter(expr: str, columns: set[str]) -> Callable[[dict[str, Any]], bool]:
+def compile_filter(expr: str, columns: set[str], timestamps: Iterable[str] = ()) -> Callable[[dict[str, Any]], bool]:
     """Parse once; the returned predicate evaluates a row dict. Comparisons with a missing
-    (None) value are false rather than errors, so ``latency_ms > 100`` skips unanswered rows."""
+    (None) value are false rather than errors, so ``latency_ms > 100`` skips unanswered rows.
+    ``timestamps`` are the columns holding ns since the epoch: strings compared with them are times."""
     try:
         tree = ast.parse(expr, mode="eval")
     except SyntaxError as exc:
         raise FilterError(f"bad filter: {exc.msg}") from None
     _check(tree.body, columns)
+    _times(tree.body, frozenset(timestamps))
 
     def predicate(row: dict[str, Any]) -> bool:
         try:
@@ -60,6 +66,22 @@ def _check(node: ast.AST, columns: set[str]) -> None:
         raise FilterError(f"not allowed in a filter: {type(node).__name__}")
     for child in ast.iter_child_nodes(node):
         _check(child, columns)
+
+
+def _times(node: ast.AST, timestamps: frozenset[str]) -> None:
+    """Turn each string compared with a timestamp column into its ns since the epoch."""
+    for child in ast.walk(node):
+        if not isinstance(child, ast.Compare):
+            continue
+        operands = [child.left, *child.comparators]
+        if not any(isinstance(o, ast.Name) and o.id in timestamps for o in operands):
+            continue
+        for o in operands:
+            if isinstance(o, ast.Constant) and isinstance(o.value, str):
+                ns = parse_iso_ns(o.value)
+                if ns is None:
+                    raise FilterError(f"not a time: {o.value!r} (ISO 8601, e.g. \"2026-08-22T10:15:00Z\")")
+                o.value = ns
 
 
 def _check_built_size(op: ast.operator, left: Any, right: Any) -> None:

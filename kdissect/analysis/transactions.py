@@ -10,7 +10,8 @@ aborted by whichever of three rules applies, and ``rule`` says which:
 - ``EndTxn abort``: it was produced inside a transaction its producer ended with EndTxn(abort).
 
 A record of a transaction whose COMMIT marker or EndTxn(commit) is in the capture is committed;
-otherwise its outcome is ``unknown``.
+otherwise its outcome is ``unknown``. The records table's ``aborted`` column already applies the
+abort rules (``kdissect.tables.transactions``); ``aborted_by`` names the rule, read here.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ if TYPE_CHECKING:
     import pandas as pd
 
 RULE_MARKER, RULE_BROKER, RULE_END_TXN = "abort marker", "broker aborted list", "EndTxn abort"
+# The records table's ``aborted_by`` values (kdissect.tables.transactions) as these rules' names.
+_TABLE_RULES = {"aborted_transactions": RULE_BROKER, "abort_marker": RULE_MARKER, "end_txn": RULE_END_TXN}
 
 
 def transactions(tables: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
@@ -138,7 +141,8 @@ def transactional_records(tables: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
         if marker is not None:
             outcome, rule = ("aborted", RULE_MARKER) if marker == "abort" else ("committed", "commit marker")
         if flag(r.aborted):
-            outcome, rule = "aborted", rule if rule == RULE_MARKER else RULE_BROKER
+            by = getattr(r, "aborted_by", None)
+            outcome, rule = "aborted", rule if rule == RULE_MARKER else _TABLE_RULES.get(by, RULE_BROKER)
         if r.direction == "produce" and outcome == "unknown":
             ended = _ending(end_txns.get(r.producer_id, []), r.request_ts)
             if ended is not None:

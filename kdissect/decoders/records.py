@@ -143,9 +143,11 @@ class RunMeter:
 class Payloads:
     """How much of each key, value and header value to keep: all (``keep`` None) or the first
     ``keep`` bytes; 0 keeps sizes only (payloads ``b""``). Null stays None whatever the mode, and
-    header keys are always kept whole."""
+    header keys are always kept whole. ``null`` (with ``keep`` 0): tables show the payloads as null,
+    not as empty bytes (``--no-payloads``: there is a value, it was not kept)."""
 
     keep: int | None = None
+    null: bool = False
 
     @classmethod
     def preview(cls, n: int) -> Payloads:
@@ -156,7 +158,7 @@ class Payloads:
 
 DEFAULT_LIMITS = Limits()
 FULL = Payloads(None)
-LENGTHS_ONLY = Payloads(0)
+LENGTHS_ONLY = Payloads(0, null=True)
 
 
 @dataclass(slots=True)

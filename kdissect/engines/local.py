@@ -20,9 +20,9 @@ from kdissect.kafka.pipeline import KafkaPipeline
 from kdissect.options import Options
 from kdissect.sources.files import iter_capture
 from kdissect.sources.segment import TcpSegment
-from kdissect.sources.shapes import SourceAnomaly, SourceEvent, SourceStats
+from kdissect.sources.shapes import CaptureFormatError, SourceAnomaly, SourceEvent, SourceStats
 from kdissect.tables.columns import TABLES
-from kdissect.tables.sink import Columns, TableSink, exchange_row
+from kdissect.tables.sink import Columns, TableSink, exchange_row, exchange_topics
 
 PathArg = str | PathLike[str]
 Progress = Callable[[int], None]  # called with bytes read since the last call
@@ -31,6 +31,32 @@ ALWAYS = ("connections", "anomalies")  # tables every run keeps: the summary rea
 # figure that needs another table (a report's top partitions, say) adds that table here, and
 # ``analysis.summary.Figures.add`` takes its pieces as they are handed over.
 SUMMARY_TABLES = ("exchanges", "connections", "anomalies")
+CAPTURE_SUFFIXES = (".pcap", ".pcapng", ".cap")  # what a directory argument is searched for (also + ".gz")
+UNREADABLE_FILE = "unreadable_file"  # the anomaly kind of a file that is not a capture
+
+
+def capture_paths(paths: Iterable[PathArg]) -> list[Path]:
+    """The capture files named: a directory stands for the capture files in it (by suffix, sorted by
+    name). Raises ``FileNotFoundError`` for a path that does not exist, ``IsADirectoryError`` for a
+    directory holding no capture file, so a bad argument fails at once, not at the first read."""
+    out: list[Path] = []
+    for arg in paths:
+        path = Path(arg)
+        if path.is_dir():
+            found = sorted(p for p in path.iterdir() if p.is_file() and _is_capture_name(p.name))
+            if not found:
+                suffixes = ", ".join(f"*{s}" for s in CAPTURE_SUFFIXES)
+                raise IsADirectoryError(f"{path} is a directory with no capture file ({suffixes}, or .gz of them)")
+            out.extend(found)
+        elif path.is_file():
+            out.append(path)
+        else:
+            raise FileNotFoundError(f"{path}: no such file")
+    return out
+
+
+def _is_capture_name(name: str) -> bool:
+    return name.lower().removesuffix(".gz").endswith(CAPTURE_SUFFIXES)
 
 
 class Writer(Protocol):
@@ -63,6 +89,7 @@ class RunStats:
     source: SourceStats = field(default_factory=SourceStats)
     per_file: list[SourceStats] = field(default_factory=list)
     ignored_segments: int = 0
+    unreadable: list[tuple[str, str]] = field(default_factory=list)  # (file, why) of files that are no capture
 
     @property
     def nothing_read(self) -> bool:
@@ -92,26 +119,32 @@ def _source_anomaly(a: SourceAnomaly) -> Anomaly:
 
 
 def _read(
-    paths: Iterable[PathArg],
-    options: Options,
-    stats: RunStats,
-    progress: Progress | None,
+    paths: Iterable[PathArg], options: Options, stats: RunStats, progress: Progress | None
 ) -> Iterator[SourceEvent]:
     """The files' segments and anomalies, one file after the other, counted into ``stats``, within
-    the sources' bounds of ``options``."""
+    the sources' bounds of ``options``. A file that is not a capture is skipped (named in
+    ``stats.unreadable`` and an anomaly row) and the others read; only when no file is a capture
+    does ``CaptureFormatError`` end the run."""
     for path in paths:
         stats.files += 1
         source_stats = SourceStats()
-        with Path(path).open("rb") as raw:
-            reader: BinaryIO = _CountingReader(raw, progress) if progress else raw  # type: ignore[assignment]
-            yield from iter_capture(
-                reader,
-                stats=source_stats,
-                defrag=options.defrag(),
-                gunzip_ratio=options.gunzip_ratio,
-                gunzip_free=options.gunzip_free,
-            )
+        try:
+            with Path(path).open("rb") as raw:
+                reader: BinaryIO = _CountingReader(raw, progress) if progress else raw  # type: ignore[assignment]
+                yield from iter_capture(
+                    reader,
+                    stats=source_stats,
+                    defrag=options.defrag(),
+                    gunzip_ratio=options.gunzip_ratio,
+                    gunzip_free=options.gunzip_free,
+                )
+        except CaptureFormatError as exc:
+            stats.unreadable.append((str(path), str(exc)))
+            source_stats.anomalies += 1
+            yield SourceAnomaly(UNREADABLE_FILE, f"{path}: {exc}")
         stats.add(source_stats)
+    if stats.unreadable and len(stats.unreadable) == stats.files:
+        raise CaptureFormatError("; ".join(f"{path}: {why}" for path, why in stats.unreadable))
 
 
 def events_from(
@@ -150,12 +183,16 @@ def exchanges(
     *,
     where: Callable[[dict[str, Any]], bool] | None = None,
     stats: RunStats | None = None,
+    topics: bool = False,
 ) -> Iterator[tuple[Exchange, dict[str, Any]]]:
     """Each exchange with its ``exchanges`` table row, those ``where`` accepts (a predicate over the
-    row, e.g. :func:`kdissect.analysis.filters.compile_filter`'s)."""
+    row, e.g. :func:`kdissect.analysis.filters.compile_filter`'s). With ``topics``, the row also
+    holds ``topics``: the topic names its request and response name."""
     for ev in events(paths, options, stats=stats):
         if isinstance(ev, Exchange):
             row = exchange_row(ev)
+            if topics:
+                row["topics"] = exchange_topics(ev)
             if where is None or where(row):
                 yield ev, row
 

@@ -12,7 +12,7 @@ from kdissect.events import Anomaly, KafkaEvent
 from kdissect.kafka.session import KafkaConnection
 from kdissect.options import Options
 from kdissect.reassembly.reassembler import TcpReassembler
-from kdissect.reassembly.streams import StreamData, StreamEnd, StreamGap, StreamStart
+from kdissect.reassembly.streams import StreamConflict, StreamData, StreamEnd, StreamGap, StreamStart
 from kdissect.sources.segment import TcpSegment
 
 
@@ -56,6 +56,10 @@ class KafkaPipeline:
                 conn = self._connection(ev.conn_id)
                 if conn is not None:
                     out.extend(conn.gap(ev.direction, ev.offset, ev.length, ev.ts_ns, ev.reason))
+            elif isinstance(ev, StreamConflict):
+                conn = self.connections.get(ev.conn_id)
+                if conn is not None:
+                    out.extend(conn.conflict(ev))
             elif isinstance(ev, StreamStart):
                 ports = self.options.ports
                 if self.options.auto_detect or ev.a[1] in ports or ev.b[1] in ports:

@@ -10,6 +10,16 @@ is the client's. A connection that shows no Kafka request within ``probe_limit``
 declared not Kafka and dropped, so unrelated traffic costs little. Which of these phases a
 connection is in (probing, kafka, sasl-raw, encrypted, not-kafka, closed) is kept by a
 :class:`~kdissect.kafka.lifecycle.Lifecycle`, whose rules are stated in that module.
+
+Anomalies are Kafka's only once the connection is: until a frame proves it, what framing gives up
+(gaps, skipped bytes) is held, with a bound, and reported only if Kafka turns up. A connection
+never identified as Kafka yields no anomaly (it is a row of the connections table, ``is_kafka``
+false), except one ``not_kafka`` when it sits on a broker port. A direction picked up mid-stream
+is one ``midstream`` anomaly whose length is what was skipped before its first frame boundary.
+
+Responses to requests the capture does not hold (orphans) are decoded by inference
+(:mod:`kdissect.kafka.inference`) from every request kind seen on the connection: they wait for
+its end, within a bound (beyond it, they are inferred from the requests seen so far).
 """
 
 from __future__ import annotations
@@ -22,16 +32,20 @@ from kdissect.decoders import apis
 from kdissect.decoders.errors import DecodeError
 from kdissect.events import Anomaly, ConnectionSummary, Endpoint, Exchange, KafkaEvent, KafkaMessage
 from kdissect.kafka.framing import Frame, FrameSplitter, FramingEvent, Lost, Skipped, Validator
+from kdissect.kafka.inference import Pair, infer_request
 from kdissect.kafka.lifecycle import Lifecycle, State
 from kdissect.kafka.pairing import Pairer, expects_response
 from kdissect.kafka.validators import RequestValidator, ResponseValidator
 from kdissect.options import Options
-from kdissect.reassembly.streams import DirectionStats
+from kdissect.reassembly.streams import DirectionStats, StreamConflict
 
 SASL_HANDSHAKE = apis.key_of("SaslHandshake")
 API_VERSIONS = apis.key_of("ApiVersions")
 _I = struct.Struct(">i")
 ANSWERED_ACKS0 = "the broker answered a Produce request sent with acks=0 (Kafka brokers never do)"
+MAX_HELD = 256  # framing anomalies held while a connection is not yet known to be Kafka
+MAX_HELD_ORPHANS = 64  # orphan responses waiting for the connection's end to infer their request
+MAX_HELD_ORPHAN_BYTES = 4 << 20
 
 
 def _cut_reason(frame: Frame) -> str:
@@ -69,7 +83,13 @@ class KafkaConnection:
         self._seen_data = [False, False]
         self._probed = [0, 0]
         self._undecodable_run = [0, 0]
-        self._early_skips: list[tuple[int, Skipped]] = []  # skipped before the roles were known
+        self._held: list[tuple[int, Skipped | Lost | StreamConflict]] = []  # anomalies before Kafka was proven
+        self._held_dropped = 0
+        # direction -> its midstream start and the bytes skipped since, until its first frame boundary
+        self._midstream: dict[int, tuple[Lost, int]] = {}
+        self._pairs: dict[Pair, None] = {}  # (key, version) of the requests seen, in order
+        self._orphans: list[tuple[KafkaMessage, Frame]] = []  # waiting for the end of the connection
+        self._orphan_bytes = 0
         if self.request_dir is not None:
             self._set_roles(self.request_dir)
         else:
@@ -124,13 +144,19 @@ class KafkaConnection:
                 and not any(s.awaiting_candidate for s in self.splitters)):
             # A plausible frame still arriving (a big Produce picked up mid-stream) is waited
             # for; the splitter bounds that wait by its hunt buffer.
-            events.extend(self._not_kafka(ts_ns))
+            events.extend(self._not_kafka())
         return events
 
     def gap(self, direction: int, offset: int, length: int | None, ts_ns: int, reason: str) -> list[KafkaEvent]:
         if self.life.done:
             return []
         return self._handle(direction, self.splitters[direction].gap(offset, length, ts_ns, reason))
+
+    def conflict(self, ev: StreamConflict) -> list[KafkaEvent]:
+        """A retransmission carried other bytes than the copy kept (and decoded)."""
+        if self.life.done:
+            return []
+        return self._handle_framing(ev.direction, [ev])
 
     def end(self, ts_ns: int, reason: str, stats: tuple[DirectionStats, DirectionStats] | None = None,
             ) -> list[KafkaEvent]:
@@ -143,19 +169,26 @@ class KafkaConnection:
         if not done:  # requests first: responses proven at the end may answer them
             for d in sorted((0, 1), key=lambda d: d != self.request_dir):
                 events.extend(self._handle(d, self.splitters[d].finish()))
+        events.extend(self._release_orphans())
         for d, s in enumerate(self.splitters):
             at, left = s.pending()
             if left and not s.stopped:
-                events.append(
-                    Anomaly("truncated_frame", self.conn_id, self._role(d), at, left, ts_ns,
-                            f"{left} bytes of an incomplete frame at the end of the connection")
-                )
+                if self.summary.is_kafka:
+                    events.extend(self._midstream_boundary(d))
+                    events.append(
+                        Anomaly("truncated_frame", self.conn_id, self._role(d), at, left, ts_ns,
+                                f"{left} bytes of an incomplete frame at the end of the connection")
+                    )
                 self.summary.skipped_bytes += left
+        if self.summary.is_kafka:
+            for d in sorted(self._midstream):
+                events.extend(self._midstream_boundary(d))
         skipped = sum(s.skipped_bytes for s in self.splitters)
-        if not done and self.request_dir is not None and not self.summary.is_kafka and skipped:
-            # on a Kafka port (elsewhere non-Kafka connections are dropped silently by design)
-            events.append(Anomaly("not_kafka", self.conn_id, None, None, None, ts_ns,
-                                  f"no Kafka frame in this connection's bytes ({skipped} skipped)"))
+        unread = skipped + self.summary.skipped_bytes
+        if not done and self.request_dir is not None and not self.summary.is_kafka and unread:
+            # Once, on a Kafka port (elsewhere a connection that is not Kafka is only a connections row)
+            events.append(Anomaly("not_kafka", self.conn_id, None, None, unread, ts_ns,
+                                  f"no Kafka frame in this connection's {unread} bytes"))
         if stats is not None:
             for st in stats:
                 self.summary.retransmissions += st.retransmissions
@@ -179,38 +212,80 @@ class KafkaConnection:
                 ev.client, ev.broker = self.summary.client, self.summary.broker
         return out
 
-    def _handle_framing(self, direction: int, framing: list[FramingEvent]) -> list[KafkaEvent]:
+    def _handle_framing(self, direction: int, framing: list[FramingEvent | StreamConflict]) -> list[KafkaEvent]:
         out: list[KafkaEvent] = []
         for ev in framing:
             if isinstance(ev, Frame):
                 out.extend(self._frame(direction, ev))
-            elif isinstance(ev, Skipped):
-                if self.life.state is State.PROBING and ev.reason.startswith("resync"):
-                    self._early_skips.append((direction, ev))  # reported only if this turns out to be Kafka
+            elif not self.summary.is_kafka:  # reported only if this turns out to be Kafka
+                if len(self._held) < MAX_HELD:
+                    self._held.append((direction, ev))
                 else:
-                    out.append(self._skipped(direction, ev))
-            elif isinstance(ev, Lost):
-                self.summary.gaps += 1
-                self.summary.gap_bytes += ev.length or 0
-                length = "unknown" if ev.length is None else f"{ev.length}"
-                out.append(Anomaly("gap" if ev.reason != "midstream" else "midstream", self.conn_id,
-                                   self._role(direction), ev.offset, ev.length, ev.ts_ns,
-                                   f"{length} bytes missing from the capture ({ev.reason})"))
+                    self._held_dropped += 1
+            else:
+                out.extend(self._framing_anomaly(direction, ev))
+        return out
+
+    def _framing_anomaly(self, direction: int, ev: Skipped | Lost | StreamConflict) -> list[KafkaEvent]:
+        if isinstance(ev, StreamConflict):
+            return [Anomaly("retransmission_conflict", self.conn_id, self._role(direction), ev.offset, ev.length,
+                            ev.ts_ns, f"a retransmitted copy of {ev.length} bytes differs from the copy decoded "
+                            "(the first copy was kept)")]
+        if isinstance(ev, Lost):
+            if ev.reason == "midstream":  # reported with what its first boundary skipped
+                self._midstream[direction] = (ev, 0)
+                return []
+            self.summary.gaps += 1
+            self.summary.gap_bytes += ev.length or 0
+            length = "unknown" if ev.length is None else f"{ev.length}"
+            return [Anomaly("gap", self.conn_id, self._role(direction), ev.offset, ev.length, ev.ts_ns,
+                            f"{length} bytes missing from the capture ({ev.reason})")]
+        pending = self._midstream.get(direction)
+        if pending is not None and ev.reason == "resync" and ev.offset == pending[0].offset + pending[1]:
+            self._midstream[direction] = (pending[0], pending[1] + ev.length)  # still before the first boundary
+            return []
+        return [*self._midstream_boundary(direction), self._skipped(direction, ev)]
+
+    def _midstream_boundary(self, direction: int) -> list[KafkaEvent]:
+        """The midstream anomaly of a direction, once its first boundary is known, with the bytes
+        skipped before it (the rest of a frame whose beginning was not captured) as its length."""
+        pending = self._midstream.pop(direction, None)
+        if pending is None:
+            return []
+        start, skipped = pending
+        return [Anomaly("midstream", self.conn_id, self._role(direction), start.offset, skipped, start.ts_ns,
+                        f"picked up mid-stream: {skipped} bytes before the first frame boundary skipped")]
+
+    def _release_held(self) -> list[KafkaEvent]:
+        """The connection proved to be Kafka: the framing anomalies held until now, in order."""
+        out: list[KafkaEvent] = []
+        for direction, ev in self._held:
+            out.extend(self._framing_anomaly(direction, ev))
+        if self._held_dropped:
+            out.append(Anomaly("overflow", self.conn_id, None, None, None, self.summary.first_ts,
+                               f"{self._held_dropped} framing anomalies before the first Kafka frame not kept"))
+        self._held.clear()
+        self._held_dropped = 0
         return out
 
     def _frame(self, direction: int, frame: Frame) -> list[KafkaEvent]:
-        if self.life.state is State.PROBING:
+        probing = self.life.state is State.PROBING
+        events: list[KafkaEvent] = []
+        if probing:
             # The first frame a request validator accepted tells us who the client is.
             self._set_roles(direction)
-            self.summary.is_kafka = True
-            events = [self._skipped(d, ev) for d, ev in self._early_skips]
-            self._early_skips.clear()
             if self.syn_seen:  # the answers start at the stream's first byte: no need to hunt
                 self.splitters[1 - direction].sync_at_start()
-            events.extend(self._frame(direction, frame))
+        if not self.summary.is_kafka:
+            self.summary.is_kafka = True
+            events.extend(self._release_held())
+        events.extend(self._midstream_boundary(direction))
+        events.extend(self._decoded(direction, frame))
+        if probing:
             events.extend(self._handle(1 - direction, self.splitters[1 - direction].rescan()))
-            return events
-        self.summary.is_kafka = True
+        return events
+
+    def _decoded(self, direction: int, frame: Frame) -> list[KafkaEvent]:
         if direction == self.request_dir:
             self.summary.bytes_to_broker += 4 + frame.size
             self.summary.frames_to_broker += 1
@@ -231,6 +306,7 @@ class KafkaConnection:
             size=frame.size,
             ts_first=frame.ts_first,
             ts_last=frame.ts_last,
+            raw=frame.data if self.options.keep_frames else None,
         )
 
     def _request(self, frame: Frame) -> list[KafkaEvent]:
@@ -252,6 +328,8 @@ class KafkaConnection:
         if msg.warnings:
             msg.raw = data
         self._learn_from_request(msg)
+        assert msg.api_key is not None and msg.api_version is not None
+        self._pairs[(msg.api_key, msg.api_version)] = None
         return list(self.pairer.add_request(msg))
 
     def _response(self, frame: Frame) -> list[KafkaEvent]:
@@ -279,8 +357,33 @@ class KafkaConnection:
                 self.summary.sasl_tokens += 1
                 return []
             msg.raw = data
-            return [Exchange(self.conn_id, None, msg, "orphan_response")]
+            if len(self._orphans) < MAX_HELD_ORPHANS and self._orphan_bytes + len(data) <= MAX_HELD_ORPHAN_BYTES:
+                self._orphans.append((msg, frame))  # inferred at the end, from every request seen
+                self._orphan_bytes += len(data)
+                return []
+            return [self._orphan(msg, frame)]
         return [*settled, *self._answer(request, msg, data, frame, overtook)]
+
+    def _release_orphans(self) -> list[KafkaEvent]:
+        out: list[KafkaEvent] = [self._orphan(msg, frame) for msg, frame in self._orphans]
+        for ex in out:
+            assert isinstance(ex, Exchange)
+            ex.client, ex.broker = self.summary.client, self.summary.broker
+        self._orphans.clear()
+        self._orphan_bytes = 0
+        return out
+
+    def _orphan(self, msg: KafkaMessage, frame: Frame) -> Exchange:
+        """An orphan response, decoded when exactly one request explains it (marked ``inferred``)."""
+        pair = infer_request(frame.data, self._pairs)
+        if pair is None:
+            return Exchange(self.conn_id, None, msg, "orphan_response")
+        msg.api_key, msg.api_version = pair
+        decoded = decode_api.decode_response_frame(frame.data, *pair)
+        msg.header, msg.body = decoded["header"], decoded["body"]
+        msg.warnings = [{"code": "inferred", "message": f"request not captured: answers {apis.name_of(pair[0])} "
+                         f"v{pair[1]} (inferred: the one request whose response decodes to these bytes)"}]
+        return Exchange(self.conn_id, None, msg, "orphan_response", inferred=True)
 
     def _answer(self, request: KafkaMessage, msg: KafkaMessage, data: bytes, frame: Frame,
                 overtook: bool) -> list[KafkaEvent]:
@@ -401,14 +504,17 @@ class KafkaConnection:
         self._stop_all()
         self.summary.encrypted = True
         self.summary.is_kafka = self.request_dir is not None or self.summary.is_kafka
+        if not self.summary.is_kafka:  # TLS on a port nobody said was Kafka's: not a Kafka anomaly
+            return []
         return [Anomaly("tls", self.conn_id, self._role(direction), offset, None, ts_ns,
                         "TLS records on this connection: encrypted, not decoded")]
 
-    def _not_kafka(self, ts_ns: int) -> list[KafkaEvent]:
+    def _not_kafka(self) -> list[KafkaEvent]:
+        """Probing found no Kafka: the connections table says so (``is_kafka`` false); no anomaly."""
         self.life.move(State.NOT_KAFKA)
         self._stop_all()
-        return [Anomaly("not_kafka", self.conn_id, None, None, None, ts_ns,
-                        f"no Kafka request in the first {self.options.probe_limit} bytes: not decoded")]
+        self._held.clear()
+        return []
 
     def _stop_all(self) -> None:
         for s in self.splitters:

@@ -5,11 +5,20 @@ from ``sources``.
 """
 
 from kdissect.reassembly.reassembler import TcpReassembler
-from kdissect.reassembly.streams import DirectionStats, ReassemblyEvent, StreamData, StreamEnd, StreamGap, StreamStart
+from kdissect.reassembly.streams import (
+    DirectionStats,
+    ReassemblyEvent,
+    StreamConflict,
+    StreamData,
+    StreamEnd,
+    StreamGap,
+    StreamStart,
+)
 
 __all__ = [
     "DirectionStats",
     "ReassemblyEvent",
+    "StreamConflict",
     "StreamData",
     "StreamEnd",
     "StreamGap",

@@ -4,7 +4,8 @@ Offsets are 64-bit stream positions; a 32-bit sequence number is mapped to the o
 nearest to the delivery point, which is what makes wrap-around across 2**32 invisible.
 
 Rules (the *why* lives next to each method):
-- first copy wins: bytes already delivered or held are never replaced or delivered again;
+- first copy wins: bytes already delivered or held are never replaced or delivered again; a copy
+  whose bytes differ from the one kept is reported (``StreamConflict``, see ``conflicts``);
 - a hole becomes a gap when the peer's ACK proves the receiver got bytes past it ("lost"),
   when held out-of-order data would exceed the buffer bound ("window"), or at close ("lost");
 - a segment the snap length cut short delivers its captured bytes and a "snaplen" gap;
@@ -14,10 +15,14 @@ Rules (the *why* lives next to each method):
 
 from __future__ import annotations
 
+from collections import deque
+from collections.abc import Iterable
+
 from ..sources.segment import FIN, SYN
+from .conflicts import RECENT_CHUNK, RECENT_CHUNKS, differing
 from .ooo_buffer import CHUNK_OVERHEAD, OutOfOrderBuffer
 from .seqnum import SEQ_HALF, SEQ_MASK, seq_delta
-from .streams import DirectionStats, ReassemblyEvent, StreamData, StreamGap
+from .streams import DirectionStats, ReassemblyEvent, StreamConflict, StreamData, StreamGap
 
 # The largest window TCP can advertise (65535 << 14). Data or an ACK further ahead of the
 # delivery point cannot belong to this stream, so it is ignored rather than trusted.
@@ -34,6 +39,7 @@ class HalfStream:
         "_max_buffer",
         "_pending",
         "_pending_cost",
+        "_recent",
         "_settle_segments",
         "base",
         "conn_id",
@@ -63,6 +69,8 @@ class HalfStream:
         self._settle_segments = settle_segments
         self._pending: list[_Pending] = []  # data seen before ``base`` is known
         self._pending_cost = 0
+        # The last few delivered chunks (of at most RECENT_CHUNK bytes), to compare retransmissions with.
+        self._recent: deque[tuple[int, bytes]] = deque(maxlen=RECENT_CHUNKS)
 
     @property
     def finished(self) -> bool:
@@ -98,6 +106,8 @@ class HalfStream:
                 # The hot path: exactly the next bytes, nothing held, nothing cut by the snap
                 # length, no FIN yet. (Nothing held means nothing was seen beyond ``nxt``.)
                 out.append(StreamData(self.conn_id, self.direction, nxt, payload, ts))
+                if wire <= RECENT_CHUNK:
+                    self._recent.append((nxt, payload))
                 self.stats.bytes += wire
                 self.next_off = self.high_off = nxt + wire
             else:
@@ -247,6 +257,7 @@ class HalfStream:
         if end <= nxt:
             st.retransmissions += 1
             st.overlap_bytes += end - off
+            self._compare(off, payload, self._recent, ts, out)
             return
         if end - nxt > MAX_AHEAD:
             st.anomalies += 1
@@ -255,6 +266,8 @@ class HalfStream:
         if end > self.high_off:
             self.high_off = end
         buf = self._buf
+        if off < nxt:
+            self._compare(off, payload[: nxt - off], self._recent, ts, out)
         if off <= nxt and (not buf.cost or end <= buf.first_start):
             if off < nxt:
                 st.overlap_bytes += nxt - off
@@ -269,6 +282,8 @@ class HalfStream:
         if off < nxt:
             payload = payload[nxt - off :]
             off = nxt
+        if buf.cost:
+            self._compare(off, payload, buf.held(off, end), ts, out)
         kept = buf.insert(off, end, payload, ts)
         if not kept:
             st.retransmissions += 1
@@ -312,12 +327,23 @@ class HalfStream:
         n = len(data)
         if n:
             out.append(StreamData(self.conn_id, self.direction, off, data, ts))
+            if n <= RECENT_CHUNK:
+                self._recent.append((off, data))
             self.stats.bytes += n
         if off + n < end:
             self._gap(off + n, end - off - n, "snaplen", ts, out)
 
+    def _compare(self, off: int, data: bytes, kept: Iterable[tuple[int, bytes]], ts: int,
+                 out: list[ReassemblyEvent]) -> None:
+        """A copy of bytes already kept (``kept``: chunks of them): report where it differs."""
+        found = differing(off, data, kept)
+        if found is not None:
+            self.stats.conflicts += 1
+            out.append(StreamConflict(self.conn_id, self.direction, found[0], found[1] - found[0], ts))
+
     def _gap(self, off: int, length: int | None, reason: str, ts: int, out: list[ReassemblyEvent]) -> None:
         out.append(StreamGap(self.conn_id, self.direction, off, length, ts, reason))
-        self.stats.gaps += 1
+        if reason != "midstream":  # a late start is no hole in what was captured
+            self.stats.gaps += 1
         if length:
             self.stats.gap_bytes += length

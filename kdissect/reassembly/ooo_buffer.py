@@ -99,6 +99,17 @@ class OutOfOrderBuffer:
         chunks[i:j] = merged
         return kept
 
+    def held(self, start: int, end: int) -> list[tuple[int, bytes]]:
+        """(start, captured bytes) of the chunks that overlap ``[start, end)``."""
+        chunks = self._chunks
+        i = max(self._head, bisect_right(chunks, start, lo=self._head, key=_start) - 1)
+        out = []
+        while i < len(chunks) and chunks[i][0] < end:
+            if chunks[i][1] > start:
+                out.append((chunks[i][0], chunks[i][2]))
+            i += 1
+        return out
+
     def take_contiguous(self, offset: int) -> list[Chunk]:
         """Remove and return the chunks that continue the stream from ``offset`` without a hole."""
         chunks = self._chunks

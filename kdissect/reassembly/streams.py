@@ -55,6 +55,18 @@ class StreamGap:
     reason: str
 
 
+@dataclass(frozen=True, slots=True)
+class StreamConflict:
+    """A retransmitted or overlapping copy of bytes already kept carried other bytes at
+    ``[offset, offset + length)`` (the first and last that differ); the first copy was kept."""
+
+    conn_id: int
+    direction: int
+    offset: int
+    length: int
+    ts_ns: int
+
+
 @dataclass(slots=True)
 class DirectionStats:
     """Counters for one direction, reported when the connection ends."""
@@ -65,9 +77,10 @@ class DirectionStats:
     overlap_bytes: int = 0  # bytes received again (dropped, first copy kept)
     out_of_order: int = 0  # segments that arrived ahead of a hole
     keepalives: int = 0
-    gaps: int = 0
-    gap_bytes: int = 0  # known-length gap bytes (a midstream gap has no length)
+    gaps: int = 0  # holes in what was captured (a direction picked up mid-stream is not one)
+    gap_bytes: int = 0  # known-length gap bytes
     zero_window_probes: int = 0
+    conflicts: int = 0  # copies of bytes already kept that carried other bytes (first copy kept)
     anomalies: int = 0  # segments contradicting the stream: data past the FIN, a second FIN, RST payload...
     ignored_bytes: int = 0  # payload bytes of those segments, not part of the stream
 
@@ -85,4 +98,4 @@ class StreamEnd:
     stats: tuple[DirectionStats, DirectionStats] = field(default=(DirectionStats(), DirectionStats()))
 
 
-ReassemblyEvent = StreamStart | StreamData | StreamGap | StreamEnd
+ReassemblyEvent = StreamStart | StreamData | StreamGap | StreamConflict | StreamEnd

@@ -25,9 +25,11 @@ ANOMALY_MEANING = {
     "tls": "encrypted connections",
     "not_kafka": "connections on Kafka ports that carried no Kafka",
     "truncated_file": "capture file cut short",
+    "unreadable_file": "files that are not captures (skipped; the others were read)",
     "corrupt_record": "capture records with impossible framing",
     "crc_mismatch": "record batches whose checksum is wrong",
     "decompression_capped": "record batches inflating past the memory cap",
+    "retransmission_conflict": "retransmitted bytes that differ from the copy decoded",
     "cap": "cut by a resource bound (see the README's table of bounds)",
 }
 # The reassembler's counters worth a word when not zero (the others are in the connections table).

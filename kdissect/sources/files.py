@@ -15,7 +15,7 @@ from kdissect.sources.decoder import CaptureDecoder
 from kdissect.sources.defrag import DefragLimits
 from kdissect.sources.gunzip import GUNZIP_FREE, GUNZIP_RATIO, GZIP_MAGIC, GzipStream
 from kdissect.sources.record_loop import ReaderLimits
-from kdissect.sources.shapes import SourceAnomaly, SourceEvent, SourceStats
+from kdissect.sources.shapes import CaptureFormatError, SourceAnomaly, SourceEvent, SourceStats
 
 DEFAULT_CHUNK_SIZE = 1 << 20
 
@@ -36,7 +36,8 @@ def iter_capture(
     ``source`` is a path or a binary file object (left open). Pass ``stats`` to read the
     counters while or after iterating. ``defrag`` and ``gunzip_*`` bound what the input may
     cost (:class:`kdissect.sources.gunzip.GzipStream`). Raises ``CaptureFormatError`` if the input is
-    not a capture, ``OSError`` if it cannot be read.
+    not a capture (naming the gzip damage when that is why no capture bytes came), ``OSError``
+    if it cannot be read.
     """
     with ExitStack() as stack:
         if isinstance(source, str | os.PathLike):
@@ -45,13 +46,20 @@ def iter_capture(
             stream = source
         decoder = CaptureDecoder(limits, defrag, stats)
         gzip = GzipStream(chunk_size, gunzip_ratio, gunzip_free)
-        for piece in _capture_bytes(_read_chunks(stream, chunk_size), gzip):
-            if isinstance(piece, SourceAnomaly):
-                decoder.stats.anomalies += 1
-                yield piece
-            else:
-                yield from decoder.feed(piece)
-        yield from decoder.close()
+        damage: SourceAnomaly | None = None
+        try:
+            for piece in _capture_bytes(_read_chunks(stream, chunk_size), gzip):
+                if isinstance(piece, SourceAnomaly):
+                    decoder.stats.anomalies += 1
+                    damage = damage or piece
+                    yield piece
+                else:
+                    yield from decoder.feed(piece)
+            yield from decoder.close()
+        except CaptureFormatError:
+            if damage is None:
+                raise
+            raise CaptureFormatError(f"{damage.message}; no capture could be read") from None
 
 
 def _read_chunks(stream: BinaryIO, chunk_size: int) -> Iterator[bytes]:

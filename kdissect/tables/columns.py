@@ -40,6 +40,7 @@ TABLES: dict[str, list[tuple[str, str]]] = {
         ("throttle_time_ms", "int32"),
         ("status", "category"),
         ("out_of_order", "bool"),
+        ("inferred", "bool"),
         ("warnings", "string"),
     ],
     "partitions": [
@@ -142,6 +143,7 @@ TABLES: dict[str, list[tuple[str, str]]] = {
         ("base_sequence", "int32"),
         ("transactional", "bool"),
         ("aborted", "bool"),
+        ("aborted_by", "category"),  # the rule that marked it (kdissect.tables.transactions)
     ],
     "batches": [
         ("connection_id", "int64"),

@@ -1,9 +1,8 @@
 """Rows for the ``records`` and ``batches`` tables from Produce requests and Fetch responses.
 
 Produce batches carry client-side offsets (usually from 0); the paired response's
-``base_offset`` turns them into the log offsets the broker assigned. Fetch responses list
-aborted transactions per partition; records of a transactional batch from such a producer,
-at or after the transaction's first offset, are flagged ``aborted``.
+``base_offset`` turns them into the log offsets the broker assigned. Which records are
+``aborted`` (and by which rule) is decided in :mod:`kdissect.tables.transactions`.
 """
 
 from __future__ import annotations
@@ -13,11 +12,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from kdissect.decoders.entities import Entry
-from kdissect.decoders.records import CONTROL_TYPES, Batch, RecordSet, decode_records
+from kdissect.decoders.records import CONTROL_TYPES, RecordSet, decode_records
 from kdissect.events import Exchange, KafkaMessage
 from kdissect.options import Options
 from kdissect.tables.blocks import MAX_MS, WIRE
 from kdissect.tables.rows import TableRows
+from kdissect.tables.transactions import BROKER_LIST, TransactionMarks, listed_as_aborted
 
 _TIMESTAMP_TYPES = {0: "create_time", 1: "log_append_time"}
 
@@ -56,9 +56,14 @@ def produce_base_offsets(resp_entries: list[Entry]) -> dict[tuple[str | None, in
             for e in resp_entries if e.has_partition and e.scalars.get("base_offset", -1) >= 0}
 
 
-def _is_aborted(batch: Batch, aborted: list[tuple[int, int]]) -> bool:
-    return batch.is_transactional and any(pid == batch.producer_id and first <= batch.last_offset
-                                          for pid, first in aborted)
+def null_payloads(table: TableRows) -> None:
+    """Keys, values and header values of the records table as null (sizes and header keys kept):
+    how ``--no-payloads`` shows that a payload was there but not kept."""
+    for name in ("key", "value"):
+        column = table.listed(name)
+        column[:] = [None] * len(column)
+    headers = table.listed("headers")
+    headers[:] = [[(k, None) for k, _ in h] if h else h for h in headers]
 
 
 def batch_rows(ex: Exchange, direction: str, parts: list[PartitionRecords]) -> Iterator[dict[str, Any]]:
@@ -86,8 +91,10 @@ def batch_rows(ex: Exchange, direction: str, parts: list[PartitionRecords]) -> I
 
 
 def add_records(table: TableRows, ex: Exchange, direction: str, parts: list[PartitionRecords],
-                base_offsets: dict[tuple[str | None, int | None], int]) -> None:
-    """Add a row per record to the ``records`` table, a batch at a time (see :mod:`.rows`)."""
+                base_offsets: dict[tuple[str | None, int | None], int], marks: TransactionMarks,
+                spilled: int = 0) -> None:
+    """Add a row per record to the ``records`` table, a batch at a time (see :mod:`.rows`);
+    ``spilled``: rows of the table already handed on, so ``marks`` can number rows."""
     first = ex.request or ex.response
     assert first is not None
     for part in parts:
@@ -97,6 +104,13 @@ def add_records(table: TableRows, ex: Exchange, direction: str, parts: list[Part
             n = b.records_decoded
             if not n:
                 continue
+            aborted = listed_as_aborted(b, part.aborted)
+            if b.is_control and direction == "fetch":
+                marks.control(part.topic, part.topic_id, part.partition, b)
+            elif b.is_transactional and not aborted:
+                last = b.last_offset if direction == "fetch" else (assigned + index + n - 1 if assigned is not None
+                                                                   else None)
+                marks.batch(direction, part.topic, part.topic_id, part.partition, b, last, spilled + len(table), n)
             # A produce request's offsets are placeholders until the broker assigns them: absolute
             # only when the paired response gave the base offset, else unknown (not the placeholder).
             first_offset = assigned + index if assigned is not None else (WIRE if direction == "fetch" else None)
@@ -108,7 +122,8 @@ def add_records(table: TableRows, ex: Exchange, direction: str, parts: list[Part
                 "batch_bytes": b.decompressed_size or b.size, "batch_compressed_bytes": b.compressed_size or None,
                 "crc_ok": b.crc_ok, "is_control": b.is_control, "producer_id": b.producer_id,
                 "producer_epoch": b.producer_epoch, "base_sequence": b.base_sequence,
-                "transactional": b.is_transactional, "aborted": _is_aborted(b, part.aborted),
+                "transactional": b.is_transactional, "aborted": aborted,
+                "aborted_by": BROKER_LIST if aborted else None,
                 "timestamp_type": _TIMESTAMP_TYPES.get(b.timestamp_type) if b.timestamp_type is not None else None,
             }
             if b.columns is not None:

@@ -16,16 +16,19 @@ from ..decoders import apis, schema
 from ..decoders.entities import Entry, carries_records, has_error, is_error_field, walk
 from ..decoders.error_codes import error_name, is_retriable
 from ..decoders.errors import CAP
-from ..decoders.records import LENGTHS_ONLY, RunMeter
+from ..decoders.records import LENGTHS_ONLY, Payloads, RunMeter
 from ..events import Anomaly, ConnectionSummary, Exchange, KafkaEvent, KafkaMessage
 from ..options import Options
 from .columns import DETAIL_TABLES, TABLES, TCP_COUNTERS, Parts, Runs
 from .details import DetailRows
-from .record_rows import add_records, batch_rows, produce_base_offsets, record_fields
+from .record_rows import add_records, batch_rows, null_payloads, produce_base_offsets, record_fields
 from .rows import TableRows
+from .transactions import TransactionMarks
 
 # Cluster-state broadcasts list every partition of the cluster: not per-partition traffic.
 _NOT_PARTITION_TRAFFIC = apis.keys_with(apis.CLUSTER_STATE)
+_END_TXN = apis.key_of("EndTxn")
+OPEN_TXN_HOLD = 4  # records are spilled at this many times spill_rows while a transaction is open (or by bytes)
 _PARTITION_VALUES = ("fetch_offset", "committed_offset", "offset", "base_offset", "high_watermark",
                      "last_stable_offset", "log_start_offset", "timestamp", "leader_epoch")
 # Tables whose rows grow with the traffic: handed over in pieces (to a writer, or to the summary's
@@ -96,8 +99,15 @@ def exchange_row(ex: Exchange, errors: list[tuple[Entry, str, int]] | None = Non
         "throttle_time_ms": resp.body.get("throttle_time_ms") if decoded else None,
         "status": status,
         "out_of_order": ex.out_of_order,
+        "inferred": ex.inferred,
         "warnings": "; ".join(warnings) if warnings else None,
     }
+
+
+def exchange_topics(ex: Exchange) -> list[str]:
+    """The topic names an exchange's request and response name, in order, each once (for filters)."""
+    found = (e.context.topic for msg in (ex.request, ex.response) for e in _entries(msg))
+    return list(dict.fromkeys(t for t in found if t is not None))
 
 
 def _tcp_counters(c: ConnectionSummary) -> dict[str, int]:
@@ -134,6 +144,8 @@ class TableSink:
         self.rows: dict[str, TableRows] = {name: TableRows(name) for name in TABLES}
         self.topic_names: dict[uuid.UUID, str] = {}
         self._brokers_seen: set[tuple] = set()
+        self.transactions = TransactionMarks(self.topic_names)
+        self.spilled: dict[str, int] = dict.fromkeys(TABLES, 0)  # rows already handed to ``spill``
         self.details = DetailRows(self.wanted & set(DETAIL_TABLES))
         # Per connection (None: the capture itself), per (kind, direction): [rows so far, index of the counted row].
         self._anomaly_runs: dict[int | None, dict[tuple[str, str | None], list[int]]] = {}
@@ -152,11 +164,14 @@ class TableSink:
             self._spill_grown()
 
     def _spill_grown(self) -> None:
-        """Hand over each table grown to ``spill_rows`` rows (records also by payload bytes)."""
+        """Hand over each table grown to ``spill_rows`` rows (records also by payload bytes, and while
+        a transaction is open only at ``OPEN_TXN_HOLD`` times that, so its abort can still mark them)."""
         assert self.spill is not None
-        big, rows = self._payload_held >= self.options.spill_bytes, self.options.spill_rows
+        big, limit = self._payload_held >= self.options.spill_bytes, self.options.spill_rows
         for name in SPILLABLE:
-            if len(self.rows[name]) >= rows or (big and name == "records" and len(self.rows[name])):
+            rows = len(self.rows[name])
+            hold = name == "records" and self.transactions.open and rows < OPEN_TXN_HOLD * limit
+            if (rows >= limit and not hold) or (big and name == "records" and rows):
                 self.spill(name, self.take(name))
         if big:
             self._payload_held = 0
@@ -211,6 +226,10 @@ class TableSink:
             self._broker_rows(resp, resp_entries)
         if self._decodes_records:
             self._record_rows(ex, req_entries, resp_entries)
+            if self._keeps_records and req is not None and req.api_key == _END_TXN and req.body is not None \
+                    and not errors:
+                body = req.body
+                self.transactions.end_txn(body["producer_id"], body["producer_epoch"], body["committed"])
         if self.details.wanted:
             self.details.add(ex, self.rows)
 
@@ -229,7 +248,8 @@ class TableSink:
             if "batches" in self.wanted:
                 self.rows["batches"].extend(batch_rows(ex, direction, parts))
             if "records" in self.wanted:
-                add_records(self.rows["records"], ex, direction, parts, base_offsets)
+                add_records(self.rows["records"], ex, direction, parts, base_offsets, self.transactions,
+                            self.spilled["records"])
                 self._payload_held += sum(b.decompressed_size or b.size for p in parts for b in p.records.batches)
             role = "request" if msg.is_request else "response"
             for part in parts:
@@ -240,11 +260,12 @@ class TableSink:
             self._stop_keeping_payloads(ex)
 
     def _stop_keeping_payloads(self, ex: Exchange) -> None:
-        """The records held in memory reached the payload budget: keep sizes only from here on."""
+        """The records held in memory reached the payload budget: keep sizes only from here on (as
+        empty bytes, not ``--no-payloads``' nulls, which would blank the payloads kept before)."""
         self._payload_held = 0
-        if self.options.payloads == LENGTHS_ONLY:
+        if self.options.payloads.keep == 0:
             return
-        self.options = replace(self.options, payloads=LENGTHS_ONLY)
+        self.options = replace(self.options, payloads=Payloads(0))
         first = ex.request or ex.response
         assert first is not None
         self._anomaly(CAP, ex.conn_id, None, None, None, first.ts_first,
@@ -353,11 +374,16 @@ class TableSink:
         """The table's rows so far, column by column, topic ids named."""
         rows = self.rows[name]
         self._resolve_topic_ids(rows)
+        if name == "records":
+            self.transactions.apply(rows, self.spilled[name])
+            if self.options.payloads.null and len(rows):
+                null_payloads(rows)
         return rows.columns
 
     def take(self, name: str) -> Columns:
         """The table's columns so far, forgetting them (what ``spill`` receives)."""
         columns = self.columns(name)
+        self.spilled[name] += len(self.rows[name])
         self.rows[name] = TableRows(name)
         if name == "anomalies":  # a counted row handed over keeps its count; more start a new one
             for runs in self._anomaly_runs.values():

@@ -1,17 +1,37 @@
-"""Tables to files: Parquet (straight from the columns through Arrow, no pandas), CSV, JSON Lines."""
+"""Tables to files: Parquet (straight from the columns through Arrow, no pandas), CSV, JSON Lines.
+
+The three formats hold the same cells; how each writes them is stated once, in ``FORMATS_HELP``
+(shown by ``kdissect analyze --help`` and in the README).
+"""
 
 from __future__ import annotations
 
+import csv
 import json
+import uuid
+from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
-from kdissect.decoders.jsonable import to_jsonable
-from kdissect.tables.columns import TABLES
+from kdissect.decoders.jsonable import iso_ns
+from kdissect.tables.columns import TABLES, cells
 from kdissect.tables.sink import Columns
 
 FORMATS = ("parquet", "csv", "jsonl")
+FORMATS_HELP = """table files (--out DIR --format F): DIR/<table>.<F>, one line or row per table row.
+  parquet  times: timestamp[ns, UTC]; keys and values: binary; headers: a list of {key: string,
+           value: binary} structs (pandas reads each back as a list of {'key': ..., 'value': ...}
+           dicts); names: dictionary-encoded strings; nulls: null. An empty table: a file with
+           the columns and no row.
+  csv      a header line, then one line per row; times: ISO 8601 UTC with nine fraction digits
+           (2026-08-22T10:15:04.989512123Z); keys and values: hex; headers: a JSON array of
+           [key, value as hex or null]; booleans: true/false; null: an empty cell. An empty
+           table: the header line only.
+  jsonl    one JSON object per line, the cells of csv, but headers a JSON array (not text) and
+           null as null. An empty table: an empty file.
+  --no-payloads writes keys, values and header values as null (their sizes stay in key_size and
+  value_size); --preview N keeps their first N bytes."""
 
 
 class TableWriter:
@@ -20,7 +40,7 @@ class TableWriter:
     Parquet pieces go through one writer per table with the table's fixed Arrow schema, on a
     background thread: Parquet encoding and compression run without the GIL, so they overlap
     the decoding of what follows (one piece at a time, so memory stays bounded). Text formats
-    append (CSV writes its header once). Bytes become hex in text formats (lists and dicts JSON).
+    append (CSV writes its header once), cell by cell as ``FORMATS_HELP`` says.
     """
 
     def __init__(self, out: Path, fmt: str) -> None:
@@ -44,24 +64,10 @@ class TableWriter:
                 self._pool = ThreadPoolExecutor(1, thread_name_prefix="parquet")
             self._pending = self._pool.submit(self._write_parquet, name, path, table)
             return
-        from kdissect.tables.frames import to_dataframe
-
-        text_df = to_dataframe(name, columns)
-        self.rows[name] = self.rows.get(name, 0) + len(text_df)
-        for col in text_df.columns:
-            if text_df[col].dtype == object:
-                text_df[col] = text_df[col].map(
-                    lambda v: (
-                        json.dumps(to_jsonable(v))
-                        if isinstance(v, list | dict | tuple)
-                        else (bytes(v).hex() if isinstance(v, bytes | bytearray) else v)
-                    )
-                )
-        with path.open("w" if first else "a", newline="") as f:
-            if self.fmt == "csv":
-                text_df.to_csv(f, index=False, header=first)
-            else:
-                text_df.to_json(f, orient="records", lines=True, date_format="iso", date_unit="ns")
+        names = [n for n, _ in TABLES[name]]
+        with path.open("w" if first else "a", newline="", encoding="utf-8") as f:
+            n = _write_text(f, self.fmt, names, _text_rows(name, columns), header=first)
+        self.rows[name] = self.rows.get(name, 0) + n
 
     def _write_parquet(self, name: str, path: Path, table: Any) -> None:
         import pyarrow.parquet as pq
@@ -87,3 +93,52 @@ class TableWriter:
                 writer.close()
         order = [name for name in TABLES if name in self.rows]
         return [(self.out / f"{name}.{self.fmt}", self.rows[name]) for name in order]
+
+
+def _text_cell(kind: str, value: Any) -> Any:
+    """One cell as JSON Lines holds it (CSV then turns lists into JSON text and None into an empty cell)."""
+    if value is None:
+        return None
+    if kind == "timestamp":
+        return iso_ns(value)
+    if kind == "bytes":
+        return bytes(value).hex()
+    if kind == "headers":
+        return [[k, None if v is None else bytes(v).hex()] for k, v in value]
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    if isinstance(value, float) and value != value:  # NaN: no value
+        return None
+    return value
+
+
+def _text_rows(name: str, columns: Columns) -> Iterator[list[Any]]:
+    kinds = TABLES[name]
+    values = [cells(columns[n]) for n, _ in kinds]
+    for row in zip(*values, strict=True):
+        yield [_text_cell(kind, v) for (_, kind), v in zip(kinds, row, strict=True)]
+
+
+def _csv_cell(value: Any) -> Any:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list):
+        return json.dumps(value, ensure_ascii=False)
+    return value
+
+
+def _write_text(f: TextIO, fmt: str, names: list[str], rows: Iterator[list[Any]], *, header: bool) -> int:
+    """Rows as CSV (a header line when ``header``) or JSON Lines; returns how many were written."""
+    n = 0
+    if fmt == "csv":
+        out = csv.writer(f, lineterminator="\n")
+        if header:
+            out.writerow(names)
+        for row in rows:
+            out.writerow([_csv_cell(v) for v in row])
+            n += 1
+        return n
+    for row in rows:
+        f.write(json.dumps(dict(zip(names, row, strict=True)), ensure_ascii=False) + "\n")
+        n += 1
+    return n

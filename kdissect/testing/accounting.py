@@ -10,7 +10,9 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 
-from kdissect.events import Anomaly, Exchange, KafkaEvent
+from kdissect.events import Anomaly, ConnectionSummary, Exchange, KafkaEvent
+
+_DESCRIBE = ("decode_error", "retransmission_conflict")
 
 
 def accounted(events: Iterable[KafkaEvent]) -> Counter[tuple[int, str]]:
@@ -18,7 +20,9 @@ def accounted(events: Iterable[KafkaEvent]) -> Counter[tuple[int, str]]:
 
     A frame cut by gaps of known length (its size field was captured) stands for its whole
     span, as does the anomaly for one too short to pair or still incomplete at the end: the
-    gaps inside such a span are reported too but counted by the span.
+    gaps inside such a span are reported too but counted by the span. A connection never identified
+    as Kafka has no Kafka anomaly: its bytes are those its connections row counts (delivered, or
+    lost in gaps of known length).
     """
     events = list(events)
     spans = _cut_spans(events)
@@ -28,8 +32,12 @@ def accounted(events: Iterable[KafkaEvent]) -> Counter[tuple[int, str]]:
             for role, msg in (("request", ev.request), ("response", ev.response)):
                 if msg is not None:
                     out[(ev.conn_id, role)] += 4 + msg.size
-        elif isinstance(ev, Anomaly) and ev.kind != "decode_error" and ev.direction and ev.length:
-            # A decode_error anomaly describes the frame of an "undecodable" exchange: counted there.
+        elif isinstance(ev, ConnectionSummary) and not ev.is_kafka and ev.tcp is not None:
+            for role, stats in zip(("request", "response"), ev.tcp, strict=True):
+                out[(ev.conn_id, role)] += stats.bytes + stats.gap_bytes
+        elif isinstance(ev, Anomaly) and ev.kind not in _DESCRIBE and ev.direction and ev.length:
+            # These describe bytes counted elsewhere (a decode_error: the frame of an "undecodable"
+            # exchange; a retransmission_conflict: bytes of the stream, which count once).
             if ev.kind == "gap" and _inside(spans.get((ev.conn_id, ev.direction), []), ev.offset, ev.length):
                 continue
             out[(ev.conn_id, ev.direction)] += ev.length

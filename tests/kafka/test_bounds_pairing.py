@@ -60,7 +60,7 @@ def test_pending_requests_are_capped_with_one_anomaly() -> None:
 
 
 def test_pipelined_requests_through_the_cli_are_linear(tmp_path: Path) -> None:
-    runs = two_sizes(tmp_path, "pipelined_requests", 10_000, "--tables", "exchanges")
+    runs = two_sizes(tmp_path, "pipelined_requests", 10_000)
     assert_linear(runs)
     assert_bounded(runs)
     assert "cap: 1" in runs[2].stdout

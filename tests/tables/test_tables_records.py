@@ -123,7 +123,7 @@ def test_cli_payload_modes_and_show_prints_records(tmp_path: Path) -> None:
         cmd = [sys.executable, "-m", "kdissect.cli", *args]
         return subprocess.run(cmd, capture_output=True, text=True, timeout=300)
 
-    for flag, expect in (([], b"v" * 50), (["--preview", "4"], b"vvvv"), (["--no-payloads"], b"")):
+    for flag, expect in (([], b"v" * 50), (["--preview", "4"], b"vvvv"), (["--no-payloads"], None)):
         out_dir = tmp_path / ("o" + "".join(flag))
         res = run("analyze", str(path), "--out", str(out_dir), "--tables", "records", *flag)
         assert res.returncode == 0, res.stderr
@@ -139,7 +139,7 @@ RECORD_COLUMNS = [
     "connection_id", "correlation_id", "direction", "topic", "partition", "offset", "timestamp", "timestamp_type",
     "key", "value", "headers", "batch_base_offset", "magic", "compression", "batch_bytes", "batch_compressed_bytes",
     "crc_ok", "is_control", "control_type", "producer_id", "producer_epoch", "base_sequence", "transactional",
-    "aborted",
+    "aborted", "aborted_by",
 ]  # fmt: skip
 
 

@@ -1,0 +1,118 @@
+"""Which records belong to aborted transactions: the one place the rules live.
+
+The records table's ``aborted`` column is true, and ``aborted_by`` names the rule, when:
+
+- ``aborted_transactions``: a Fetch response lists the producer among the partition's aborted
+  transactions from an offset at or before the batch (the broker's own word; decided per batch);
+- ``abort_marker``: the capture holds the ABORT control record of the same producer id and epoch
+  on the same topic-partition, at a higher offset, with no marker of that producer in between (a
+  fetched batch, or a produced one whose offsets the Produce response gave; a broker whose list
+  is empty or missing still writes the marker);
+- ``end_txn``: the producer (id and epoch) sent EndTxn with ``committed`` false, and no EndTxn in
+  between (a produced batch; a producer has one open transaction at a time).
+
+A record both rules mark is named by ``abort_marker`` (the log's own word).
+
+An outcome usually comes after its records (the marker follows the data in the log, EndTxn follows
+the Produce requests), so batches of open transactions are remembered (row ranges, a bounded
+number) and their rows marked when the outcome is seen. Rows spilled to a file before that are
+not changed; :class:`~kdissect.tables.sink.TableSink` holds records back while a transaction is
+open, within a bound.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections import OrderedDict
+from collections.abc import Mapping
+from typing import Any
+
+from kdissect.decoders.records import Batch
+from kdissect.tables.rows import TableRows
+
+BROKER_LIST = "aborted_transactions"
+ABORT_MARKER = "abort_marker"
+END_TXN = "end_txn"
+_ABORT, _COMMIT = 0, 1  # control record types of transaction markers
+MAX_OPEN_BATCHES = 1 << 16  # remembered batches of transactions whose outcome is not yet seen
+
+
+def listed_as_aborted(batch: Batch, aborted: list[tuple[int, int]]) -> bool:
+    """The broker's rule: a transactional batch of a producer its aborted-transactions list names,
+    from a first offset at or before the batch's end."""
+    return batch.is_transactional and any(
+        pid == batch.producer_id and first <= batch.last_offset for pid, first in aborted
+    )
+
+
+class TransactionMarks:
+    """Open transactions' batches (as records-table row ranges) and the marks decided for them."""
+
+    def __init__(self, topic_names: Mapping[uuid.UUID, str] | None = None) -> None:
+        # Topic ids (Fetch v13+) named by the Metadata seen so far, so a partition is one key whichever
+        # way a message names its topic.
+        self.topic_names = topic_names if topic_names is not None else {}
+        # key -> [(first row, rows, last offset)]: ("produce", pid, epoch), ("log", pid, epoch, topic, partition)
+        self._open: OrderedDict[tuple, list[tuple[int, int, int | None]]] = OrderedDict()
+        self._batches = 0
+        self.marks: list[tuple[int, int, str]] = []  # (first row, rows, rule) not yet written to the table
+
+    @property
+    def open(self) -> bool:
+        return bool(self._open)
+
+    def batch(self, direction: str, topic: str | None, topic_id: uuid.UUID | None, partition: int | None,
+              batch: Batch, last_offset: int | None, row: int, n: int) -> None:
+        """A transactional data batch whose ``n`` rows start at records-table row ``row`` (counting
+        spilled rows), its outcome unknown yet; ``last_offset``: its last record's log offset, if known."""
+        keys = [("produce", batch.producer_id, batch.producer_epoch)] if direction == "produce" else []
+        if last_offset is not None:
+            keys.append(("log", batch.producer_id, batch.producer_epoch, self._topic(topic, topic_id), partition))
+        for key in keys:
+            self._open.setdefault(key, []).append((row, n, last_offset))
+            self._open.move_to_end(key)
+            self._batches += 1
+        while self._batches > MAX_OPEN_BATCHES:  # forget the oldest open transaction
+            _, dropped = self._open.popitem(last=False)
+            self._batches -= len(dropped)
+
+    def control(self, topic: str | None, topic_id: uuid.UUID | None, partition: int | None, batch: Batch) -> None:
+        """A fetched control batch: its ABORT or COMMIT markers settle that producer's earlier batches."""
+        key = ("log", batch.producer_id, batch.producer_epoch, self._topic(topic, topic_id), partition)
+        for marker in batch.control:
+            if marker.type in (_ABORT, _COMMIT):
+                self._settle(key, marker.type == _ABORT, ABORT_MARKER, before=marker.offset)
+
+    def _topic(self, topic: str | None, topic_id: uuid.UUID | None) -> Any:
+        return topic or self.topic_names.get(topic_id) or topic_id  # type: ignore[arg-type]
+
+    def end_txn(self, producer_id: int, producer_epoch: int, committed: bool) -> None:
+        self._settle(("produce", producer_id, producer_epoch), not committed, END_TXN, before=None)
+
+    def _settle(self, key: tuple, aborted: bool, rule: str, before: int | None) -> None:
+        batches = self._open.get(key)
+        if not batches:
+            return
+        keep = [b for b in batches if before is not None and (b[2] is None or b[2] >= before)]
+        for row, n, last in batches:
+            if aborted and (before is None or (last is not None and last < before)):
+                self.marks.append((row, n, rule))
+        self._batches -= len(batches) - len(keep)
+        if keep:
+            self._open[key] = keep
+        else:
+            del self._open[key]
+
+    def apply(self, rows: TableRows, first_row: int) -> None:
+        """Write the marks into ``rows``, whose first row is records-table row ``first_row``."""
+        if not self.marks:
+            return
+        aborted, rules = rows.listed("aborted"), rows.listed("aborted_by")
+        for row, n, rule in sorted(self.marks, key=lambda m: m[2] == ABORT_MARKER):  # the marker's name wins
+            start = row - first_row
+            if start < 0:  # already spilled to a file (see the module docstring)
+                continue
+            aborted[start : start + n] = [True] * n
+            rules[start : start + n] = [rule] * n
+        self.marks.clear()
+
