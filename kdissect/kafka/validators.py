@@ -35,8 +35,8 @@ class RequestValidator(Validator):
         client_id_len = _HHIH.unpack_from(head, 0)[3]
         return -1 <= client_id_len <= size - 10
 
-    def accept(self, data: bytes, at_chunk_edges: bool) -> bool:
-        return len(data) >= 4 and decode_api.frame_fits(data, *_HH.unpack_from(data, 0), "request")
+    def accept(self, buf: bytearray, start: int, end: int, at_chunk_edges: bool) -> bool:
+        return end - start >= 4 and decode_api.frame_fits(buf, *_HH.unpack_from(buf, start), "request", start, end)
 
     def sane(self, head: bytes, size: int) -> bool:
         """An api key and version Kafka could send (a little beyond the table, for newer
@@ -74,9 +74,9 @@ class ResponseValidator(Validator):
         byte turning the next size field into megabytes must not hold the direction hostage."""
         return _I.unpack_from(head, 0)[0] in self.pairer or size <= _MAX_ORPHAN
 
-    def accept(self, data: bytes, at_chunk_edges: bool) -> bool:
-        request = self.pairer.request_for(_I.unpack_from(data, 0)[0])
+    def accept(self, buf: bytearray, start: int, end: int, at_chunk_edges: bool) -> bool:
+        request = self.pairer.request_for(_I.unpack_from(buf, start)[0])
         if request is None:  # an orphan (its request was lost or before the capture)
             return at_chunk_edges
         assert request.api_key is not None and request.api_version is not None
-        return decode_api.frame_fits(data, request.api_key, request.api_version, "response")
+        return decode_api.frame_fits(buf, request.api_key, request.api_version, "response", start, end)

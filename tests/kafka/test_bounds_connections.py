@@ -52,7 +52,10 @@ def test_an_ended_connection_is_freed_without_the_cycle_collector() -> None:
 
 
 def test_hunting_through_plausible_frame_heads_is_linear(tmp_path: Path) -> None:
-    runs = two_sizes(tmp_path, "frame_heads", 256)
+    # Candidates are proven only once the bytes they claim (up to ~200 KiB here) have arrived, so
+    # below a few times that the count of provable candidates grows faster than the input: sizes
+    # well above it measure the slope, not that offset.
+    runs = two_sizes(tmp_path, "frame_heads", 1024)
     assert_linear(runs)
     assert_bounded(runs, flat=True)
 
