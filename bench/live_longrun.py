@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kdissect.engines.live import LiveOptions, LiveRun
+from kdissect.options import Options
 from kdissect.tables.columns import TABLES, cells
 from kdissect.testing.replay import capture_segments, replay
 
@@ -42,7 +43,8 @@ def long_run(
     def spill(name: str, columns) -> None:  # the rows are counted and dropped: no disk in the loop
         result.rows_spilled[name] += len(cells(next(iter(columns.values())))) if columns else 0
 
-    run = LiveRun(LiveOptions(tables=list(TABLES), spill=spill, spill_rows=spill_rows, idle_timeout_s=60))
+    options = Options(spill_rows=spill_rows, idle_ns=60_000_000_000)
+    run = LiveRun(LiveOptions(options, tables=list(TABLES), spill=spill))
     probe = LiveRun(LiveOptions())
     for seg in segments:
         probe.feed_segment(seg)

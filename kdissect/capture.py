@@ -84,8 +84,9 @@ def open_capture(path_or_paths: PathArg | Sequence[PathArg], options: Options | 
     Settings are a :class:`kdissect.Options`, or its fields given by name: ``ports`` (where
     brokers listen), ``auto_detect`` (also analyse other TCP connections whose bytes decode as
     Kafka requests), ``max_frame``, ``payloads`` (how much of each record key and value to keep,
-    e.g. ``kdissect.Payloads.preview(64)``) and ``limits`` (``kdissect.Limits(max_decompressed=...)``,
-    the per-batch decompression cap).
+    e.g. ``kdissect.Payloads.preview(64)``), ``limits`` (``kdissect.Limits(max_decompressed=...)``,
+    the per-batch decompression cap) and the other resource bounds (``max_connections``,
+    ``payload_bytes``, ...: see :class:`kdissect.Options`).
     """
     paths = [path_or_paths] if isinstance(path_or_paths, str | PathLike) else list(path_or_paths)
     paths = local.capture_paths(paths)  # a missing file fails here, not at the first table access

@@ -87,6 +87,8 @@ def _options(args: argparse.Namespace) -> Options:
         if args.max_decompressed < 1:
             raise UsageError("--max-decompressed takes a number of bytes >= 1")
         knobs["limits"] = Limits(max_decompressed=args.max_decompressed)
+    if getattr(args, "idle_timeout", None) is not None:  # (``live`` only)
+        knobs["idle_ns"] = int(args.idle_timeout * 1e9)
     if getattr(args, "no_payloads", False):
         knobs["payloads"] = LENGTHS_ONLY
     elif getattr(args, "preview", None) is not None:
@@ -212,7 +214,10 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     if bar is not None:
         bar.start()
     try:
-        run = local.analyze(captures, options, tables=wanted, writer=writer, progress=progress)
+        if writer is None:  # the summary alone: only what it shows is built
+            run = local.summary(captures, options, progress=progress)
+        else:
+            run = local.analyze(captures, options, tables=wanted, writer=writer, progress=progress)
     finally:
         if bar is not None:
             bar.stop()
@@ -331,8 +336,7 @@ def cmd_live(args: argparse.Namespace) -> int:
         recorder = PcapngRecorder(args.write)
     writer = TableWriter(Path(args.out), args.format) if args.out else None
     tune_gc()
-    opts = LiveOptions(options, wanted if writer else (), writer.write if writer else None,
-                       idle_timeout_s=args.idle_timeout)
+    opts = LiveOptions(options, wanted if writer else (), writer.write if writer else None)
     run = LiveRun(opts, recorder=recorder, metrics=metrics)
     view = RichView(title) if sys.stdout.isatty() and not args.quiet else PlainView(args.interval)
     start = time.monotonic()
@@ -434,7 +438,7 @@ def build_parser() -> argparse.ArgumentParser:
     keep.add_argument("--preview", type=int, metavar="N", help="keep only the first N bytes of keys and values "
                                                                "(default: kept whole)")
     a.add_argument("--max-decompressed", type=int, metavar="BYTES",
-                   help="cap on one record batch's decompressed size (default: 268435456, 256 MiB); beyond it: an "
+                   help="cap on one record batch's decompressed size (default: 67108864, 64 MiB); beyond it: an "
                         "anomaly row")
     a.add_argument("--engine", choices=("local", "spark"), default="local",
                    help="local: this process (default); spark: PySpark, captures may also be globs and URIs")
@@ -493,7 +497,7 @@ def build_parser() -> argparse.ArgumentParser:
     keep_live.add_argument("--preview", type=int, metavar="N", help="keep only the first N bytes of keys and values "
                                                                     "(default: kept whole)")
     li.add_argument("--max-decompressed", type=int, metavar="BYTES", help="cap on one batch's decompressed size "
-                                                                         "(default: 256 MiB)")
+                                                                         "(default: 64 MiB)")
     li.set_defaults(func=cmd_live, ports=None, no_auto_detect=False)
 
     r = sub.add_parser("report", help="write a report: latency, errors, groups, lag, transactions, topology, plots")

@@ -20,7 +20,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "kdissect"
 # analysis -> report; decoders serve every stage; engines wire; cli and capture are the faces).
 ALLOWED: dict[str, set[str]] = {
     "decoders": set(),
-    "options": {"decoders"},
+    "options": {"decoders", "sources"},  # sources: the defrag/gunzip bounds' defaults, written once there
     "sources": set(),
     "reassembly": {"sources"},
     "events": {"reassembly"},

@@ -8,6 +8,7 @@ answered MEMBER_ID_REQUIRED (KIP-394's first join) is a normal step: listed, nev
 
 from __future__ import annotations
 
+from array import array
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
@@ -65,83 +66,121 @@ class Summary:
     tcp: dict[str, int] = field(default_factory=dict)
 
 
-@dataclass(slots=True)
-class Tallies:
-    """What the summary is made of, small whatever the capture: the local engine counts it from the
-    sink's columns (:func:`tally`), the Spark engine from DataFrames, and :func:`summary_of` makes
-    the same figures of either (percentiles by :mod:`kdissect.analysis.latency`'s one definition)."""
+class Figures:
+    """The headline figures, added up table piece by table piece (``add``) as a run hands them over,
+    so a run can write or drop its ``exchanges``, ``connections`` and ``anomalies`` rows as it goes.
 
-    connections: int = 0
-    kafka_connections: int = 0
-    tcp: dict[str, int] = field(default_factory=dict)  # the reassembler's counters, both directions summed
-    exchanges: int = 0
-    latency: dict[str, Percentiles] = field(default_factory=dict)  # by API name: its exchanges' latency_ms
-    outcomes: dict[tuple, int] = field(default_factory=dict)  # (api_name, status, error_name) -> exchanges
-    anomalies: dict[str, tuple[int, int]] = field(default_factory=dict)  # kind -> (rows, total length)
+    What it keeps grows by 8 bytes per answered exchange (its latency, for exact percentiles), not
+    by a row: counts per API, error, status and anomaly kind, and the TCP counters summed.
+    """
+
+    def __init__(self) -> None:
+        self._connections = self._kafka_connections = self._exchanges = 0
+        self._api: dict[str, list[int]] = {}  # API name -> [exchanges, errors, unanswered], first seen first
+        self._latency: dict[str, array[float]] = {}  # API name -> latencies (ms) of its answered exchanges
+        self._percentiles: dict[str, Percentiles] = {}  # API name -> percentiles computed elsewhere (Spark)
+        self._errors: Counter[tuple[str, str]] = Counter()  # (API name, error name) of exchanges in error
+        self._statuses: Counter[str] = Counter()
+        self._anomalies: dict[str, list[int]] = {}  # kind -> [anomalies, bytes]; a row may stand for several
+        self._tcp: Counter[str] = Counter()
+        self.seen: set[str] = set()  # the tables any piece came from
+
+    def add(self, name: str, columns: Columns) -> None:
+        """One piece of table ``name`` (tables the figures do not read are ignored)."""
+        if name == "exchanges":
+            self._add_exchanges(columns)
+        elif name == "connections":
+            self._connections += len(cells(columns["connection_id"]))
+            self._kafka_connections += sum(1 for v in cells(columns["is_kafka"]) if v)
+            for counter in TCP_COUNTERS:
+                for side in ("to_broker", "to_client"):
+                    self._tcp[counter] += sum(v or 0 for v in cells(columns[f"tcp_{counter}_{side}"]))
+        elif name == "anomalies":
+            rows = zip(cells(columns["kind"]), cells(columns["length"]), cells(columns["count"]), strict=True)
+            for kind, length, count in rows:
+                totals = self._anomalies.setdefault(kind, [0, 0])
+                totals[0] += count or 1
+                totals[1] += length or 0
+        else:
+            return
+        self.seen.add(name)
+
+    def _add_exchanges(self, ex: Columns) -> None:
+        rows = zip(cells(ex["api_name"]), cells(ex["error_name"]), cells(ex["latency_ms"]), cells(ex["status"]),
+                   strict=True)  # fmt: skip
+        for name, error, latency, status in rows:
+            self._outcome(name, status, error, 1)
+            if name is not None and latency is not None:
+                self._latency[name].append(latency)
+
+    def _outcome(self, name: str | None, status: str | None, error: str | None, n: int) -> None:
+        """``n`` exchanges of API ``name`` that ended with ``status`` and (first) error ``error``."""
+        self._exchanges += n
+        self._statuses[status] += n  # type: ignore[index]
+        if status == "error":
+            self._errors[(str(name), str(error))] += n
+        if name is None:
+            return
+        figures = self._api.get(name)
+        if figures is None:
+            figures = self._api[name] = [0, 0, 0]
+            self._latency[name] = array("d")
+        figures[0] += n
+        figures[1] += n if status == "error" and not is_expected(name, error) else 0
+        figures[2] += n if status == "unanswered" else 0
+
+    def add_counted(self, outcomes: Mapping[tuple, int], latency: Mapping[str, Percentiles],
+                    connections: tuple[int, int, Mapping[str, int]], anomalies: Mapping[str, tuple[int, int]]
+                    ) -> None:  # fmt: skip
+        """Figures an engine counted itself (the Spark engine, in Spark SQL): exchanges by (API, status,
+        error name), each API's latency percentiles (the definition of :mod:`kdissect.analysis.latency`),
+        (connections, Kafka connections, TCP counters summed) and anomalies by kind (count, bytes)."""
+        for (name, status, error), n in outcomes.items():
+            self._outcome(name, status, error, n)
+        self._percentiles.update(latency)
+        n, kafka, tcp = connections
+        self._connections += n
+        self._kafka_connections += kafka
+        self._tcp.update(tcp)
+        for kind, (count, length) in anomalies.items():
+            totals = self._anomalies.setdefault(kind, [0, 0])
+            totals[0] += count
+            totals[1] += length
+        self.seen.update(("exchanges", "connections", "anomalies"))
+
+    def summary(self, source: SourceStats, stray_segments: int = 0) -> Summary:
+        """The figures of everything added, with the sources' counters and the segments the
+        reassembler could place in no connection."""
+        out = Summary(packets=source.packets, capture={f.name: getattr(source, f.name) for f in fields(SourceStats)})
+        if "connections" in self.seen:
+            out.connections, out.kafka_connections = self._connections, self._kafka_connections
+            out.tcp = {name: self._tcp[name] for name in TCP_COUNTERS}
+        out.tcp["stray_segments"] = stray_segments
+        if "exchanges" in self.seen:
+            out.exchanges = self._exchanges
+            out.apis = sorted(
+                (self._api_figures(name) for name in self._api),
+                key=lambda a: (-(a.p99_ms if a.p99_ms is not None else -1.0), a.name),
+            )
+            out.errors = sorted(
+                (ErrorFigures(a, e, n, is_expected(a, e)) for (a, e), n in self._errors.items()),
+                key=lambda f: (f.expected, -f.count, f.api, f.error),
+            )
+            other = {k: v for k, v in self._statuses.items() if k not in ("ok", "error")}
+            out.other_statuses = dict(sorted(other.items(), key=lambda kv: str(kv[0])))
+        out.anomalies = [AnomalyFigures(kind, *self._anomalies[kind]) for kind in sorted(self._anomalies)]
+        return out
+
+    def _api_figures(self, name: str) -> ApiFigures:
+        p = self._percentiles[name] if name in self._percentiles else percentiles(self._latency[name])
+        count, errors, unanswered = self._api[name]
+        return ApiFigures(name, count, p.p50, p.p90, p.p99, p.max, errors, unanswered)
 
 
 def summarize(tables: Mapping[str, Columns], source: SourceStats, stray_segments: int = 0) -> Summary:
     """Figures of the ``exchanges``, ``connections`` and ``anomalies`` tables (those present), with
     the sources' counters and the segments the reassembler could place in no connection."""
-    return summary_of(tally(tables), source, stray_segments)
-
-
-def tally(tables: Mapping[str, Columns]) -> Tallies:
-    """The tallies of the sink's columns."""
-    ex, conns, an = tables.get("exchanges"), tables.get("connections"), tables.get("anomalies")
-    out = Tallies()
-    if conns is not None:
-        out.connections = len(cells(conns["connection_id"]))
-        out.kafka_connections = sum(1 for v in cells(conns["is_kafka"]) if v)
-        out.tcp = {
-            name: sum(v or 0 for side in ("to_broker", "to_client") for v in cells(conns[f"tcp_{name}_{side}"]))
-            for name in TCP_COUNTERS
-        }
-    if ex is not None:
-        statuses, names, errors = cells(ex["status"]), cells(ex["api_name"]), cells(ex["error_name"])
-        out.exchanges = len(statuses)
-        rows: dict[str, list[int]] = {}
-        for i, name in enumerate(names):
-            if name is not None:
-                rows.setdefault(name, []).append(i)
-        latency = cells(ex["latency_ms"])
-        out.latency = {name: percentiles(latency[i] for i in mine) for name, mine in rows.items()}
-        out.outcomes = dict(Counter(zip(names, statuses, errors, strict=True)))
-    if an is not None:
-        kinds: dict[str, list[int]] = {}
-        for kind, length in zip(cells(an["kind"]), cells(an["length"]), strict=True):
-            kinds.setdefault(kind, []).append(length or 0)
-        out.anomalies = {kind: (len(lengths), sum(lengths)) for kind, lengths in kinds.items()}
-    return out
-
-
-def summary_of(t: Tallies, source: SourceStats, stray_segments: int = 0) -> Summary:
-    """The headline figures of some tallies, the sources' counters and the stray segments."""
-    out = Summary(packets=source.packets, capture={f.name: getattr(source, f.name) for f in fields(SourceStats)})
-    out.connections, out.kafka_connections, out.exchanges = t.connections, t.kafka_connections, t.exchanges
-    out.tcp = {**t.tcp, "stray_segments": stray_segments}
-    out.apis, out.errors, out.other_statuses = _by_api(t)
-    out.anomalies = [AnomalyFigures(kind, *t.anomalies[kind]) for kind in sorted(t.anomalies)]
-    return out
-
-
-def _by_api(t: Tallies) -> tuple[list[ApiFigures], list[ErrorFigures], dict[str, int]]:
-    apis = []
-    for name, p in t.latency.items():
-        mine = [(status, error, n) for (api, status, error), n in t.outcomes.items() if api == name]
-        failed = sum(n for status, error, n in mine if status == "error" and not is_expected(name, error))
-        unanswered = sum(n for status, _, n in mine if status == "unanswered")
-        apis.append(ApiFigures(name, sum(n for *_, n in mine), p.p50, p.p90, p.p99, p.max, failed, unanswered))
-    apis.sort(key=lambda a: (-(a.p99_ms if a.p99_ms is not None else -1.0), a.name))
-    by_error: Counter[tuple[str, str]] = Counter()
-    statuses: Counter[str] = Counter()
-    for (api, status, error), n in t.outcomes.items():
-        statuses[status] += n
-        if status == "error":
-            by_error[(str(api), str(error))] += n
-    failures = sorted(
-        (ErrorFigures(a, e, n, is_expected(a, e)) for (a, e), n in by_error.items()),
-        key=lambda f: (f.expected, -f.count, f.api, f.error),
-    )
-    other = {k: v for k, v in statuses.items() if k not in ("ok", "error")}
-    return apis, failures, dict(sorted(other.items(), key=lambda kv: str(kv[0])))
+    figures = Figures()
+    for name, columns in tables.items():
+        figures.add(name, columns)
+    return figures.summary(source, stray_segments)

@@ -981,17 +981,30 @@ program_vectorcall(PyObject *self_obj, PyObject *const *args, size_t nargsf, PyO
 {
     Program *self = (Program *)self_obj;
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
-    if (nargs != 3 || kwnames != NULL || !PyBytes_CheckExact(args[0]))
+    /* bytes, or a bytearray read in place (hunting proves candidates inside its buffer without
+     * copying them out); anything else goes to the Python decoder. */
+    const char *data;
+    Py_ssize_t size;
+    if (nargs != 3 || kwnames != NULL)
         return PyObject_Vectorcall(self->fallback, args, nargsf, kwnames);
+    if (PyBytes_CheckExact(args[0])) {
+        data = PyBytes_AS_STRING(args[0]);
+        size = PyBytes_GET_SIZE(args[0]);
+    } else if (PyByteArray_CheckExact(args[0])) {
+        data = PyByteArray_AS_STRING(args[0]);
+        size = PyByteArray_GET_SIZE(args[0]);
+    } else {
+        return PyObject_Vectorcall(self->fallback, args, nargsf, kwnames);
+    }
     Py_ssize_t p = PyLong_AsSsize_t(args[1]);
     if (p == -1 && PyErr_Occurred())
         return NULL;
     Py_ssize_t L = PyLong_AsSsize_t(args[2]);
     if (L == -1 && PyErr_Occurred())
         return NULL;
-    if (p < 0 || p > L || L > PyBytes_GET_SIZE(args[0]))
+    if (p < 0 || p > L || L > size)
         return PyObject_Vectorcall(self->fallback, args, nargsf, kwnames);
-    Cursor c = {(const unsigned char *)PyBytes_AS_STRING(args[0]), p};
+    Cursor c = {(const unsigned char *)data, p};
     /* The result tree has no cycles: collecting while it is half built only costs time
      * (thousands of dicts and lists per large response would trigger several passes). */
     int gc_was_enabled = PyGC_Disable();

@@ -156,25 +156,29 @@ def _python_response(b: bytes, api_key: int, api_version: int) -> dict[str, Any]
     return _frame(header_msg, msg, b, api_key, api_version)
 
 
-def _fits(msg: schema.Message, b: bytes, p: int) -> int | None:
+def _fits(msg: schema.Message, b: bytes | bytearray, p: int, end: int) -> int | None:
     try:
-        return compiler.fast_decoder(msg)(b, p, len(b))[1]
+        return compiler.fast_decoder(msg)(b, p, end)[1]
     except _CATCH:
         return None
 
 
-def frame_fits(b: bytes, api_key: int, api_version: int, kind: str) -> bool:
-    """Whether ``b`` (no size prefix) decodes exactly, header and body, as that message.
+def frame_fits(
+    b: bytes | bytearray, api_key: int, api_version: int, kind: str, start: int = 0, end: int | None = None
+) -> bool:
+    """Whether ``b[start:end]`` (no size prefix) decodes exactly, header and body, as that message.
 
-    For proving frame boundaries while hunting: no result is built beyond the decode itself
-    and a failure costs no error location, so trying many candidates stays cheap.
+    For proving frame boundaries while hunting: no result is built beyond the decode itself,
+    a failure costs no error location, and a candidate is read where it lies in the hunting
+    buffer (no copy of the megabytes it may claim), so trying many candidates stays cheap.
     """
+    end = len(b) if end is None else end
     try:
         msg, header_msg = _api_messages(api_key, api_version, kind)
     except DecodeError:
         return False
-    p = _fits(header_msg, b, 0)
-    return p is not None and _fits(msg, b, p) == len(b)
+    p = _fits(header_msg, b, start, end)
+    return p is not None and _fits(msg, b, p, end) == end
 
 
 def _with_or_without_prefix(frame: bytes | bytearray | memoryview, decode, can_start, *args: int) -> dict[str, Any]:

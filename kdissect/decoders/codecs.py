@@ -37,6 +37,7 @@ XERIAL_MAGIC = b"\x82SNAPPY\x00"
 _XERIAL_HEADER = XERIAL_MAGIC + struct.pack(">ii", 1, 1)  # version 1, compatible back to 1
 _XERIAL_BLOCK = 32 * 1024  # snappy-java's default block size
 _I32 = struct.Struct(">i")
+_U32LE = struct.Struct("<I")
 # A snappy copy op of 3 bytes emits at most 64 bytes; nothing expands more per input byte.
 _SNAPPY_MAX_RATIO = 22
 # A zstd RLE block (4 bytes) emits up to 128 KiB; feeding input in pieces of this many bytes per
@@ -181,14 +182,20 @@ def _snappy_block(block: bytes, sink: _Sink) -> str | None:
 
 
 def _unlz4(data: bytes, sink: _Sink, legacy: bool) -> tuple[str | None, tuple[DecodeWarning, ...]]:
-    """LZ4 frames, one after another; a frame whose header checksum is wrong is retried with it fixed."""
-    rest = data
+    """LZ4 frames, one after another; a frame whose header checksum is wrong is retried with it fixed.
+
+    Each frame is cut out by walking its block sizes first, so the decompressor never sees (nor
+    copies back as unused data) the bytes after it: a payload of a million tiny frames is linear.
+    """
+    pos, n = 0, len(data)
     notes: list[DecodeWarning] = []
-    while rest and not sink.capped:
+    while pos < n and not sink.capped:
+        end = _lz4_frame_end(data, pos)
+        frame = data[pos:end]
         try:
-            rest = _lz4_frame(rest, sink)
+            rest = _lz4_frame(frame, sink)
         except _HeaderChecksum:
-            fixed, note = _fix_lz4_header(rest, legacy)
+            fixed, note = _fix_lz4_header(frame, legacy)
             if note is not None:
                 notes.append(note)
             try:
@@ -197,7 +204,26 @@ def _unlz4(data: bytes, sink: _Sink, legacy: bool) -> tuple[str | None, tuple[De
                 return str(exc), tuple(notes)
         except RuntimeError as exc:
             return str(exc), tuple(notes)
+        pos += len(frame) - len(rest)
     return None, tuple(notes)
+
+
+def _lz4_frame_end(data: bytes, at: int) -> int | None:
+    """Where the LZ4 frame starting at ``at`` ends, from its header flags and block sizes; None
+    when that cannot be told (not a frame, or cut short): the decompressor then gets the rest."""
+    n = len(data)
+    if n - at < 7 or data[at : at + 4] != LZ4_MAGIC:
+        return None
+    flg = data[at + 4]
+    p = at + 7 + (8 if flg & 0x08 else 0) + (4 if flg & 0x01 else 0)
+    block_checksum = 4 if flg & 0x10 else 0
+    while p + 4 <= n:
+        size = _U32LE.unpack_from(data, p)[0] & 0x7FFFFFFF
+        p += 4
+        if not size:
+            return min(n, p + (4 if flg & 0x04 else 0))
+        p += size + block_checksum
+    return None
 
 
 class _HeaderChecksum(Exception):

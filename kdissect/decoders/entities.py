@@ -67,6 +67,22 @@ def _has_errors(f: Field) -> bool:
     return bool(_error_members(f))
 
 
+_RECORDS: dict[int, bool] = {}
+
+
+def carries_records(msg: schema.Message) -> bool:
+    """Whether the message has a ``records`` field anywhere (a Produce request, a Fetch response),
+    memoised per message version: a run that keeps no records still decodes these for anomalies."""
+    found = _RECORDS.get(id(msg.root))
+    if found is None:
+        found = _RECORDS[id(msg.root)] = _has_records(msg.root)
+    return found
+
+
+def _has_records(f: Field) -> bool:
+    return any(m.elem == "records" or (m.elem == "struct" and _has_records(m)) for m in f.fields)
+
+
 def has_error(msg: schema.Message, body: dict[str, Any]) -> bool:
     """Whether any error code in a decoded message is non-zero. Most responses have none, and
     this answers without building the entries a walk would (what the exchanges table needs)."""

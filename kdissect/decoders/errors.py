@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+CAP = "cap"  # the warning (and anomaly) kind of every cut a resource bound makes (``kdissect.options``)
+
 
 class DecodeError(ValueError):
     """Bytes that cannot be decoded as what they claim to be.

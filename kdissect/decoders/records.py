@@ -25,8 +25,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from .codecs import CODEC_NAMES, CODEC_NONE, DEFAULT_LIMIT, decompress
-from .errors import DecodeWarning
+from .codecs import CODEC_NAMES, CODEC_NONE, decompress
+from .errors import CAP, DecodeWarning
 from .program import native_module, require_native
 from .wire import Malformed, read_varint, read_varlong
 
@@ -123,8 +123,20 @@ class ControlMarker(NamedTuple):
 class Limits:
     """Bounds that keep hostile input cheap."""
 
-    max_decompressed: int = DEFAULT_LIMIT  # per top-level batch or message, nested wrappers included
+    max_decompressed: int = 64 << 20  # per top-level batch or message, nested wrappers included
     max_depth: int = 4  # legacy wrappers inside wrappers (Kafka itself allows one level)
+    max_batches: int = 50_000  # batches (or legacy messages) decoded per records field
+    run: RunMeter | None = None  # decompressed bytes left for the whole run, shared by every call
+
+
+class RunMeter:
+    """Decompressed bytes a whole run may still produce, spent by every batch decoded with it:
+    past it, payloads are not inflated (a ``cap`` warning each; sizes from the headers stay)."""
+
+    __slots__ = ("left", "total")
+
+    def __init__(self, total: int) -> None:
+        self.total = self.left = total
 
 
 @dataclass(frozen=True, slots=True)
@@ -317,6 +329,9 @@ class _Decoder:
                 if magic in _MIN_SIZE and n - pos >= _HEADER_SIZE[magic]:
                     out.partial = self._batch(magic, pos, n, complete=False)
                 break
+            if len(out.batches) >= self.limits.max_batches:
+                self._skip_rest(pos)
+                break
             if magic in _MIN_SIZE:
                 out.batches.append(self._batch(magic, pos, end, complete=True))
             else:
@@ -325,6 +340,18 @@ class _Decoder:
                 )
             pos = end
         return out
+
+    def _skip_rest(self, pos: int) -> None:
+        """The batch bound is reached: count what is left (by its length fields) without decoding it."""
+        buf, n, skipped = self.buf, len(self.buf), 0
+        start = pos
+        while n - pos >= LOG_OVERHEAD and (length := _I32.unpack_from(buf, pos + 8)[0]) >= 0:
+            pos += LOG_OVERHEAD + length
+            skipped += 1
+        self.out.warnings.append(
+            DecodeWarning(CAP, f"only the first {self.limits.max_batches} batches decoded; {skipped} more "
+                          f"({n - start} bytes) counted, not decoded", self.origin + start)
+        )  # fmt: skip
 
     def _batch(self, magic: int, pos: int, end: int, *, complete: bool) -> Batch:
         """Decode the batch in ``buf[pos:end]``, whose header bytes are known to be there."""
@@ -360,7 +387,7 @@ class _Decoder:
         if batch.columns is None:
             problem = _decode_v2_records(buf, start, stop, batch, cut, log_append_time)
         if complete:
-            if problem is not None:
+            if problem is not None and not _capped(batch):
                 where, reason = problem
                 _warn_corrupt_record(batch, len(batch.records), where, at, reason)
             if batch.records_decoded != count:
@@ -369,11 +396,18 @@ class _Decoder:
             self._control(batch)
         return batch
 
-    @staticmethod
-    def _inflate(batch: Batch, payload: bytes | memoryview, limit: int, codec: int, legacy_lz4: bool = False,
+    def _inflate(self, batch: Batch, payload: bytes | memoryview, limit: int, codec: int, legacy_lz4: bool = False,
                  where: str = "") -> bytes:  # fmt: skip
         """Decompress a payload of ``batch``, noting problems on it (``where`` names a nested wrapper)."""
+        meter = self.limits.run
+        if meter is not None:
+            if meter.left <= 0:
+                batch.warn(CAP, f"{where}the run's {meter.total}-byte decompression budget is spent: not inflated")
+                return b""
+            limit = min(limit, meter.left)
         result = decompress(codec, payload, limit, legacy_lz4=legacy_lz4)
+        if meter is not None:
+            meter.left -= len(result.data)
         for w in result.warnings:
             batch.warn(w.code, where + w.message)
         return result.data
@@ -453,7 +487,7 @@ class _Decoder:
             batch.compressed_size, batch.decompressed_size = wrapper.value_size, len(inner)
         budget -= len(inner)
         msgs, problem = _messages(inner)
-        if problem is not None:
+        if problem is not None and not _capped(batch):
             where, reason = problem
             batch.warn("corrupt_message", f"inner message at byte {where} of the decompressed wrapper: {reason}")
         base = wrapper_offset - msgs[-1].offset if wrapper.magic > 0 and msgs else -1
@@ -748,6 +782,11 @@ def _crc32c(data: memoryview) -> int:
 def _warn_crc(batch: Batch, crc: int, kind: str) -> None:
     zero = " (zero: never set)" if crc == 0 else ""
     batch.warn("crc_mismatch", f"{kind} {crc:#010x}{zero} does not match the bytes; records decoded anyway")
+
+
+def _capped(batch: Batch) -> bool:
+    """Whether a bound cut the batch's payload (its last record is then cut too, not corrupt)."""
+    return any(w.code in ("decompression_capped", CAP) for w in batch.warnings)
 
 
 def _warn_corrupt_record(batch: Batch, index: int, where: int, origin: int | None, reason: str) -> None:

@@ -9,11 +9,13 @@ The core an engine drives, and the surface every engine shares:
   ``finish()`` return Kafka events (exchanges, anomalies, connection summaries). One pipeline
   per independent stream of segments: a local run, a live capture, a Spark task's share.
 - ``TableSink(tables, options, spill=...)`` (``kdissect.tables.sink``) turns events into the
-  columns of the tables defined once in ``kdissect.tables.columns``; ``summarize(columns, source
-  stats)`` (``kdissect.analysis.summary``) turns columns into the headline figures.
+  columns of the tables defined once in ``kdissect.tables.columns``, handing each table's rows
+  over in pieces as it grows; ``Figures`` (``kdissect.analysis.summary``) adds those pieces up
+  into the headline figures (``summarize(columns, source stats)`` for whole tables).
 - ``local.events(paths, options, stats=, progress=)`` -> events; ``local.exchanges(paths,
   options, where=)`` -> (exchange, row) for ``show``; ``local.analyze(paths, options, tables=,
-  writer=, progress=)`` -> ``RunResult`` (stats, columns, summary, files written). The CLI,
+  writer=, progress=)`` -> ``RunResult`` (stats, columns, summary, files written);
+  ``local.summary(paths, options)`` -> the figures alone, building only ``SUMMARY_TABLES``. The CLI,
   ``kdissect.open_capture``, the fuzz targets and the benchmarks each make one of these calls.
 
 The live engine (``live.py``) feeds one pipeline for the whole session, record by record, from a

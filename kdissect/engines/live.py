@@ -5,9 +5,9 @@ The only module that opens a capture device. It feeds the same core as the local
 record at a time: :class:`~kdissect.sources.packets.PacketDecoder` ->
 :class:`~kdissect.kafka.pipeline.KafkaPipeline` -> :class:`~kdissect.tables.sink.TableSink` and
 :class:`~kdissect.analysis.rolling.RollingFigures`. Memory stays bounded on a run of days:
-connections silent for ``idle_timeout`` seconds end (open requests become ``unanswered``, their
-row is written), the core caps every per-connection buffer, figures roll over, and with ``--out``
-every table is written in pieces of ``spill_rows`` rows.
+connections silent for ``options.idle_ns`` of capture time end (open requests become
+``unanswered``, their row is written), the core caps every per-connection buffer, figures roll
+over, and with ``--out`` every table is written in pieces of ``options.spill_rows`` rows.
 
 libpcap is reached through scapy's ctypes binding (``scapy.libs.winpcapy``, imported only when a
 device is opened): the binding costs about 2 µs per packet, far below what decoding costs.
@@ -187,8 +187,6 @@ class LiveOptions:
     options: Options = field(default_factory=Options)
     tables: Sequence[str] = ()  # tables to write (with ``spill``); none: no table rows are kept
     spill: Spill | None = None  # receives each table's rows in pieces (a TableWriter's ``write``)
-    spill_rows: int = 50_000
-    idle_timeout_s: float = 600.0  # brokers close connections idle for 10 minutes by default
     window_s: int = 60
 
 
@@ -199,14 +197,10 @@ class LiveRun:
     def __init__(self, opts: LiveOptions, *, recorder: Any = None, metrics: Any = None) -> None:
         self.opts = opts
         self.stats = SourceStats()
-        self.packets = PacketDecoder(stats=self.stats)
-        self.sink = (
-            TableSink(opts.tables, opts.options, spill=opts.spill, spill_rows=opts.spill_rows)
-            if opts.spill is not None
-            else None
-        )
+        self.packets = PacketDecoder(opts.options.defrag(), stats=self.stats)
+        self.sink = TableSink(opts.tables, opts.options, spill=opts.spill) if opts.spill is not None else None
         opened = self.sink.connection_sources if self.sink is not None else None
-        self.pipeline = KafkaPipeline(opts.options, idle_timeout_ns=int(opts.idle_timeout_s * 1e9), opened=opened)
+        self.pipeline = KafkaPipeline(opts.options, opened=opened)
         self._ended: list[int] = []  # connections whose file the sink may forget once their rows are named
         self.figures = RollingFigures(window=opts.window_s)
         self.reader = ExchangeReader()
@@ -267,7 +261,7 @@ class LiveRun:
     def _spill(self, sink: TableSink) -> None:
         assert self.opts.spill is not None
         for name in _NOT_SPILLED_BY_SINK:
-            if len(sink.rows[name]) >= self.opts.spill_rows:
+            if len(sink.rows[name]) >= self.opts.options.spill_rows:
                 self.opts.spill(name, sink.take(name))
 
     def tick(self, kernel_drops: int | None) -> None:

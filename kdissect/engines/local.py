@@ -14,7 +14,7 @@ from os import PathLike
 from pathlib import Path
 from typing import Any, BinaryIO, Protocol
 
-from kdissect.analysis.summary import Summary, summarize
+from kdissect.analysis.summary import Figures, Summary
 from kdissect.events import Anomaly, Exchange, KafkaEvent
 from kdissect.kafka.pipeline import KafkaPipeline
 from kdissect.options import Options
@@ -27,6 +27,10 @@ from kdissect.tables.sink import Columns, TableSink, exchange_row, exchange_topi
 PathArg = str | PathLike[str]
 Progress = Callable[[int], None]  # called with bytes read since the last call
 ALWAYS = ("connections", "anomalies")  # tables every run keeps: the summary reads them
+# What the terminal summary reads, all a run without output files builds (``summary``). A headline
+# figure that needs another table (a report's top partitions, say) adds that table here, and
+# ``analysis.summary.Figures.add`` takes its pieces as they are handed over.
+SUMMARY_TABLES = ("exchanges", "connections", "anomalies")
 CAPTURE_SUFFIXES = (".pcap", ".pcapng", ".cap")  # what a directory argument is searched for (also + ".gz")
 UNREADABLE_FILE = "unreadable_file"  # the anomaly kind of a file that is not a capture
 
@@ -101,7 +105,8 @@ class RunStats:
 @dataclass(slots=True)
 class RunResult:
     """A finished run: its counters, the columns of the tables kept in memory (rows already
-    spilled to a writer are not among them), the headline figures and the files written."""
+    handed to a writer or to the figures are not among them), the headline figures and the files
+    written."""
 
     stats: RunStats
     tables: dict[str, Columns]
@@ -125,15 +130,22 @@ def no_capture(unreadable: list[tuple[str, str]]) -> CaptureFormatError:
     return CaptureFormatError("; ".join(f"{path}: {why}" for path, why in unreadable))
 
 
-def _read_file(path: PathArg, stats: RunStats, progress: Progress | None) -> Iterator[SourceEvent]:
-    """One file's segments and anomalies, counted into ``stats``. A file that is not a capture is
-    skipped (named in ``stats.unreadable`` and an anomaly row) and the others read."""
+def _read_file(path: PathArg, options: Options, stats: RunStats, progress: Progress | None) -> Iterator[SourceEvent]:
+    """One file's segments and anomalies, counted into ``stats``, within the sources' bounds of
+    ``options``. A file that is not a capture is skipped (named in ``stats.unreadable`` and an
+    anomaly row) and the others read."""
     stats.files += 1
     source_stats = SourceStats()
     try:
         with Path(path).open("rb") as raw:
             reader: BinaryIO = _CountingReader(raw, progress) if progress else raw  # type: ignore[assignment]
-            yield from iter_capture(reader, stats=source_stats)
+            yield from iter_capture(
+                reader,
+                stats=source_stats,
+                defrag=options.defrag(),
+                gunzip_ratio=options.gunzip_ratio,
+                gunzip_free=options.gunzip_free,
+            )
     except CaptureFormatError as exc:
         stats.unreadable.append((str(path), str(exc)))
         yield unreadable_file(str(path), exc, source_stats)
@@ -182,11 +194,12 @@ def events(
     """Every Kafka event of the captures, in order. Files are read one after the other as
     one capture (rotated capture files continue each other's connections); each connection's
     rows name the file it opened in (``opened``, as in :func:`events_from`)."""
+    options = options or Options()
     stats = stats if stats is not None else RunStats()
     pipeline = KafkaPipeline(options, opened=opened)
     for path in paths:
         pipeline.source = str(path)
-        yield from _feed(pipeline, _read_file(path, stats, progress), pipeline.source)
+        yield from _feed(pipeline, _read_file(path, options, stats, progress), pipeline.source)
     if stats.unreadable and len(stats.unreadable) == stats.files:  # only when no file is a capture
         raise no_capture(stats.unreadable)
     yield from _finish(pipeline, stats)
@@ -224,8 +237,26 @@ def analyze(
     (default: all) written to ``writer`` if given (the big ones in pieces as they grow, so memory
     stays flat), and the summary figures. Nothing is written when nothing could be read."""
     stats = RunStats()
-    return _analyze(lambda opened: events(paths, options, stats=stats, progress=progress, opened=opened), options,
-                    tables, writer, stats)  # fmt: skip
+    return _analyze(_reading(paths, options, stats, progress), options, tables, writer, stats)
+
+
+def summary(
+    paths: Iterable[PathArg],
+    options: Options | None = None,
+    *,
+    progress: Progress | None = None,
+) -> RunResult:
+    """The figures alone (``kdissect analyze`` without ``--out``): only ``SUMMARY_TABLES`` are
+    built, and their rows go into the figures piece by piece and are dropped, so memory does not
+    grow with the exchanges or the records (record batches are decoded, sizes only, for their
+    anomalies). The result holds no tables."""
+    stats = RunStats()
+    return _analyze(_reading(paths, options, stats, progress), options, SUMMARY_TABLES, None, stats, keep=False)
+
+
+def _reading(paths: Iterable[PathArg], options: Options | None, stats: RunStats, progress: Progress | None
+             ) -> Callable[[dict[int, str | None]], Iterator[KafkaEvent]]:  # fmt: skip
+    return lambda opened: events(paths, options, stats=stats, progress=progress, opened=opened)
 
 
 def analyze_items(
@@ -235,26 +266,41 @@ def analyze_items(
     tables: Iterable[str] | None = None,
     writer: Writer | None = None,
     stats: RunStats | None = None,
+    keep: bool = True,
     source: str | None = None,
 ) -> RunResult:
-    """:func:`analyze` over any source's output (``stats`` collects what that source counted)."""
+    """:func:`analyze` over any source's output (``stats`` collects what that source counted);
+    with ``keep`` False the rows nobody writes are dropped once counted (:func:`summary`)."""
     stats = stats if stats is not None else RunStats()
     return _analyze(lambda opened: events_from(items, options, stats=stats, source=source, opened=opened), options,
-                    tables, writer, stats)  # fmt: skip
+                    tables, writer, stats, keep=keep)  # fmt: skip
 
 
 def _analyze(run: Callable[[dict[int, str | None]], Iterator[KafkaEvent]], options: Options | None,
-             tables: Iterable[str] | None, writer: Writer | None, stats: RunStats) -> RunResult:  # fmt: skip
+             tables: Iterable[str] | None, writer: Writer | None, stats: RunStats, keep: bool = True
+             ) -> RunResult:  # fmt: skip
     options = options or Options()
     wanted = list(tables) if tables is not None else list(TABLES)
-    sink = TableSink(wanted, options, spill=writer.write if writer is not None else None)
+    summed = {name for name in TABLES if name in wanted or name in ALWAYS}  # what the figures count
+    figures = Figures()
+
+    def hand_over(name: str, columns: Columns) -> None:
+        if name in summed:
+            figures.add(name, columns)
+        if writer is not None and name in wanted:
+            writer.write(name, columns)
+
+    spill = hand_over if writer is not None or not keep else None
+    sink = TableSink(wanted, options, spill=spill)
     sink.consume_all(run(sink.connection_sources))
-    kept = {name: sink.columns(name) for name in TABLES if name in wanted or name in ALWAYS}
-    result = RunResult(stats, kept, summarize(kept, stats.source, stats.ignored_segments))
+    rest = {name: sink.take(name) for name in TABLES if name in summed}
+    for name, columns in rest.items():
+        figures.add(name, columns)
+    result = RunResult(stats, rest if keep else {}, figures.summary(stats.source, stats.ignored_segments))
     if writer is not None:
         if not stats.nothing_read:
             for name in wanted:
-                writer.write(name, kept[name])
+                writer.write(name, rest[name])
         result.written = writer.close()
     return result
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator
+from dataclasses import replace
 
 import pyarrow as pa
 
@@ -34,9 +35,11 @@ class PartitionDecoder:
     """Feed segment rows (``units.SEGMENT_SCHEMA``) in ``pos`` order; collect envelope rows."""
 
     def __init__(self, files: list[str], options: Options, tables: Iterable[str], spill_rows: int = 10_000) -> None:
+        # Pieces travel as single Arrow IPC blobs through the JVM: kept to a few MB each.
+        options = replace(options, spill_rows=min(options.spill_rows, spill_rows))
         self.files = files
         self.wanted = [t for t in TABLES if t in set(tables) or t in SUMMARY_TABLES]
-        self.sink = TableSink(self.wanted, options, spill=self._spill, spill_rows=spill_rows, resolve_topics=False)
+        self.sink = TableSink(self.wanted, options, spill=self._spill, resolve_topics=False)
         self.pipeline = KafkaPipeline(options, opened=self.sink.connection_sources)
         self.opened_at: list[int] = []  # per local connection id: pos of the segment that opened it
         self.broker_seen: list[int] = []  # per brokers row: pos of the segment that revealed it

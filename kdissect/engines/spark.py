@@ -37,7 +37,7 @@ from pyspark.sql import types as T
 from pyspark.sql.pandas.types import from_arrow_schema
 
 from kdissect.analysis.latency import QUANTILES, Percentiles
-from kdissect.analysis.summary import Summary, Tallies, summary_of
+from kdissect.analysis.summary import Figures, Summary
 from kdissect.engines.partition import ENVELOPE_SCHEMA, SUMMARY_TABLES, decode_partition
 from kdissect.engines.units import SEGMENT_SCHEMA, UNIT_SCHEMA, Unit, plan_units, read_units
 from kdissect.options import Options
@@ -188,36 +188,36 @@ class Decoded:
         return [(out.rstrip("/") + f"/{name}/", rows[name]) for name in names]
 
     def summary(self) -> Summary:
-        """The summary's figures, tallied in Spark: exact percentiles (the local engine's one
+        """The summary's figures, counted in Spark: exact percentiles (the local engine's one
         definition, :func:`kdissect.analysis.latency.quantile`, as a Spark SQL expression)."""
         # The kept pieces are mostly records: the three tables read here are taken from them in one
         # scan, and the exchanges' four columns finished once for both aggregations.
         small = self.envelope.filter(F.col("table").isin(*SUMMARY_TABLES)).persist(StorageLevel.MEMORY_AND_DISK)
         exchanges = self.table("exchanges", small).select("api_name", "status", "error_name", "latency_ms")
         exchanges = exchanges.persist(StorageLevel.MEMORY_AND_DISK)
-        connections = self.table("connections", small)
         tcp = [F.sum(F.coalesce(F.col(f"tcp_{n}_to_broker"), F.lit(0)) + F.coalesce(F.col(f"tcp_{n}_to_client"),
                                                                                     F.lit(0))).alias(n)
                for n in TCP_COUNTERS]  # fmt: skip
-        conn = connections.agg(F.count("*").alias("n"), F.sum(F.col("is_kafka").cast("long")).alias("k"), *tcp).first()
-        t = Tallies(conn["n"], conn["k"] or 0, {n: conn[n] or 0 for n in TCP_COUNTERS})
+        kafka = F.sum(F.col("is_kafka").cast("long")).alias("k")
+        conn = self.table("connections", small).agg(F.count("*").alias("n"), kafka, *tcp).first()
         lat = F.array_sort(F.collect_list("latency_ms"))
         by_api = (exchanges.where(F.col("api_name").isNotNull()).groupBy("api_name").agg(lat.alias("lat"))
                   .select("api_name", F.size("lat").alias("n"), *(_quantile("lat", q).alias(f"q{i}")
                                                                   for i, q in enumerate(QUANTILES)),
                           F.try_element_at("lat", F.lit(-1)).alias("max")))  # fmt: skip
-        for r in by_api.collect():
-            t.latency[r["api_name"]] = Percentiles(r["n"], *(r[f"q{i}"] for i in range(len(QUANTILES))), r["max"])
-        outcomes = exchanges.groupBy("api_name", "status", "error_name").count().collect()
-        t.outcomes = {(r["api_name"], r["status"], r["error_name"]): r["count"] for r in outcomes}
-        t.exchanges = sum(t.outcomes.values())
-        length = F.sum(F.coalesce("length", F.lit(0)))
-        anomalies = self.table("anomalies", small)
-        kinds = anomalies.groupBy("kind").agg(F.count("*").alias("n"), length.alias("bytes")).collect()
-        t.anomalies = {r["kind"]: (r["n"], r["bytes"]) for r in kinds}
+        latency = {r["api_name"]: Percentiles(r["n"], *(r[f"q{i}"] for i in range(len(QUANTILES))), r["max"])
+                   for r in by_api.collect()}  # fmt: skip
+        outcomes = {(r["api_name"], r["status"], r["error_name"]): r["count"]
+                    for r in exchanges.groupBy("api_name", "status", "error_name").count().collect()}  # fmt: skip
+        counted = F.sum(F.coalesce("count", F.lit(1))).alias("n")  # a row may stand for several
+        length = F.sum(F.coalesce("length", F.lit(0))).alias("bytes")
+        kinds = self.table("anomalies", small).groupBy("kind").agg(counted, length).collect()
         exchanges.unpersist()
         small.unpersist()
-        return summary_of(t, self.source, self.stray_segments)
+        figures = Figures()
+        figures.add_counted(outcomes, latency, (conn["n"], conn["k"] or 0, {n: conn[n] or 0 for n in TCP_COUNTERS}),
+                            {r["kind"]: (r["n"], r["bytes"]) for r in kinds})  # fmt: skip
+        return figures.summary(self.source, self.stray_segments)
 
     def close(self) -> None:
         self.envelope.unpersist()

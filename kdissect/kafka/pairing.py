@@ -13,10 +13,13 @@ reported as an orphan.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Iterator
 
 from kdissect.decoders import apis
-from kdissect.events import Exchange, KafkaMessage
+from kdissect.decoders.errors import CAP
+from kdissect.events import Anomaly, Exchange, KafkaMessage
+from kdissect.options import DEFAULT_PENDING_REQUESTS
 
 _SILENT_IF_ACKS0 = apis.keys_with(apis.SILENT_IF_ACKS0)
 MAX_SILENT = 256  # acks=0 requests held for a possible answer; older ones are settled
@@ -28,61 +31,85 @@ def expects_response(request: KafkaMessage) -> bool:
 
 
 class Pairer:
-    """Outstanding requests of one connection, oldest first."""
+    """Outstanding requests of one connection, oldest first.
 
-    def __init__(self) -> None:
-        self._pending: dict[int, KafkaMessage] = {}
-        self._silent = 0  # how many of the pending requests are acks=0 Produce requests
+    Every operation is O(1) amortised, whatever the order of the answers: requests wait in
+    arrival order (``OrderedDict``, whose front is reached in O(1)); a response that overtakes
+    older requests moves those expecting an answer to ``_overtaken`` (older than every request
+    still in ``_pending``) once, so no later response walks past them again. At most
+    ``max_pending`` requests wait; one more settles the oldest as unanswered, with a ``cap`` anomaly.
+    """
+
+    def __init__(self, max_pending: int = DEFAULT_PENDING_REQUESTS) -> None:
+        self._pending: OrderedDict[int, KafkaMessage] = OrderedDict()
+        self._overtaken: OrderedDict[int, KafkaMessage] = OrderedDict()
+        self._silent: OrderedDict[int, None] = OrderedDict()  # the pending acks=0 Produce requests, oldest first
+        self._max_pending = max_pending
+        self._capped = 0  # requests settled by the cap so far
 
     def __contains__(self, correlation_id: int) -> bool:
-        return correlation_id in self._pending
+        return correlation_id in self._pending or correlation_id in self._overtaken
 
     def request_for(self, correlation_id: int) -> KafkaMessage | None:
-        return self._pending.get(correlation_id)
+        return self._pending.get(correlation_id) or self._overtaken.get(correlation_id)
 
-    def add_request(self, request: KafkaMessage) -> list[Exchange]:
-        """Register a request; returns exchanges it completes or supersedes."""
+    def add_request(self, request: KafkaMessage) -> list[Exchange | Anomaly]:
+        """Register a request; returns exchanges it completes or supersedes (and a cap anomaly)."""
         cid = request.correlation_id
         assert cid is not None
-        out: list[Exchange] = []
+        out: list[Exchange | Anomaly] = []
         old = self._pop(cid)
         if old is not None:  # the id was reused before an answer came: the old one never got one
             out.append(_unanswered(old))
         self._pending[cid] = request
         if not expects_response(request):
-            self._silent += 1
-            if self._silent > MAX_SILENT:
-                oldest = next(c for c, r in self._pending.items() if not expects_response(r))
-                out.append(_unanswered(self._pop(oldest)))
+            self._silent[cid] = None
+            if len(self._silent) > MAX_SILENT:
+                out.append(_unanswered(self._pop(next(iter(self._silent)))))
+        if len(self._pending) + len(self._overtaken) > self._max_pending:
+            oldest = next(iter(self._overtaken or self._pending))
+            out.append(_unanswered(self._pop(oldest)))
+            self._capped += 1
+            if self._capped == 1:
+                out.append(Anomaly(CAP, request.conn_id, "request", request.offset, None, request.ts_first,
+                                   f"more than {self._max_pending} requests awaiting an answer: the oldest are "
+                                   "settled as unanswered"))  # fmt: skip
         return out
 
     def take(self, correlation_id: int) -> tuple[KafkaMessage | None, bool, list[Exchange]]:
         """Remove and return the request a response answers, whether it overtook older requests
         that expect an answer, and the older acks=0 requests this answer settles."""
+        if correlation_id in self._overtaken:
+            overtook = next(iter(self._overtaken)) != correlation_id
+            return self._pop(correlation_id), overtook, []
         if correlation_id not in self._pending:
             return None, False, []
         settled: list[Exchange] = []
-        overtook = False
-        for cid in list(self._pending):  # requests wait in arrival order
-            if cid == correlation_id:
-                break
-            if expects_response(self._pending[cid]):
+        overtook = bool(self._overtaken)
+        pending = self._pending
+        while (cid := next(iter(pending))) != correlation_id:  # requests wait in arrival order
+            request = pending.pop(cid)
+            if expects_response(request):
                 overtook = True
+                self._overtaken[cid] = request
             else:
-                settled.append(_unanswered(self._pop(cid)))
+                del self._silent[cid]
+                settled.append(_unanswered(request))
         return self._pop(correlation_id), overtook, settled
 
     def drain(self) -> Iterator[Exchange]:
         """End of the connection: whatever is still outstanding was never answered."""
+        for request in self._overtaken.values():
+            yield _unanswered(request)
         for request in self._pending.values():
             yield _unanswered(request)
+        self._overtaken.clear()
         self._pending.clear()
-        self._silent = 0
+        self._silent.clear()
 
     def _pop(self, correlation_id: int) -> KafkaMessage | None:
-        request = self._pending.pop(correlation_id, None)
-        if request is not None and not expects_response(request):
-            self._silent -= 1
+        request = self._pending.pop(correlation_id, None) or self._overtaken.pop(correlation_id, None)
+        self._silent.pop(correlation_id, None)
         return request
 
 

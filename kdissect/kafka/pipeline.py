@@ -7,7 +7,8 @@ feeds segments here and hands the events to its sinks.
 
 from __future__ import annotations
 
-from kdissect.events import KafkaEvent
+from kdissect.decoders.errors import CAP
+from kdissect.events import Anomaly, KafkaEvent
 from kdissect.kafka.session import KafkaConnection
 from kdissect.options import Options
 from kdissect.reassembly.reassembler import TcpReassembler
@@ -20,12 +21,15 @@ class KafkaPipeline:
 
     Without ``options.auto_detect``, connections with no endpoint on a broker port are ignored."""
 
-    def __init__(self, options: Options | None = None, *, idle_timeout_ns: int | None = None,
-                 opened: dict[int, str | None] | None = None) -> None:  # fmt: skip
+    def __init__(self, options: Options | None = None, *, opened: dict[int, str | None] | None = None) -> None:
         self.options = options or Options()
-        # A live capture never ends: it ends connections silent for ``idle_timeout_ns`` of capture time.
-        self.reassembler = TcpReassembler(idle_timeout_ns=idle_timeout_ns)
-        self.connections: dict[int, KafkaConnection] = {}
+        opts = self.options
+        self.reassembler = TcpReassembler(
+            max_buffer_bytes=opts.ooo_bytes, max_connections=opts.max_connections, idle_timeout_ns=opts.idle_ns
+        )
+        # A connection's Kafka state is built at its first bytes: until then its start event stands
+        # for it (SYN floods and scans cost a few hundred bytes each, not a Kafka connection).
+        self.connections: dict[int, KafkaConnection | StreamStart] = {}
         # The engine names the input it is feeding (a capture file); with ``opened``, each connection's
         # id goes there with the name current when it opened, in opening order (``source_file`` columns).
         self.source: str | None = None
@@ -37,15 +41,23 @@ class KafkaPipeline:
     def finish(self) -> list[KafkaEvent]:
         return self._dispatch(self.reassembler.flush())
 
+    def _connection(self, conn_id: int) -> KafkaConnection | None:
+        conn = self.connections.get(conn_id)
+        if isinstance(conn, StreamStart):
+            conn = self.connections[conn_id] = KafkaConnection(
+                conn_id, conn.a, conn.b, conn.ts_ns, conn.syn_seen, self.options
+            )
+        return conn
+
     def _dispatch(self, events: list) -> list[KafkaEvent]:
         out: list[KafkaEvent] = []
         for ev in events:
             if isinstance(ev, StreamData):
-                conn = self.connections.get(ev.conn_id)
+                conn = self._connection(ev.conn_id)
                 if conn is not None:
                     out.extend(conn.data(ev.direction, ev.offset, ev.data, ev.ts_ns))
             elif isinstance(ev, StreamGap):
-                conn = self.connections.get(ev.conn_id)
+                conn = self._connection(ev.conn_id)
                 if conn is not None:
                     out.extend(conn.gap(ev.direction, ev.offset, ev.length, ev.ts_ns, ev.reason))
             elif isinstance(ev, StreamConflict):
@@ -57,11 +69,19 @@ class KafkaPipeline:
                     self.opened[ev.conn_id] = self.source
                 ports = self.options.ports
                 if self.options.auto_detect or ev.a[1] in ports or ev.b[1] in ports:
-                    self.connections[ev.conn_id] = KafkaConnection(
-                        ev.conn_id, ev.a, ev.b, ev.ts_ns, ev.syn_seen, self.options
-                    )
+                    self.connections[ev.conn_id] = ev
             elif isinstance(ev, StreamEnd):
-                conn = self.connections.pop(ev.conn_id, None)
+                conn = self._connection(ev.conn_id)
                 if conn is not None:
+                    del self.connections[ev.conn_id]
+                    if ev.reason == "evicted":
+                        out.append(self._evicted(conn.conn_id, ev.ts_ns))
                     out.extend(conn.end(ev.ts_ns, ev.reason, ev.stats))
         return out
+
+    def _evicted(self, conn_id: int, ts_ns: int) -> Anomaly:
+        """Connections over the tracked bound end early; their anomalies add up in one counted row."""
+        limit = self.options.max_connections
+        return Anomaly(CAP, None, None, None, None, ts_ns,
+                       f"more than {limit} connections open at once: connection {conn_id} (the least recently "
+                       "active) ended early")  # fmt: skip

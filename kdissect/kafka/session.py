@@ -66,7 +66,7 @@ class KafkaConnection:
         self.options = options
         self.endpoints = (a, b)
         self.syn_seen = syn_seen
-        self.pairer = Pairer()
+        self.pairer = Pairer(options.pending_requests)
         self.life = Lifecycle()
         self._response_validator = ResponseValidator(self.pairer)
         self.request_dir: int | None = None  # 0: a -> b carries requests; 1: b -> a
@@ -199,6 +199,8 @@ class KafkaConnection:
             events.append(ex)
         self.summary.skipped_bytes += skipped
         self.life.move(State.CLOSED)
+        for s in self.splitters:
+            s.on_desync = None  # its closure refers back to this connection: no cycle outlives it
         events.append(self.summary)
         return events
 

@@ -25,6 +25,8 @@ _MAX_ORPHAN = 64 * 1024  # an in-sync response frame answering no known request 
 
 
 class RequestValidator(Validator):
+    head_pattern = rb"\x00[\x00-\xff]\x00"  # api key and version below 256 (what plausible asks)
+
     def plausible(self, head: bytes, size: int) -> bool:
         if len(head) < 10 or size < 10:
             return len(head) >= 8 and size >= 8 and _request_key_ok(head)
@@ -33,8 +35,8 @@ class RequestValidator(Validator):
         client_id_len = _HHIH.unpack_from(head, 0)[3]
         return -1 <= client_id_len <= size - 10
 
-    def accept(self, data: bytes, at_chunk_edges: bool) -> bool:
-        return len(data) >= 4 and decode_api.frame_fits(data, *_HH.unpack_from(data, 0), "request")
+    def accept(self, buf: bytearray, start: int, end: int, at_chunk_edges: bool) -> bool:
+        return end - start >= 4 and decode_api.frame_fits(buf, *_HH.unpack_from(buf, start), "request", start, end)
 
     def sane(self, head: bytes, size: int) -> bool:
         """An api key and version Kafka could send (a little beyond the table, for newer
@@ -72,9 +74,9 @@ class ResponseValidator(Validator):
         byte turning the next size field into megabytes must not hold the direction hostage."""
         return _I.unpack_from(head, 0)[0] in self.pairer or size <= _MAX_ORPHAN
 
-    def accept(self, data: bytes, at_chunk_edges: bool) -> bool:
-        request = self.pairer.request_for(_I.unpack_from(data, 0)[0])
+    def accept(self, buf: bytearray, start: int, end: int, at_chunk_edges: bool) -> bool:
+        request = self.pairer.request_for(_I.unpack_from(buf, start)[0])
         if request is None:  # an orphan (its request was lost or before the capture)
             return at_chunk_edges
         assert request.api_key is not None and request.api_version is not None
-        return decode_api.frame_fits(data, request.api_key, request.api_version, "response")
+        return decode_api.frame_fits(buf, request.api_key, request.api_version, "response", start, end)

@@ -27,7 +27,11 @@ class OutOfOrderBuffer:
 
     Taken chunks are replaced by a placeholder and skipped with a head index; the list is
     compacted once they make up half of it, so taking from the front is O(1) amortized
-    instead of shifting the whole list each time.
+    instead of shifting the whole list each time. Inserting at the front fills the placeholder
+    before the head, making room in front by doubling when there is none: segments arriving in
+    descending order (a burst sent again backwards) cost O(log n) each like appends, instead of
+    shifting every held chunk. Inserts elsewhere shift the chunks after them (a memmove of
+    pointers, bounded by the buffer's byte cap).
     """
 
     __slots__ = ("_chunks", "_head", "cost")
@@ -65,7 +69,15 @@ class OutOfOrderBuffer:
             return 0
         if i == n or chunks[i][0] >= end:  # fits in one hole: the common case
             piece = data if cur == start else data[cur - start :]
-            chunks.insert(i, (cur, end, piece, ts_ns))
+            if i == self._head and i < n:  # before every held chunk
+                if not i:
+                    room = max(16, n)
+                    chunks[0:0] = [_SPENT] * room
+                    i = self._head = room
+                self._head -= 1
+                chunks[i - 1] = (cur, end, piece, ts_ns)
+            else:
+                chunks.insert(i, (cur, end, piece, ts_ns))
             self.cost += len(piece) + CHUNK_OVERHEAD
             return end - cur
         merged: list[Chunk] = []

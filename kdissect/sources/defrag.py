@@ -2,18 +2,23 @@
 
 Overlaps keep the first copy of each byte, the policy that cannot be steered by a
 later fragment; a conflict is reported rather than silently resolved. A datagram given
-up (timeout, memory bound, end of capture) still yields what it has: the captured
-bytes from its start up to the first hole, so a TCP header that arrived is not lost.
+up (timeout, memory bound, too many holes, end of capture) still yields what it has: the
+captured bytes from its start up to the first hole, so a TCP header that arrived is not lost.
+
+Each datagram is one buffer plus two sorted lists of disjoint spans (offsets claimed by some
+fragment, and offsets whose bytes were captured), so a fragment costs O(holes + its bytes)
+whatever arrived before it, and the holes of one datagram are bounded.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from dataclasses import dataclass, field
 
 from kdissect.sources.shapes import AnomalyKind, SourceAnomaly, SourceEvent
 
 MAX_DATAGRAM = 65_535  # fragment offsets are 13 bits of 8 octets; lengths 16 bits
-_PIECE_OVERHEAD = 64  # bytes charged per stored fragment besides its data, so tiny fragments are bounded too
+_SPAN_OVERHEAD = 64  # bytes charged per held span besides the buffer, so tiny fragments are bounded too
 
 FragmentKey = tuple[int, str, str, int]  # (IP version, src, dst, identification)
 
@@ -21,12 +26,14 @@ FragmentKey = tuple[int, str, str, int]  # (IP version, src, dst, identification
 @dataclass(frozen=True, slots=True)
 class DefragLimits:
     """When to give a datagram up. Linux waits 30 s; the packet count covers captures
-    whose clock stalls; the memory bounds cap what a fragment flood can hold."""
+    whose clock stalls; the memory bounds cap what a fragment flood can hold (a run sets
+    them from :class:`kdissect.options.Options`, whose defaults these are)."""
 
     timeout_ns: int = 30_000_000_000
     max_age_packets: int = 100_000
-    max_datagrams: int = 1024
-    max_bytes: int = 4 * 1024 * 1024
+    max_datagrams: int = 1024  # datagrams being reassembled at once
+    max_bytes: int = 4 * 1024 * 1024  # fragments held, all datagrams together
+    max_holes: int = 128  # in one datagram (64 KiB at 576-byte MTU makes ~120 pieces)
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,8 +62,15 @@ class _Pending:
     last_ts: int
     proto: int | None = None
     total: int | None = None  # known once the last fragment arrived
-    pieces: list[tuple[int, int, bytes]] = field(default_factory=list)  # (offset, claimed length, captured)
+    buf: bytearray = field(default_factory=bytearray)  # first captured copy of each byte
+    claimed: list[int] = field(default_factory=list)  # disjoint spans as flat [start, end, start, end, ...]
+    captured: list[int] = field(default_factory=list)  # likewise, the offsets whose bytes are in ``buf``
+    fragments: int = 0
+    end: int = 0  # furthest offset a fragment claimed
     held: int = 0
+
+    def cost(self) -> int:
+        return len(self.buf) + _SPAN_OVERHEAD * (len(self.claimed) + len(self.captured)) // 2
 
 
 def _describe(key: FragmentKey) -> str:
@@ -103,21 +117,23 @@ class Defragmenter:
         pending = self._pending.get(key)
         if pending is None:
             pending = self._pending[key] = _Pending(ts_ns, index, offset, ts_ns)
-        self._report_overlap(key, pending, frag_offset, end, captured, offset, ts_ns, out)
+        self._store(key, pending, frag_offset, end, captured, offset, ts_ns, out)
         pending.last_ts = ts_ns
         if frag_offset == 0:
             pending.proto = proto
         if not more:
             pending.total = end
-        pending.pieces.append((frag_offset, claimed, captured))
-        cost = len(captured) + _PIECE_OVERHEAD
-        pending.held += cost
-        self._held += cost
+        cost = pending.cost()
+        self._held += cost - pending.held
+        pending.held = cost
         done = []
-        if pending.total is not None and _contiguous_reach([piece[:2] for piece in pending.pieces]) >= pending.total:
+        spans = pending.claimed
+        if pending.total is not None and _reach(spans) >= pending.total:
             del self._pending[key]
             self._held -= pending.held
             done.append(_assemble(key, pending, complete=True))
+        elif len(spans) > 2 * (self._limits.max_holes + 1):
+            done.append(self._give_up(key, f"more than {self._limits.max_holes} holes", out))
         limits = self._limits
         while self._pending and (self._held > limits.max_bytes or len(self._pending) > limits.max_datagrams):
             done.append(self._give_up(next(iter(self._pending)), "memory bound reached", out))
@@ -148,11 +164,11 @@ class Defragmenter:
             return ""
         if pending.total is not None and (end > pending.total or (not more and end != pending.total)):
             return f"fragment {frag_offset}-{end} contradicts the datagram length {pending.total}"
-        if not more and _claimed_end(pending.pieces) > end:
-            return f"last fragment ends at {end} but data was seen up to {_claimed_end(pending.pieces)}"
+        if not more and pending.end > end:
+            return f"last fragment ends at {end} but data was seen up to {pending.end}"
         return ""
 
-    def _report_overlap(
+    def _store(
         self,
         key: FragmentKey,
         pending: _Pending,
@@ -163,16 +179,24 @@ class Defragmenter:
         ts_ns: int,
         out: list[SourceEvent],
     ) -> None:
-        overlapping = conflicting = False
-        for other_start, other_claimed, other in pending.pieces:
-            lo, hi = max(start, other_start), min(end, other_start + other_claimed)
-            if lo >= hi:
-                continue
-            overlapping = True
-            mine = captured[lo - start : hi - start]
-            theirs = other[lo - other_start : hi - other_start]
-            common = min(len(mine), len(theirs))
-            conflicting = conflicting or mine[:common] != theirs[:common]
+        """Keep the bytes of ``captured`` no earlier fragment captured; report overlaps."""
+        pending.fragments += 1
+        pending.end = max(pending.end, end)
+        overlapping = bool(_overlaps(pending.claimed, start, end))
+        stop = start + len(captured)
+        buf = pending.buf
+        if len(buf) < stop:
+            buf.extend(bytes(stop - len(buf)))
+        conflicting = False
+        for lo, hi in _overlaps(pending.captured, start, stop):
+            conflicting = conflicting or buf[lo:hi] != captured[lo - start : hi - start]
+        at = start
+        for lo, hi in [*_overlaps(pending.captured, start, stop), (stop, stop)]:
+            if lo > at:
+                buf[at:lo] = captured[at - start : lo - start]
+            at = max(at, hi)
+        _cover(pending.claimed, start, end)
+        _cover(pending.captured, start, stop)
         if overlapping:
             what = "conflicting bytes, first copy kept" if conflicting else "identical bytes"
             out.append(
@@ -192,7 +216,7 @@ class Defragmenter:
         out.append(
             SourceAnomaly(
                 AnomalyKind.FRAGMENT_INCOMPLETE,
-                f"{_describe(key)} given up ({reason}): {len(pending.pieces)} fragments, "
+                f"{_describe(key)} given up ({reason}): {pending.fragments} fragments, "
                 f"{len(datagram.data)} contiguous bytes of {size}",
                 pending.offset,
                 pending.last_ts,
@@ -201,24 +225,39 @@ class Defragmenter:
         return datagram
 
 
-def _claimed_end(pieces: list[tuple[int, int, bytes]]) -> int:
-    return max((start + claimed for start, claimed, _ in pieces), default=0)
+def _overlaps(spans: list[int], start: int, end: int) -> list[tuple[int, int]]:
+    """The parts of ``[start, end)`` that the flat disjoint ``spans`` cover, in order."""
+    i = bisect_left(spans, start + 1) & ~1  # the span that ends after ``start`` begins here or later
+    found = []
+    while i < len(spans) and spans[i] < end:
+        lo, hi = max(spans[i], start), min(spans[i + 1], end)
+        if lo < hi:
+            found.append((lo, hi))
+        i += 2
+    return found
 
 
-def _contiguous_reach(spans: list[tuple[int, int]]) -> int:
-    """How far (start, length) spans cover the datagram without a hole from offset 0."""
-    reach = 0
-    for start, length in sorted(spans):
-        if start > reach:
-            break
-        reach = max(reach, start + length)
-    return reach
+def _cover(spans: list[int], start: int, end: int) -> None:
+    """Add ``[start, end)`` to the flat disjoint ``spans``, merging what it touches."""
+    if start >= end:
+        return
+    i = bisect_left(spans, start) & ~1  # first span that may touch ``start``
+    if i >= 2 and spans[i - 1] >= start:
+        i -= 2
+    j = i
+    while j < len(spans) and spans[j] <= end:
+        j += 2
+    if j > i:
+        start, end = min(start, spans[i]), max(end, spans[j - 1])
+    spans[i:j] = [start, end]
+
+
+def _reach(spans: list[int]) -> int:
+    """How far the spans cover the datagram without a hole from offset 0."""
+    return spans[1] if spans and spans[0] == 0 else 0
 
 
 def _assemble(key: FragmentKey, pending: _Pending, complete: bool) -> Datagram:
-    size = pending.total if pending.total is not None else _claimed_end(pending.pieces)
-    buf = bytearray(size)
-    for start, _claimed, captured in reversed(pending.pieces):  # earliest written last: first copy wins
-        buf[start : start + len(captured)] = captured
-    reach = _contiguous_reach([(start, len(captured)) for start, _claimed, captured in pending.pieces])
-    return Datagram(key, pending.proto, bytes(buf[:reach]), size, complete, pending.last_ts, pending.offset)
+    size = pending.total if pending.total is not None else pending.end
+    data = bytes(pending.buf[: _reach(pending.captured)])
+    return Datagram(key, pending.proto, data, size, complete, pending.last_ts, pending.offset)

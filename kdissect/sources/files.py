@@ -13,7 +13,7 @@ from typing import BinaryIO
 
 from kdissect.sources.decoder import CaptureDecoder
 from kdissect.sources.defrag import DefragLimits
-from kdissect.sources.gunzip import GZIP_MAGIC, GzipStream
+from kdissect.sources.gunzip import GUNZIP_FREE, GUNZIP_RATIO, GZIP_MAGIC, GzipStream
 from kdissect.sources.record_loop import ReaderLimits
 from kdissect.sources.shapes import CaptureFormatError, SourceAnomaly, SourceEvent, SourceStats
 
@@ -27,12 +27,15 @@ def iter_capture(
     limits: ReaderLimits | None = None,
     defrag: DefragLimits | None = None,
     stats: SourceStats | None = None,
+    gunzip_ratio: int = GUNZIP_RATIO,
+    gunzip_free: int = GUNZIP_FREE,
 ) -> Iterator[SourceEvent]:
     """Yield the ``TcpSegment`` and ``SourceAnomaly`` events of a pcap/pcapng file (or
     gzip of one) in file order.
 
     ``source`` is a path or a binary file object (left open). Pass ``stats`` to read the
-    counters while or after iterating. Raises ``CaptureFormatError`` if the input is
+    counters while or after iterating. ``defrag`` and ``gunzip_*`` bound what the input may
+    cost (:class:`kdissect.sources.gunzip.GzipStream`). Raises ``CaptureFormatError`` if the input is
     not a capture (naming the gzip damage when that is why no capture bytes came), ``OSError``
     if it cannot be read.
     """
@@ -42,9 +45,10 @@ def iter_capture(
         else:
             stream = source
         decoder = CaptureDecoder(limits, defrag, stats)
+        gzip = GzipStream(chunk_size, gunzip_ratio, gunzip_free)
         damage: SourceAnomaly | None = None
         try:
-            for piece in _capture_bytes(_read_chunks(stream, chunk_size), chunk_size):
+            for piece in _capture_bytes(_read_chunks(stream, chunk_size), gzip):
                 if isinstance(piece, SourceAnomaly):
                     decoder.stats.anomalies += 1
                     damage = damage or piece
@@ -63,9 +67,9 @@ def _read_chunks(stream: BinaryIO, chunk_size: int) -> Iterator[bytes]:
         yield chunk
 
 
-def _capture_bytes(chunks: Iterator[bytes], chunk_size: int) -> Iterable[bytes | SourceAnomaly]:
+def _capture_bytes(chunks: Iterator[bytes], gzip: GzipStream) -> Iterable[bytes | SourceAnomaly]:
     """The capture stream itself: ``chunks`` as they are, or gunzipped when they start
-    with the gzip magic (no capture format starts that way)."""
+    with the gzip magic (no capture format starts that way) by ``gzip``."""
     head = b""
     for chunk in chunks:
         head += chunk
@@ -75,7 +79,6 @@ def _capture_bytes(chunks: Iterator[bytes], chunk_size: int) -> Iterable[bytes |
         yield head
         yield from chunks
         return
-    gzip = GzipStream(chunk_size)
     yield from gzip.feed(head)
     for chunk in chunks:
         yield from gzip.feed(chunk)

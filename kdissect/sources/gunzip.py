@@ -14,13 +14,25 @@ from kdissect.sources.shapes import AnomalyKind, SourceAnomaly
 
 GZIP_MAGIC = b"\x1f\x8b"
 _GZIP_WBITS = 16 + zlib.MAX_WBITS
+GUNZIP_RATIO = 200  # a gzip capture may inflate this many times its compressed size...
+GUNZIP_FREE = 64 << 20  # ...once it has produced this much (real captures gzip 3-20x)
 
 
 class GzipStream:
     """Feed compressed bytes; iterate decompressed pieces (and at most one anomaly)."""
 
-    def __init__(self, piece_size: int = 1 << 20) -> None:
+    def __init__(
+        self,
+        piece_size: int = 1 << 20,
+        max_ratio: int = GUNZIP_RATIO,
+        free: int = GUNZIP_FREE,
+    ) -> None:
+        """Past ``free`` bytes out, output more than ``max_ratio`` times the input is cut (a bomb):
+        reading stops with a ``cap`` anomaly."""
         self._piece_size = piece_size
+        self._max_ratio = max_ratio
+        self._free = free
+        self._produced = 0
         self._inflater = zlib.decompressobj(_GZIP_WBITS)
         self._member_started = False  # bytes of the current member were fed
         self._consumed = 0  # compressed bytes fed
@@ -44,6 +56,15 @@ class GzipStream:
                 )
                 return
             if piece:
+                self._produced += len(piece)
+                if self._produced > self._free and self._produced > self._max_ratio * self._consumed:
+                    self._failed = True
+                    yield SourceAnomaly(
+                        AnomalyKind.CAP,
+                        f"gzip inflates more than {self._max_ratio} times ({self._produced} bytes out of at most "
+                        f"{self._consumed}): reading stops",
+                    )
+                    return
                 yield piece
             if self._inflater.eof:  # a member ended; another may follow
                 data = self._inflater.unused_data

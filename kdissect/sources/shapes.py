@@ -47,6 +47,7 @@ class AnomalyKind:
     FRAGMENT_INVALID = "fragment_invalid"  # a fragment that cannot belong to its datagram
     FRAGMENT_INCOMPLETE = "fragment_incomplete"  # a datagram given up (timeout, memory bound, end)
     DECOMPRESSION = "decompression"  # the compressed container is damaged
+    CAP = "cap"  # a resource bound cut the input (the bounds: ``kdissect.options``)
 
 
 @dataclass(slots=True)

@@ -179,6 +179,7 @@ TABLES: dict[str, list[tuple[str, str]]] = {
         ("length", "int64"),
         ("ts", "timestamp"),
         ("detail", "string"),
+        ("count", "int64"),  # anomalies this row stands for (past 100 of a kind on a connection: one row)
     ],
     # What makes a latency long by design: a Fetch's wait, a Produce's acks, a JoinGroup's timeouts.
     "request_params": [

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from ..decoders import apis, schema
-from ..decoders.entities import Entry, has_error, is_error_field, walk
+from ..decoders.entities import Entry, carries_records, has_error, is_error_field, walk
 from ..decoders.error_codes import error_name, is_retriable
+from ..decoders.errors import CAP
+from ..decoders.records import LENGTHS_ONLY, Payloads, RunMeter
 from ..events import Anomaly, ConnectionSummary, Exchange, KafkaEvent, KafkaMessage
 from ..options import Options
 from .columns import DETAIL_TABLES, TABLES, TCP_COUNTERS, Parts, Runs
@@ -25,11 +28,13 @@ from .transactions import TransactionMarks
 # Cluster-state broadcasts list every partition of the cluster: not per-partition traffic.
 _NOT_PARTITION_TRAFFIC = apis.keys_with(apis.CLUSTER_STATE)
 _END_TXN = apis.key_of("EndTxn")
-OPEN_TXN_HOLD = 4  # records are spilled at this many times spill_rows while a transaction is open
+OPEN_TXN_HOLD = 4  # records are spilled at this many times spill_rows while a transaction is open (or by bytes)
 _PARTITION_VALUES = ("fetch_offset", "committed_offset", "offset", "base_offset", "high_watermark",
                      "last_stable_offset", "log_start_offset", "timestamp", "leader_epoch")
-# Tables whose rows grow with the traffic's volume (not its request count) and that no summary reads.
-SPILLABLE = ("records", "batches", "partitions", "errors", "metadata_partitions")
+# Tables whose rows grow with the traffic: handed over in pieces (to a writer, or to the summary's
+# figures) as they grow; all but ``brokers`` (one row per broker). A counted ``anomalies`` row
+# handed over keeps its count (``take``).
+SPILLABLE = tuple(name for name in TABLES if name != "brokers")
 Columns = Mapping[str, list[Any] | Runs | Parts]  # a table's values per column name
 Spill = Callable[[str, Columns], None]
 
@@ -116,9 +121,12 @@ def _tcp_counters(c: ConnectionSummary) -> dict[str, int]:
 class TableSink:
     """Accumulates rows for every table from a stream of :mod:`kdissect.events`.
 
-    With ``spill``, each ``SPILLABLE`` table's columns are handed over every ``spill_rows`` rows
-    and forgotten, so memory stays flat however many records the capture holds (a topic id is
-    named in spilled rows only if a Metadata response named it before they were spilled).
+    With ``spill``, each ``SPILLABLE`` table's columns are handed over every ``options.spill_rows`` rows
+    and forgotten, so memory stays flat however many exchanges and records the capture holds (a
+    topic id is named in spilled rows only if a Metadata response named it before they were spilled).
+
+    ``anomalies`` among the tables (without ``records`` or ``batches``) still has record batches
+    decoded, sizes only, for their anomalies (bad checksums, caps): what the summary counts.
 
     ``connection_sources`` (connection id -> capture file, filled by the engine as connections
     open) names each row's ``source_file``. With ``resolve_topics=False`` topic ids are left in
@@ -126,11 +134,17 @@ class TableSink:
     """
 
     def __init__(self, tables: Iterable[str] | None = None, options: Options | None = None,
-                 spill: Spill | None = None, spill_rows: int = 50_000, resolve_topics: bool = True) -> None:
+                 spill: Spill | None = None, resolve_topics: bool = True) -> None:
         self.wanted = set(tables) if tables is not None else set(TABLES)
-        self.options = options or Options()
+        options = options or Options()
+        if options.limits.run is None:  # one decompression budget for the whole run
+            options = replace(options, limits=replace(options.limits, run=RunMeter(options.decompressed_run)))
+        self._keeps_records = bool(self.wanted & {"records", "batches"})
+        self._decodes_records = self._keeps_records or "anomalies" in self.wanted
+        if not self._keeps_records:
+            options = replace(options, payloads=LENGTHS_ONLY)  # batches decoded for their anomalies only
+        self.options = options
         self.spill = spill
-        self.spill_rows = spill_rows
         self.rows: dict[str, TableRows] = {name: TableRows(name) for name in TABLES}
         self.topic_names: dict[uuid.UUID, str] = {}
         self.resolve_topics = resolve_topics
@@ -139,18 +153,56 @@ class TableSink:
         self.transactions = TransactionMarks(self.topic_names)
         self.spilled: dict[str, int] = dict.fromkeys(TABLES, 0)  # rows already handed to ``spill``
         self.details = DetailRows(self.wanted & set(DETAIL_TABLES))
+        # Per connection (None: the capture itself), per (kind, direction): [rows so far, index of the counted row].
+        self._anomaly_runs: dict[int | None, dict[tuple[str, str | None], list[int]]] = {}
+        self._payload_held = 0  # decompressed batch bytes behind the records rows not yet written out
 
     def consume(self, event: KafkaEvent) -> None:
         if isinstance(event, Exchange):
             self._exchange(event)
         elif isinstance(event, Anomaly):
-            self.rows["anomalies"].append({
-                "kind": event.kind, "connection_id": event.conn_id, "direction": event.direction,
-                "stream_offset": event.offset, "length": event.length, "ts": event.ts_ns, "detail": event.detail,
-                "source_file": event.source,
-            })
+            self._anomaly(event.kind, event.conn_id, event.direction, event.offset, event.length, event.ts_ns,
+                          event.detail, event.source)
         elif isinstance(event, ConnectionSummary):
             self._connection(event)
+            self._anomaly_runs.pop(event.conn_id, None)  # its anomalies are all in; forget their keys
+        if self.spill is not None:
+            self._spill_grown()
+
+    def _spill_grown(self) -> None:
+        """Hand over each table grown to ``spill_rows`` rows (records also by payload bytes, and while
+        a transaction is open only at ``OPEN_TXN_HOLD`` times that, so its abort can still mark them)."""
+        assert self.spill is not None
+        big, limit = self._payload_held >= self.options.spill_bytes, self.options.spill_rows
+        for name in SPILLABLE:
+            rows = len(self.rows[name])
+            hold = name == "records" and self.transactions.open and rows < OPEN_TXN_HOLD * limit
+            if (rows >= limit and not hold) or (big and name == "records" and rows):
+                self.spill(name, self.take(name))
+        if big:
+            self._payload_held = 0
+
+    def _anomaly(self, kind: str, conn_id: int | None, direction: str | None, offset: int | None,
+                 length: int | None, ts: int | None, detail: str, source: str | None = None) -> None:
+        """One anomaly row, or, past ``options.anomaly_rows`` of one kind on one connection and
+        direction, one more in the count of the single row that stands for the rest."""
+        runs = self._anomaly_runs.setdefault(conn_id, {})
+        run = runs.setdefault((kind, direction), [0, -1])
+        run[0] += 1
+        table = self.rows["anomalies"]
+        if run[0] <= self.options.anomaly_rows:
+            table.append({"kind": kind, "connection_id": conn_id, "direction": direction, "stream_offset": offset,
+                          "length": length, "ts": ts, "detail": detail, "count": 1, "source_file": source})
+        elif run[1] < 0:
+            run[1] = len(table)
+            table.append({"kind": kind, "connection_id": conn_id, "direction": direction, "stream_offset": offset,
+                          "length": length, "ts": ts, "count": 1, "source_file": source,
+                          "detail": f"{detail} (the first of the rest of this kind here: see count)"})
+        else:
+            table.listed("count")[run[1]] += 1
+            if length is not None:
+                lengths = table.listed("length")
+                lengths[run[1]] = (lengths[run[1]] or 0) + length
 
     def consume_all(self, events: Iterable[KafkaEvent]) -> None:
         for ev in events:
@@ -163,8 +215,10 @@ class TableSink:
         assert first is not None
         # Only the exchanges table: requests need no walk, responses only down to their errors.
         lean = not self.wanted & {"partitions", "records", "batches", "brokers"}
-        req_entries = [] if lean else _entries(req)
-        resp_entries = _entries(resp, errors_only=lean) if not lean or _has_error(resp) else []
+        req_entries = _entries(req) if not lean or self._records_in(req) else []
+        resp_records = self._records_in(resp)
+        resp_entries = (_entries(resp, errors_only=lean and not resp_records)
+                        if not lean or resp_records or _has_error(resp) else [])  # fmt: skip
         self._learn_topic_ids(req_entries)
         self._learn_topic_ids(resp_entries)
         errors = response_errors(resp_entries)
@@ -176,19 +230,19 @@ class TableSink:
             self._partition_rows(ex, first, req, req_entries, resp_entries)
         if "brokers" in self.wanted and resp is not None:
             self._broker_rows(resp, resp_entries)
-        if self.wanted & {"records", "batches"}:
+        if self._decodes_records:
             self._record_rows(ex, req_entries, resp_entries)
-            if req is not None and req.api_key == _END_TXN and req.body is not None and not errors:
+            if self._keeps_records and req is not None and req.api_key == _END_TXN and req.body is not None \
+                    and not errors:
                 body = req.body
                 self.transactions.end_txn(body["producer_id"], body["producer_epoch"], body["committed"])
         if self.details.wanted:
             self.details.add(ex, self.rows)
-        if self.spill is not None:
-            for name in SPILLABLE:
-                rows = len(self.rows[name])
-                hold = name == "records" and self.transactions.open and rows < OPEN_TXN_HOLD * self.spill_rows
-                if rows >= self.spill_rows and not hold:
-                    self.spill(name, self.take(name))
+
+    def _records_in(self, msg: KafkaMessage | None) -> bool:
+        """Whether ``msg`` has record batches this sink decodes."""
+        found = _message_schema(msg) if self._decodes_records else None
+        return found is not None and carries_records(found)
 
     def _record_rows(self, ex: Exchange, req_entries: list[Entry], resp_entries: list[Entry]) -> None:
         base_offsets = produce_base_offsets(resp_entries) if ex.request is not None else {}
@@ -202,13 +256,27 @@ class TableSink:
             if "records" in self.wanted:
                 add_records(self.rows["records"], ex, direction, parts, base_offsets, self.transactions,
                             self.spilled["records"])
+                self._payload_held += sum(b.decompressed_size or b.size for p in parts for b in p.records.batches)
+            role = "request" if msg.is_request else "response"
             for part in parts:
                 for w in part.records.all_warnings():
-                    self.rows["anomalies"].append({
-                        "kind": w.code, "connection_id": ex.conn_id, "direction": "request" if msg.is_request
-                        else "response", "stream_offset": msg.offset, "length": None, "ts": msg.ts_first,
-                        "detail": f"{part.topic}[{part.partition}] records: {w.message}",
-                    })
+                    self._anomaly(w.code, ex.conn_id, role, msg.offset, None, msg.ts_first,
+                                  f"{part.topic}[{part.partition}] records: {w.message}")
+        if self._payload_held > self.options.payload_bytes and self.spill is None:
+            self._stop_keeping_payloads(ex)
+
+    def _stop_keeping_payloads(self, ex: Exchange) -> None:
+        """The records held in memory reached the payload budget: keep sizes only from here on (as
+        empty bytes, not ``--no-payloads``' nulls, which would blank the payloads kept before)."""
+        self._payload_held = 0
+        if self.options.payloads.keep == 0:
+            return
+        self.options = replace(self.options, payloads=Payloads(0))
+        first = ex.request or ex.response
+        assert first is not None
+        self._anomaly(CAP, ex.conn_id, None, None, None, first.ts_first,
+                      f"records held in memory reached {self.options.payload_bytes} payload bytes: later records "
+                      "keep their sizes, not their keys, values and header values")
 
     def _error_row(self, ex: Exchange, first: KafkaMessage, resp: KafkaMessage | None, entry: Entry, key: str,
                    code: int) -> None:
@@ -344,4 +412,8 @@ class TableSink:
         columns = self.columns(name)
         self.spilled[name] += len(self.rows[name])
         self.rows[name] = TableRows(name)
+        if name == "anomalies":  # a counted row handed over keeps its count; more start a new one
+            for runs in self._anomaly_runs.values():
+                for run in runs.values():
+                    run[1] = -1
         return columns

@@ -15,8 +15,8 @@ class Magic(Validator):
     def plausible(self, head: bytes, size: int) -> bool:
         return head[:2] == b"KF"[: len(head)]
 
-    def accept(self, data: bytes, at_chunk_edges: bool) -> bool:
-        return data.startswith(b"KF")
+    def accept(self, buf: bytearray, start: int, end: int, at_chunk_edges: bool) -> bool:
+        return buf.startswith(b"KF", start, end)
 
 
 def frame(payload: bytes) -> bytes:

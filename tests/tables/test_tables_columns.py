@@ -19,6 +19,7 @@ import pytest
 
 from kdissect.decoders import records
 from kdissect.engines import local
+from kdissect.options import Options
 from kdissect.tables.arrow import to_arrow
 from kdissect.tables.blocks import RecordBlock
 from kdissect.tables.columns import TABLES, Parts
@@ -50,7 +51,7 @@ def tables(paths: list[Path], columns: bool, spill_rows: int = 50_000) -> tuple[
 
     records.use_native(columns)
     try:
-        sink = TableSink(spill=spill, spill_rows=spill_rows)
+        sink = TableSink(options=Options(spill_rows=spill_rows), spill=spill)
         sink.consume_all(local.events(paths))
         for name in TABLES:
             spill(name, sink.columns(name))

@@ -13,7 +13,7 @@ from kdissect.engines import local
 from kdissect.options import Options
 from kdissect.tables.columns import TABLES
 from kdissect.tables.frames import to_dataframe
-from kdissect.tables.sink import SPILLABLE, TableSink
+from kdissect.tables.sink import SPILLABLE, Columns, TableSink
 from kdissect.tables.writer import TableWriter
 from kdissect.testing.conversation import tcp_conversation
 from kdissect.testing.records_encode import encode_batch, new_record
@@ -36,7 +36,12 @@ def test_spilled_tables_equal_the_in_memory_ones(tmp_path: Path, fmt: str) -> No
     whole.consume_all(local.events([path], Options()))
     writer = TableWriter(tmp_path / "out", fmt)
     spills: list[str] = []
-    sink = TableSink(spill=lambda name, df: (spills.append(name), writer.write(name, df)), spill_rows=2)
+
+    def spill(name: str, columns: Columns) -> None:
+        spills.append(name)
+        writer.write(name, columns)
+
+    sink = TableSink(options=Options(spill_rows=2), spill=spill)
     sink.consume_all(local.events([path], Options()))
     for name in SPILLABLE:
         writer.write(name, sink.columns(name))

@@ -7,7 +7,7 @@ from __future__ import annotations
 from kdissect.engines import local
 from kdissect.options import Options
 from kdissect.tables.columns import cells
-from kdissect.tables.sink import TableSink
+from kdissect.tables.sink import Columns, TableSink
 from kdissect.testing.conversation import tcp_conversation
 from kdissect.testing.encoder import encode_request, encode_response
 from kdissect.testing.records_encode import control_record, encode_batch, new_record
@@ -77,11 +77,16 @@ def _end_txn(cid: int, committed: bool) -> list[tuple[int, bytes]]:
     ]
 
 
-def _records(msgs: list[tuple[int, bytes]], **sink) -> dict[str, list]:
+def _records(msgs: list[tuple[int, bytes]], **options) -> dict[str, list]:
     timed = [(d, m, T0 + i * MS) for i, (d, m) in enumerate(msgs)]
     events = local.events_from(tcp_conversation(timed), Options())
     pieces: list = []
-    table = TableSink(["records"], spill=lambda name, cols: pieces.append(cols), **sink)
+
+    def spill(name: str, columns: Columns) -> None:  # every table is handed over; the records are kept
+        if name == "records":
+            pieces.append(columns)
+
+    table = TableSink(["records"], Options(**options), spill=spill)
     table.consume_all(events)
     pieces.append(table.columns("records"))
     names = ("direction", "key", "aborted", "aborted_by")

@@ -1,0 +1,66 @@
+"""Resource bounds of connections, reassembly and hunting, through the command line."""
+
+from __future__ import annotations
+
+import gc
+import weakref
+from pathlib import Path
+
+from kdissect.events import Anomaly, ConnectionSummary
+from kdissect.kafka.pipeline import KafkaPipeline
+from kdissect.options import Options
+from kdissect.sources.segment import ACK, SYN, TcpSegment
+from tests.bounds_helpers import assert_bounded, assert_linear, two_sizes
+
+T0 = 1_700_000_000_000_000_000
+
+
+def _syn(i: int) -> TcpSegment:
+    return TcpSegment(T0 + i, "10.0.0.1", 1024 + i, "10.0.0.2", 9092, 1000, 0, SYN, 65535, b"", 0)
+
+
+def test_many_short_connections_cost_little_each(tmp_path: Path) -> None:
+    """A SYN, or one data segment, per connection: ~6 KB each were kept (100k: 700 MB)."""
+    runs = two_sizes(tmp_path, "short_connections", 10_000)
+    assert_linear(runs)
+    assert_bounded(runs)
+    per_connection = (runs[2].peak_rss - runs[1].peak_rss) / (2 * 10_000)  # two connections per step
+    assert per_connection < 2_500, f"{per_connection:.0f} bytes per connection"
+
+
+def test_connections_over_the_bound_end_early_with_a_counted_anomaly() -> None:
+    pipeline = KafkaPipeline(Options(max_connections=10))
+    events = [ev for i in range(25) for ev in pipeline.feed(_syn(i))] + pipeline.finish()
+    caps = [ev for ev in events if isinstance(ev, Anomaly) and ev.kind == "cap"]
+    assert len(caps) == 15 and "more than 10 connections" in caps[0].detail
+    assert len([ev for ev in events if isinstance(ev, ConnectionSummary)]) == 25
+    assert len(pipeline.connections) == 0
+
+
+def test_an_ended_connection_is_freed_without_the_cycle_collector() -> None:
+    pipeline = KafkaPipeline()
+    data = TcpSegment(T0 + 1, "10.0.0.1", 1024, "10.0.0.2", 9092, 1001, 1, ACK, 65535, b"\0" * 8, 8)
+    pipeline.feed(_syn(0))
+    pipeline.feed(data)
+    conn = weakref.ref(pipeline.connections[0])
+    gc.disable()
+    try:
+        pipeline.finish()
+        assert conn() is None
+    finally:
+        gc.enable()
+
+
+def test_hunting_through_plausible_frame_heads_is_linear(tmp_path: Path) -> None:
+    # Candidates are proven only once the bytes they claim (up to ~200 KiB here) have arrived, so
+    # below a few times that the count of provable candidates grows faster than the input: sizes
+    # well above it measure the slope, not that offset.
+    runs = two_sizes(tmp_path, "frame_heads", 1024)
+    assert_linear(runs)
+    assert_bounded(runs, flat=True)
+
+
+def test_out_of_order_segments_are_linear(tmp_path: Path) -> None:
+    runs = two_sizes(tmp_path, "out_of_order_segments", 30_000)
+    assert_linear(runs)
+    assert_bounded(runs)
