@@ -50,10 +50,3 @@ def decoder_mode(request: pytest.FixtureRequest) -> Iterator[str]:
     yield request.param
     compiler.use_native(before)
 
-
-# tests/decoders/test_protocol_kio.py (edited on another branch right now, so not touched here) still
-# imports the encoder from its old home; it lives in kdissect.testing now. Drop this alias once that
-# test imports ``kdissect.testing.encoder``.
-from kdissect.testing import encoder as _encoder  # noqa: E402
-
-sys.modules.setdefault("kdissect.decoders.encoder", _encoder)

@@ -16,7 +16,8 @@ from kio.schema.heartbeat.v0.request import HeartbeatRequest as HeartbeatV0
 from kio.schema.heartbeat.v4.request import HeartbeatRequest as HeartbeatV4
 from kio.serial import entity_writer
 
-from kdissect.decoders import api, compiler, encoder, schema
+from kdissect.decoders import api, compiler, schema
+from kdissect.testing import encoder
 from tests.kio_convert import (
     convert_message,
     kio_api_versions,
