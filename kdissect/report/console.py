@@ -13,7 +13,7 @@ from typing import TextIO
 
 from kdissect.analysis.rolling import RollingFigures, percentiles
 from kdissect.report.render import safe_text
-from kdissect.report.terminal import ANOMALY_MEANING, _ms, _row
+from kdissect.report.terminal import ANOMALY_MEANING, ms_text, row_text
 
 LATENCY_SPAN = 10  # seconds of traffic the percentiles cover
 RATE_SPAN = 5  # seconds the rates average over
@@ -36,7 +36,7 @@ def _overall(figures: RollingFigures) -> tuple[float, ...] | None:
 def headline(f: RollingFigures, elapsed: float) -> str:
     req_s, bytes_s = f.rates(RATE_SPAN)
     pct = _overall(f)
-    latency = f"p50 {_ms(pct[0])} ms, p99 {_ms(pct[1])} ms" if pct else "no latency yet"
+    latency = f"p50 {ms_text(pct[0])} ms, p99 {ms_text(pct[1])} ms" if pct else "no latency yet"
     return (
         f"{elapsed:,.0f}s: {f.packets:,} packets, {f.exchanges:,} exchanges, {req_s:,.1f} req/s, "
         f"{_rate_bytes(bytes_s)}, {latency}, {f.statuses['error']:,} errors, "
@@ -101,8 +101,8 @@ class RichView:
                 Text(safe_text(api)),
                 Text(safe_text(broker)),
                 f"{n:,}",
-                _ms(pct[0] if pct else None),
-                _ms(pct[1] if pct else None),
+                ms_text(pct[0] if pct else None),
+                ms_text(pct[1] if pct else None),
             )
         boxes = []
         for title, counter in (
@@ -131,18 +131,18 @@ def summary_lines(f: RollingFigures, elapsed: float, reason: str) -> list[str]:
         f"{f.kernel_drops:,} kernel drops, {f.gaps:,} reassembly gaps"
     ]
     if f.apis:
-        lines += ["", _row(("api", "count", "p50 ms", "p99 ms", "max ms", "errors", "unanswered"))]
+        lines += ["", row_text(("api", "count", "p50 ms", "p99 ms", "max ms", "errors", "unanswered"))]
         for name in sorted(f.apis):
             t = f.apis[name]
             pct = percentiles(t.latency.values) if t.latency is not None else None
             lines.append(
-                _row(
+                row_text(
                     (
                         safe_text(name),
                         t.count,
-                        _ms(pct[0] if pct else None),
-                        _ms(pct[1] if pct else None),
-                        _ms(t.max_ms),
+                        ms_text(pct[0] if pct else None),
+                        ms_text(pct[1] if pct else None),
+                        ms_text(t.max_ms),
                         t.errors,
                         t.unanswered,
                     )

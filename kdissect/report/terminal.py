@@ -50,7 +50,7 @@ WAIT_ON_PURPOSE = {"Fetch": "long poll up to max_wait_ms", "JoinGroup": "rebalan
 _API_COLUMNS = ("api", "count", "p50 ms", "p90 ms", "p99 ms", "max ms", "errors", "unanswered")
 
 
-def _row(row: tuple) -> str:
+def row_text(row: tuple) -> str:
     """A fixed-width API row (the live console's table)."""
     name, *rest = row
     return f"{name:<28} {rest[0]:>7} {rest[1]:>9} {rest[2]:>9} {rest[3]:>9} {rest[4]:>7} {rest[5]:>10}"
@@ -65,7 +65,7 @@ def _table(header: Sequence[str], rows: list[Sequence[str]]) -> list[str]:
     ]
 
 
-def _ms(value: float | None) -> str:
+def ms_text(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}"
 
 
@@ -87,10 +87,10 @@ def summary_lines(s: Summary, captures: Sequence[str] = ()) -> list[str]:
             (
                 safe_text(a.name),
                 str(a.count),
-                _ms(a.p50_ms),
-                _ms(a.p90_ms),
-                _ms(a.p99_ms),
-                _ms(a.max_ms),
+                ms_text(a.p50_ms),
+                ms_text(a.p90_ms),
+                ms_text(a.p99_ms),
+                ms_text(a.max_ms),
                 str(a.errors),
                 str(a.unanswered),
             )
