@@ -1,5 +1,10 @@
 """What one Spark task runs after the shuffle: its connections' rows in capture order -> the core
-pipeline -> table pieces, serialized as Arrow IPC (no pyspark here).
+pipeline -> table pieces, as Arrow IPC (no pyspark here).
+
+Pieces are kept where the run can afford it: appended by the task to one staged file per table
+(:class:`StagedPieces`, a directory every task can reach), the envelope row carrying only the
+file's path; or, with no such directory, carried in the envelope itself (:class:`InlinePieces`),
+every byte then moving through the JVM and Spark's cache.
 
 The rows hold every segment of some set of 4-tuples from every file, ordered by ``pos`` (capture
 order), so the reassembler sees each connection exactly as the local engine does, reused 4-tuples
@@ -16,17 +21,66 @@ from dataclasses import replace
 
 import pyarrow as pa
 
-from kdissect.engines.units import ANOMALY, SEGMENT
+from kdissect.engines.storage import open_input, open_output
+from kdissect.engines.units import ANOMALY, SEGMENT, MappedFiles
 from kdissect.events import Anomaly
 from kdissect.kafka.pipeline import KafkaPipeline
 from kdissect.options import Options
 from kdissect.sources.segment import TcpSegment
 from kdissect.tables.arrow import to_arrow
 from kdissect.tables.columns import TABLES, cells
-from kdissect.tables.merge import BROKER_SEEN, OPENED, STATS, TOPIC_ID, TOPICS, ipc_bytes
+from kdissect.tables.merge import BROKER_SEEN, OPENED, STATS, TOPIC_ID, TOPICS, ipc_bytes, read_ipc
 from kdissect.tables.sink import SPILLABLE, Columns, TableSink
 
-ENVELOPE_SCHEMA = pa.schema([("table", pa.string()), ("data", pa.binary())])
+ENVELOPE_SCHEMA = pa.schema([("table", pa.string()), ("data", pa.binary()), ("path", pa.string())])
+Envelope = tuple[str, bytes | None, str | None]  # (table, inline data, staged file)
+_COMPRESSED = pa.ipc.IpcWriteOptions(compression="lz4")
+
+
+class InlinePieces:
+    """Pieces carried in envelope rows (compressed Arrow IPC streams)."""
+
+    def put(self, name: str, table: pa.Table) -> list[Envelope]:
+        return [(name, ipc_bytes(table, _COMPRESSED), None)]
+
+    def close(self) -> list[Envelope]:
+        return []
+
+
+class StagedPieces:
+    """Pieces appended to ``<root>/<table>/<task>.arrows`` (one compressed Arrow IPC stream per table);
+    the envelope names each file once, when the task ends. ``task`` is unique per attempt: a retried
+    task's files are never read (the envelope of the attempt that succeeded names its own)."""
+
+    def __init__(self, root: str, task: str) -> None:
+        self.root, self.task = root.rstrip("/"), task
+        self._writers: dict[str, tuple[object, pa.ipc.RecordBatchStreamWriter]] = {}
+
+    def put(self, name: str, table: pa.Table) -> list[Envelope]:
+        if name not in self._writers:
+            stream = open_output(f"{self.root}/{name}/{self.task}.arrows")
+            self._writers[name] = (stream, pa.ipc.new_stream(stream, table.schema, options=_COMPRESSED))
+        self._writers[name][1].write_table(table)
+        return []
+
+    def close(self) -> list[Envelope]:
+        rows: list[Envelope] = []
+        for name, (stream, writer) in self._writers.items():
+            writer.close()
+            stream.close()  # type: ignore[attr-defined]
+            rows.append((name, None, f"{self.root}/{name}/{self.task}.arrows"))
+        self._writers.clear()
+        return rows
+
+
+def read_pieces(data: bytes | None, path: str | None) -> Iterator[pa.Table]:
+    """The pieces of an envelope row: its inline piece, or its staged file's pieces one at a time."""
+    if path is None:
+        yield read_ipc(data)  # type: ignore[arg-type]
+        return
+    with open_input(path) as f, pa.ipc.open_stream(f) as reader:
+        for batch in reader:
+            yield pa.Table.from_batches([batch])
 SUMMARY_TABLES = ("exchanges", "connections", "anomalies")  # what the summary reads: always decoded
 _FINISHING = 1 << 62  # events of the end of input come after every segment
 
@@ -34,10 +88,13 @@ _FINISHING = 1 << 62  # events of the end of input come after every segment
 class PartitionDecoder:
     """Feed segment rows (``units.SEGMENT_SCHEMA``) in ``pos`` order; collect envelope rows."""
 
-    def __init__(self, files: list[str], options: Options, tables: Iterable[str], spill_rows: int = 10_000) -> None:
-        # Pieces travel as single Arrow IPC blobs through the JVM: kept to a few MB each.
+    def __init__(self, files: list[str], options: Options, tables: Iterable[str],
+                 pieces: InlinePieces | StagedPieces | None = None, spill_rows: int = 10_000) -> None:  # fmt: skip
+        # Inline pieces travel as single Arrow IPC blobs through the JVM: kept to a few MB each.
         options = replace(options, spill_rows=min(options.spill_rows, spill_rows))
+        self.pieces = pieces or InlinePieces()
         self.files = files
+        self.mapped = MappedFiles(files)
         self.wanted = [t for t in TABLES if t in set(tables) or t in SUMMARY_TABLES]
         self.sink = TableSink(self.wanted, options, spill=self._spill, resolve_topics=False)
         self.pipeline = KafkaPipeline(options, opened=self.sink.connection_sources)
@@ -45,7 +102,7 @@ class PartitionDecoder:
         self.broker_seen: list[int] = []  # per brokers row: pos of the segment that revealed it
         self.topic_seen: list[int] = []  # per learned topic id, in learning order: pos
         self.stats: list[tuple[int, str]] = []  # (file index, counters as JSON) per unit
-        self.out: list[tuple[str, bytes]] = []
+        self.out: list[Envelope] = []
 
     def feed(self, batch: pa.RecordBatch) -> None:
         c = batch.to_pydict()
@@ -54,9 +111,12 @@ class PartitionDecoder:
             source = self.files[c["file_index"][i]]
             if kind == SEGMENT:
                 self.pipeline.source = source
+                payload = c["payload"][i]
+                if payload is None:  # by reference
+                    payload = self.mapped.payload(c["file_index"][i], c["payload_at"][i], c["captured"][i])
                 events = self.pipeline.feed(TcpSegment(
                     c["ts"][i], c["src_ip"][i], c["src_port"][i], c["dst_ip"][i], c["dst_port"][i], c["seq"][i],
-                    c["ack"][i], c["flags"][i], c["window"][i], c["payload"][i], c["payload_len"][i]))  # fmt: skip
+                    c["ack"][i], c["flags"][i], c["window"][i], payload, c["payload_len"][i]))  # fmt: skip
                 opened = self.sink.connection_sources
                 while len(self.opened_at) < len(opened):
                     self.opened_at.append(pos)
@@ -74,20 +134,22 @@ class PartitionDecoder:
         self.topic_seen.extend([pos] * (len(self.sink.topic_names) - len(self.topic_seen)))
 
     def finish(self) -> None:
+        self.mapped.close()
         self._consume(self.pipeline.finish(), _FINISHING)
         for name in self.wanted:
             if len(self.sink.rows[name]) or name not in SPILLABLE:
                 self._spill(name, self.sink.take(name))
-        self.out.append((OPENED, ipc_bytes(pa.table({"pos": pa.array(self.opened_at, pa.int64())}))))
+        self.out += self.pieces.close()
+        self.out.append((OPENED, ipc_bytes(pa.table({"pos": pa.array(self.opened_at, pa.int64())})), None))
         ids = [str(t) for t in self.sink.topic_names]
         names = list(self.sink.topic_names.values())
         self.out.append((TOPICS, ipc_bytes(pa.table({
             "topic_id": pa.array(ids, pa.string()), "topic": pa.array(names, pa.string()),
-            "seen": pa.array(self.topic_seen, pa.int64())}))))  # fmt: skip
+            "seen": pa.array(self.topic_seen, pa.int64())})), None))  # fmt: skip
         stray = self.pipeline.reassembler.ignored_segments  # segments of no connection: additive over tasks
-        self.out.append((STATS, json.dumps({"units": self.stats, "stray": stray}).encode()))
+        self.out.append((STATS, json.dumps({"units": self.stats, "stray": stray}).encode(), None))
 
-    def take(self) -> Iterator[tuple[str, bytes]]:
+    def take(self) -> Iterator[Envelope]:
         out, self.out = self.out, []
         return iter(out)
 
@@ -103,13 +165,13 @@ class PartitionDecoder:
         if name == "brokers":
             seen, self.broker_seen = self.broker_seen[: table.num_rows], self.broker_seen[table.num_rows :]
             table = table.append_column(BROKER_SEEN, pa.array(seen, pa.int64()))
-        self.out.append((name, ipc_bytes(table)))
+        self.out += self.pieces.put(name, table)
 
 
-def decode_partition(batches: Iterable[pa.RecordBatch], files: list[str], options: Options, tables: list[str]
-                     ) -> Iterator[pa.RecordBatch]:  # fmt: skip
+def decode_partition(batches: Iterable[pa.RecordBatch], files: list[str], options: Options, tables: list[str],
+                     pieces: InlinePieces | StagedPieces | None = None) -> Iterator[pa.RecordBatch]:  # fmt: skip
     """Segment batches of one partition in, envelope batches (``ENVELOPE_SCHEMA``) out."""
-    task = PartitionDecoder(files, options, tables)
+    task = PartitionDecoder(files, options, tables, pieces)
     for batch in batches:
         task.feed(batch)
         yield from _envelope(task.take())
@@ -117,11 +179,8 @@ def decode_partition(batches: Iterable[pa.RecordBatch], files: list[str], option
     yield from _envelope(task.take())
 
 
-def _envelope(pieces: Iterator[tuple[str, bytes]]) -> Iterator[pa.RecordBatch]:
-    names, data = [], []
-    for name, blob in pieces:
-        names.append(name)
-        data.append(blob)
-    if names:
-        yield pa.RecordBatch.from_arrays([pa.array(names, pa.string()), pa.array(data, pa.binary())],
+def _envelope(rows: Iterator[Envelope]) -> Iterator[pa.RecordBatch]:
+    columns = list(zip(*rows, strict=True))
+    if columns:
+        yield pa.RecordBatch.from_arrays([pa.array(c, t) for c, t in zip(columns, ENVELOPE_SCHEMA.types, strict=True)],
                                          schema=ENVELOPE_SCHEMA)  # fmt: skip

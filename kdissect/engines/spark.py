@@ -8,8 +8,8 @@ Stages (each a Spark stage; nothing per packet or per row reaches the driver):
 2. shuffle: rows hashed by 4-tuple, so each connection's segments from every file meet in one task,
    and sorted there by capture order;
 3. decode: reassembly, framing, decoding and pairing by :class:`~kdissect.kafka.pipeline.KafkaPipeline`
-   per partition (:mod:`kdissect.engines.partition`), emitting table pieces as Arrow (``mapInArrow``);
-   kept (on disk) so the tables and figures read them once;
+   per partition (:mod:`kdissect.engines.partition`), keeping table pieces as Arrow in staged files
+   (or, with no staging directory, inline in Spark's cache) for the tables and figures to read once;
 4. merge and write: connection ids, topic names and brokers settled across tasks
    (:mod:`kdissect.tables.merge`), then Parquet written by the tasks with pyarrow, in the types the
    local engine writes, or typed DataFrames for a user's own jobs.
@@ -20,10 +20,13 @@ in capture order (8 bytes per TCP connection, from which the final ids are numbe
 
 from __future__ import annotations
 
+import atexit
 import glob
 import json
 import os
+import shutil
 import sys
+import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from functools import partial
@@ -38,7 +41,15 @@ from pyspark.sql.pandas.types import from_arrow_schema
 
 from kdissect.analysis.latency import QUANTILES, Percentiles
 from kdissect.analysis.summary import Figures, Summary
-from kdissect.engines.partition import ENVELOPE_SCHEMA, SUMMARY_TABLES, decode_partition
+from kdissect.engines.partition import (
+    ENVELOPE_SCHEMA,
+    SUMMARY_TABLES,
+    InlinePieces,
+    StagedPieces,
+    decode_partition,
+    read_pieces,
+)
+from kdissect.engines.storage import file_system, remove_tree
 from kdissect.engines.units import SEGMENT_SCHEMA, UNIT_SCHEMA, Unit, plan_units, read_units
 from kdissect.options import Options
 from kdissect.sources.shapes import SourceStats
@@ -110,7 +121,12 @@ def session(master: str = "local[*]", driver_memory: str = "2g") -> SparkSession
     """A SparkSession for the command line. Executors on this machine run this Python (a cluster's
     executors need kdissect installed: see the README)."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    return (SparkSession.builder.master(master).appName("kdissect")
+    builder = SparkSession.builder.master(master).appName("kdissect")
+    if master.startswith("local"):
+        # The driver is also the executor, and its work here is moving small rows: the JIT's
+        # optimizing tier costs about ten CPU seconds per run and never pays back (bench_spark.py).
+        builder = builder.config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1")
+    return (builder
             .config("spark.driver.memory", driver_memory)
             .config("spark.ui.enabled", "false")
             .config("spark.log.level", "ERROR")
@@ -155,7 +171,8 @@ class Decoded:
     def table(self, name: str, envelope: DataFrame | None = None) -> DataFrame:
         """Table ``name`` as a DataFrame of :func:`spark_schema` (from ``envelope``: some of the pieces)."""
         settled = self._settled()
-        pieces = (self.envelope if envelope is None else envelope).filter(F.col("table") == name).select("data")
+        pieces = (self.envelope if envelope is None else envelope).filter(F.col("table") == name).select("data",
+                                                                                                           "path")
         if name == "brokers":
             return pieces.coalesce(1).mapInArrow(partial(_broker_batches, settled=settled), spark_schema(name))
         return pieces.mapInArrow(partial(_finished_batches, name=name, settled=settled), spark_schema(name))
@@ -164,10 +181,7 @@ class Decoded:
         """Parquet files under ``out/<table>/`` (one per task and table), in the local engine's types:
         (directory, rows) per table. One pass over the decoded pieces writes every table; the tasks'
         first-seen brokers (a few rows each) come back to be kept once, in one file."""
-        from pyarrow import fs
-
-        filesystem, root = fs.FileSystem.from_uri(out) if "://" in out else (fs.LocalFileSystem(),
-                                                                             os.path.abspath(out))  # fmt: skip
+        filesystem, root = file_system(out)
         names = list(tables)
         for name in names:
             filesystem.create_dir(f"{root}/{name}", recursive=True)
@@ -188,35 +202,41 @@ class Decoded:
         return [(out.rstrip("/") + f"/{name}/", rows[name]) for name in names]
 
     def summary(self) -> Summary:
-        """The summary's figures, counted in Spark: exact percentiles (the local engine's one
-        definition, :func:`kdissect.analysis.latency.quantile`, as a Spark SQL expression)."""
-        # The kept pieces are mostly records: the three tables read here are taken from them in one
-        # scan, and the exchanges' four columns finished once for both aggregations.
-        small = self.envelope.filter(F.col("table").isin(*SUMMARY_TABLES)).persist(StorageLevel.MEMORY_AND_DISK)
+        """The summary's figures, counted in Spark in one job: exact percentiles (the local engine's
+        one definition, :func:`kdissect.analysis.latency.quantile`, as a Spark SQL expression)."""
+        small = self.envelope.filter(F.col("table").isin(*SUMMARY_TABLES))
         exchanges = self.table("exchanges", small).select("api_name", "status", "error_name", "latency_ms")
-        exchanges = exchanges.persist(StorageLevel.MEMORY_AND_DISK)
-        tcp = [F.sum(F.coalesce(F.col(f"tcp_{n}_to_broker"), F.lit(0)) + F.coalesce(F.col(f"tcp_{n}_to_client"),
-                                                                                    F.lit(0))).alias(n)
-               for n in TCP_COUNTERS]  # fmt: skip
-        kafka = F.sum(F.col("is_kafka").cast("long")).alias("k")
-        conn = self.table("connections", small).agg(F.count("*").alias("n"), kafka, *tcp).first()
-        lat = F.array_sort(F.collect_list("latency_ms"))
-        by_api = (exchanges.where(F.col("api_name").isNotNull()).groupBy("api_name").agg(lat.alias("lat"))
+        outcomes = exchanges.groupBy("api_name", "status", "error_name").agg(
+            F.count("*").alias("n"), F.collect_list("latency_ms").alias("lat"))
+        lat = F.array_sort(F.flatten(F.collect_list("lat")))
+        by_api = (outcomes.where(F.col("api_name").isNotNull()).groupBy("api_name").agg(lat.alias("lat"))
                   .select("api_name", F.size("lat").alias("n"), *(_quantile("lat", q).alias(f"q{i}")
                                                                   for i, q in enumerate(QUANTILES)),
                           F.try_element_at("lat", F.lit(-1)).alias("max")))  # fmt: skip
-        latency = {r["api_name"]: Percentiles(r["n"], *(r[f"q{i}"] for i in range(len(QUANTILES))), r["max"])
-                   for r in by_api.collect()}  # fmt: skip
-        outcomes = {(r["api_name"], r["status"], r["error_name"]): r["count"]
-                    for r in exchanges.groupBy("api_name", "status", "error_name").count().collect()}  # fmt: skip
+        tcp = [F.sum(F.coalesce(F.col(f"tcp_{n}_to_broker"), F.lit(0)) + F.coalesce(F.col(f"tcp_{n}_to_client"),
+                                                                                    F.lit(0)))
+               for n in TCP_COUNTERS]  # fmt: skip
+        connections = self.table("connections", small).agg(F.count("*").alias("n"),
+                                                            F.sum(F.col("is_kafka").cast("long")).alias("kafka"),
+                                                            *(c.alias(n) for c, n in zip(tcp, TCP_COUNTERS,
+                                                                                         strict=True)))  # fmt: skip
         counted = F.sum(F.coalesce("count", F.lit(1))).alias("n")  # a row may stand for several
-        length = F.sum(F.coalesce("length", F.lit(0))).alias("bytes")
-        kinds = self.table("anomalies", small).groupBy("kind").agg(counted, length).collect()
-        exchanges.unpersist()
-        small.unpersist()
+        kinds = self.table("anomalies", small).groupBy("kind").agg(
+            counted, F.sum(F.coalesce("length", F.lit(0))).alias("bytes"))
+        rows = (_figure_rows("outcome", outcomes.select("api_name", "status", "error_name", "n"), 3)
+                .unionByName(_figure_rows("latency", by_api, 1))
+                .unionByName(_figure_rows("connections", connections, 0))
+                .unionByName(_figure_rows("anomalies", kinds, 1)).collect())  # fmt: skip
+        got: dict[str, list] = {"outcome": [], "latency": [], "connections": [], "anomalies": []}
+        for row in rows:
+            got[row["figure"]].append((tuple(row["keys"]), row["values"]))
+        latency = {keys[0]: Percentiles(int(v[0]), *v[1:]) for keys, v in got["latency"]}
+        n, kafka, *sums = got["connections"][0][1]
         figures = Figures()
-        figures.add_counted(outcomes, latency, (conn["n"], conn["k"] or 0, {n: conn[n] or 0 for n in TCP_COUNTERS}),
-                            {r["kind"]: (r["n"], r["bytes"]) for r in kinds})  # fmt: skip
+        figures.add_counted({keys: int(v[0]) for keys, v in got["outcome"]}, latency,
+                            (int(n), int(kafka or 0), {name: int(x or 0) for name, x in zip(TCP_COUNTERS, sums,
+                                                                                          strict=True)}),
+                            {keys[0]: (int(v[0]), int(v[1])) for keys, v in got["anomalies"]})  # fmt: skip
         return figures.summary(self.source, self.stray_segments)
 
     def close(self) -> None:
@@ -235,19 +255,29 @@ def _quantile(sorted_values: str, q: float) -> Column:
     return F.when(n > 0, low + (h - lo.cast("double")) * (values[hi] - low))
 
 
+def _figure_rows(figure: str, frame: DataFrame, keys: int) -> DataFrame:
+    """A figure's rows in one shape, so every figure comes back in one job: the first ``keys``
+    columns as text, the rest as doubles (counts are far below 2**53; latencies are doubles)."""
+    columns = frame.columns
+    return frame.select(F.lit(figure).alias("figure"),
+                        F.array(*(F.col(c).cast("string") for c in columns[:keys])).cast("array<string>").alias("keys"),
+                        F.array(*(F.col(c).cast("double") for c in columns[keys:])).alias("values"))  # fmt: skip
+
+
 def _empty(name: str) -> dict[str, list]:
     return {column: [] for column, _ in TABLES[name]}
 
 
-def _finished(name: str, data: Iterable[bytes], settled: object) -> Iterator[pa.Table]:
+def _finished(name: str, kept: Iterable[tuple[bytes | None, str | None]], settled: object) -> Iterator[pa.Table]:
     opened, topics = settled.value  # type: ignore[attr-defined]
-    for blob in data:
-        yield merge.finish_piece(name, merge.read_ipc(blob), opened, topics)
+    for data, path in kept:
+        for piece in read_pieces(data, path):
+            yield merge.finish_piece(name, piece, opened, topics)
 
 
-def _blobs(batches: Iterable[pa.RecordBatch]) -> Iterator[bytes]:
+def _blobs(batches: Iterable[pa.RecordBatch]) -> Iterator[tuple[bytes | None, str | None]]:
     for batch in batches:
-        yield from batch.column(0).to_pylist()
+        yield from zip(batch.column("data").to_pylist(), batch.column("path").to_pylist(), strict=True)
 
 
 def _finished_batches(batches: Iterable[pa.RecordBatch], name: str, settled: object) -> Iterator[pa.RecordBatch]:
@@ -280,16 +310,17 @@ def _write_parts(batches: Iterable[pa.RecordBatch], settled: object, filesystem:
     brokers: list[pa.Table] = []
     try:
         for batch in batches:
-            for name, blob in zip(batch.column(0).to_pylist(), batch.column(1).to_pylist(), strict=True):
-                table = merge.finish_piece(name, merge.read_ipc(blob), opened, topics)
-                if name == "brokers":
-                    brokers.append(table)
-                    continue
-                if name not in writers:
-                    stream = filesystem.open_output_stream(f"{root}/{name}/part-{partition:05d}.parquet")  # type: ignore[attr-defined]
-                    writers[name] = (stream, pq.ParquetWriter(stream, table.schema))
-                writers[name][1].write_table(table)
-                rows[name] = rows.get(name, 0) + table.num_rows
+            for name, data, path in zip(*(batch.column(c).to_pylist() for c in ENVELOPE_SCHEMA.names), strict=True):
+                for piece in read_pieces(data, path):
+                    table = merge.finish_piece(name, piece, opened, topics)
+                    if name == "brokers":
+                        brokers.append(table)
+                        continue
+                    if name not in writers:
+                        stream = filesystem.open_output_stream(f"{root}/{name}/part-{partition:05d}.parquet")  # type: ignore[attr-defined]
+                        writers[name] = (stream, pq.ParquetWriter(stream, table.schema))
+                    writers[name][1].write_table(table)
+                    rows[name] = rows.get(name, 0) + table.num_rows
     finally:
         for stream, writer in writers.values():
             writer.close()
@@ -318,10 +349,13 @@ def by_connection(segments: DataFrame, partitions: int) -> DataFrame:
 
 
 def decode(spark: SparkSession, paths: Iterable[str], *, options: Options | None = None,
-           tables: Iterable[str] | None = None,
-           split_bytes: int = SPLIT_BYTES, partitions: int | None = None) -> Decoded:  # fmt: skip
-    """Read and decode ``paths`` (files, directories, globs, URIs) on ``spark``; the decoded pieces
-    are kept until :meth:`Decoded.close`."""
+           tables: Iterable[str] | None = None, split_bytes: int = SPLIT_BYTES, partitions: int | None = None,
+           staging: str | None = None) -> Decoded:  # fmt: skip
+    """Read and decode ``paths`` (files, directories, globs, URIs) on ``spark``. The decoded pieces
+    are kept in staged files under ``staging`` (a new directory every executor can write and read:
+    local disk in local mode, HDFS, S3 or a shared file system on a cluster; the caller removes it
+    when done), or, without it, in Spark's cache until :meth:`Decoded.close` (slower: every piece
+    then moves through the JVM)."""
     options = options or Options()
     wanted = list(tables) if tables is not None else list(TABLES)
     # Rows here are whole segments and table pieces (MBs each): Arrow batches are bounded by bytes, or
@@ -331,10 +365,10 @@ def decode(spark: SparkSession, paths: Iterable[str], *, options: Options | None
     found = expand_paths(paths)
     files = [path for path, _ in found]
     partitions = partitions or max(2, 2 * spark.sparkContext.defaultParallelism)
-    task = partial(decode_partition, files=files, options=options, tables=wanted)
+    task = partial(_decode_task, files=files, options=options, tables=wanted, staging=staging)
     envelope = (by_connection(segment_rows(spark, found, split_bytes), partitions)
                 .mapInArrow(task, from_arrow_schema(ENVELOPE_SCHEMA))
-                .persist(StorageLevel.DISK_ONLY))  # fmt: skip
+                .persist(StorageLevel.DISK_ONLY if staging is None else StorageLevel.MEMORY_AND_DISK))  # fmt: skip
     side = envelope.filter(F.col("table").startswith("_")).collect()
     opened = [merge.read_ipc(r["data"])["pos"].to_numpy() for r in side if r["table"] == merge.OPENED]
     topics = merge.topic_names(merge.read_ipc(r["data"]) for r in side if r["table"] == merge.TOPICS)
@@ -342,6 +376,14 @@ def decode(spark: SparkSession, paths: Iterable[str], *, options: Options | None
     unit_stats = [(i, json.loads(s)) for task in task_stats for i, s in task["units"]]
     ordered = np.sort(np.concatenate(opened)) if opened else np.zeros(0, np.int64)
     return Decoded(spark, envelope, files, wanted, ordered, topics, unit_stats, sum(t["stray"] for t in task_stats))
+
+
+def _decode_task(batches: Iterable[pa.RecordBatch], files: list[str], options: Options, tables: list[str],
+                 staging: str | None) -> Iterator[pa.RecordBatch]:  # fmt: skip
+    context = TaskContext.get()
+    task = f"task-{context.partitionId():05d}-{context.attemptNumber()}"
+    pieces = InlinePieces() if staging is None else StagedPieces(staging, task)
+    yield from decode_partition(batches, files, options, tables, pieces)
 
 
 def _unit_tuple(unit: Unit) -> tuple:
@@ -354,12 +396,23 @@ def read_captures(
     *,
     options: Options | None = None,
     split_bytes: int = SPLIT_BYTES,
+    staging: str | None = None,
 ) -> dict[str, DataFrame]:
     """Every table of the captures as a Spark DataFrame (:func:`spark_schema`), for your own jobs.
 
-    Decoding runs once, now, and its pieces stay cached (memory, then disk) for these DataFrames."""
-    decoded = decode(spark, [paths] if isinstance(paths, str) else paths, options=options, split_bytes=split_bytes)
+    Decoding runs once, now, and its pieces stay for these DataFrames: under ``staging`` if given
+    (a new directory every executor can reach, yours to delete), in a temporary directory removed
+    when Python exits if Spark runs on this machine (``local[...]``), else in Spark's cache."""
+    if staging is None and _on_this_machine(spark):
+        staging = tempfile.mkdtemp(prefix="kdissect-staging-")
+        atexit.register(shutil.rmtree, staging, True)
+    decoded = decode(spark, [paths] if isinstance(paths, str) else paths, options=options, split_bytes=split_bytes,
+                     staging=staging)  # fmt: skip
     return {name: decoded.table(name) for name in TABLES}
+
+
+def _on_this_machine(spark: SparkSession) -> bool:
+    return spark.sparkContext.master.startswith("local")
 
 
 @dataclass
@@ -375,11 +428,19 @@ class SparkRun:
 def analyze(captures: list[str], *, master: str, out: str | None, tables: list[str], options: Options) -> SparkRun:
     """The command line's run: decode, figures, Parquet under ``out``; the session is stopped after."""
     spark = session(master)
+    # Pieces staged in this machine's temp directory in local mode, beside the output on a cluster
+    # (which its executors write anyway), or with neither, in Spark's cache.
+    if _on_this_machine(spark):
+        staging: str | None = tempfile.mkdtemp(prefix="kdissect-staging-")
+    else:
+        staging = f"{out.rstrip('/')}/_staging" if out else None
     try:
-        decoded = decode(spark, captures, options=options, tables=tables)
+        decoded = decode(spark, captures, options=options, tables=tables, staging=staging)
         written = decoded.write(out, tables) if out else []
         run = SparkRun(decoded.summary(), len(decoded.files), decoded.unreadable, written)
         decoded.close()
         return run
     finally:
+        if staging is not None:
+            remove_tree(staging)
         spark.stop()

@@ -5,24 +5,33 @@ A unit is a whole file, or a byte range of a large classic pcap file (see
 its connection key and its place in capture order (``pos``: unit index, then order in the unit),
 or a capture-level anomaly, or the unit's counters. No pyspark here: a Spark task calls
 :func:`read_units`, and tests call it directly.
+
+A segment's payload travels by reference when its bytes lie as they are in a local file
+(``payload_at``: their offset there; :class:`MappedFiles` reads them back after the shuffle), and
+inline otherwise (gzip, remote URIs, datagrams rebuilt from fragments): the shuffle then moves
+about a hundred bytes per segment instead of every payload byte.
 """
 
 from __future__ import annotations
 
 import json
+import mmap
 import zlib
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from typing import BinaryIO
 
 import pyarrow as pa
 
 from kdissect.engines.local import unreadable_file
+from kdissect.engines.storage import is_local, local_path, open_input
 from kdissect.sources.decoder import CaptureDecoder
 from kdissect.sources.files import iter_capture
+from kdissect.sources.gunzip import GZIP_MAGIC
 from kdissect.sources.pcap import GLOBAL_HEADER_LEN
 from kdissect.sources.segment import TcpSegment
-from kdissect.sources.shapes import CaptureFormatError, SourceAnomaly, SourceEvent, SourceStats
+from kdissect.sources.shapes import CaptureFormatError, CaptureRecord, SourceAnomaly, SourceEvent, SourceStats
 from kdissect.sources.split import PcapLayout, chain_span, pcap_layout, prove_boundary
 
 SEGMENT, ANOMALY, DONE = 0, 1, 2  # row kinds
@@ -32,6 +41,7 @@ SEGMENT_SCHEMA = pa.schema([
     ("dst_port", pa.int32()), ("seq", pa.int64()), ("ack", pa.int64()), ("flags", pa.int32()),
     ("window", pa.int32()), ("payload", pa.binary()), ("payload_len", pa.int32()),
     ("anomaly", pa.string()), ("offset", pa.int64()), ("detail", pa.string()),
+    ("payload_at", pa.int64()), ("captured", pa.int32()),
 ])  # fmt: skip
 UNIT_SCHEMA = pa.schema([("index", pa.int32()), ("file_index", pa.int32()), ("path", pa.string()),
                          ("start", pa.int64()), ("end", pa.int64())])  # fmt: skip
@@ -39,6 +49,8 @@ _WINDOW = 4 << 20  # bytes read at a time while looking for a proven record boun
 _CHUNK = 1 << 20
 _BATCH_BYTES = 8 << 20  # payload bytes per Arrow batch handed to Spark
 _RESYNC_AT_END = "stream ended while resyncing: "  # (kdissect.sources.framing's wording)
+_RECORD_HEAD = 32  # at least a pcap record header or pcapng block head: where a record's data may start
+_MAPPED_FILES = 64  # files a decoding task keeps mapped at once
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,14 +80,27 @@ def plan_units(files: Iterable[tuple[str, int | None]], split_bytes: int) -> lis
     return units
 
 
-def open_input(path: str) -> BinaryIO:
-    """A seekable binary file for a local path or any URI pyarrow reads (hdfs://, s3://, ...)."""
-    from pyarrow import fs
+class MappedFiles:
+    """Referenced payloads read back from the capture files (memory-mapped, a few at a time)."""
 
-    if "://" in path:
-        filesystem, inner = fs.FileSystem.from_uri(path)
-        return filesystem.open_input_file(inner)  # type: ignore[return-value]
-    return open(path, "rb")
+    def __init__(self, files: list[str]) -> None:
+        self.files = files
+        self._maps: dict[int, mmap.mmap] = {}
+
+    def payload(self, file_index: int, at: int, size: int) -> bytes:
+        mapped = self._maps.pop(file_index, None)
+        if mapped is None:
+            if len(self._maps) >= _MAPPED_FILES:
+                self._maps.pop(next(iter(self._maps))).close()
+            with open(local_path(self.files[file_index]), "rb") as f:
+                mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        self._maps[file_index] = mapped  # most recently used last
+        return mapped[at : at + size]
+
+    def close(self) -> None:
+        for mapped in self._maps.values():
+            mapped.close()
+        self._maps.clear()
 
 
 def connection_key(seg: TcpSegment) -> int:
@@ -85,21 +110,22 @@ def connection_key(seg: TcpSegment) -> int:
     return zlib.crc32((f"{a}|{b}" if a <= b else f"{b}|{a}").encode())
 
 
-def read_unit(unit: Unit, stats: SourceStats) -> Iterator[SourceEvent]:
-    """The unit's segments and anomalies in file order. Raises ``OSError`` and
-    ``CaptureFormatError`` as :func:`~kdissect.sources.files.iter_capture` does."""
+def read_unit(unit: Unit, stats: SourceStats, records: bool = False) -> Iterator[SourceEvent | CaptureRecord]:
+    """The unit's segments and anomalies in file order (with ``records``, each record before the
+    segments made of it, at its file offset). Raises ``OSError`` and ``CaptureFormatError`` as
+    :func:`~kdissect.sources.files.iter_capture` does."""
     with open_input(unit.path) as f:
         layout = pcap_layout(f.read(GLOBAL_HEADER_LEN))
         f.seek(0)
         if unit.start == 0 and (unit.end < 0 or layout is None):
-            yield from iter_capture(f, stats=stats)  # a whole file (gzip, pcapng, or small)
+            yield from iter_capture(f, stats=stats, records=records)  # a whole file (gzip, pcapng, or small)
             return
         if layout is None:
             return  # a later range of a file that is read whole by its first range
         size = f.seek(0, 2)
         start = GLOBAL_HEADER_LEN if unit.start == 0 else _boundary(f, layout, unit.start, size)
         end = size if unit.end < 0 else _boundary(f, layout, unit.end, size)
-        yield from _read_range(f, layout, start, end, stats, end < size)
+        yield from _read_range(f, layout, start, end, stats, end < size, records)
 
 
 def _boundary(f: BinaryIO, layout: PcapLayout, at: int, size: int) -> int:
@@ -118,18 +144,21 @@ def _boundary(f: BinaryIO, layout: PcapLayout, at: int, size: int) -> int:
     return size
 
 
-def _read_range(f: BinaryIO, layout: PcapLayout, start: int, end: int, stats: SourceStats, more: bool
-                ) -> Iterator[SourceEvent]:  # fmt: skip
+def _read_range(f: BinaryIO, layout: PcapLayout, start: int, end: int, stats: SourceStats, more: bool,
+                records: bool) -> Iterator[SourceEvent | CaptureRecord]:  # fmt: skip
     """Records ``[start, end)`` read as the file's header followed by them; anomaly offsets are the
     file's, and the header's own anomalies are left to the file's first range. When ``more`` of the
     file follows, ``end`` is a proven record start: a resync still going on there ends there."""
-    decoder = CaptureDecoder(stats=stats)
+    decoder = CaptureDecoder(stats=stats, records=records)
     later = start > GLOBAL_HEADER_LEN
     shift = start - GLOBAL_HEADER_LEN
 
-    def placed(events: list[SourceEvent]) -> Iterator[SourceEvent]:
+    def placed(events: list) -> Iterator[SourceEvent | CaptureRecord]:
         for ev in events:
-            if type(ev) is not SourceAnomaly:
+            if type(ev) is CaptureRecord:
+                ev.offset += shift
+                yield ev
+            elif type(ev) is not SourceAnomaly:
                 yield ev
             elif ev.offset is None or ev.offset >= GLOBAL_HEADER_LEN:
                 yield ev if ev.offset is None else SourceAnomaly(ev.kind, ev.message, ev.offset + shift, ev.ts_ns)
@@ -161,13 +190,17 @@ def _unit_rows(unit: Unit) -> Iterator[pa.RecordBatch]:
     stats = SourceStats()
     error = None
     try:
-        for ev in read_unit(unit, stats):
-            if type(ev) is TcpSegment:
-                rows.segment(ev)
-            else:
-                rows.anomaly(ev)  # type: ignore[arg-type]
-            if rows.bytes >= _BATCH_BYTES:
-                yield rows.take()
+        with _file_bytes(unit.path) as data:
+            record = None
+            for ev in read_unit(unit, stats, records=data is not None):
+                if type(ev) is CaptureRecord:
+                    record = ev
+                elif type(ev) is TcpSegment:
+                    rows.segment(ev, _payload_at(data, record, ev.payload) if ev.payload else None)
+                else:
+                    rows.anomaly(ev)  # type: ignore[arg-type]
+                if rows.bytes >= _BATCH_BYTES:
+                    yield rows.take()
     except (CaptureFormatError, OSError) as exc:
         # As in the local engine, an anomaly row names the file (OSError: a remote file gone or refused).
         why = CaptureFormatError(f"cannot read: {exc.strerror or exc}") if isinstance(exc, OSError) else exc
@@ -175,6 +208,34 @@ def _unit_rows(unit: Unit) -> Iterator[pa.RecordBatch]:
         error = str(why)
     rows.done(stats, error)
     yield rows.take()
+
+
+@contextmanager
+def _file_bytes(path: str) -> Iterator[mmap.mmap | None]:
+    """The file's bytes, where payloads can be found as they are: a local file, not gzipped
+    (anything else, or a file that cannot be mapped, gives None and payloads go inline)."""
+    mapped = None
+    try:
+        if is_local(path):
+            with open(local_path(path), "rb") as f:
+                if f.read(len(GZIP_MAGIC)) != GZIP_MAGIC:
+                    mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    except (OSError, ValueError):  # missing, unreadable or empty: read_unit reports it
+        pass
+    try:
+        yield mapped
+    finally:
+        if mapped is not None:
+            mapped.close()
+
+
+def _payload_at(data: mmap.mmap | None, record: CaptureRecord | None, payload: bytes) -> int | None:
+    """Where ``payload``'s bytes lie in the file: looked for in its record (bytes equal, so any
+    match will do); None when they are not there as they are (a datagram rebuilt from fragments)."""
+    if data is None or record is None:
+        return None
+    at = data.find(payload, record.offset, record.offset + _RECORD_HEAD + len(record.data))
+    return at if at >= 0 else None
 
 
 class _Rows:
@@ -194,17 +255,18 @@ class _Rows:
         c["kind"].append(kind)
         c["file_index"].append(self.unit.file_index)
         for name in ("ts", "src_ip", "src_port", "dst_ip", "dst_port", "seq", "ack", "flags", "window", "payload",
-                     "payload_len", "anomaly", "offset", "detail"):  # fmt: skip
+                     "payload_len", "anomaly", "offset", "detail", "payload_at", "captured"):  # fmt: skip
             c[name].append(values.get(name))
         self.n += 1
 
-    def segment(self, s: TcpSegment) -> None:
+    def segment(self, s: TcpSegment, at: int | None) -> None:
         self._add(connection_key(s), SEGMENT, {
             "ts": s.ts_ns, "src_ip": s.src_ip, "src_port": s.src_port, "dst_ip": s.dst_ip, "dst_port": s.dst_port,
-            "seq": s.seq, "ack": s.ack, "flags": s.flags, "window": s.window, "payload": s.payload,
-            "payload_len": s.payload_len,
+            "seq": s.seq, "ack": s.ack, "flags": s.flags, "window": s.window,
+            "payload": s.payload if at is None else None, "payload_len": s.payload_len, "payload_at": at,
+            "captured": len(s.payload),
         })  # fmt: skip
-        self.bytes += len(s.payload) + 64
+        self.bytes += (len(s.payload) if at is None else 0) + 64
 
     def anomaly(self, a: SourceAnomaly) -> None:
         self._add(self.unit.file_index, ANOMALY, {"ts": a.ts_ns, "offset": a.offset, "anomaly": a.kind,

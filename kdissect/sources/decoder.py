@@ -14,7 +14,8 @@ from kdissect.sources.shapes import CaptureRecord, RecordEvent, SourceEvent, Sou
 
 
 class CaptureDecoder:
-    """Feed pcap/pcapng bytes in any chunking; get events in stream order.
+    """Feed pcap/pcapng bytes in any chunking; get events in stream order (with ``records``, each
+    ``CaptureRecord`` too, before the events decoded from it).
 
     Raises ``CaptureFormatError`` only when the stream is not a capture at all.
     """
@@ -24,8 +25,10 @@ class CaptureDecoder:
         limits: ReaderLimits | None = None,
         defrag: DefragLimits | None = None,
         stats: SourceStats | None = None,
+        records: bool = False,
     ) -> None:
         self.stats = stats if stats is not None else SourceStats()
+        self._records = records
         self._parser = CaptureParser(limits)
         self._packets = PacketDecoder(defrag, self.stats)
 
@@ -48,8 +51,11 @@ class CaptureDecoder:
     def _decode(self, records: list[RecordEvent]) -> list[SourceEvent]:
         out: list[SourceEvent] = []
         decode = self._packets.decode
+        keep = self._records
         for event in records:
             if type(event) is CaptureRecord:
+                if keep:
+                    out.append(event)
                 decode(event, out)
             else:
                 self.stats.anomalies += 1

@@ -15,7 +15,7 @@ from kdissect.sources.decoder import CaptureDecoder
 from kdissect.sources.defrag import DefragLimits
 from kdissect.sources.gunzip import GUNZIP_FREE, GUNZIP_RATIO, GZIP_MAGIC, GzipStream
 from kdissect.sources.record_loop import ReaderLimits
-from kdissect.sources.shapes import CaptureFormatError, SourceAnomaly, SourceEvent, SourceStats
+from kdissect.sources.shapes import CaptureFormatError, CaptureRecord, SourceAnomaly, SourceEvent, SourceStats
 
 DEFAULT_CHUNK_SIZE = 1 << 20
 
@@ -29,22 +29,24 @@ def iter_capture(
     stats: SourceStats | None = None,
     gunzip_ratio: int = GUNZIP_RATIO,
     gunzip_free: int = GUNZIP_FREE,
-) -> Iterator[SourceEvent]:
+    records: bool = False,
+) -> Iterator[SourceEvent | CaptureRecord]:
     """Yield the ``TcpSegment`` and ``SourceAnomaly`` events of a pcap/pcapng file (or
     gzip of one) in file order.
 
     ``source`` is a path or a binary file object (left open). Pass ``stats`` to read the
     counters while or after iterating. ``defrag`` and ``gunzip_*`` bound what the input may
-    cost (:class:`kdissect.sources.gunzip.GzipStream`). Raises ``CaptureFormatError`` if the input is
-    not a capture (naming the gzip damage when that is why no capture bytes came), ``OSError``
-    if it cannot be read.
+    cost (:class:`kdissect.sources.gunzip.GzipStream`). With ``records``, each ``CaptureRecord``
+    comes before the events decoded from it (a distributed read locates payloads by it). Raises
+    ``CaptureFormatError`` if the input is not a capture (naming the gzip damage when that is why no
+    capture bytes came), ``OSError`` if it cannot be read.
     """
     with ExitStack() as stack:
         if isinstance(source, str | os.PathLike):
             stream: BinaryIO = stack.enter_context(open(source, "rb"))
         else:
             stream = source
-        decoder = CaptureDecoder(limits, defrag, stats)
+        decoder = CaptureDecoder(limits, defrag, stats, records)
         gzip = GzipStream(chunk_size, gunzip_ratio, gunzip_free)
         damage: SourceAnomaly | None = None
         try:

@@ -26,10 +26,10 @@ TOPIC_ID = "_topic_id"  # unnamed topic ids of a piece's rows (text)
 BROKER_SEEN = "_seen"  # pos of the response that revealed a broker row
 
 
-def ipc_bytes(table: pa.Table) -> bytes:
+def ipc_bytes(table: pa.Table, options: pa.ipc.IpcWriteOptions | None = None) -> bytes:
     """A piece as it travels between tasks and the driver (Arrow IPC stream)."""
     sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, table.schema) as writer:
+    with pa.ipc.new_stream(sink, table.schema, options=options) as writer:
         writer.write_table(table)
     return sink.getvalue().to_pybytes()
 

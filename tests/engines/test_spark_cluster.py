@@ -91,6 +91,7 @@ def test_the_corpus_on_a_standalone_cluster_matches_the_local_engine(cluster: st
     on_cluster = kdissect("analyze", "--engine", "spark", "--master", cluster, *REAL_CAPTURES,
                           "--out", str(tmp_path / "spark"))  # fmt: skip
     assert on_cluster.returncode == 0, on_cluster.stderr[-3000:]
+    assert not (tmp_path / "spark" / "_staging").exists()  # the pieces were staged there, then removed
     local = kdissect("analyze", *REAL_CAPTURES, "--out", str(tmp_path / "local"))
     assert local.returncode == 0, local.stderr
     summary = [line for line in local.stdout.splitlines() if not line.startswith("wrote ")]

@@ -3,13 +3,18 @@ apart, connections decoded in separate partitions and merged — all equal to th
 
 from __future__ import annotations
 
+import gzip
 import os
 from pathlib import Path
 
-from kdissect.engines.units import plan_units, read_unit
+import pyarrow as pa
+
+from kdissect.engines.units import SEGMENT, UNIT_SCHEMA, MappedFiles, plan_units, read_unit, read_units
 from kdissect.sources.files import iter_capture
+from kdissect.sources.segment import TcpSegment
 from kdissect.sources.shapes import SourceStats
 from kdissect.sources.split import pcap_layout, prove_boundary
+from kdissect.testing.packets import Encapsulation
 from kdissect.testing.pcapwrite import write_capture
 from kdissect.testing.synthetic import conversation
 from tests.engines.spark_helpers import (
@@ -51,6 +56,47 @@ def test_byte_ranges_read_apart_give_the_file_s_segments() -> None:
         units = plan_units([(PRODUCE_CONSUME, size)], split)
         got = [ev for u in units for ev in read_unit(u, SourceStats())]
         assert got == whole, split
+
+
+def payload_rows(paths: list[str], split: int = 1 << 40) -> list[dict]:
+    """The segment rows with payload bytes of ``paths`` read as the Spark engine's units."""
+    units = plan_units([(p, os.path.getsize(p)) for p in paths], split)
+    batch = pa.RecordBatch.from_pylist([{"index": u.index, "file_index": u.file_index, "path": u.path,
+                                         "start": u.start, "end": u.end} for u in units],
+                                       schema=UNIT_SCHEMA)  # fmt: skip
+    rows = pa.Table.from_batches(list(read_units([batch]))).to_pylist()
+    return [r for r in rows if r["kind"] == SEGMENT and r["captured"]]
+
+
+def resolved(paths: list[str], rows: list[dict]) -> list[bytes]:
+    mapped = MappedFiles(paths)
+    try:
+        return [r["payload"] if r["payload"] is not None else mapped.payload(r["file_index"], r["payload_at"],
+                                                                             r["captured"]) for r in rows]  # fmt: skip
+    finally:
+        mapped.close()
+
+
+def test_payloads_travel_by_reference_to_where_they_lie_in_local_files() -> None:
+    pcapng = next(p for p in REAL_CAPTURES if p.endswith(".pcapng"))
+    for paths, split in (([PRODUCE_CONSUME], 1 << 40), ([PRODUCE_CONSUME], 5000), ([pcapng], 1 << 40)):
+        want = [s.payload for s in iter_capture(paths[0]) if isinstance(s, TcpSegment) and s.payload]
+        rows = payload_rows(paths, split)
+        assert all(r["payload"] is None and r["payload_at"] is not None for r in rows)
+        assert resolved(paths, rows) == want
+
+
+def test_payloads_not_lying_as_they_are_in_a_file_travel_inline(tmp_path: Path) -> None:
+    zipped = tmp_path / "capture.pcap.gz"
+    zipped.write_bytes(gzip.compress(Path(PRODUCE_CONSUME).read_bytes()))
+    fragmented = tmp_path / "fragments.pcap"  # segments over 44 bytes are rebuilt from fragments: in no one record
+    fragmented.write_bytes(write_capture(conversation(2), encap=Encapsulation(fragment_size=64)))
+    for path, inline in ((zipped, 0), (fragmented, 44)):
+        want = [s.payload for s in iter_capture(path) if isinstance(s, TcpSegment) and s.payload]
+        rows = payload_rows([str(path)])
+        assert resolved([str(path)], rows) == want
+        spread = [r for r in rows if r["captured"] > inline]
+        assert len(spread) > 2 and all(r["payload_at"] is None for r in spread)
 
 
 def test_a_range_of_a_damaged_file_reports_anomalies_at_file_offsets(tmp_path: Path) -> None:
