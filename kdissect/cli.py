@@ -365,16 +365,33 @@ def cmd_report(args: argparse.Namespace) -> int:
     from kdissect.engines import local
     from kdissect.report.build import write_report
 
-    captures = _captures(args)
-    local.tune_gc()
-    run = local.analyze(captures, replace(_options(args), payloads=LENGTHS_ONLY))  # sizes are enough
-    if run.stats.nothing_read:
-        raise _nothing_read(captures)
-    _report_unreadable(run.stats.unreadable)
-    out = write_report(analysis_frames(run.tables), run.summary, [str(c) for c in captures], Path(args.output),
-                       args.format)
+    options = replace(_options(args), payloads=LENGTHS_ONLY)  # sizes are enough
+    if args.engine == "spark":
+        from kdissect.engines.spark import report_input
+
+        names = _spark_paths(args)
+        spark = report_input(names, master=args.master, options=options)
+        if spark.unreadable and len(spark.unreadable) == spark.files:
+            raise local.no_capture(spark.unreadable)
+        frames, summary, unreadable = spark.frames, spark.summary, spark.unreadable
+    else:
+        captures = _captures(args)
+        names = [str(c) for c in captures]
+        local.tune_gc()
+        run = local.analyze(captures, options)
+        if run.stats.nothing_read:
+            raise _nothing_read(captures)
+        frames, summary, unreadable = analysis_frames(run.tables), run.summary, run.stats.unreadable
+    _report_unreadable(unreadable)
+    out = write_report(frames, summary, names, Path(args.output), args.format)
     print(f"wrote {safe_text(str(out))} ({out.stat().st_size:,} bytes)")
     return 0
+
+
+def _engine_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--engine", choices=("local", "spark"), default="local",
+                   help="local: this process (default); spark: PySpark, captures may also be globs and URIs")
+    p.add_argument("--master", default="local[*]", help="Spark master URL for --engine spark (default: local[*])")
 
 
 def _capture_args(p: argparse.ArgumentParser) -> None:
@@ -440,9 +457,7 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--max-decompressed", type=int, metavar="BYTES",
                    help="cap on one record batch's decompressed size (default: 67108864, 64 MiB); beyond it: an "
                         "anomaly row")
-    a.add_argument("--engine", choices=("local", "spark"), default="local",
-                   help="local: this process (default); spark: PySpark, captures may also be globs and URIs")
-    a.add_argument("--master", default="local[*]", help="Spark master URL for --engine spark (default: local[*])")
+    _engine_args(a)
     a.set_defaults(func=cmd_analyze)
 
     s = sub.add_parser("show", help="print decoded requests with their responses",
@@ -505,6 +520,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("-o", "--output", required=True, metavar="FILE", help="where to write it, e.g. report.html "
                                                                          "(required; no default)")
     r.add_argument("--format", choices=("html", "md", "json"), help="default: from FILE's extension, else html")
+    _engine_args(r)
     r.set_defaults(func=cmd_report)
     return ap
 

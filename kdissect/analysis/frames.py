@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from kdissect.tables.columns import cells
+from kdissect.tables.columns import TABLES, cells
 from kdissect.tables.frames import to_dataframe
 from kdissect.tables.sink import Columns
 
@@ -26,8 +26,24 @@ def analysis_frames(tables: Mapping[str, Columns]) -> dict[str, pd.DataFrame]:
     return out
 
 
+ANALYSED_RECORDS = "transactional"  # the flag column of the records the analysis reads (see above)
+
+
 def _transactional(columns: Columns) -> dict[str, list]:
-    keep = [i for i, flag in enumerate(cells(columns["transactional"])) if flag]
+    keep = [i for i, flag in enumerate(cells(columns[ANALYSED_RECORDS])) if flag]
     if not keep:
         return {name: [] for name in columns}
     return {name: [values[i] for i in keep] for name, values in ((n, cells(c)) for n, c in columns.items())}
+
+
+def in_capture_order(frames: Mapping[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
+    """The frames' rows in one order whatever engine made them (the local engine's are in the order
+    events completed, the Spark engine's in task order): by the table's timestamps, then by every
+    other column that sorts (all but bytes and headers), so only rows equal in all of them may tie."""
+    out = {}
+    for name, frame in frames.items():
+        kinds = dict(TABLES[name])
+        keys = [c for c in frame.columns if kinds.get(c) == "timestamp"]
+        keys += [c for c in frame.columns if kinds.get(c) not in ("timestamp", "bytes", "headers", None)]
+        out[name] = frame.sort_values(keys, kind="stable", na_position="last", ignore_index=True) if keys else frame
+    return out

@@ -28,17 +28,21 @@ import shutil
 import sys
 import tempfile
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from functools import partial
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark import StorageLevel, TaskContext
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from pyspark.sql.pandas.types import from_arrow_schema
 
+from kdissect.analysis.frames import ANALYSED_RECORDS
 from kdissect.analysis.latency import QUANTILES, Percentiles
 from kdissect.analysis.summary import Figures, Summary
 from kdissect.engines.partition import (
@@ -56,6 +60,7 @@ from kdissect.sources.shapes import SourceStats
 from kdissect.tables import merge
 from kdissect.tables.arrow import to_arrow
 from kdissect.tables.columns import TABLES, TCP_COUNTERS
+from kdissect.tables.frames import from_arrow
 
 SPLIT_BYTES = 128 << 20  # pcap files larger than this are read as several ranges
 ARROW_BATCH_BYTES = 32 << 20
@@ -69,6 +74,7 @@ _SPARK_TYPES = {
 _WRITTEN_ARROW = pa.schema([("table", pa.string()), ("path", pa.string()), ("rows", pa.int64()),
                             ("brokers", pa.binary())])  # fmt: skip
 _WRITTEN = from_arrow_schema(_WRITTEN_ARROW)
+_PIECES = pa.schema([("table", pa.string()), ("data", pa.binary())])
 
 
 def spark_schema(table: str) -> T.StructType:
@@ -201,6 +207,22 @@ class Decoded:
             _write_table(filesystem, f"{root}/{name}/part-00000.parquet", to_arrow(name, _empty(name)))
         return [(out.rstrip("/") + f"/{name}/", rows[name]) for name in names]
 
+    def frames(self) -> dict[str, pd.DataFrame]:
+        """Every table brought to the driver as the DataFrame the local engine gives the analysis
+        (records: only those the analysis reads, picked in the tasks), from one job."""
+        task = partial(_analysed_pieces, settled=self._settled())
+        pieces = self.envelope.filter(F.col("table").isin(self.tables))
+        got = pieces.mapInArrow(task, from_arrow_schema(_PIECES)).collect()
+        out = {}
+        for name in self.tables:
+            pieces = [merge.read_ipc(r["data"]) for r in got if r["table"] == name]
+            if name == "brokers":
+                table = merge.first_brokers(pieces)
+            else:
+                table = pa.concat_tables(pieces) if pieces else to_arrow(name, _empty(name))
+            out[name] = from_arrow(name, table)
+        return out
+
     def summary(self) -> Summary:
         """The summary's figures, counted in Spark in one job: exact percentiles (the local engine's
         one definition, :func:`kdissect.analysis.latency.quantile`, as a Spark SQL expression)."""
@@ -253,6 +275,18 @@ def _quantile(sorted_values: str, q: float) -> Column:
     hi = F.least(lo + 1, n - 1)
     low = values[lo]
     return F.when(n > 0, low + (h - lo.cast("double")) * (values[hi] - low))
+
+
+def _analysed_pieces(batches: Iterable[pa.RecordBatch], settled: object) -> Iterator[pa.RecordBatch]:
+    opened, topics = settled.value  # type: ignore[attr-defined]
+    for batch in batches:
+        for name, data, path in zip(*(batch.column(c).to_pylist() for c in ENVELOPE_SCHEMA.names), strict=True):
+            for piece in read_pieces(data, path):
+                table = merge.finish_piece(name, piece, opened, topics)
+                if name == "records":
+                    table = table.filter(pc.equal(table[ANALYSED_RECORDS], True))
+                if table.num_rows or name == "brokers":
+                    yield pa.RecordBatch.from_pylist([{"table": name, "data": merge.ipc_bytes(table)}], schema=_PIECES)
 
 
 def _figure_rows(figure: str, frame: DataFrame, keys: int) -> DataFrame:
@@ -427,6 +461,32 @@ class SparkRun:
 
 def analyze(captures: list[str], *, master: str, out: str | None, tables: list[str], options: Options) -> SparkRun:
     """The command line's run: decode, figures, Parquet under ``out``; the session is stopped after."""
+    with _decoded(captures, master, out, tables, options) as decoded:
+        written = decoded.write(out, tables) if out else []
+        return SparkRun(decoded.summary(), len(decoded.files), decoded.unreadable, written)
+
+
+@dataclass
+class SparkReport:
+    """What ``kdissect report --engine spark`` builds the report from."""
+
+    frames: dict[str, pd.DataFrame]
+    summary: Summary
+    files: int
+    unreadable: list[tuple[str, str]]  # (file, why)
+
+
+def report_input(captures: list[str], *, master: str, options: Options) -> SparkReport:
+    """The report's tables decoded on Spark and brought to the driver (the report's figures are then
+    computed there, by the same code as with the local engine), and the summary counted in Spark."""
+    with _decoded(captures, master, None, list(TABLES), options) as decoded:
+        return SparkReport(decoded.frames(), decoded.summary(), len(decoded.files), decoded.unreadable)
+
+
+@contextmanager
+def _decoded(captures: list[str], master: str, out: str | None, tables: list[str], options: Options
+             ) -> Iterator[Decoded]:  # fmt: skip
+    """A session and the captures decoded on it, for one command; all of it gone after."""
     spark = session(master)
     # Pieces staged in this machine's temp directory in local mode, beside the output on a cluster
     # (which its executors write anyway), or with neither, in Spark's cache.
@@ -436,10 +496,10 @@ def analyze(captures: list[str], *, master: str, out: str | None, tables: list[s
         staging = f"{out.rstrip('/')}/_staging" if out else None
     try:
         decoded = decode(spark, captures, options=options, tables=tables, staging=staging)
-        written = decoded.write(out, tables) if out else []
-        run = SparkRun(decoded.summary(), len(decoded.files), decoded.unreadable, written)
-        decoded.close()
-        return run
+        try:
+            yield decoded
+        finally:
+            decoded.close()
     finally:
         if staging is not None:
             remove_tree(staging)

@@ -19,6 +19,7 @@ from kdissect.analysis import (
     topology,
     transactions,
 )
+from kdissect.analysis.frames import in_capture_order
 from kdissect.analysis.latency import latency_by
 from kdissect.analysis.overview import Overview, overview
 from kdissect.analysis.summary import Summary
@@ -270,7 +271,9 @@ def _anomaly_section(tables: Mapping[str, pd.DataFrame]) -> Section:
 
 def build_document(tables: Mapping[str, pd.DataFrame], summary: Summary, files: Sequence[str]) -> Document:
     """The report's content from a run's tables as DataFrames (:func:`kdissect.analysis.frames.analysis_frames`)
-    and its summary."""
+    and its summary. Rows are taken in :func:`~kdissect.analysis.frames.in_capture_order`, so every
+    engine's tables give the same report."""
+    tables = in_capture_order(tables)
     o = overview(tables, summary, files)
     sections = [
         _overview_section(tables, o),

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from .columns import TABLES, Parts, Runs, cells
 from .numbers import number_arrays
@@ -38,6 +39,21 @@ def to_dataframe(table: str, columns: Mapping[str, list[Any] | Runs | Parts]) ->
     """
     data = {name: _column(kind, columns[name]) for name, kind in TABLES[table]}
     return pd.DataFrame(data, columns=list(data), copy=False)
+
+
+def from_arrow(table: str, data: pa.Table) -> pd.DataFrame:
+    """A table as Arrow (:func:`kdissect.tables.arrow.to_arrow`'s schema, e.g. pieces decoded apart
+    and joined) as the DataFrame :func:`to_dataframe` gives for the same rows: categories inferred
+    from the values (sorted, as pandas does), not taken from the Arrow dictionaries, and headers as
+    (key, value) pairs."""
+    frame = data.to_pandas()
+    for name, kind in TABLES[table]:
+        if kind == "category":
+            frame[name] = _array(kind, data[name].to_pylist())
+        elif kind == "headers":  # Arrow's key/value structs back to (key, value) pairs
+            frame[name] = _array(kind, [None if h is None else [(x["key"], x["value"]) for x in h]
+                                        for h in data[name].to_pylist()])  # fmt: skip
+    return frame
 
 
 def _column(kind: str, column: list[Any] | Runs | Parts) -> Any:

@@ -4,7 +4,10 @@ unsplit file, and bad files reported without failing the job. One SparkSession f
 
 from __future__ import annotations
 
+import json
 import random
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -168,3 +171,16 @@ def test_read_captures_gives_every_table_as_a_dataframe(spark) -> None:
     assert sorted(map(tuple, got)) == sorted(
         zip(*(want["exchanges"][c].to_pylist() for c in ("connection_id", "correlation_id", "api_name")), strict=True)
     )
+
+
+def test_the_report_on_spark_is_the_local_engine_s_report(tmp_path: Path) -> None:
+    """``kdissect report --engine spark`` (its own session, so in a subprocess) writes the same report."""
+    from kdissect.cli import main
+
+    assert main(["report", *REAL_CAPTURES, "-o", str(tmp_path / "local.json")]) == 0
+    on_spark = subprocess.run([sys.executable, "-m", "kdissect.cli", "report", *REAL_CAPTURES, "-o",
+                               str(tmp_path / "spark.json"), "--engine", "spark", "--master", "local[2]"],
+                              capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert on_spark.returncode == 0, on_spark.stderr[-3000:]
+    local_report = json.loads((tmp_path / "local.json").read_text())
+    assert local_report["sections"] and json.loads((tmp_path / "spark.json").read_text()) == local_report

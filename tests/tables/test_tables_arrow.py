@@ -9,13 +9,14 @@ from __future__ import annotations
 
 from itertools import pairwise
 
+import pandas as pd
 import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kdissect.tables.arrow import arrow_schema, to_arrow
 from kdissect.tables.columns import TABLES, Runs
-from kdissect.tables.frames import to_dataframe
+from kdissect.tables.frames import from_arrow, to_dataframe
 
 _TEXT = st.one_of(st.none(), st.text(max_size=6), st.sampled_from(["Produce", "Fetch", "é", ""]))
 _BYTES = st.one_of(st.none(), st.binary(max_size=8))
@@ -59,6 +60,15 @@ def test_buffers_build_the_same_table_as_pyarrow_from_pandas(case: tuple[str, di
     assert ours.schema.equals(expected.schema, check_metadata=False)
     for name in ours.column_names:  # dictionaries may order their values differently: compare values
         assert ours[name].to_pylist() == expected[name].to_pylist(), name
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from(sorted(TABLES)).flatmap(lambda t: st.tuples(st.just(t), _columns(t))))
+def test_a_table_back_from_arrow_is_the_library_s_dataframe(case: tuple[str, dict]) -> None:
+    """What the Spark engine hands the report (pieces joined as Arrow) is what the local engine does."""
+    table, columns = case
+    want = to_dataframe(table, columns)
+    pd.testing.assert_frame_equal(from_arrow(table, to_arrow(table, columns)), want)
 
 
 def test_text_that_is_not_ascii_and_long_binary_columns_survive() -> None:
