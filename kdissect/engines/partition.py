@@ -27,6 +27,7 @@ from kdissect.events import Anomaly
 from kdissect.kafka.pipeline import KafkaPipeline
 from kdissect.options import Options
 from kdissect.sources.segment import TcpSegment
+from kdissect.tables import merge
 from kdissect.tables.arrow import to_arrow
 from kdissect.tables.columns import TABLES, cells
 from kdissect.tables.merge import BROKER_SEEN, OPENED, STATS, TOPIC_ID, TOPICS, ipc_bytes, read_ipc
@@ -89,7 +90,8 @@ class PartitionDecoder:
     """Feed segment rows (``units.SEGMENT_SCHEMA``) in ``pos`` order; collect envelope rows."""
 
     def __init__(self, files: list[str], options: Options, tables: Iterable[str],
-                 pieces: InlinePieces | StagedPieces | None = None, spill_rows: int = 10_000) -> None:  # fmt: skip
+                 pieces: InlinePieces | StagedPieces | None = None, task: int = 0, spill_rows: int = 10_000
+                 ) -> None:  # fmt: skip
         # Inline pieces travel as single Arrow IPC blobs through the JVM: kept to a few MB each.
         options = replace(options, spill_rows=min(options.spill_rows, spill_rows))
         self.pieces = pieces or InlinePieces()
@@ -102,6 +104,10 @@ class PartitionDecoder:
         self.broker_seen: list[int] = []  # per brokers row: pos of the segment that revealed it
         self.topic_seen: list[int] = []  # per learned topic id, in learning order: pos
         self.stats: list[tuple[int, str]] = []  # (file index, counters as JSON) per unit
+        self.task = task  # this task's number among the run's (records rows are numbered by it)
+        self.records = 0  # records rows spilled so far
+        self.journal: list[tuple[int, tuple]] = []  # (pos, call) of the transaction rules' inputs
+        self.sink.transactions.journal = []
         self.out: list[Envelope] = []
 
     def feed(self, batch: pa.RecordBatch) -> None:
@@ -132,6 +138,10 @@ class PartitionDecoder:
             self.sink.consume(ev)
         self.broker_seen.extend([pos] * (len(self.sink.rows["brokers"]) - len(self.broker_seen)))
         self.topic_seen.extend([pos] * (len(self.sink.topic_names) - len(self.topic_seen)))
+        calls = self.sink.transactions.journal
+        if calls:
+            self.journal += [(pos, call) for call in calls]
+            calls.clear()
 
     def finish(self) -> None:
         self.mapped.close()
@@ -148,6 +158,7 @@ class PartitionDecoder:
             "seen": pa.array(self.topic_seen, pa.int64())})), None))  # fmt: skip
         stray = self.pipeline.reassembler.ignored_segments  # segments of no connection: additive over tasks
         self.out.append((STATS, json.dumps({"units": self.stats, "stray": stray}).encode(), None))
+        self.out.append((merge.JOURNAL, merge.journal_bytes(self.task, self.journal), None))
 
     def take(self) -> Iterator[Envelope]:
         out, self.out = self.out, []
@@ -162,6 +173,10 @@ class PartitionDecoder:
         if "topic" in table.column_names:
             ids = [None if t is None or t.int == 0 else str(t) for t in cells(columns["_topic_id"])]
             table = table.append_column(TOPIC_ID, pa.array(ids, pa.string()))
+        if name == "records":
+            start = self.task << merge.ROW_BITS | self.records
+            table = table.append_column(merge.ROW, pa.array(range(start, start + table.num_rows), pa.int64()))
+            self.records += table.num_rows
         if name == "brokers":
             seen, self.broker_seen = self.broker_seen[: table.num_rows], self.broker_seen[table.num_rows :]
             table = table.append_column(BROKER_SEEN, pa.array(seen, pa.int64()))
@@ -169,14 +184,16 @@ class PartitionDecoder:
 
 
 def decode_partition(batches: Iterable[pa.RecordBatch], files: list[str], options: Options, tables: list[str],
-                     pieces: InlinePieces | StagedPieces | None = None) -> Iterator[pa.RecordBatch]:  # fmt: skip
-    """Segment batches of one partition in, envelope batches (``ENVELOPE_SCHEMA``) out."""
-    task = PartitionDecoder(files, options, tables, pieces)
+                     pieces: InlinePieces | StagedPieces | None = None, task: int = 0
+                     ) -> Iterator[pa.RecordBatch]:  # fmt: skip
+    """Segment batches of one partition (task number ``task``) in, envelope batches
+    (``ENVELOPE_SCHEMA``) out."""
+    decoder = PartitionDecoder(files, options, tables, pieces, task)
     for batch in batches:
-        task.feed(batch)
-        yield from _envelope(task.take())
-    task.finish()
-    yield from _envelope(task.take())
+        decoder.feed(batch)
+        yield from _envelope(decoder.take())
+    decoder.finish()
+    yield from _envelope(decoder.take())
 
 
 def _envelope(rows: Iterator[Envelope]) -> Iterator[pa.RecordBatch]:

@@ -14,8 +14,10 @@ Stages (each a Spark stage; nothing per packet or per row reaches the driver):
    (:mod:`kdissect.tables.merge`), then Parquet written by the tasks with pyarrow, in the types the
    local engine writes, or typed DataFrames for a user's own jobs.
 
-The driver collects aggregates only: per-unit counters, topic names, and each connection's place
-in capture order (8 bytes per TCP connection, from which the final ids are numbered).
+The driver collects aggregates only: per-unit counters, topic names, each connection's place in
+capture order (8 bytes per TCP connection, from which the final ids are numbered), and the
+transaction rules' journal (a line per transactional batch and per outcome, replayed in capture
+order to mark aborted records whose outcome another task decoded).
 """
 
 from __future__ import annotations
@@ -148,8 +150,7 @@ class Decoded:
     envelope: DataFrame
     files: list[str]
     tables: list[str]
-    opened: np.ndarray  # every connection's place in capture order, ascending
-    topics: dict[str, str]
+    settled: merge.Settled  # connection ids, topic names, aborted transactions
     unit_stats: list[tuple[int, dict]]  # (file index, counters) per work unit
     stray_segments: int  # segments the tasks' reassemblers could place in no connection
     _broadcast: object = field(default=None, repr=False)
@@ -171,7 +172,7 @@ class Decoded:
 
     def _settled(self) -> object:
         if self._broadcast is None:
-            self._broadcast = self.spark.sparkContext.broadcast((self.opened, self.topics))
+            self._broadcast = self.spark.sparkContext.broadcast(self.settled)
         return self._broadcast
 
     def table(self, name: str, envelope: DataFrame | None = None) -> DataFrame:
@@ -278,11 +279,11 @@ def _quantile(sorted_values: str, q: float) -> Column:
 
 
 def _analysed_pieces(batches: Iterable[pa.RecordBatch], settled: object) -> Iterator[pa.RecordBatch]:
-    opened, topics = settled.value  # type: ignore[attr-defined]
+    done = settled.value  # type: ignore[attr-defined]
     for batch in batches:
         for name, data, path in zip(*(batch.column(c).to_pylist() for c in ENVELOPE_SCHEMA.names), strict=True):
             for piece in read_pieces(data, path):
-                table = merge.finish_piece(name, piece, opened, topics)
+                table = merge.finish_piece(name, piece, done)
                 if name == "records":
                     table = table.filter(pc.equal(table[ANALYSED_RECORDS], True))
                 if table.num_rows or name == "brokers":
@@ -303,10 +304,10 @@ def _empty(name: str) -> dict[str, list]:
 
 
 def _finished(name: str, kept: Iterable[tuple[bytes | None, str | None]], settled: object) -> Iterator[pa.Table]:
-    opened, topics = settled.value  # type: ignore[attr-defined]
+    done = settled.value  # type: ignore[attr-defined]
     for data, path in kept:
         for piece in read_pieces(data, path):
-            yield merge.finish_piece(name, piece, opened, topics)
+            yield merge.finish_piece(name, piece, done)
 
 
 def _blobs(batches: Iterable[pa.RecordBatch]) -> Iterator[tuple[bytes | None, str | None]]:
@@ -337,7 +338,7 @@ def _write_parts(batches: Iterable[pa.RecordBatch], settled: object, filesystem:
     brokers pieces are returned instead (``brokers``, Arrow IPC) for the driver to keep each once."""
     import pyarrow.parquet as pq
 
-    opened, topics = settled.value  # type: ignore[attr-defined]
+    done = settled.value  # type: ignore[attr-defined]
     partition = TaskContext.get().partitionId()
     writers: dict[str, tuple[object, pq.ParquetWriter]] = {}
     rows: dict[str, int] = {}
@@ -346,7 +347,7 @@ def _write_parts(batches: Iterable[pa.RecordBatch], settled: object, filesystem:
         for batch in batches:
             for name, data, path in zip(*(batch.column(c).to_pylist() for c in ENVELOPE_SCHEMA.names), strict=True):
                 for piece in read_pieces(data, path):
-                    table = merge.finish_piece(name, piece, opened, topics)
+                    table = merge.finish_piece(name, piece, done)
                     if name == "brokers":
                         brokers.append(table)
                         continue
@@ -406,10 +407,12 @@ def decode(spark: SparkSession, paths: Iterable[str], *, options: Options | None
     side = envelope.filter(F.col("table").startswith("_")).collect()
     opened = [merge.read_ipc(r["data"])["pos"].to_numpy() for r in side if r["table"] == merge.OPENED]
     topics = merge.topic_names(merge.read_ipc(r["data"]) for r in side if r["table"] == merge.TOPICS)
+    aborted = merge.aborted_marks((r["data"] for r in side if r["table"] == merge.JOURNAL), topics)
     task_stats = [json.loads(r["data"]) for r in side if r["table"] == merge.STATS]
     unit_stats = [(i, json.loads(s)) for task in task_stats for i, s in task["units"]]
     ordered = np.sort(np.concatenate(opened)) if opened else np.zeros(0, np.int64)
-    return Decoded(spark, envelope, files, wanted, ordered, topics, unit_stats, sum(t["stray"] for t in task_stats))
+    return Decoded(spark, envelope, files, wanted, merge.Settled(ordered, topics, aborted), unit_stats,
+                   sum(t["stray"] for t in task_stats))
 
 
 def _decode_task(batches: Iterable[pa.RecordBatch], files: list[str], options: Options, tables: list[str],
@@ -417,7 +420,7 @@ def _decode_task(batches: Iterable[pa.RecordBatch], files: list[str], options: O
     context = TaskContext.get()
     task = f"task-{context.partitionId():05d}-{context.attemptNumber()}"
     pieces = InlinePieces() if staging is None else StagedPieces(staging, task)
-    yield from decode_partition(batches, files, options, tables, pieces)
+    yield from decode_partition(batches, files, options, tables, pieces, context.partitionId())
 
 
 def _unit_tuple(unit: Unit) -> tuple:

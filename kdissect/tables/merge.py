@@ -7,12 +7,18 @@ A task cannot know three things the whole run settles, so it leaves them in hidd
   order of first appearance);
 - topic names for topic ids (Fetch v13+): named from every task's Metadata, the first naming in
   capture order winning, as in the local engine;
-- brokers: kept once per (node, host, port, rack), from the first response in capture order.
+- brokers: kept once per (node, host, port, rack), from the first response in capture order;
+- aborted transactions: a transaction's records and its outcome (ABORT marker, EndTxn) usually
+  travel on different connections, so tasks journal the rules' inputs (``JOURNAL``) and number
+  their records rows (``ROW``); the journals replayed in capture order give the marks.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import json
+import uuid
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
@@ -20,8 +26,11 @@ import pyarrow.compute as pc
 
 from .arrow import arrow_schema, with_pandas_metadata
 from .columns import TABLES
+from .transactions import ABORT_MARKER, replay
 
-OPENED, TOPICS, STATS = "_opened", "_topics", "_stats"  # side pieces of a task
+OPENED, TOPICS, STATS, JOURNAL = "_opened", "_topics", "_stats", "_journal"  # side pieces of a task
+ROW = "_row"  # a records row's number in the whole run: task << ROW_BITS | row in the task
+ROW_BITS = 40
 TOPIC_ID = "_topic_id"  # unnamed topic ids of a piece's rows (text)
 BROKER_SEEN = "_seen"  # pos of the response that revealed a broker row
 
@@ -58,12 +67,41 @@ def topic_names(pieces: Iterable[pa.Table]) -> dict[str, str]:
     return {tid: name for tid, (_, name) in best.items()}
 
 
-def finish_piece(name: str, piece: pa.Table, opened: np.ndarray, topics: dict[str, str]) -> pa.Table:
-    """A task's piece of table ``name`` with final connection ids and named topics, in the schema
-    the local engine writes (hidden columns other than ``BROKER_SEEN`` dropped)."""
+@dataclass(frozen=True)
+class Settled:
+    """What only the whole run knows, for finishing every task's pieces."""
+
+    opened: np.ndarray  # every connection's place in capture order, ascending
+    topics: dict[str, str]  # topic id -> name
+    aborted: list[tuple[int, int, str]]  # (first ROW, rows, rule) of records of aborted transactions
+
+
+def journal_bytes(task: int, calls: list[tuple[int, tuple]]) -> bytes:
+    """A task's journal of transaction calls, each with the ``pos`` it came at (rows as ROW)."""
+    out = []
+    for seq, (pos, call) in enumerate(calls):
+        if call[0] == "opened":
+            *head, row, n = call
+            call = (*head, task << ROW_BITS | row, n)
+        out.append([pos, task, seq, *(str(v) if isinstance(v, uuid.UUID) else v for v in call)])
+    return json.dumps(out).encode()
+
+
+def aborted_marks(journals: Iterable[bytes], topics: Mapping[str, str]) -> list[tuple[int, int, str]]:
+    """Every task's journal merged in capture order and replayed by the one set of rules."""
+    calls = sorted((c for j in journals for c in json.loads(j)), key=lambda c: (c[0], c[1], c[2]))
+    return replay((tuple(c[3:]) for c in calls), topics)  # type: ignore[arg-type]
+
+
+def finish_piece(name: str, piece: pa.Table, settled: Settled) -> pa.Table:
+    """A task's piece of table ``name`` with final connection ids, named topics and aborted marks, in
+    the schema the local engine writes (hidden columns other than ``BROKER_SEEN`` dropped)."""
+    topics = settled.topics
     if "connection_id" in piece.column_names:
         piece = piece.set_column(piece.column_names.index("connection_id"), "connection_id",
-                                 connection_ids(piece["connection_id"], opened))  # fmt: skip
+                                 connection_ids(piece["connection_id"], settled.opened))  # fmt: skip
+    if ROW in piece.column_names:
+        piece = _marked(piece, settled.aborted)
     if TOPIC_ID in piece.column_names:
         ids = piece[TOPIC_ID]
         if ids.null_count < len(ids):
@@ -78,6 +116,26 @@ def finish_piece(name: str, piece: pa.Table, opened: np.ndarray, topics: dict[st
     seen = piece[BROKER_SEEN] if BROKER_SEEN in piece.column_names else None
     finished = with_pandas_metadata(name, piece.select([column for column, _ in TABLES[name]]))
     return finished if seen is None else finished.append_column(BROKER_SEEN, seen)
+
+
+def _marked(piece: pa.Table, marks: list[tuple[int, int, str]]) -> pa.Table:
+    """Records rows (numbered by ``ROW``) in the marked ranges: aborted, by the mark's rule (the
+    marker's name wins where rules overlap, as in :class:`~kdissect.tables.transactions.TransactionMarks`)."""
+    if not marks or not piece.num_rows:
+        return piece
+    rows = piece[ROW].to_numpy()
+    lo, hi = int(rows.min()), int(rows.max()) + 1
+    hits = sorted((m for m in marks if m[0] < hi and m[0] + m[1] > lo), key=lambda m: m[2] == ABORT_MARKER)
+    if not hits:
+        return piece
+    aborted, rules = piece["aborted"].to_pylist(), piece["aborted_by"].to_pylist()
+    for start, n, rule in hits:
+        for i in np.nonzero((rows >= start) & (rows < start + n))[0]:
+            aborted[i], rules[i] = True, rule
+    piece = piece.set_column(piece.column_names.index("aborted"), "aborted",
+                             pa.array(aborted, piece.schema.field("aborted").type))  # fmt: skip
+    return piece.set_column(piece.column_names.index("aborted_by"), "aborted_by",
+                            pa.array(rules, pa.string()).cast(piece.schema.field("aborted_by").type))  # fmt: skip
 
 
 def first_brokers(pieces: list[pa.Table]) -> pa.Table:

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import uuid
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from kdissect.decoders.records import Batch
@@ -56,6 +56,9 @@ class TransactionMarks:
         self._open: OrderedDict[tuple, list[tuple[int, int, int | None]]] = OrderedDict()
         self._batches = 0
         self.marks: list[tuple[int, int, str]] = []  # (first row, rows, rule) not yet written to the table
+        # Every call, in order, when a later pass must decide across several of these (the Spark
+        # engine's tasks each see some connections: see :func:`replay`).
+        self.journal: list[tuple] | None = None
 
     @property
     def open(self) -> bool:
@@ -65,9 +68,17 @@ class TransactionMarks:
               batch: Batch, last_offset: int | None, row: int, n: int) -> None:
         """A transactional data batch whose ``n`` rows start at records-table row ``row`` (counting
         spilled rows), its outcome unknown yet; ``last_offset``: its last record's log offset, if known."""
-        keys = [("produce", batch.producer_id, batch.producer_epoch)] if direction == "produce" else []
+        self.opened(direction, topic, topic_id, partition, batch.producer_id, batch.producer_epoch, last_offset, row, n)
+
+    def opened(self, direction: str, topic: str | None, topic_id: uuid.UUID | None, partition: int | None,
+               producer_id: int, producer_epoch: int, last_offset: int | None, row: int, n: int) -> None:
+        """:meth:`batch` with the batch's producer given by value."""
+        if self.journal is not None:
+            self.journal.append(("opened", direction, topic, topic_id, partition, producer_id, producer_epoch,
+                                 last_offset, row, n))  # fmt: skip
+        keys = [("produce", producer_id, producer_epoch)] if direction == "produce" else []
         if last_offset is not None:
-            keys.append(("log", batch.producer_id, batch.producer_epoch, self._topic(topic, topic_id), partition))
+            keys.append(("log", producer_id, producer_epoch, self._topic(topic, topic_id), partition))
         for key in keys:
             self._open.setdefault(key, []).append((row, n, last_offset))
             self._open.move_to_end(key)
@@ -78,15 +89,24 @@ class TransactionMarks:
 
     def control(self, topic: str | None, topic_id: uuid.UUID | None, partition: int | None, batch: Batch) -> None:
         """A fetched control batch: its ABORT or COMMIT markers settle that producer's earlier batches."""
-        key = ("log", batch.producer_id, batch.producer_epoch, self._topic(topic, topic_id), partition)
-        for marker in batch.control:
-            if marker.type in (_ABORT, _COMMIT):
-                self._settle(key, marker.type == _ABORT, ABORT_MARKER, before=marker.offset)
+        markers = [(m.type, m.offset) for m in batch.control if m.type in (_ABORT, _COMMIT)]
+        self.markers(topic, topic_id, partition, batch.producer_id, batch.producer_epoch, markers)
+
+    def markers(self, topic: str | None, topic_id: uuid.UUID | None, partition: int | None, producer_id: int,
+                producer_epoch: int, markers: list[tuple[int, int]]) -> None:
+        """:meth:`control` with the batch's producer and (type, offset) markers given by value."""
+        if self.journal is not None:
+            self.journal.append(("markers", topic, topic_id, partition, producer_id, producer_epoch, markers))
+        key = ("log", producer_id, producer_epoch, self._topic(topic, topic_id), partition)
+        for kind, offset in markers:
+            self._settle(key, kind == _ABORT, ABORT_MARKER, before=offset)
 
     def _topic(self, topic: str | None, topic_id: uuid.UUID | None) -> Any:
         return topic or self.topic_names.get(topic_id) or topic_id  # type: ignore[arg-type]
 
     def end_txn(self, producer_id: int, producer_epoch: int, committed: bool) -> None:
+        if self.journal is not None:
+            self.journal.append(("end_txn", producer_id, producer_epoch, committed))
         self._settle(("produce", producer_id, producer_epoch), not committed, END_TXN, before=None)
 
     def _settle(self, key: tuple, aborted: bool, rule: str, before: int | None) -> None:
@@ -116,3 +136,12 @@ class TransactionMarks:
             rules[start : start + n] = [rule] * n
         self.marks.clear()
 
+
+def replay(journal: Iterable[tuple], topic_names: Mapping[uuid.UUID, str]) -> list[tuple[int, int, str]]:
+    """The marks the rules give for calls journalled apart and merged in capture order (rows as the
+    journals numbered them), topic ids named by ``topic_names``: (first row, rows, rule)."""
+    marks = TransactionMarks(topic_names)
+    calls = {"opened": marks.opened, "markers": marks.markers, "end_txn": marks.end_txn}
+    for call in journal:
+        calls[call[0]](*call[1:])
+    return marks.marks

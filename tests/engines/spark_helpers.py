@@ -32,16 +32,9 @@ def local_tables(paths: list[str]) -> tuple[dict[str, pa.Table], Summary]:
     return {name: to_arrow(name, run.tables[name]) for name in TABLES}, run.summary
 
 
-# Not yet the local engine's in the Spark engine: records of an aborted transaction are marked from
-# the outcome (ABORT marker, EndTxn), which usually travels on another connection than the records,
-# and so in another task; the tasks' marks are a subset of the local engine's (see test_spark_split).
-CROSS_CONNECTION_COLUMNS = ("aborted", "aborted_by")
-
-
 def rows(table: pa.Table, drop: tuple[str, ...] = ()) -> list[str]:
-    """The table's rows, order aside (each row as the repr of its sorted cells), without ``drop``
-    and ``CROSS_CONNECTION_COLUMNS``."""
-    keep = [c for c in table.column_names if c not in drop and c not in CROSS_CONNECTION_COLUMNS]
+    """The table's rows, order aside (each row as the repr of its sorted cells), without ``drop``."""
+    keep = [c for c in table.column_names if c not in drop]
     return sorted(repr(sorted(r.items())) for r in table.select(keep).to_pylist())
 
 
@@ -62,13 +55,14 @@ def simulate(paths: list[str], split_bytes: int = 1 << 40, partitions: int = 3) 
     envelope = []
     for part in range(partitions):
         mine = segments.filter(pa.array(keys % partitions == part)).sort_by("pos")
-        envelope += decode_partition(mine.to_batches(), list(paths), Options(), list(TABLES))
+        envelope += decode_partition(mine.to_batches(), list(paths), Options(), list(TABLES), task=part)
     pieces = [(n, d) for b in envelope for n, d in zip(b["table"].to_pylist(), b["data"].to_pylist(), strict=True)]
     opened = np.sort(np.concatenate([merge.read_ipc(d)["pos"].to_numpy() for n, d in pieces if n == merge.OPENED]))
     topics = merge.topic_names(merge.read_ipc(d) for n, d in pieces if n == merge.TOPICS)
+    settled = merge.Settled(opened, topics, merge.aborted_marks((d for n, d in pieces if n == merge.JOURNAL), topics))
     tables = {}
     for name in TABLES:
-        done = [merge.finish_piece(name, merge.read_ipc(d), opened, topics) for n, d in pieces if n == name]
+        done = [merge.finish_piece(name, merge.read_ipc(d), settled) for n, d in pieces if n == name]
         if name == "brokers":
             tables[name] = merge.first_brokers(done)
         else:
