@@ -8,8 +8,11 @@ The corpus is the capture cut into rotated files at record boundaries (as ``tcpd
 connections, not retransmissions), to reach a size real traffic takes long to make here. One run
 times, each in a fresh process: the local engine, then ``--engine spark`` with ``local[1]``,
 and ``local[2]``, all writing every table to Parquet; peak RSS of the driver's Python
-process and of its JVM are sampled. Then, in one SparkSession, where the time goes: reading (stage 1
-alone), the shuffle (stages 1-2 minus 1), decoding (the decoded pieces minus 1-2) and writing.
+process and of its JVM are sampled. Each engine also runs on one small capture: that run's time is
+the engine's fixed cost (a JVM and Python workers starting, a dozen Spark jobs), and the corpus
+size over the difference is its marginal throughput, the figure that grows with cores. Then, in
+one SparkSession, where the time goes: reading (stage 1 alone), the shuffle (stages 1-2 minus 1),
+decoding (the decoded pieces minus 1-2), writing and the summary's figures.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from kdissect.sources.segment import TcpSegment  # noqa: E402
 from kdissect.sources.shapes import CaptureRecord  # noqa: E402
 
 MB = 1 << 20
+SMALL = HERE.parent / "captures" / "kafka-python-admin.pcap"  # a few KB: what a run costs whatever its input
 
 
 def rotated_files(capture: Path, out: Path, file_bytes: int, copies: int) -> list[Path]:
@@ -130,29 +134,30 @@ def timed(argv: list[str]) -> tuple[float, float, float, float, str]:
 
 
 def stages(files: list[str], master: str, out: Path) -> dict[str, float]:
-    from pyspark import StorageLevel
-
+    """Seconds per stage in one session, after a first job has started the JVM and Python workers."""
     from kdissect.engines.spark import by_connection, decode, expand_paths, segment_rows, session
 
     spark = session(master)
     try:
         found = expand_paths(files)
         parts = max(2, 2 * spark.sparkContext.defaultParallelism)
+        segment_rows(spark, found[:1]).write.format("noop").mode("overwrite").save()  # warm-up
         t0 = time.perf_counter()
         segment_rows(spark, found).write.format("noop").mode("overwrite").save()
         t1 = time.perf_counter()
-        by_connection(segment_rows(spark, found), parts).persist(StorageLevel.DISK_ONLY).write.format("noop").mode(
-            "overwrite"
-        ).save()
+        by_connection(segment_rows(spark, found), parts).write.format("noop").mode("overwrite").save()
         t2 = time.perf_counter()
-        decoded = decode(spark, files)
+        decoded = decode(spark, files, staging=str(out / "_staging"))
         t3 = time.perf_counter()
         decoded.write(str(out), decoded.tables)
         t4 = time.perf_counter()
+        decoded.summary()
+        t5 = time.perf_counter()
         decoded.close()
     finally:
         spark.stop()
-    return {"read": t1 - t0, "shuffle": (t2 - t1) - (t1 - t0), "decode": (t3 - t0) - (t2 - t0), "write": t4 - t3}
+    return {"read": t1 - t0, "shuffle": (t2 - t1) - (t1 - t0), "decode": (t3 - t2) - (t2 - t1), "write": t4 - t3,
+            "summary": t5 - t4}
 
 
 def main() -> None:
@@ -172,14 +177,18 @@ def main() -> None:
         segments = sum(1 for p in files[: max(1, len(files) // (args.copies + 1))] for ev in iter_capture(p)
                        if isinstance(ev, TcpSegment)) * (args.copies + 1)  # fmt: skip
         print(f"corpus: {len(files)} files, {total:,.1f} MB, about {segments:,} TCP segments")
-        print(f"{'engine':<12} {'wall s':>8} {'MB/s':>8} {'driver MB':>10} {'JVM MB':>8} {'CPU s':>8} {'cores':>6}")
+        print(f"{'engine':<12} {'wall s':>8} {'MB/s':>8} {'fixed s':>8} {'marginal MB/s':>14} {'driver MB':>10} "
+              f"{'JVM MB':>8} {'CPU s':>8} {'cores':>6}")  # fmt: skip
         cli = [sys.executable, "-m", "kdissect.cli", "analyze"]
         for engine in args.engines.split(","):
             out = work / f"out-{engine}"
             extra = [] if engine == "local" else ["--engine", "spark", "--master", engine]
+            fixed = timed([*cli, str(SMALL), "--out", str(out), *extra])[0]
+            shutil.rmtree(out, ignore_errors=True)
             wall, driver, jvm, cpu, _ = timed([*cli, *files, "--out", str(out), *extra])
-            print(f"{engine:<12} {wall:>8.1f} {total / wall:>8.1f} {driver:>10.0f} {jvm:>8.0f} {cpu:>8.1f} "
-                  f"{cpu / wall:>6.2f}", flush=True)  # fmt: skip
+            marginal = total / (wall - fixed) if wall > fixed else float("inf")
+            print(f"{engine:<12} {wall:>8.1f} {total / wall:>8.1f} {fixed:>8.1f} {marginal:>14.1f} {driver:>10.0f} "
+                  f"{jvm:>8.0f} {cpu:>8.1f} {cpu / wall:>6.2f}", flush=True)  # fmt: skip
             shutil.rmtree(out, ignore_errors=True)
         for master in filter(None, args.stages.split(",")):
             split = stages(files, master, work / "out-stages")
