@@ -34,6 +34,8 @@ _SIZES = {
     "gzip_of_zeros": 4_096,
     "short_connections": 10_000,
     "frame_heads": 512,
+    "long_walks": 2048,
+    "midstream_traffic": 4096,
     "out_of_order_segments": 20_000,
     "inflating_batch": 24,
     "many_exchanges": 20_000,

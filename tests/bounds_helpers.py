@@ -84,6 +84,15 @@ def assert_linear(runs: tuple[Run, Run, Run], slack: float = 3.0) -> None:
     assert work_large <= slack * work_small, f"2x input: {work_small:.2f}s -> {work_large:.2f}s of CPU"
 
 
+def assert_costs_like(runs: tuple[Run, Run, Run], ordinary: Run, times: float) -> None:
+    """The larger run's work beyond start-up is at most ``times`` that of ``ordinary``, a run on
+    ordinary input of the same size in the same test (a ratio of CPU, not a time)."""
+    base, _, large = runs
+    floor = 0.05  # seconds: below this the difference is noise
+    work, usual = large.cpu_s - base.cpu_s, max(ordinary.cpu_s - base.cpu_s, floor)
+    assert work <= times * usual, f"{work:.2f}s of CPU, ordinary input of the same size {usual:.2f}s"
+
+
 GiB = 1 << 30
 
 

@@ -24,6 +24,10 @@
  * reads records with the same code but writes them into column buffers (offsets, timestamps,
  * lengths and payload bytes end to end), for the records table; it returns None where v2_records
  * would fail, and the caller decodes that batch into Record tuples instead.
+ *
+ * For hunting (a framer looking for a frame boundary after lost bytes): walk_frame says whether
+ * a frame decodes exactly by following the same programs and rules without building anything,
+ * within a budget of steps, and size_fields finds where candidate size fields start.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -87,7 +91,9 @@ static inline uint32_t be32(const unsigned char *s)
 }
 static inline uint64_t be64(const unsigned char *s) { return ((uint64_t)be32(s) << 32) | be32(s + 4); }
 
-/* Unsigned LEB128 of at most max_bytes bytes (5 or 10), as wire.read_uvarint. */
+/* Unsigned LEB128 of at most max_bytes bytes (5 or 10), as wire.read_uvarint: 0, or -1 on bad
+ * bytes, or WIDE for a value beyond 64 bits (which the Python decoder reads as a big int). */
+#define WIDE (-2)
 static int
 read_uvar(Cursor *c, Py_ssize_t L, int max_bytes, uint64_t *out)
 {
@@ -101,7 +107,7 @@ read_uvar(Cursor *c, Py_ssize_t L, int max_bytes, uint64_t *out)
         unsigned char byte = c->b[c->p++];
         if (shift == 63 && (byte & 0x7E)) {
             fail("varint wider than 64 bits");
-            return -1;
+            return WIDE;
         }
         result |= (uint64_t)(byte & 0x7F) << shift;
         if (!(byte & 0x80)) {
@@ -459,6 +465,145 @@ decode_value(Cursor *c, Py_ssize_t L, const Node *nd)
     if (nd->flags & F_ARRAY)
         return decode_array(c, L, nd);
     return decode_element(c, L, nd, nd->flags & F_NULLABLE);
+}
+
+/* ---- walking: does it decode, without building it ------------------------------------------
+ *
+ * Hunting proves a candidate frame by whether it decodes exactly, and a capture can hold a
+ * candidate at every few bytes, each claiming up to megabytes: building values for each one
+ * (only to drop them) made hunting through crafted frame heads a hundred times slower than
+ * decoding. A walk follows the same program and the same rules as decode_struct, building
+ * nothing, and pays one step of a budget per field, array element and tagged field, so the
+ * caller bounds what all its proofs cost. A walk ends at the struct's end, or with one of: */
+enum { W_BAD = -1, W_SPENT = -2, W_UNDECIDED = -3 }; /* decode fails / budget spent / Python decides */
+
+static int walk_struct(Cursor *c, Py_ssize_t L, const Node *nd, Py_ssize_t *left);
+
+static inline int
+walk_status(int rc)
+{
+    return rc == WIDE ? W_UNDECIDED : rc < 0 ? W_BAD : 0;
+}
+
+static int
+walk_string(Cursor *c, Py_ssize_t L, const Node *nd, int nullable)
+{
+    long long n;
+    if (read_len(c, L, nd->flags & F_COMPACT, nd->kind != K_STRING, &n) < 0)
+        return W_BAD;
+    int null = null_length(n, nullable);
+    if (null)
+        return null < 0 ? W_BAD : 0;
+    if (n > L - c->p)
+        return W_BAD;
+    c->p += (Py_ssize_t)n; /* any bytes decode: bad UTF-8 is shown replaced */
+    return 0;
+}
+
+static int
+walk_element(Cursor *c, Py_ssize_t L, const Node *nd, int nullable, Py_ssize_t *left)
+{
+    uint64_t unused;
+    switch (nd->kind) {
+    case K_VARINT:
+    case K_VARLONG:
+    case K_UVARINT:
+        return walk_status(read_uvar(c, L, nd->kind == K_VARLONG ? 10 : 5, &unused));
+    case K_STRUCT:
+        if (nullable) {
+            if (c->p >= L)
+                return W_BAD;
+            if ((int8_t)c->b[c->p++] < 0)
+                return 0;
+        }
+        return walk_struct(c, L, nd, left);
+    case K_STRING:
+    case K_BYTES:
+    case K_RECORDS:
+        return walk_string(c, L, nd, nullable);
+    default:
+        if (FIXED_SIZE[nd->kind] > L - c->p)
+            return W_BAD;
+        c->p += FIXED_SIZE[nd->kind];
+        return 0;
+    }
+}
+
+static int
+walk_array(Cursor *c, Py_ssize_t L, const Node *nd, Py_ssize_t *left)
+{
+    long long n;
+    if (read_len(c, L, nd->flags & F_COMPACT, 1, &n) < 0)
+        return W_BAD;
+    int null = null_length(n, nd->flags & F_NULLABLE);
+    if (null)
+        return null < 0 ? W_BAD : 0;
+    if (n * (nd->min_elem ? nd->min_elem : 1) > L - c->p)
+        return nd->min_elem ? W_BAD : W_UNDECIDED; /* empty elements: the Python decoder decides */
+    if (nd->kind <= K_UUID) { /* fixed width: min_elem is their width, and they all fit */
+        c->p += (Py_ssize_t)n * FIXED_SIZE[nd->kind];
+        return 0;
+    }
+    for (long long i = 0; i < n; i++) {
+        if (--*left < 0)
+            return W_SPENT;
+        int rc = walk_element(c, L, nd, 0, left);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+static inline int
+walk_value(Cursor *c, Py_ssize_t L, const Node *nd, Py_ssize_t *left)
+{
+    return nd->flags & F_ARRAY ? walk_array(c, L, nd, left) : walk_element(c, L, nd, nd->flags & F_NULLABLE, left);
+}
+
+static int
+walk_tags(Cursor *c, Py_ssize_t L, const Node *nd, Py_ssize_t *left)
+{
+    uint64_t count, tag, size;
+    if (read_uvar(c, L, 5, &count) < 0)
+        return W_BAD;
+    for (uint64_t i = 0; i < count; i++) {
+        if (--*left < 0)
+            return W_SPENT;
+        if (read_uvar(c, L, 5, &tag) < 0 || read_uvar(c, L, 5, &size) < 0 || (long long)size > L - c->p)
+            return W_BAD;
+        Py_ssize_t end = c->p + (Py_ssize_t)size;
+        for (Py_ssize_t k = 0; k < nd->ntagged; k++) {
+            if ((uint64_t)nd->tagged[k].tag == tag) {
+                int rc = walk_value(c, end, &nd->tagged[k], left);
+                if (rc)
+                    return rc;
+                if (c->p != end)
+                    return W_BAD;
+                break;
+            }
+        }
+        c->p = end; /* an unknown tag's bytes are kept as they are */
+    }
+    return 0;
+}
+
+static int
+walk_struct(Cursor *c, Py_ssize_t L, const Node *nd, Py_ssize_t *left)
+{
+    if ((*left -= nd->nregular + 1) < 0)
+        return W_SPENT;
+    for (Py_ssize_t i = 0; i < nd->nregular; i++) {
+        int rc = walk_value(c, L, &nd->regular[i], left);
+        if (rc)
+            return rc;
+    }
+    if (!(nd->flags & F_FLEXIBLE))
+        return 0;
+    if (c->p < L && c->b[c->p] == 0) {
+        c->p++; /* no tagged fields */
+        return 0;
+    }
+    return walk_tags(c, L, nd, left);
 }
 
 /* ---- magic 2 records -------------------------------------------------------------------- */
@@ -897,6 +1042,75 @@ done:
     return out;
 }
 
+/* ---- hunting's scan --------------------------------------------------------------------- */
+
+/* size_fields(b, start, stop, least, most, heads) -> list[int]
+ *
+ * The positions i in [start, stop), with 8 bytes of b from i, where a 4-byte big-endian size
+ * field (signed: never below 0) between least and most starts and the 4 bytes after it, as a
+ * big-endian number, are in the set heads (None: any): where a framer hunting for a frame
+ * boundary has candidates. A regular expression did this at a Python call per match, which
+ * through zeros, or crafted heads claiming more than is buffered, is a call for nearly every byte. */
+static PyObject *
+size_fields(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 6) {
+        PyErr_SetString(PyExc_TypeError, "size_fields(b, start, stop, least, most, heads)");
+        return NULL;
+    }
+    PyObject *heads = args[5];
+    if (heads != Py_None && !PyAnySet_Check(heads)) {
+        PyErr_SetString(PyExc_TypeError, "size_fields: heads must be a set or None");
+        return NULL;
+    }
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    Py_ssize_t start = PyLong_AsSsize_t(args[1]), stop = PyLong_AsSsize_t(args[2]);
+    long long least = PyLong_AsLongLong(args[3]), most = PyLong_AsLongLong(args[4]);
+    PyObject *out = PyErr_Occurred() ? NULL : PyList_New(0);
+    if (out == NULL)
+        goto done;
+    const unsigned char *b = view.buf;
+    if (start < 0)
+        start = 0;
+    if (stop > view.len - 7)
+        stop = view.len - 7;
+    if (least < 0)
+        least = 0;
+    if (most > 0x7FFFFFFF)
+        most = 0x7FFFFFFF;
+    unsigned char top = most < 0 ? 0 : (unsigned char)(most >> 24); /* a size's first byte above it: too big */
+    for (Py_ssize_t i = start; i < stop && most >= 0; i++) {
+        if (b[i] > top)
+            continue;
+        long long size = (long long)be32(b + i);
+        if (size < least || size > most)
+            continue;
+        if (heads != Py_None) {
+            PyObject *head = PyLong_FromUnsignedLong(be32(b + i + 4));
+            int found = head == NULL ? -1 : PySet_Contains(heads, head);
+            Py_XDECREF(head);
+            if (found <= 0) {
+                if (found == 0)
+                    continue;
+                Py_CLEAR(out);
+                goto done;
+            }
+        }
+        PyObject *at = PyLong_FromSsize_t(i);
+        int rc = at == NULL ? -1 : PyList_Append(out, at);
+        Py_XDECREF(at);
+        if (rc < 0) {
+            Py_CLEAR(out);
+            goto done;
+        }
+    }
+done:
+    PyBuffer_Release(&view);
+    return out;
+}
+
 /* ---- building programs ------------------------------------------------------------------ */
 
 static void
@@ -1103,6 +1317,60 @@ decode_frame(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     Py_RETURN_NONE; /* bad bytes, or bytes after the body */
 }
 
+/* walk_frame(b, programs, api_key, api_version, start, end, budget) -> (stop, left)
+ *
+ * Whether b[start:end] (bytes or a bytearray, read in place) decodes exactly as that message's
+ * header then body, building nothing (see "walking" above): stop is where the body would end, or
+ * W_BAD, W_SPENT or W_UNDECIDED when decoding would fail, the budget ran out, or only Python can
+ * tell (also for a version without programs, another buffer type, positions outside it); left
+ * is the budget not spent. programs as for decode_frame. */
+static PyObject *
+walk_frame(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 7 || !PyDict_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "walk_frame(b, programs: dict, api_key, api_version, start, end, budget)");
+        return NULL;
+    }
+    long api_key = PyLong_AsLong(args[2]), api_version = PyLong_AsLong(args[3]);
+    Py_ssize_t p = PyLong_AsSsize_t(args[4]), L = PyLong_AsSsize_t(args[5]), left = PyLong_AsSsize_t(args[6]);
+    if (PyErr_Occurred())
+        return NULL;
+    Py_ssize_t size = -1, stop = W_UNDECIDED;
+    const char *data = NULL;
+    if (PyBytes_CheckExact(args[0])) {
+        data = PyBytes_AS_STRING(args[0]);
+        size = PyBytes_GET_SIZE(args[0]);
+    } else if (PyByteArray_CheckExact(args[0])) {
+        data = PyByteArray_AS_STRING(args[0]);
+        size = PyByteArray_GET_SIZE(args[0]);
+    }
+    PyObject *pair = NULL;
+    if (0 <= api_key && api_key <= 0x7FFF && 0 <= api_version && api_version <= 0x7FFF) {
+        PyObject *id = PyLong_FromLong(api_key << 16 | api_version);
+        if (id == NULL)
+            return NULL;
+        pair = PyDict_GetItemWithError(args[1], id); /* borrowed */
+        Py_DECREF(id);
+        if (pair == NULL && PyErr_Occurred())
+            return NULL;
+    }
+    if (pair != NULL && (!PyTuple_CheckExact(pair) || PyTuple_GET_SIZE(pair) != 2 ||
+                         !Py_IS_TYPE(PyTuple_GET_ITEM(pair, 0), &ProgramType) ||
+                         !Py_IS_TYPE(PyTuple_GET_ITEM(pair, 1), &ProgramType))) {
+        PyErr_SetString(PyExc_TypeError, "walk_frame's programs must be (header Program, body Program) pairs");
+        return NULL;
+    }
+    if (pair != NULL && 0 <= p && p <= L && L <= size) {
+        Cursor c = {(const unsigned char *)data, p};
+        int rc = walk_struct(&c, L, &((Program *)PyTuple_GET_ITEM(pair, 0))->root, &left);
+        if (rc == 0)
+            rc = walk_struct(&c, L, &((Program *)PyTuple_GET_ITEM(pair, 1))->root, &left);
+        stop = rc ? rc : c.p;
+        PyErr_Clear(); /* the readers shared with decoding set an Error on bad bytes */
+    }
+    return Py_BuildValue("(nn)", stop, left < 0 ? 0 : left);
+}
+
 /* program.strict(b, p, L): decode without the fallback, raising Error on bad bytes (for tests). */
 static PyObject *
 program_strict(Program *self, PyObject *args)
@@ -1203,6 +1471,13 @@ static PyMethodDef module_methods[] = {
     {"v2_columns", v2_columns, METH_VARARGS,
      "v2_columns(buf, p, end, base_offset, base_ts, append_ts, cut) -> tuple | None: the magic 2 records in "
      "buf[p:end] as column buffers; None when the batch must be decoded the other way."},
+    {"size_fields", (PyCFunction)(void (*)(void))size_fields, METH_FASTCALL,
+     "size_fields(b, start, stop, least, most, heads) -> list[int]: where size fields between least and most "
+     "start, followed by 4 bytes (a big-endian number) in the set heads (None: any)."},
+    {"walk_frame", (PyCFunction)(void (*)(void))walk_frame, METH_FASTCALL,
+     "walk_frame(b, programs, api_key, api_version, start, end, budget) -> (stop, left): where a frame's "
+     "header and body would end, building nothing; stop < 0: decoding would fail (-1), the budget of steps "
+     "ran out (-2), or only the Python decoder can tell (-3)."},
     {"decode_frame", (PyCFunction)(void (*)(void))decode_frame, METH_FASTCALL,
      "decode_frame(b, programs, api_key, api_version, sized) -> dict | None: a whole frame, header and body, "
      "in one call; None when Python must decide."},
@@ -1212,7 +1487,8 @@ static PyMethodDef module_methods[] = {
 static struct PyModuleDef native_module = {
     PyModuleDef_HEAD_INIT,
     .m_name = "kdissect.decoders._native",
-    .m_doc = "Schema-program interpreter for Kafka message decoding (see program.py), and the magic 2 record loop.",
+    .m_doc = "Schema-program interpreter for Kafka message decoding (see program.py), the magic 2 record loop, "
+             "and hunting's walk and scan.",
     .m_size = -1,
     .m_methods = module_methods,
 };

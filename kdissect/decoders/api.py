@@ -126,8 +126,9 @@ def decode_request_head(b: bytes) -> tuple[dict[str, Any], dict[str, Any]]:
     return header, body
 
 
-_REQUESTS = compiler.FRAME_PROGRAMS["request"]
-_RESPONSES = compiler.FRAME_PROGRAMS["response"]
+_FRAMES = compiler.FRAME_PROGRAMS
+_REQUESTS = _FRAMES["request"]
+_RESPONSES = _FRAMES["response"]
 
 
 def decode_request_frame(b: bytes) -> dict[str, Any]:
@@ -179,6 +180,31 @@ def frame_fits(
         return False
     p = _fits(header_msg, b, start, end)
     return p is not None and _fits(msg, b, p, end) == end
+
+
+def frame_proof(
+    b: bytes | bytearray, api_key: int, api_version: int, kind: str, start: int, end: int, budget: int
+) -> tuple[bool | None, int]:
+    """:func:`frame_fits` for hunting, within a ``budget`` of decoding steps: (whether it fits, or
+    None when the budget ran out first; the budget left).
+
+    Natively nothing is built and each field and array element costs a step, so what any number
+    of candidates can make their proofs cost is what the caller grants. The Python decoders
+    cannot count: a frame they decide costs a step per byte it claims."""
+    stop, left = compiler.frame_walker(b, _FRAMES[kind], api_key, api_version, start, end, budget)
+    if stop == compiler.WALK_UNDECIDED and (api_key, api_version, kind) not in _MESSAGES:
+        try:  # a version not met yet: meeting it registers its native programs
+            _api_messages(api_key, api_version, kind)
+        except DecodeError:
+            return False, budget
+        stop, left = compiler.frame_walker(b, _FRAMES[kind], api_key, api_version, start, end, budget)
+    if stop == compiler.WALK_SPENT:
+        return None, 0
+    if stop != compiler.WALK_UNDECIDED:
+        return stop == end, left
+    if end - start > budget:
+        return None, 0
+    return frame_fits(b, api_key, api_version, kind, start, end), budget - (end - start)
 
 
 def _with_or_without_prefix(frame: bytes | bytearray | memoryview, decode, can_start, *args: int) -> dict[str, Any]:

@@ -345,6 +345,20 @@ def fast_decoder(msg: Message) -> Decoder:
 
 frame_decoder = _native.decode_frame if _native is not None else _no_frame
 
+WALK_BAD, WALK_SPENT, WALK_UNDECIDED = -1, -2, -3  # how a walk ends that reaches no end (see _native.c)
+
+
+def _no_walk(
+    b: object, programs: object, api_key: int, api_version: int, start: int, end: int, budget: int
+) -> tuple[int, int]:
+    """The frame walk when the Python decoders are selected: always leaves the frame to them."""
+    return WALK_UNDECIDED, budget
+
+
+# walk_frame(b, programs, api_key, api_version, start, end, budget) -> (stop, budget left): where the
+# frame's header and body would end, nothing built, a step of the budget per field and element.
+frame_walker = _native.walk_frame if _native is not None else _no_walk
+
 
 def native_loaded() -> bool:
     return _native is not None
@@ -352,9 +366,10 @@ def native_loaded() -> bool:
 
 def use_native(enabled: bool) -> None:
     """Choose the native or the Python decoders (tests and benchmarks compare the two)."""
-    global _fast, frame_decoder
+    global _fast, frame_decoder, frame_walker
     _fast = _NATIVE if program.require_native(enabled) else _PYTHON
     frame_decoder = _native.decode_frame if _fast is _NATIVE else _no_frame  # type: ignore[union-attr]
+    frame_walker = _native.walk_frame if _fast is _NATIVE else _no_walk  # type: ignore[union-attr]
 
 
 def native_enabled() -> bool:

@@ -10,34 +10,31 @@ Memory is bounded: in normal mode by the frame being assembled (never more than
 ``max_frame`` + 4 bytes, and nothing is allocated for a size before its bytes arrive); in
 hunting mode by ``max_hunt`` bytes, beyond which the oldest bytes are given up, and by
 ``MAX_WAITING`` remembered candidates. Time is linear: hunting judges each position once,
-plus once more when the bytes a candidate waited for arrive.
+plus once more when the bytes a candidate waited for arrive, and the proofs of all candidates
+together spend at most ``PROOF_CREDIT`` decoding steps per byte hunted, however much each claims.
 """
 
 from __future__ import annotations
 
 import heapq
-import re
 import struct
 from bisect import bisect_right
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from functools import lru_cache
 
+from kdissect.decoders.scan import size_fields
 from kdissect.options import DEFAULT_MAX_FRAME
 
 DEFAULT_MAX_HUNT = 4 * 1024 * 1024
 MAX_WAITING = 4096  # candidates remembered while hunting, waiting for their bytes
+# Decoding steps (fields and array elements) the proofs may spend per byte hunted. Candidates
+# overlap: a capture can hold one every few bytes, each claiming megabytes, so what each proof
+# may cost is not bounded by the bytes it covers. A real frame's proof takes about a step per
+# field, far below this per byte of its own, whatever garbage was tried before it.
+PROOF_CREDIT = 16
 _SIZE = struct.Struct(">i")
-_CANDIDATE_BYTES = 7  # what a candidate pattern looks at: the size field and up to 3 bytes after it
-
-
-@lru_cache(maxsize=16)
-def _candidate_pattern(max_frame: int, head: bytes) -> re.Pattern[bytes]:
-    """Positions where a size field no larger than ``max_frame`` starts, followed by ``head``:
-    a necessary condition for a candidate, tested by the regex engine instead of a Python call
-    per byte (hunting through megabytes of garbage ran at ~250 KB/s)."""
-    top = min(max_frame >> 24, 0x7F)
-    return re.compile(rb"(?=[\x00-" + re.escape(bytes((top,))) + rb"][\x00-\xff]{3}" + head + rb")", re.DOTALL)
+_SCAN_SLICE = 64 * 1024  # bytes scanned for candidates at once
+_CANDIDATE_BYTES = 8  # what the scan for candidates looks at: the size field and 4 bytes after it
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,21 +86,27 @@ class Validator:
     """How the owner of a direction proves a frame boundary while hunting.
 
     ``plausible(head, size)`` is a cheap check on the first bytes (at most 64) of a
-    candidate whose size field is sane; ``accept(buf, start, end, at_chunk_edges)`` decides on
-    the complete frame, ``buf[start:end]``, read where it lies (a candidate may claim megabytes:
-    copying each one out made hunting through crafted heads some 200x slower than decoding).
-    ``at_chunk_edges`` says the frame starts and ends exactly on segment
-    boundaries, which senders produce when they write one message per call.
+    candidate whose size field is sane; ``accept(buf, start, end, at_chunk_edges, budget)``
+    decides on the complete frame, ``buf[start:end]``, read where it lies (a candidate may claim
+    megabytes: copying each one out made hunting through crafted heads some 200x slower than
+    decoding), spending at most ``budget`` decoding steps. It returns its verdict, None when the
+    budget ran out first, and the budget left. ``at_chunk_edges`` says the frame starts and ends
+    exactly on segment boundaries, which senders produce when they write one message per call.
     """
 
-    # A regular expression the bytes after a plausible candidate's size field always start with
-    # (at most 3 bytes): hunting lets the regex engine skip the positions that cannot match.
-    head_pattern: bytes = b""
+    # The 4 bytes after a plausible candidate's size field, as a big-endian number, are one of
+    # these (None: any): hunting's scan skips the other positions without a call each.
+    heads: frozenset[int] | None = None
+    # Whether accept reads ``at_chunk_edges`` (else it is passed False: finding the edges costs
+    # two searches of the chunk list per proof, as much as a request's proof itself).
+    reads_chunk_edges = False
 
     def plausible(self, head: bytes, size: int) -> bool:  # pragma: no cover - interface
         raise NotImplementedError
 
-    def accept(self, buf: bytearray, start: int, end: int, at_chunk_edges: bool) -> bool:  # pragma: no cover
+    def accept(  # pragma: no cover - interface
+        self, buf: bytearray, start: int, end: int, at_chunk_edges: bool, budget: int
+    ) -> tuple[bool | None, int]:
         raise NotImplementedError
 
     def sane(self, head: bytes, size: int) -> bool:
@@ -152,6 +155,11 @@ class FrameSplitter:
         self._holding: set[int] = set()
         self._awaiting: set[int] = set()
         self._wait_until = 0  # in sync: stream offset the frame being assembled ends at
+        # Decoding steps the proofs may still spend, earned by the bytes hunted (each byte once:
+        # those before stream offset _credited have paid).
+        self._credit = 0
+        self._credited = 0
+        self.starved = 0  # proofs given up when the credit ran out (only crafted input gets there)
         # A frame whose size is known but whose middle a known-length gap cut: its head and end.
         self._cut: tuple[int, bytes, int, int] | None = None  # (offset, head, size, ts_first)
         # While the owner does not yet know which validator fits (roles unknown), hunting keeps the
@@ -410,6 +418,7 @@ class FrameSplitter:
         position is judged once, plus once more when the bytes it waited for arrive.
         """
         base, n = self._start, len(self._buf)
+        self._earn()
         due = set()
         while self._due and self._due[0][0] <= base + n:
             at = heapq.heappop(self._due)[1]
@@ -420,10 +429,11 @@ class FrameSplitter:
                 return True
         i = max(self._pos, self._scan_from - base)
         scanned = max(i, n - _CANDIDATE_BYTES + 1)  # positions from here lack the bytes to be matched
-        for match in self._candidates().finditer(self._buf, i, n):
-            if match.start() >= scanned:
-                break
-            if self._judge(match.start(), n, events):
+        # Sizes that can matter: those complete now, and those that can wait for their bytes (none
+        # once MAX_WAITING wait; none claiming more than the hunt window holds).
+        most = n - 4 - i if len(self._due) >= MAX_WAITING else max(n - 4 - i, self.max_hunt - 4)
+        for at in self._candidates(i, scanned, most):
+            if self._judge(at, n, events):
                 return True
         self._scan_from = base + scanned
         while self._holds and (self._holds[0] not in self._holding or self._holds[0] < base + self._pos):
@@ -435,8 +445,13 @@ class FrameSplitter:
             self._skip(events, n - self._pos - self.max_hunt, "overflow")
         return False
 
-    def _candidates(self) -> re.Pattern[bytes]:
-        return _candidate_pattern(self.max_frame, self.validator.head_pattern)
+    def _candidates(self, start: int, stop: int, most: int) -> Iterator[int]:
+        """Where candidates of sizes up to ``most`` start in ``buf[start:stop]``, scanned a slice at a
+        time (judging one may end the hunt)."""
+        most = min(most, self.max_frame)
+        for at in range(start, stop, _SCAN_SLICE):
+            yield from size_fields(self._buf, at, min(at + _SCAN_SLICE, stop), self.min_frame, most,
+                                   self.validator.heads)
 
     def _judge(self, i: int, n: int, events: list[FramingEvent]) -> bool:
         """Judge the candidate at ``i``: emit it if proven, else remember it if it lacks bytes."""
@@ -445,13 +460,15 @@ class FrameSplitter:
         (size,) = _SIZE.unpack_from(self._buf, i)
         if not self.min_frame <= size <= self.max_frame:
             return False
+        end = i + 4 + size
+        if end > n and len(self._due) >= MAX_WAITING:
+            return False  # it could only wait, and dense garbage fills what waiting may remember
         head_end = i + 4 + min(size, 64)
         if head_end > n:  # too few bytes to judge yet
             self._wait(at, self._start + head_end, hold=True)
             return False
         if not self.validator.plausible(bytes(self._buf[i + 4 : head_end]), size):
             return False
-        end = i + 4 + size
         if end > n:
             if size + 4 <= self.max_hunt:  # a bigger one could never be held whole while hunting
                 self._wait(at, self._start + end, hold=end - self._pos <= self.max_hunt, body=True)
@@ -469,13 +486,25 @@ class FrameSplitter:
         events.append(self._emit(i, size))
 
     def _proven(self, i: int, end: int) -> bool:
-        at_edges = self._is_chunk_start(i) and (end == len(self._buf) or self._is_chunk_start(end))
-        return self.validator.accept(self._buf, i + 4, end, at_edges)  # read in place: no copy of what it claims
+        at_edges = self.validator.reads_chunk_edges and self._is_chunk_start(i) and (
+            end == len(self._buf) or self._is_chunk_start(end))
+        # read in place: no copy of what it claims
+        verdict, self._credit = self.validator.accept(self._buf, i + 4, end, at_edges, self._credit)
+        if verdict is None:
+            self.starved += 1
+        return verdict is True
+
+    def _earn(self) -> None:
+        """Credit the proofs for the buffered bytes not hunted before."""
+        first, end = self._start + self._pos, self._start + len(self._buf)
+        fresh = end - max(first, self._credited)
+        if fresh > 0:
+            self._credit += PROOF_CREDIT * fresh
+            self._credited = end
 
     def _wait(self, at: int, ready_at: int, *, hold: bool, body: bool = False) -> None:
-        """Remember a candidate until ``ready_at``; ``body``: its head was plausible."""
-        if len(self._due) >= MAX_WAITING:  # dense garbage: forget it (costs at most one frame)
-            return
+        """Remember a candidate until ``ready_at`` (unless MAX_WAITING are: dense garbage, forgotten at
+        the cost of at most one frame); ``body``: its head was plausible."""
         heapq.heappush(self._due, (ready_at, at))
         if hold:
             self._holding.add(at)
@@ -486,8 +515,8 @@ class FrameSplitter:
     def _hunt_final(self, events: list[FramingEvent]) -> bool:
         """Hunting at the end of what will ever arrive: incomplete candidates are worthless."""
         buf, n = self._buf, len(self._buf)
-        for match in self._candidates().finditer(buf, self._pos, n):
-            i = match.start()
+        self._earn()
+        for i in self._candidates(self._pos, n, n - 4 - self._pos):
             (size,) = _SIZE.unpack_from(buf, i)
             end = i + 4 + size
             if (self.min_frame <= size <= self.max_frame and end <= n

@@ -29,9 +29,9 @@ import struct
 
 from kdissect.decoders import api as decode_api
 from kdissect.decoders import apis
-from kdissect.decoders.errors import DecodeError
+from kdissect.decoders.errors import CAP, DecodeError
 from kdissect.events import Anomaly, ConnectionSummary, Endpoint, Exchange, KafkaEvent, KafkaMessage
-from kdissect.kafka.framing import Frame, FrameSplitter, FramingEvent, Lost, Skipped, Validator
+from kdissect.kafka.framing import PROOF_CREDIT, Frame, FrameSplitter, FramingEvent, Lost, Skipped, Validator
 from kdissect.kafka.inference import Pair, infer_request
 from kdissect.kafka.lifecycle import Lifecycle, State
 from kdissect.kafka.pairing import Pairer, expects_response
@@ -180,6 +180,10 @@ class KafkaConnection:
                                 f"{left} bytes of an incomplete frame at the end of the connection")
                     )
                 self.summary.skipped_bytes += left
+            if s.starved:
+                events.append(Anomaly(CAP, self.conn_id, self._role(d), None, None, ts_ns,
+                                      f"{s.starved} candidate frames left unproven: hunting's proofs had spent the "
+                                      f"{PROOF_CREDIT} decoding steps per byte hunted they may"))  # fmt: skip
         if self.summary.is_kafka:
             for d in sorted(self._midstream):
                 events.extend(self._midstream_boundary(d))

@@ -16,6 +16,7 @@ from kdissect.kafka.pairing import Pairer
 
 _HH = struct.Struct(">hh")
 _HHIH = struct.Struct(">hhih")
+_IIH = struct.Struct(">iih")
 _I = struct.Struct(">i")
 _REQUEST_VERSIONS = {key: api.versions["request"] for key, api in apis.registry().items() if "request" in api.versions}
 _MAX_KEY = max(_REQUEST_VERSIONS)
@@ -24,19 +25,26 @@ _NEWER_VERSIONS = 2  # likewise for versions beyond the newest known
 _MAX_ORPHAN = 64 * 1024  # an in-sync response frame answering no known request may claim this much
 
 
+# api_key << 16 | api_version of every request the table knows: what a plausible request starts with
+_KEY_VERSIONS = frozenset(key << 16 | v for key, (lo, hi) in _REQUEST_VERSIONS.items() for v in range(lo, hi + 1))
+
+
 class RequestValidator(Validator):
-    head_pattern = rb"\x00[\x00-\xff]\x00"  # api key and version below 256 (what plausible asks)
+    heads = _KEY_VERSIONS
 
     def plausible(self, head: bytes, size: int) -> bool:
         if len(head) < 10 or size < 10:
-            return len(head) >= 8 and size >= 8 and _request_key_ok(head)
-        if not _request_key_ok(head):
-            return False
-        client_id_len = _HHIH.unpack_from(head, 0)[3]
-        return -1 <= client_id_len <= size - 10
+            return len(head) >= 8 and size >= 8 and _I.unpack_from(head, 0)[0] in _KEY_VERSIONS
+        key_version, _, client_id_len = _IIH.unpack_from(head, 0)
+        return key_version in _KEY_VERSIONS and -1 <= client_id_len <= size - 10
 
-    def accept(self, buf: bytearray, start: int, end: int, at_chunk_edges: bool) -> bool:
-        return end - start >= 4 and decode_api.frame_fits(buf, *_HH.unpack_from(buf, start), "request", start, end)
+    def accept(
+        self, buf: bytearray, start: int, end: int, at_chunk_edges: bool, budget: int
+    ) -> tuple[bool | None, int]:
+        if end - start < 4:
+            return False, budget
+        key, version = _HH.unpack_from(buf, start)
+        return decode_api.frame_proof(buf, key, version, "request", start, end, budget)
 
     def sane(self, head: bytes, size: int) -> bool:
         """An api key and version Kafka could send (a little beyond the table, for newer
@@ -53,15 +61,11 @@ class RequestValidator(Validator):
         return size < 10 or -1 <= _HHIH.unpack_from(head, 0)[3] <= size - 10
 
 
-def _request_key_ok(head: bytes) -> bool:
-    key, version = _HH.unpack_from(head, 0)
-    rng = _REQUEST_VERSIONS.get(key)
-    return rng is not None and rng[0] <= version <= rng[1]
-
-
 class ResponseValidator(Validator):
     """A response boundary is proven by a pending correlation id whose response decodes
     exactly, or (for orphans) by a frame that exactly fills whole segments."""
+
+    reads_chunk_edges = True
 
     def __init__(self, pairer: Pairer) -> None:
         self.pairer = pairer
@@ -74,9 +78,11 @@ class ResponseValidator(Validator):
         byte turning the next size field into megabytes must not hold the direction hostage."""
         return _I.unpack_from(head, 0)[0] in self.pairer or size <= _MAX_ORPHAN
 
-    def accept(self, buf: bytearray, start: int, end: int, at_chunk_edges: bool) -> bool:
+    def accept(
+        self, buf: bytearray, start: int, end: int, at_chunk_edges: bool, budget: int
+    ) -> tuple[bool | None, int]:
         request = self.pairer.request_for(_I.unpack_from(buf, start)[0])
         if request is None:  # an orphan (its request was lost or before the capture)
-            return at_chunk_edges
+            return at_chunk_edges, budget
         assert request.api_key is not None and request.api_version is not None
-        return decode_api.frame_fits(buf, request.api_key, request.api_version, "response", start, end)
+        return decode_api.frame_proof(buf, request.api_key, request.api_version, "response", start, end, budget)

@@ -112,6 +112,38 @@ def frame_heads(n: int) -> bytes:
     return _one_connection([(0, unit * n, T0)], handshake=False, close=False)
 
 
+def long_walk_heads(n: int) -> bytes:
+    """``n`` KiB of 18-byte Metadata v0 request heads, each claiming ~1 MB and 262,144 topics, and
+    each read as one topic name by every head before it: a proof that decodes until the claimed
+    end walks ~60,000 topics, for every 18 bytes."""
+    head = struct.pack(">ihhihi", 0x0010_AABB, 3, 0, -1, 0, 0x4_0000)  # size's low bytes: a 16-byte name
+    return head * (n * 1024 // len(head))
+
+
+def long_walks(n: int) -> bytes:
+    """A connection picked up mid-stream that carries ``long_walk_heads(n)``."""
+    return _one_connection([(0, long_walk_heads(n), T0)], handshake=False, close=False)
+
+
+def midstream_traffic(n: int) -> bytes:
+    """Not hostile: ``n`` KiB of Produce requests of 40 JSON records, each answered, picked up
+    mid-stream (the client's first segment was not captured): what hunting into ordinary traffic
+    costs, the yardstick for the crafted heads above."""
+    records = [new_record(b"key-%d" % i, b'{"id": %d, "v": "%s"}' % (i, b"x" * (i * 5)), offset=i) for i in range(40)]
+    request = produce_with(encode_batch(records), cid=0)
+    answer = {
+        "responses": [{"name": "t", "partition_responses": [{"index": 0, "error_code": 0, "base_offset": 0}]}],
+        "throttle_time_ms": 0,
+    }
+    response = encode_response(0, 9, answer, correlation_id=0)
+    messages = []
+    for i in range(n * 1024 // len(request) + 1):
+        cid = struct.pack(">i", i)  # bytes 8-11 of a request, 4-7 of a response
+        messages.append((0, request[:8] + cid + request[12:], T0 + i * 1000))
+        messages.append((1, response[:4] + cid + response[8:], T0 + i * 1000 + 500))
+    return write_capture(tcp_conversation(messages, handshake=False, close=False)[1:])
+
+
 def out_of_order_segments(n: int) -> bytes:
     """One connection of ``n`` 100-byte segments sent in swapped pairs (every other one late)."""
     payload = b"\0" * (100 * n)
@@ -157,6 +189,8 @@ BUILDERS: dict[str, Callable[[int], bytes]] = {
     "gzip_of_zeros": gzip_of_zeros,
     "short_connections": short_connections,
     "frame_heads": frame_heads,
+    "long_walks": long_walks,
+    "midstream_traffic": midstream_traffic,
     "out_of_order_segments": out_of_order_segments,
     "inflating_batch": inflating_batch,
     "many_exchanges": many_exchanges,

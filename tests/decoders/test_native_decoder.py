@@ -77,6 +77,7 @@ def check_agreement(msg: Message, raw: bytes, key: int | None = None, kind: str 
         assert same(strict[1], python[1])
     else:
         assert type(strict[1]).__name__ == "Error"
+    check_walk(msg, raw, strict, python)
     full = outcome(compiler.native_decoder(msg), raw, 0, len(raw))  # with the Python fallback
     assert full[0] == python[0]
     if full[0] == "ok":
@@ -87,6 +88,28 @@ def check_agreement(msg: Message, raw: bytes, key: int | None = None, kind: str 
         native_api, python_api = (api_outcome(n, key, msg.version, kind, raw) for n in (True, False))
         assert native_api[0] == python_api[0]
         assert same(native_api[1], python_api[1]) if native_api[0] == "ok" else native_api[1] == python_api[1]
+
+
+_NO_HEADER = (program.KINDS["struct"], "header", 0, 0, -1, (), ())  # a header of no fields
+
+
+def check_walk(msg: Message, raw: bytes, strict: tuple, python: tuple) -> None:
+    """A walk (hunting's proof: nothing built) ends where the interpreter does, says no only where
+    Python says no too, and stops when its budget of steps runs out."""
+    native = program.native_module()
+    assert native is not None
+    programs = {7: (native.Program(_NO_HEADER, lambda *a: None), compiler.native_decoder(msg))}
+    for buf in (raw, bytearray(raw)):
+        end, left = native.walk_frame(buf, programs, 0, 7, 0, len(buf), 1 << 40)
+        if strict[0] == "ok":
+            assert end == strict[1][1]
+        else:
+            assert end in (compiler.WALK_BAD, compiler.WALK_UNDECIDED)
+            assert end == compiler.WALK_UNDECIDED or python[0] == "error"
+        spent = (1 << 40) - left
+        if end >= 0:
+            assert native.walk_frame(buf, programs, 0, 7, 0, len(buf), spent - 1) == (compiler.WALK_SPENT, 0)
+            assert native.walk_frame(buf, programs, 0, 7, 0, len(buf), spent) == (end, 0)
 
 
 def frame_outcome(native: bool, key: int, version: int, kind: str, frame: bytes) -> tuple:
@@ -205,6 +228,26 @@ def test_valid_frames_are_decoded_by_the_frame_path_alone() -> None:
         compiler.frame_decoder(b"", {0: (1, 2)}, 0, 0, False)
 
 
+def test_frame_proofs_agree_natively_and_in_python_and_keep_to_their_budget() -> None:
+    """Hunting's proof of a frame read in place: the native walk and the Python decoders agree; the
+    walk spends a step per field and element (None when the budget is short), Python a step per byte."""
+    budget = 10**6
+    for _, frame, key, version, kind in _bench_mix():
+        buf, start, end = bytearray(b"xx" + frame + b"yy"), 2, 2 + len(frame)
+        verdict, left = api.frame_proof(buf, key, version, kind, start, end, budget)
+        assert verdict is True and 0 < budget - left < len(frame)
+        assert api.frame_proof(buf, key, version, kind, start, end, budget - left - 1) == (None, 0)
+        assert api.frame_proof(buf, key, version, kind, start, end - 1, budget)[0] is False
+        compiler.use_native(False)
+        try:
+            assert api.frame_proof(buf, key, version, kind, start, end, budget) == (True, budget - len(frame))
+            assert api.frame_proof(buf, key, version, kind, start, end, len(frame) - 1) == (None, 0)
+            assert api.frame_proof(buf, key, version, kind, start, end - 1, budget)[0] is False
+        finally:
+            compiler.use_native(True)
+    assert api.frame_proof(bytes(20), 999, 0, "request", 0, 20, budget) == (False, budget)  # no such api
+
+
 @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
 @given(key_version_kind=st.sampled_from(ALL), raw=st.binary(max_size=64))
 def test_native_and_python_agree_on_arbitrary_bytes(key_version_kind: tuple[int, int, str], raw: bytes) -> None:
@@ -291,6 +334,7 @@ def test_varlong_wider_than_64_bits_falls_back_to_python() -> None:
     raw = head[:offset] + b"\xff" * 9 + b"\x7f" + head[offset + 1 :]  # 70 bits: Python's ints hold it
     with pytest.raises(Exception, match="wider than 64 bits"):
         compiler.native_decoder(msg).strict(raw, 0, len(raw))
+    check_walk(msg, raw, ("error", None), ("ok", None))  # undecided: Python decides
     value, end = compiler.native_decoder(msg)(raw, 0, len(raw))
     assert end == len(raw)
     assert value["plain_varlong"] == compiler.python_decoder(msg)(raw, 0, len(raw))[0]["plain_varlong"]

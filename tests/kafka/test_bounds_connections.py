@@ -10,7 +10,16 @@ from kdissect.events import Anomaly, ConnectionSummary
 from kdissect.kafka.pipeline import KafkaPipeline
 from kdissect.options import Options
 from kdissect.sources.segment import ACK, SYN, TcpSegment
-from tests.bounds_helpers import assert_bounded, assert_linear, two_sizes
+from tests.bounds_helpers import (
+    anomaly_count,
+    assert_bounded,
+    assert_costs_like,
+    assert_linear,
+    hostile,
+    run_cli,
+    two_sizes,
+)
+from tests.conftest import PURE_PYTHON_FORCED
 
 T0 = 1_700_000_000_000_000_000
 
@@ -51,13 +60,27 @@ def test_an_ended_connection_is_freed_without_the_cycle_collector() -> None:
         gc.enable()
 
 
-def test_hunting_through_plausible_frame_heads_is_linear(tmp_path: Path) -> None:
+def test_hunting_through_plausible_frame_heads_costs_about_what_ordinary_traffic_does(tmp_path: Path) -> None:
     # Candidates are proven only once the bytes they claim (up to ~200 KiB here) have arrived, so
     # below a few times that the count of provable candidates grows faster than the input: sizes
     # well above it measure the slope, not that offset.
     runs = two_sizes(tmp_path, "frame_heads", 1024)
     assert_linear(runs)
     assert_bounded(runs, flat=True)
+    # Each proof decoded (and built) the ~200 KiB its candidate claimed: some 60x ordinary traffic.
+    # The C scan and walk make it cheap; the pure Python fallback is only linear.
+    if not PURE_PYTHON_FORCED:
+        assert_costs_like(runs, run_cli(hostile(tmp_path, "midstream_traffic", 2048)), 8)
+
+
+def test_proofs_that_would_walk_far_are_capped(tmp_path: Path) -> None:
+    """Every 18 bytes a head whose proof walks ~60,000 topics before failing (``long_walks``):
+    linear once proofs spend a budget earned per byte hunted, with the cut reported."""
+    runs = two_sizes(tmp_path, "long_walks", 2048)
+    assert_linear(runs)
+    assert anomaly_count(runs[2].stdout, "cap") == 1
+    if not PURE_PYTHON_FORCED:  # Python decoders cannot count steps: a proof costs a step per byte claimed
+        assert_costs_like(runs, run_cli(hostile(tmp_path, "midstream_traffic", 4096)), 8)
 
 
 def test_out_of_order_segments_are_linear(tmp_path: Path) -> None:

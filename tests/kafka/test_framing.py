@@ -15,8 +15,10 @@ class Magic(Validator):
     def plausible(self, head: bytes, size: int) -> bool:
         return head[:2] == b"KF"[: len(head)]
 
-    def accept(self, buf: bytearray, start: int, end: int, at_chunk_edges: bool) -> bool:
-        return buf.startswith(b"KF", start, end)
+    def accept(
+        self, buf: bytearray, start: int, end: int, at_chunk_edges: bool, budget: int
+    ) -> tuple[bool | None, int]:
+        return buf.startswith(b"KF", start, end), budget
 
 
 def frame(payload: bytes) -> bytes:

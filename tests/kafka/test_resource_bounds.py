@@ -14,12 +14,13 @@ import tracemalloc
 from collections.abc import Callable
 
 from kdissect.decoders.records import decode_records
-from kdissect.kafka.framing import MAX_WAITING, FrameSplitter
+from kdissect.kafka.framing import MAX_WAITING, PROOF_CREDIT, FrameSplitter
 from kdissect.kafka.pairing import Pairer
 from kdissect.kafka.pipeline import KafkaPipeline
 from kdissect.kafka.validators import RequestValidator, ResponseValidator
 from kdissect.options import Options
 from kdissect.testing.conversation import tcp_conversation
+from kdissect.testing.hostile import long_walk_heads
 from kdissect.testing.kafka_frames import metadata_request, metadata_response, produce_request
 from kdissect.testing.pcapwrite import write_capture
 from kdissect.testing.records_encode import encode_batch, new_record
@@ -160,3 +161,34 @@ def test_a_response_after_an_in_flight_frame_does_not_rescan_it() -> None:
         _pipeline(msgs)
 
     assert_linear(run, 100)
+
+
+class _CountingRequests(RequestValidator):
+    """A request validator that records the decoding steps each proof spends."""
+
+    def __init__(self) -> None:
+        self.spent: list[int] = []
+
+    def accept(
+        self, buf: bytearray, start: int, end: int, at_chunk_edges: bool, budget: int
+    ) -> tuple[bool | None, int]:
+        verdict, left = super().accept(buf, start, end, at_chunk_edges, budget)
+        self.spent.append(budget - left)
+        return verdict, left
+
+
+def test_proofs_spend_at_most_their_credit_per_byte_hunted() -> None:
+    """Heads every 18 bytes whose proofs each walk ~60,000 topics before failing at the ~1 MB they
+    claim: what all proofs spend is capped by the bytes hunted, and the candidates left unproven
+    are counted (the session reports them as a ``cap`` anomaly)."""
+    data = long_walk_heads(2048)
+    counting = _CountingRequests()
+    one = counting.accept(bytearray(data), 4, 4 + 0x0010_AABB, False, 10**9)
+    assert one == (False, 10**9 - counting.spent[0]) and counting.spent[0] > 100_000  # ~10^4 steps per byte
+    s = FrameSplitter(counting)
+    s.start_hunting()
+    for at in range(0, len(data), 1448):
+        s.feed(at, data[at : at + 1448], 0)
+    s.finish()
+    assert len(counting.spent) > 1000 and s.starved > 0
+    assert sum(counting.spent[1:]) <= PROOF_CREDIT * len(data)
