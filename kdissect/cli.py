@@ -131,9 +131,10 @@ def _captures(args: argparse.Namespace) -> list[Path]:
         raise UsageError(str(exc)) from None
 
 
-# From this much input on, a run takes long enough for a Spark cluster to be worth suggesting (on one
-# machine the local engine stays faster: bench/bench_spark.py, reports/spark-benchmark-2026-11-24.md).
-SPARK_HINT_BYTES = 200 << 20
+# From this much input on, a Spark cluster is worth suggesting: a Spark run costs ~17 s before any byte
+# and decodes ~34 MB/s per core against the local engine's ~80 MB/s, so it overtakes the local engine
+# from about 2 GB on 8 cores (bench/bench_spark.py, reports/spark-benchmark-2026-11-24.md).
+SPARK_HINT_BYTES = 2 << 30
 
 
 def _total_size(paths: list[Path]) -> int:

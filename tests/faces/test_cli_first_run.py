@@ -209,3 +209,15 @@ def test_no_auto_detect_in_the_cli_and_the_library(tmp_path: Path) -> None:
     assert "6 exchanges" in cli("analyze", str(path), "--no-auto-detect", "--ports", "31337").stdout.splitlines()[0]
     assert len(kdissect.open_capture(path).exchanges) == 6
     assert len(kdissect.open_capture(path, auto_detect=False).exchanges) == 0
+
+
+def test_a_large_input_gets_one_line_suggesting_the_spark_engine(monkeypatch, capsys) -> None:
+    from kdissect import cli as command_line
+
+    capture = str(CAPTURES / "kafka-python-admin.pcap")
+    assert command_line.main(["analyze", capture]) == 0
+    assert "--engine spark" not in capsys.readouterr().err
+    monkeypatch.setattr(command_line, "SPARK_HINT_BYTES", Path(capture).stat().st_size)
+    assert command_line.main(["analyze", capture]) == 0
+    hints = [line for line in capsys.readouterr().err.splitlines() if "--engine spark" in line]
+    assert len(hints) == 1 and hints[0].startswith("kdissect: hint:")
