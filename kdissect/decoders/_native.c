@@ -1188,6 +1188,24 @@ node_build(Node *nd, PyObject *spec, int depth)
     return 0;
 }
 
+/* The bytes of a bytes or bytearray object, read in place (hunting proves candidates inside its
+ * buffer without copying them out): 1, or 0 for any other object (*data and *size untouched). */
+static int
+byte_buffer(PyObject *obj, const char **data, Py_ssize_t *size)
+{
+    if (PyBytes_CheckExact(obj)) {
+        *data = PyBytes_AS_STRING(obj);
+        *size = PyBytes_GET_SIZE(obj);
+        return 1;
+    }
+    if (PyByteArray_CheckExact(obj)) {
+        *data = PyByteArray_AS_STRING(obj);
+        *size = PyByteArray_GET_SIZE(obj);
+        return 1;
+    }
+    return 0;
+}
+
 /* ---- the Program type ------------------------------------------------------------------- */
 
 static PyObject *
@@ -1195,21 +1213,11 @@ program_vectorcall(PyObject *self_obj, PyObject *const *args, size_t nargsf, PyO
 {
     Program *self = (Program *)self_obj;
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
-    /* bytes, or a bytearray read in place (hunting proves candidates inside its buffer without
-     * copying them out); anything else goes to the Python decoder. */
+    /* anything but bytes or a bytearray goes to the Python decoder */
     const char *data;
     Py_ssize_t size;
-    if (nargs != 3 || kwnames != NULL)
+    if (nargs != 3 || kwnames != NULL || !byte_buffer(args[0], &data, &size))
         return PyObject_Vectorcall(self->fallback, args, nargsf, kwnames);
-    if (PyBytes_CheckExact(args[0])) {
-        data = PyBytes_AS_STRING(args[0]);
-        size = PyBytes_GET_SIZE(args[0]);
-    } else if (PyByteArray_CheckExact(args[0])) {
-        data = PyByteArray_AS_STRING(args[0]);
-        size = PyByteArray_GET_SIZE(args[0]);
-    } else {
-        return PyObject_Vectorcall(self->fallback, args, nargsf, kwnames);
-    }
     Py_ssize_t p = PyLong_AsSsize_t(args[1]);
     if (p == -1 && PyErr_Occurred())
         return NULL;
@@ -1337,13 +1345,7 @@ walk_frame(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     Py_ssize_t size = -1, stop = W_UNDECIDED;
     const char *data = NULL;
-    if (PyBytes_CheckExact(args[0])) {
-        data = PyBytes_AS_STRING(args[0]);
-        size = PyBytes_GET_SIZE(args[0]);
-    } else if (PyByteArray_CheckExact(args[0])) {
-        data = PyByteArray_AS_STRING(args[0]);
-        size = PyByteArray_GET_SIZE(args[0]);
-    }
+    byte_buffer(args[0], &data, &size);
     PyObject *pair = NULL;
     if (0 <= api_key && api_key <= 0x7FFF && 0 <= api_version && api_version <= 0x7FFF) {
         PyObject *id = PyLong_FromLong(api_key << 16 | api_version);

@@ -130,7 +130,7 @@ def session(master: str = "local[*]", driver_memory: str = "2g") -> SparkSession
     executors need kdissect installed: see the README)."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = SparkSession.builder.master(master).appName("kdissect")
-    if master.startswith("local"):
+    if _on_this_machine(master):
         # The driver is also the executor, and its work here is moving small rows: the JIT's
         # optimizing tier costs about ten CPU seconds per run and never pays back (bench_spark.py).
         builder = builder.config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1")
@@ -178,8 +178,7 @@ class Decoded:
     def table(self, name: str, envelope: DataFrame | None = None) -> DataFrame:
         """Table ``name`` as a DataFrame of :func:`spark_schema` (from ``envelope``: some of the pieces)."""
         settled = self._settled()
-        pieces = (self.envelope if envelope is None else envelope).filter(F.col("table") == name).select("data",
-                                                                                                           "path")
+        pieces = (self.envelope if envelope is None else envelope).filter(F.col("table") == name)
         if name == "brokers":
             return pieces.coalesce(1).mapInArrow(partial(_broker_batches, settled=settled), spark_schema(name))
         return pieces.mapInArrow(partial(_finished_batches, name=name, settled=settled), spark_schema(name))
@@ -212,8 +211,8 @@ class Decoded:
         """Every table brought to the driver as the DataFrame the local engine gives the analysis
         (records: only those the analysis reads, picked in the tasks), from one job."""
         task = partial(_analysed_pieces, settled=self._settled())
-        pieces = self.envelope.filter(F.col("table").isin(self.tables))
-        got = pieces.mapInArrow(task, from_arrow_schema(_PIECES)).collect()
+        got = self.envelope.filter(F.col("table").isin(self.tables)).mapInArrow(task, from_arrow_schema(_PIECES)
+                                                                                 ).collect()  # fmt: skip
         out = {}
         for name in self.tables:
             pieces = [merge.read_ipc(r["data"]) for r in got if r["table"] == name]
@@ -279,15 +278,11 @@ def _quantile(sorted_values: str, q: float) -> Column:
 
 
 def _analysed_pieces(batches: Iterable[pa.RecordBatch], settled: object) -> Iterator[pa.RecordBatch]:
-    done = settled.value  # type: ignore[attr-defined]
-    for batch in batches:
-        for name, data, path in zip(*(batch.column(c).to_pylist() for c in ENVELOPE_SCHEMA.names), strict=True):
-            for piece in read_pieces(data, path):
-                table = merge.finish_piece(name, piece, done)
-                if name == "records":
-                    table = table.filter(pc.equal(table[ANALYSED_RECORDS], True))
-                if table.num_rows or name == "brokers":
-                    yield pa.RecordBatch.from_pylist([{"table": name, "data": merge.ipc_bytes(table)}], schema=_PIECES)
+    for name, table in _finished(batches, settled):
+        if name == "records":
+            table = table.filter(pc.equal(table[ANALYSED_RECORDS], True))
+        if table.num_rows or name == "brokers":
+            yield pa.RecordBatch.from_pylist([{"table": name, "data": merge.ipc_bytes(table)}], schema=_PIECES)
 
 
 def _figure_rows(figure: str, frame: DataFrame, keys: int) -> DataFrame:
@@ -303,25 +298,22 @@ def _empty(name: str) -> dict[str, list]:
     return {column: [] for column, _ in TABLES[name]}
 
 
-def _finished(name: str, kept: Iterable[tuple[bytes | None, str | None]], settled: object) -> Iterator[pa.Table]:
+def _finished(batches: Iterable[pa.RecordBatch], settled: object) -> Iterator[tuple[str, pa.Table]]:
+    """(table name, finished piece) for every piece that envelope rows (``ENVELOPE_SCHEMA``) keep."""
     done = settled.value  # type: ignore[attr-defined]
-    for data, path in kept:
-        for piece in read_pieces(data, path):
-            yield merge.finish_piece(name, piece, done)
-
-
-def _blobs(batches: Iterable[pa.RecordBatch]) -> Iterator[tuple[bytes | None, str | None]]:
     for batch in batches:
-        yield from zip(batch.column("data").to_pylist(), batch.column("path").to_pylist(), strict=True)
+        for name, data, path in zip(*(batch.column(c).to_pylist() for c in ENVELOPE_SCHEMA.names), strict=True):
+            for piece in read_pieces(data, path):
+                yield name, merge.finish_piece(name, piece, done)
 
 
 def _finished_batches(batches: Iterable[pa.RecordBatch], name: str, settled: object) -> Iterator[pa.RecordBatch]:
-    for table in _finished(name, _blobs(batches), settled):
+    for _, table in _finished(batches, settled):
         yield from _arrow_to_spark(table).to_batches()
 
 
 def _broker_batches(batches: Iterable[pa.RecordBatch], settled: object) -> Iterator[pa.RecordBatch]:
-    table = merge.first_brokers(list(_finished("brokers", _blobs(batches), settled)))
+    table = merge.first_brokers([table for _, table in _finished(batches, settled)])
     yield from _arrow_to_spark(table).to_batches()
 
 
@@ -338,24 +330,20 @@ def _write_parts(batches: Iterable[pa.RecordBatch], settled: object, filesystem:
     brokers pieces are returned instead (``brokers``, Arrow IPC) for the driver to keep each once."""
     import pyarrow.parquet as pq
 
-    done = settled.value  # type: ignore[attr-defined]
     partition = TaskContext.get().partitionId()
     writers: dict[str, tuple[object, pq.ParquetWriter]] = {}
     rows: dict[str, int] = {}
     brokers: list[pa.Table] = []
     try:
-        for batch in batches:
-            for name, data, path in zip(*(batch.column(c).to_pylist() for c in ENVELOPE_SCHEMA.names), strict=True):
-                for piece in read_pieces(data, path):
-                    table = merge.finish_piece(name, piece, done)
-                    if name == "brokers":
-                        brokers.append(table)
-                        continue
-                    if name not in writers:
-                        stream = filesystem.open_output_stream(f"{root}/{name}/part-{partition:05d}.parquet")  # type: ignore[attr-defined]
-                        writers[name] = (stream, pq.ParquetWriter(stream, table.schema))
-                    writers[name][1].write_table(table)
-                    rows[name] = rows.get(name, 0) + table.num_rows
+        for name, table in _finished(batches, settled):
+            if name == "brokers":
+                brokers.append(table)
+                continue
+            if name not in writers:
+                stream = filesystem.open_output_stream(f"{root}/{name}/part-{partition:05d}.parquet")  # type: ignore[attr-defined]
+                writers[name] = (stream, pq.ParquetWriter(stream, table.schema))
+            writers[name][1].write_table(table)
+            rows[name] = rows.get(name, 0) + table.num_rows
     finally:
         for stream, writer in writers.values():
             writer.close()
@@ -440,16 +428,23 @@ def read_captures(
     Decoding runs once, now, and its pieces stay for these DataFrames: under ``staging`` if given
     (a new directory every executor can reach, yours to delete), in a temporary directory removed
     when Python exits if Spark runs on this machine (``local[...]``), else in Spark's cache."""
-    if staging is None and _on_this_machine(spark):
-        staging = tempfile.mkdtemp(prefix="kdissect-staging-")
-        atexit.register(shutil.rmtree, staging, True)
+    if staging is None:
+        staging = _temporary_staging(spark)
+        if staging is not None:
+            atexit.register(shutil.rmtree, staging, True)
     decoded = decode(spark, [paths] if isinstance(paths, str) else paths, options=options, split_bytes=split_bytes,
                      staging=staging)  # fmt: skip
     return {name: decoded.table(name) for name in TABLES}
 
 
-def _on_this_machine(spark: SparkSession) -> bool:
-    return spark.sparkContext.master.startswith("local")
+def _on_this_machine(master: str) -> bool:
+    """Whether Spark's executors run here (``local[...]``): then this process's temp directory serves."""
+    return master.startswith("local")
+
+
+def _temporary_staging(spark: SparkSession) -> str | None:
+    """A new temp directory for the pieces when the executors run here, else None."""
+    return tempfile.mkdtemp(prefix="kdissect-staging-") if _on_this_machine(spark.sparkContext.master) else None
 
 
 @dataclass
@@ -493,10 +488,7 @@ def _decoded(captures: list[str], master: str, out: str | None, tables: list[str
     spark = session(master)
     # Pieces staged in this machine's temp directory in local mode, beside the output on a cluster
     # (which its executors write anyway), or with neither, in Spark's cache.
-    if _on_this_machine(spark):
-        staging: str | None = tempfile.mkdtemp(prefix="kdissect-staging-")
-    else:
-        staging = f"{out.rstrip('/')}/_staging" if out else None
+    staging = _temporary_staging(spark) or (f"{out.rstrip('/')}/_staging" if out else None)
     try:
         decoded = decode(spark, captures, options=options, tables=tables, staging=staging)
         try:

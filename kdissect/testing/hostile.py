@@ -125,17 +125,21 @@ def long_walks(n: int) -> bytes:
     return _one_connection([(0, long_walk_heads(n), T0)], handshake=False, close=False)
 
 
+def _produce_answer() -> bytes:
+    """The broker's answer (Produce v9, correlation id 0) to a request of :func:`produce_with`."""
+    answer = {
+        "responses": [{"name": "t", "partition_responses": [{"index": 0, "error_code": 0, "base_offset": 0}]}],
+        "throttle_time_ms": 0,
+    }
+    return encode_response(0, 9, answer, correlation_id=0)
+
+
 def midstream_traffic(n: int) -> bytes:
     """Not hostile: ``n`` KiB of Produce requests of 40 JSON records, each answered, picked up
     mid-stream (the client's first segment was not captured): what hunting into ordinary traffic
     costs, the yardstick for the crafted heads above."""
     records = [new_record(b"key-%d" % i, b'{"id": %d, "v": "%s"}' % (i, b"x" * (i * 5)), offset=i) for i in range(40)]
-    request = produce_with(encode_batch(records), cid=0)
-    answer = {
-        "responses": [{"name": "t", "partition_responses": [{"index": 0, "error_code": 0, "base_offset": 0}]}],
-        "throttle_time_ms": 0,
-    }
-    response = encode_response(0, 9, answer, correlation_id=0)
+    request, response = produce_with(encode_batch(records), cid=0), _produce_answer()
     messages = []
     for i in range(n * 1024 // len(request) + 1):
         cid = struct.pack(">i", i)  # bytes 8-11 of a request, 4-7 of a response
@@ -167,12 +171,7 @@ def many_exchanges(n: int) -> bytes:
     exchanges and records (what a summary run must not hold, nor a run with output files). The
     client sends 1,000 requests at a time, then the broker their answers."""
     records = [new_record(b"key-%d" % i, bytes(64), offset=i) for i in range(8)]
-    request = produce_with(encode_batch(records), cid=0)
-    answer = {
-        "responses": [{"name": "t", "partition_responses": [{"index": 0, "error_code": 0, "base_offset": 0}]}],
-        "throttle_time_ms": 0,
-    }
-    response = encode_response(0, 9, answer, correlation_id=0)
+    request, response = produce_with(encode_batch(records), cid=0), _produce_answer()
     messages = []
     for start in range(0, n, 1000):
         cids = [struct.pack(">i", i) for i in range(start, min(n, start + 1000))]  # bytes 8-11, 4-7 of the frames
