@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from kdissect.sources import AnomalyKind, DefragLimits, SourceAnomaly, decode_capture
+from kdissect.sources import AnomalyKind, DefragLimits, decode_capture
 from kdissect.sources.defrag import Defragmenter
 from kdissect.sources.segment import ACK, PSH, TcpSegment
 from kdissect.testing.packets import (
@@ -20,6 +20,7 @@ from kdissect.testing.packets import (
     tcp_bytes,
 )
 from kdissect.testing.pcapwrite import Frame, pcap_bytes
+from tests.sources.source_helpers import kinds
 
 T0 = 1_700_000_000_000_000_000
 PAYLOAD = bytes(i * 7 % 256 for i in range(3000))
@@ -36,10 +37,6 @@ def decode(packets: list[bytes], limits: DefragLimits | None = None, step_ns: in
 
 def at(ts_ns: int, seg: TcpSegment = SEG4) -> TcpSegment:
     return dataclasses.replace(seg, ts_ns=ts_ns)
-
-
-def kinds(events: list) -> list[str]:
-    return [e.kind if isinstance(e, SourceAnomaly) else type(e).__name__ for e in events]
 
 
 def fragment4(start: int, data: bytes, more: bool, ident: int = 9, src: str = SEG4.src_ip) -> bytes:

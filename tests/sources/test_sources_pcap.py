@@ -12,23 +12,14 @@ from kdissect.sources import (
     CaptureParser,
     CaptureRecord,
     ReaderLimits,
-    SourceAnomaly,
     decode_capture,
 )
 from kdissect.testing.conversation import tcp_conversation
 from kdissect.testing.pcapwrite import Frame, pcap_bytes, write_capture
+from tests.sources.source_helpers import kinds, records
 
 T0 = 1_700_000_000_123_456_000  # microsecond-aligned
 SEGMENTS = tcp_conversation([(0, b"request!" * 400, T0), (1, b"response" * 30, T0 + 2_000_000)])
-
-
-def records(data: bytes, limits: ReaderLimits | None = None) -> list[CaptureRecord | SourceAnomaly]:
-    parser = CaptureParser(limits)
-    return parser.feed(data) + parser.close()
-
-
-def kinds(events: list) -> list[str]:
-    return [e.kind if isinstance(e, SourceAnomaly) else type(e).__name__ for e in events]
 
 
 @pytest.mark.parametrize("byteorder", ["little", "big"])

@@ -9,10 +9,8 @@ import pytest
 from kdissect.sources import (
     AnomalyKind,
     CaptureFormatError,
-    CaptureParser,
     CaptureRecord,
     ReaderLimits,
-    SourceAnomaly,
     decode_capture,
 )
 from kdissect.testing.conversation import tcp_conversation
@@ -31,18 +29,10 @@ from kdissect.testing.pcapwrite import (
     shb_block,
     write_capture,
 )
+from tests.sources.source_helpers import kinds, records
 
 T0 = 1_700_000_000_000_000_000
 SEGMENTS = tcp_conversation([(0, b"produce!" * 300, T0 + 1_000_000), (1, b"ok" * 10, T0 + 3_000_000)])
-
-
-def records(data: bytes, limits: ReaderLimits | None = None) -> list[CaptureRecord | SourceAnomaly]:
-    parser = CaptureParser(limits)
-    return parser.feed(data) + parser.close()
-
-
-def kinds(events: list) -> list[str]:
-    return [e.kind if isinstance(e, SourceAnomaly) else type(e).__name__ for e in events]
 
 
 @pytest.mark.parametrize("byteorder", ["little", "big"])
