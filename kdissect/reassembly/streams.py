@@ -9,6 +9,7 @@ direction as captured (the byte after the SYN, or the first byte seen mid-stream
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Protocol
 
 Endpoint = tuple[str, int]
 
@@ -99,3 +100,29 @@ class StreamEnd:
 
 
 ReassemblyEvent = StreamStart | StreamData | StreamGap | StreamConflict | StreamEnd
+
+
+class RunSink(Protocol):
+    """The seam between byte runs and Kafka framing: what consumes one connection's runs.
+
+    Plain runs come from the reassembler; decrypted runs come from the TLS stage (``kdissect.tls``),
+    which is itself a ``RunSink`` wrapping the Kafka one. Kafka framing (``KafkaConnection``, and
+    the native path that mirrors it) cannot tell the two apart, so the contract is the same:
+
+    - ``data``: contiguous in-order bytes of one direction. ``offset`` counts the bytes of the
+      stream *this sink sees* (for a decrypted run: plaintext bytes, from the first plaintext byte
+      delivered), so ``offset + len(data)`` is the next call's offset unless a ``gap`` comes between.
+      ``ts_ns`` is the capture time of the packet that completed the bytes (for TLS: the record).
+    - ``gap``: bytes that will never come; ``length`` None when unknown (a direction picked up
+      mid-stream, or TLS records that could not be decrypted, whose plaintext length is unknown);
+      ``reason`` as :class:`StreamGap`'s, plus ``"undecrypted"`` for TLS records not decrypted.
+    - ``end``: the connection is over; returns the final events including its summary.
+
+    Each call returns the events it produced (``kdissect.events.KafkaEvent``) in order.
+    """
+
+    def data(self, direction: int, offset: int, data: bytes, ts_ns: int) -> list: ...
+
+    def gap(self, direction: int, offset: int, length: int | None, ts_ns: int, reason: str) -> list: ...
+
+    def end(self, ts_ns: int, reason: str, stats: tuple[DirectionStats, DirectionStats] | None = None) -> list: ...
