@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 
-from kdissect.analysis.errors import is_expected
+from kdissect.analysis.expected import is_expected
 from kdissect.analysis.latency import Percentiles, percentiles
 from kdissect.sources.shapes import SourceStats
 from kdissect.tables.columns import TCP_COUNTERS, cells

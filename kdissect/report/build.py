@@ -137,7 +137,7 @@ def _timeseries_section(tables: Mapping[str, pd.DataFrame]) -> Section:
     return Section(
         "timeseries",
         "Traffic over time",
-        f"Per {step} s step, by request time.",
+        f"Per {step} s step, by request time (answer time for an answer whose request was not captured).",
         [
             *_figure("Requests, bytes, latency and errors over time", series, plots.traffic_over_time),
             Table("Per step", series, collapsed=True),

@@ -9,6 +9,7 @@ from __future__ import annotations
 import shlex
 from collections.abc import Sequence
 
+from kdissect.analysis.expected import WAIT_ON_PURPOSE
 from kdissect.analysis.summary import Summary
 from kdissect.report.render import safe_text
 
@@ -45,8 +46,6 @@ _TCP = {
 }
 
 
-# APIs whose latency is mostly waiting by design, and what they wait for
-WAIT_ON_PURPOSE = {"Fetch": "long poll up to max_wait_ms", "JoinGroup": "rebalance"}
 _API_COLUMNS = ("api", "count", "p50 ms", "p90 ms", "p99 ms", "max ms", "errors", "unanswered")
 
 
