@@ -69,7 +69,7 @@ def ms_text(value: float | None) -> str:
 
 
 def summary_lines(s: Summary, captures: Sequence[str] = ()) -> list[str]:
-    """Exchanges by API (slowest p99 first) with latency percentiles and error counts, errors by name,
+    """Exchanges by API (slowest first) with latency percentiles and error counts, errors by name,
     then what went wrong, what the capture and TCP layers counted, and where to read more.
 
     The API table comes right after the first line and a blank one, and is the only block whose
