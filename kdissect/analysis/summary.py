@@ -1,6 +1,6 @@
 """The run's headline figures from the tables' columns: exchanges by API with latency percentiles
-(slowest first: by p99, by max where too few for a p99) and error counts, errors by name, statuses, anomalies by kind, and the
-capture's and TCP's own counters.
+(slowest first: by p99, by max where too few for a p99) and error counts, errors by name,
+statuses, anomalies by kind, and the capture's and TCP's own counters.
 
 Works on the sink's columns, so it needs neither pandas nor numpy; it never prints. A JoinGroup
 answered MEMBER_ID_REQUIRED (KIP-394's first join) is a normal step: listed, never counted as an error.
