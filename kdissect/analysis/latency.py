@@ -8,7 +8,7 @@ the terminal, the HTML report and the JSON.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import astuple, dataclass, fields
+from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -62,16 +62,29 @@ def percentiles(values: Iterable[float | None]) -> Percentiles:
 
 def percentile_table(frame: pd.DataFrame, by: list[str], value: str = "latency_ms") -> pd.DataFrame:
     """One row per group of ``by`` with the percentiles of ``value``, slowest first: by p99, by max
-    where too few latencies for a p99."""
-    import pandas as pd
+    where too few latencies for a p99.
 
-    rows = []
-    if len(frame):
-        for key, group in frame.groupby(by, observed=True, dropna=False, sort=False):
-            keys = key if isinstance(key, tuple) else (key,)
-            rows.append((*keys, *astuple(percentiles(group[value].tolist()))))
-    table = pd.DataFrame(rows, columns=[*by, *PERCENTILE_COLUMNS])
-    table[PERCENTILE_COLUMNS[1:]] = table[PERCENTILE_COLUMNS[1:]].astype("float64")  # unsupported: NaN
+    :func:`percentiles`' definition computed for all groups at once (one sort, then array indexing):
+    a fleet's capture has hundreds of thousands of client hosts, and a step per group cost minutes."""
+    import numpy as np
+
+    codes = frame.groupby(by, observed=True, dropna=False, sort=False).ngroup().to_numpy()
+    values = frame[value].astype("float64").to_numpy(dtype="float64", na_value=np.nan)
+    order = np.lexsort((values, codes))  # by group, then value; nulls last within their group
+    ordered = values[order]
+    groups, first = np.unique(codes[order], return_index=True)
+    counts = np.bincount(codes[~np.isnan(values)], minlength=len(groups))[groups] if len(groups) else groups
+    table = frame[by].iloc[order[first]].reset_index(drop=True)
+    table["count"] = counts
+    last = np.maximum(counts - 1, 0)
+    for name, q in zip(PERCENTILE_COLUMNS[1:-1], QUANTILES, strict=True):
+        h = last * q
+        lo = np.floor(h).astype("int64")
+        hi = np.minimum(lo + 1, last)
+        low = ordered[first + lo]
+        figure = low + (h - lo) * (ordered[first + hi] - low)
+        table[name] = np.where(counts >= max(MIN_SAMPLES[q], 1), figure, np.nan)  # unsupported: NaN
+    table["max"] = np.where(counts > 0, ordered[first + last] if len(groups) else counts, np.nan)
     tail = table["p99"].fillna(table["max"])
     order = table.assign(_tail=tail).sort_values(["_tail", "count"], ascending=False, na_position="last").index
     return table.loc[order].reset_index(drop=True)
@@ -86,7 +99,7 @@ def broker_labels(exchanges: pd.DataFrame, brokers: pd.DataFrame) -> pd.Series:
 
     known: dict[tuple[str, int], str] = {}
     by_port: dict[int, list[str]] = {}
-    for b in brokers.drop_duplicates(["node_id", "host", "port"]).itertuples():
+    for b in brokers.dropna(subset=["host", "port"]).drop_duplicates(["node_id", "host", "port"]).itertuples():
         rack = f" (rack {b.rack})" if isinstance(b.rack, str) else ""
         label = f"node {b.node_id} {b.host}:{b.port}{rack}"
         known[(str(b.host), int(b.port))] = label

@@ -53,7 +53,11 @@ def _facts(o: Overview) -> list[tuple[str, str]]:
         ("client ids", str(o.clients)),
         ("brokers", str(o.brokers)),
         ("exchanges", f"{o.exchanges:,}"),
-        ("errors", f"{o.errors:,} (plus {o.expected_errors:,} normal protocol steps)"),
+        (
+            "errors",
+            f"{o.failed:,} exchanges answered with an error ({o.errors:,} error codes in them; "
+            f"plus {o.expected_errors:,} normal protocol steps)",
+        ),
         ("without a usable answer", f"{o.without_answer:,}"),
         ("records", f"{o.records:,}"),
         ("anomalies", ", ".join(f"{a.kind} {a.count}" for a in o.anomalies) or "none: the capture decoded whole"),
