@@ -20,7 +20,7 @@ from kdissect.analysis import (
     transactions,
 )
 from kdissect.analysis.frames import in_capture_order
-from kdissect.analysis.latency import latency_by
+from kdissect.analysis.latency import SUPPORT_RULE, latency_by
 from kdissect.analysis.overview import Overview, overview
 from kdissect.analysis.summary import Summary
 from kdissect.decoders.apis import removed_version
@@ -76,7 +76,9 @@ def _overview_section(tables: Mapping[str, pd.DataFrame], o: Overview) -> Sectio
     return Section(
         "overview",
         "Overview",
-        "What the capture holds and how completely it could be decoded.",
+        "What the capture holds and how completely it could be decoded. Every number in this report "
+        "is one pandas expression over the tables `kdissect analyze --out` writes: docs/report-figures.md "
+        "in kdissect's repository gives each.",
         [
             *_figure(
                 "Latency distribution per API (share of requests answered within x ms)",
@@ -99,7 +101,8 @@ def _latency_section(tables: Mapping[str, pd.DataFrame]) -> Section:
         "latency",
         "Latency",
         "Percentiles (ms) of the time from a request's last packet to its "
-        "answer's first packet, by where the request went and who sent it.",
+        f"answer's first packet, by where the request went and who sent it; {SUPPORT_RULE}. "
+        "A request counts once in each table (by topic: once in each topic it names).",
         [
             Table("Broker × API", latency_by(tables, "broker_api")),
             Table("By API and version", latency_by(tables, "api_version"), collapsed=True),
