@@ -40,7 +40,8 @@ def _versions(ex: pd.DataFrame, removed: Removed, n: int) -> tuple[list[str], li
     """Per group, the API versions used (by API key, then version) and those Kafka removed."""
     used = ex.dropna(subset=["api_key", "api_version"]).drop_duplicates(["group", "api_name", "api_version"])
     used = used.sort_values(["group", "api_key", "api_version"], kind="stable")
-    texts = (used["api_name"].astype(str) + " v" + used["api_version"].astype("int64").astype(str)).tolist()
+    names = used["api_name"].astype("string").fillna("?")  # an API without a name: "?"
+    texts = (names + " v" + used["api_version"].astype("int64").astype(str)).tolist()
     pairs = list(zip(used["api_key"].astype("int64").tolist(), used["api_version"].astype("int64").tolist(),
                      strict=True))  # fmt: skip
     gone_of = {pair: removed(*pair) for pair in set(pairs)}  # a few hundred distinct (key, version) at most

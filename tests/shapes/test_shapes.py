@@ -107,3 +107,35 @@ def test_the_same_packets_read_twice_lose_and_double_no_exchange(copy: str, tmp_
     n = len(segs)
     shape = shapes.duplicated(segs) if copy == "duplicated" else shapes.overlapping(segs, n // 3, n * 2 // 3)
     assert _statuses(write_shape(shape, tmp_path / copy)) == whole
+
+
+def _spark_sample(tmp_path: Path) -> list[tuple[str, list[Path]]]:
+    segs = segments(GROUPS)
+    sample = [shapes.started_at(segs, 154), shapes.cut_at(segs, 100), shapes.dropped_every(segs, 7)]
+    return [(s.name, write_shape(s, tmp_path / f"sample-{i}")) for i, s in enumerate(sample)]
+
+
+def test_spark_steps_give_the_local_tables_on_shaped_captures(tmp_path: Path) -> None:
+    """The Spark engine's steps (partitioned, decoded apart, merged; run in-process) on a sample of shapes."""
+    from tests.engines.spark_helpers import assert_same_tables, local_tables, simulate
+
+    for _name, files in _spark_sample(tmp_path):
+        paths = [str(f) for f in files]
+        assert_same_tables(simulate(paths), local_tables(paths)[0])
+
+
+def test_the_spark_report_of_a_capture_started_mid_conversation_is_the_local_one(tmp_path: Path) -> None:
+    """The Spark report ended in the groups TypeError on such a capture (its own session: a subprocess)."""
+    import json
+    import subprocess
+    import sys
+
+    from kdissect.cli import main
+
+    [(_, files)] = _spark_sample(tmp_path)[:1]
+    assert main(["report", *map(str, files), "-o", str(tmp_path / "local.json")]) == 0
+    on_spark = subprocess.run([sys.executable, "-m", "kdissect.cli", "report", *map(str, files), "-o",
+                               str(tmp_path / "spark.json"), "--engine", "spark", "--master", "local[2]"],
+                              capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert on_spark.returncode == 0, on_spark.stderr[-3000:]
+    assert json.loads((tmp_path / "spark.json").read_text()) == json.loads((tmp_path / "local.json").read_text())
