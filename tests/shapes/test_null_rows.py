@@ -62,7 +62,7 @@ TABLE_ROWS = st.fixed_dictionaries({name: _table(name) for name in TABLES})
 SLOW_OK = {"deadline": None, "suppress_health_check": [HealthCheck.too_slow, HealthCheck.data_too_large]}
 
 
-@settings(max_examples=60, **SLOW_OK)
+@settings(max_examples=25, **SLOW_OK)
 @given(TABLE_ROWS)
 def test_rows_with_nulls_anywhere_go_through_every_report_section(tables) -> None:
     document = build_document(tables, summarize({}, SourceStats()), ["generated"])
@@ -74,7 +74,7 @@ def test_rows_with_nulls_anywhere_go_through_every_report_section(tables) -> Non
     assert report_figures(tables) == []
 
 
-@settings(max_examples=8, **SLOW_OK)
+@settings(max_examples=4, **SLOW_OK)
 @given(TABLE_ROWS)
 def test_rows_with_nulls_anywhere_are_drawn(tables) -> None:
     assert render(build_document(tables, summarize({}, SourceStats()), ["generated"]), "html")
