@@ -10,6 +10,7 @@ from __future__ import annotations
 import gc
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, fields
+from functools import partial
 from os import PathLike
 from pathlib import Path
 from typing import Any, BinaryIO, Protocol
@@ -19,8 +20,9 @@ from kdissect.events import Anomaly, Exchange, KafkaEvent
 from kdissect.kafka.pipeline import KafkaPipeline
 from kdissect.options import Options
 from kdissect.sources.files import iter_capture
+from kdissect.sources.interleave import merge_by_time
 from kdissect.sources.segment import TcpSegment
-from kdissect.sources.shapes import CaptureFormatError, SourceAnomaly, SourceEvent, SourceStats
+from kdissect.sources.shapes import CaptureFormatError, CaptureRecord, SourceAnomaly, SourceEvent, SourceStats
 from kdissect.tables.columns import TABLES
 from kdissect.tables.sink import Columns, TableSink, exchange_row, exchange_topics
 
@@ -152,6 +154,21 @@ def _read_file(path: PathArg, options: Options, stats: RunStats, progress: Progr
     stats.add(source_stats)
 
 
+def _first_time(path: PathArg) -> int | None:
+    """Capture time of a file's first record (None: it has none, or is no capture), to merge files by time."""
+    records = iter_capture(path, records=True)
+    try:
+        return next((r.ts_ns for r in records if isinstance(r, CaptureRecord)), None)
+    except (CaptureFormatError, OSError):
+        return None
+    finally:
+        records.close()
+
+
+def _time_of(item: SourceEvent) -> int | None:
+    return item.ts_ns
+
+
 def _feed(pipeline: KafkaPipeline, items: Iterable[SourceEvent], source: str | None) -> Iterator[KafkaEvent]:
     for item in items:
         if isinstance(item, TcpSegment):
@@ -197,9 +214,16 @@ def events(
     options = options or Options()
     stats = stats if stats is not None else RunStats()
     pipeline = KafkaPipeline(options, opened=opened)
-    for path in paths:
-        pipeline.source = str(path)
-        yield from _feed(pipeline, _read_file(path, options, stats, progress), pipeline.source)
+    paths = list(paths)
+    names = [str(path) for path in paths]
+    inputs = [(_first_time(path) if len(paths) > 1 else None, partial(_read_file, path, options, stats, progress))
+              for path in paths]  # fmt: skip
+    for i, item in merge_by_time(inputs, _time_of):
+        pipeline.source = names[i]
+        if isinstance(item, TcpSegment):
+            yield from pipeline.feed(item)
+        else:
+            yield source_anomaly(item, names[i])
     if stats.unreadable and len(stats.unreadable) == stats.files:  # only when no file is a capture
         raise no_capture(stats.unreadable)
     yield from _finish(pipeline, stats)

@@ -366,9 +366,11 @@ def segment_rows(spark: SparkSession, found: list[tuple[str, int | None]], split
     )
 
 
-def by_connection(segments: DataFrame, partitions: int) -> DataFrame:
-    """Stage 2: each 4-tuple's rows from every file in one partition, in capture order."""
-    return segments.repartition(partitions, "key").sortWithinPartitions("pos")
+def by_connection(segments: DataFrame, partitions: int, by_time: bool = False) -> DataFrame:
+    """Stage 2: each 4-tuple's rows from every file in one partition, in capture order: file order, or
+    with ``by_time`` (several files) merged by capture time as the local engine merges them
+    (:mod:`kdissect.sources.interleave`), so a packet read twice meets its copy."""
+    return segments.repartition(partitions, "key").sortWithinPartitions(*(("ts", "pos") if by_time else ("pos",)))
 
 
 def decode(spark: SparkSession, paths: Iterable[str], *, options: Options | None = None,
@@ -389,7 +391,7 @@ def decode(spark: SparkSession, paths: Iterable[str], *, options: Options | None
     files = [path for path, _ in found]
     partitions = partitions or max(2, 2 * spark.sparkContext.defaultParallelism)
     task = partial(_decode_task, files=files, options=options, tables=wanted, staging=staging)
-    envelope = (by_connection(segment_rows(spark, found, split_bytes), partitions)
+    envelope = (by_connection(segment_rows(spark, found, split_bytes), partitions, by_time=len(files) > 1)
                 .mapInArrow(task, from_arrow_schema(ENVELOPE_SCHEMA))
                 .persist(StorageLevel.DISK_ONLY if staging is None else StorageLevel.MEMORY_AND_DISK))  # fmt: skip
     side = envelope.filter(F.col("table").startswith("_")).collect()
