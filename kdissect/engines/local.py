@@ -19,10 +19,10 @@ from kdissect.analysis.summary import Figures, Summary
 from kdissect.events import Anomaly, Exchange, KafkaEvent
 from kdissect.kafka.pipeline import KafkaPipeline
 from kdissect.options import Options
-from kdissect.sources.files import iter_capture
+from kdissect.sources.files import iter_capture, timeline
 from kdissect.sources.interleave import merge_by_time
 from kdissect.sources.segment import TcpSegment
-from kdissect.sources.shapes import CaptureFormatError, CaptureRecord, SourceAnomaly, SourceEvent, SourceStats
+from kdissect.sources.shapes import CaptureFormatError, SourceAnomaly, SourceEvent, SourceStats
 from kdissect.tables.columns import TABLES
 from kdissect.tables.sink import Columns, TableSink, exchange_row, exchange_topics
 
@@ -154,17 +154,6 @@ def _read_file(path: PathArg, options: Options, stats: RunStats, progress: Progr
     stats.add(source_stats)
 
 
-def _first_time(path: PathArg) -> int | None:
-    """Capture time of a file's first record (None: it has none, or is no capture), to merge files by time."""
-    records = iter_capture(path, records=True)
-    try:
-        return next((r.ts_ns for r in records if isinstance(r, CaptureRecord)), None)
-    except (CaptureFormatError, OSError):
-        return None
-    finally:
-        records.close()
-
-
 def _time_of(item: SourceEvent) -> int | None:
     return item.ts_ns
 
@@ -208,16 +197,16 @@ def events(
     progress: Progress | None = None,
     opened: dict[int, str | None] | None = None,
 ) -> Iterator[KafkaEvent]:
-    """Every Kafka event of the captures, in order. Files are read one after the other as
-    one capture (rotated capture files continue each other's connections); each connection's
-    rows name the file it opened in (``opened``, as in :func:`events_from`)."""
+    """Every Kafka event of the captures, in order. Files are read as one capture, merged by capture
+    time (rotated files continue each other's connections in whatever order they are named; a packet
+    read twice is read once, :mod:`kdissect.sources.duplicates`); each connection's rows name the
+    file it opened in (``opened``, as in :func:`events_from`)."""
     options = options or Options()
     stats = stats if stats is not None else RunStats()
     pipeline = KafkaPipeline(options, opened=opened)
-    paths = list(paths)
-    names = [str(path) for path in paths]
-    inputs = [(_first_time(path) if len(paths) > 1 else None, partial(_read_file, path, options, stats, progress))
-              for path in paths]  # fmt: skip
+    ordered = timeline([str(path) for path in paths])
+    names = [name for name, _ in ordered]
+    inputs = [(first, partial(_read_file, name, options, stats, progress)) for name, first in ordered]
     for i, item in merge_by_time(inputs, _time_of):
         pipeline.source = names[i]
         if isinstance(item, TcpSegment):

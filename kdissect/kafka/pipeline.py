@@ -47,9 +47,9 @@ class KafkaPipeline:
     def finish(self) -> list[KafkaEvent]:
         out = self._dispatch(self.reassembler.flush())
         out.extend(Anomaly(DUPLICATE_PACKETS, None, None, None, n, None,
-                           f"{n} packets of {source} repeat packets of {first} (same connection, sequence range, "
-                           "bytes and time): read once", source)
-                   for source, first, n in self.duplicates.report())  # fmt: skip
+                           f"{n} packets of {source} repeat packets of connection {repeated} (same sequence "
+                           "range, bytes and time): read once", source)
+                   for source, repeated, n in self.duplicates.report())  # fmt: skip
         return out
 
     def _connection(self, conn_id: int) -> KafkaConnection | None:

@@ -20,6 +20,10 @@ MAX_REMEMBERED = 1 << 14  # packets of one instant remembered; past this, later 
 DUPLICATE_PACKETS = "duplicate_packets"  # the anomaly kind that reports them
 
 
+def _endpoint(ip: str, port: int) -> str:
+    return f"[{ip}]:{port}" if ":" in ip else f"{ip}:{port}"
+
+
 class DuplicateFilter:
     """Pass each segment with the name of its input; a copy of one passed from another input is not."""
 
@@ -28,7 +32,9 @@ class DuplicateFilter:
     def __init__(self) -> None:
         self._ts: int | None = None
         self._seen: dict[tuple, str | None] = {}  # the packets of instant ``_ts`` -> the input they came from
-        self.dropped: Counter[tuple[str | None, str | None]] = Counter()  # (input, input it repeats) -> packets
+        # (input, input it repeats, connection) -> packets dropped; per connection, so engines that
+        # split the work by connection (Spark) report the same rows
+        self.dropped: Counter[tuple[str | None, str | None, tuple[str, int], tuple[str, int]]] = Counter()
 
     def keep(self, seg: TcpSegment, source: str | None) -> bool:
         if seg.ts_ns != self._ts:
@@ -44,9 +50,11 @@ class DuplicateFilter:
             return True
         if first == source:  # twice in one input: the wire's own duplicate, the reassembler's to judge
             return True
-        self.dropped[(source, first)] += 1
+        ends = (seg.src_ip, seg.src_port), (seg.dst_ip, seg.dst_port)
+        self.dropped[(source, first, min(ends), max(ends))] += 1
         return False
 
-    def report(self) -> list[tuple[str | None, str | None, int]]:
-        """(input, the input it repeats, packets dropped), in the order first met."""
-        return [(source, first, n) for (source, first), n in self.dropped.items()]
+    def report(self) -> list[tuple[str | None, str, int]]:
+        """(input, what it repeated: connection and input, packets dropped), in the order first met."""
+        return [(source, f"{_endpoint(*a)} <-> {_endpoint(*b)} of {first}", n)
+                for (source, first, a, b), n in self.dropped.items()]  # fmt: skip
