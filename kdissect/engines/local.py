@@ -203,16 +203,20 @@ def events(
     file it opened in (``opened``, as in :func:`events_from`)."""
     options = options or Options()
     stats = stats if stats is not None else RunStats()
-    pipeline = KafkaPipeline(options, opened=opened)
     ordered = timeline([str(path) for path in paths])
+    pipeline = KafkaPipeline(options, opened=opened, several_inputs=len(ordered) > 1)
     names = [name for name, _ in ordered]
     inputs = [(first, partial(_read_file, name, options, stats, progress)) for name, first in ordered]
-    for i, item in merge_by_time(inputs, _time_of):
-        pipeline.source = names[i]
-        if isinstance(item, TcpSegment):
-            yield from pipeline.feed(item)
-        else:
-            yield source_anomaly(item, names[i])
+    if len(inputs) == 1:  # the usual run: nothing to merge (merging costs a step per packet)
+        pipeline.source = names[0]
+        yield from _feed(pipeline, inputs[0][1](), names[0])
+    else:
+        for i, item in merge_by_time(inputs, _time_of):
+            pipeline.source = names[i]
+            if isinstance(item, TcpSegment):
+                yield from pipeline.feed(item)
+            else:
+                yield source_anomaly(item, names[i])
     if stats.unreadable and len(stats.unreadable) == stats.files:  # only when no file is a capture
         raise no_capture(stats.unreadable)
     yield from _finish(pipeline, stats)

@@ -21,10 +21,12 @@ class KafkaPipeline:
     """Feed segments in capture order; call :meth:`finish` at the end of input.
 
     Without ``options.auto_detect``, connections with no endpoint on a broker port are ignored.
-    A segment that repeats one fed from another input (``source``) at the same instant is dropped
-    and counted (:mod:`kdissect.sources.duplicates`): engines merge their inputs by time."""
+    With ``several_inputs`` (the engine reads several files, merged by time, or a rotated set), a
+    segment that repeats one fed from another input (``source``) is dropped and counted
+    (:mod:`kdissect.sources.duplicates`); one input has nothing to repeat, and costs nothing."""
 
-    def __init__(self, options: Options | None = None, *, opened: dict[int, str | None] | None = None) -> None:
+    def __init__(self, options: Options | None = None, *, opened: dict[int, str | None] | None = None,
+                 several_inputs: bool = False) -> None:
         self.options = options or Options()
         opts = self.options
         self.reassembler = TcpReassembler(
@@ -37,10 +39,10 @@ class KafkaPipeline:
         # id goes there with the name current when it opened, in opening order (``source_file`` columns).
         self.source: str | None = None
         self.opened = opened
-        self.duplicates = DuplicateFilter()
+        self.duplicates = DuplicateFilter() if several_inputs else None
 
     def feed(self, segment: TcpSegment) -> list[KafkaEvent]:
-        if not self.duplicates.keep(segment, self.source):
+        if self.duplicates is not None and not self.duplicates.keep(segment, self.source):
             return []
         return self._dispatch(self.reassembler.feed(segment))
 
@@ -49,7 +51,7 @@ class KafkaPipeline:
         out.extend(Anomaly(DUPLICATE_PACKETS, None, None, None, n, None,
                            f"{n} packets of {source} repeat packets of connection {repeated} (same sequence "
                            "range, bytes and time): read once", source)
-                   for source, repeated, n in self.duplicates.report())  # fmt: skip
+                   for source, repeated, n in (self.duplicates.report() if self.duplicates else ()))  # fmt: skip
         return out
 
     def _connection(self, conn_id: int) -> KafkaConnection | None:

@@ -31,19 +31,20 @@ class DuplicateFilter:
     __slots__ = ("_order", "_seen", "dropped")
 
     def __init__(self) -> None:
-        self._seen: dict[tuple, str | None] = {}  # the last packets' fingerprints -> the input they came from
-        self._order: deque[tuple] = deque()  # the same fingerprints, oldest first
+        # the last packets' fingerprints (a hash of every field the copy shares, an int: no payload kept
+        # alive, nothing for the garbage collector to walk) -> the input they came from; oldest first
+        self._seen: dict[int, str | None] = {}
+        self._order: deque[int] = deque()
         # (input, input it repeats, connection endpoints) -> packets dropped; per connection, so engines
         # that split the work by connection (Spark) report the same rows
         self.dropped: Counter[tuple[str | None, str | None, tuple[str, int], tuple[str, int]]] = Counter()
 
     def keep(self, seg: TcpSegment, source: str | None) -> bool:
-        # the payload by length and hash: holding the bytes would keep every payload remembered alive
-        key = (seg.ts_ns, seg.src_ip, seg.src_port, seg.dst_ip, seg.dst_port, seg.seq, seg.ack, seg.flags,
-               len(seg.payload), hash(seg.payload))
+        key = hash((seg.ts_ns, seg.src_ip, seg.src_port, seg.dst_ip, seg.dst_port, seg.seq, seg.ack, seg.flags,
+                    seg.payload))
         seen = self._seen
-        first = seen.get(key, key)
-        if first is key:  # not among the last packets
+        first = seen.get(key, seen)
+        if first is seen:  # not among the last packets
             seen[key] = source
             self._order.append(key)
             if len(self._order) > MAX_REMEMBERED:
