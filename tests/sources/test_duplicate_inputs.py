@@ -4,6 +4,7 @@ packets were dropped as copies of which input's."""
 
 from __future__ import annotations
 
+from dataclasses import astuple
 from functools import cache
 from pathlib import Path
 
@@ -11,7 +12,7 @@ import pytest
 
 from kdissect.engines import local
 from kdissect.events import Anomaly, Exchange
-from kdissect.sources.duplicates import DUPLICATE_PACKETS
+from kdissect.sources.duplicates import DUPLICATE_PACKETS, DuplicateFilter
 from kdissect.sources.files import iter_capture
 from kdissect.sources.segment import TcpSegment
 from kdissect.testing.pcapwrite import write_capture
@@ -80,3 +81,13 @@ def test_rotations_without_overlap_read_out_of_order_continue_each_other(tmp_pat
     parts = [_write(tmp_path / f"rot-{i}.pcap", segs[i * len(segs) // 3 : (i + 1) * len(segs) // 3]) for i in range(3)]
     got, duplicates = _exchanges(parts[::-1])
     assert got == alone and duplicates == []
+
+
+def test_only_a_copy_from_another_input_is_dropped() -> None:
+    """A retransmission differs in time, a duplicate on the wire comes from the same input: both stay."""
+    seg = segments(REAL[0])[5]
+    later = TcpSegment(seg.ts_ns + 1, *astuple(seg)[1:])
+    dups = DuplicateFilter()
+    assert [dups.keep(s, src) for s, src in ((seg, "a"), (seg, "a"), (later, "b"), (seg, "b"), (seg, "c"))] == [
+        True, True, True, False, False]
+    assert [n for _, _, n in dups.report()] == [1, 1]
