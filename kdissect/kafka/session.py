@@ -30,16 +30,17 @@ import struct
 from kdissect.decoders import api as decode_api
 from kdissect.decoders import apis
 from kdissect.decoders.errors import CAP, DecodeError
+from kdissect.decoders.sasl import guess_mechanism
 from kdissect.events import Anomaly, ConnectionSummary, Endpoint, Exchange, KafkaEvent, KafkaMessage
 from kdissect.kafka.framing import PROOF_CREDIT, Frame, FrameSplitter, FramingEvent, Lost, Skipped, Validator
 from kdissect.kafka.inference import Pair, infer_request
 from kdissect.kafka.lifecycle import Lifecycle, State
 from kdissect.kafka.pairing import Pairer, expects_response
+from kdissect.kafka.sasl import NOT_KEPT, SASL_HANDSHAKE, SaslSession
 from kdissect.kafka.validators import RequestValidator, ResponseValidator
 from kdissect.options import Options
 from kdissect.reassembly.streams import DirectionStats, StreamConflict
 
-SASL_HANDSHAKE = apis.key_of("SaslHandshake")
 API_VERSIONS = apis.key_of("ApiVersions")
 _I = struct.Struct(">i")
 ANSWERED_ACKS0 = "the broker answered a Produce request sent with acks=0 (Kafka brokers never do)"
@@ -68,6 +69,7 @@ class KafkaConnection:
         self.syn_seen = syn_seen
         self.pairer = Pairer(options.pending_requests)
         self.life = Lifecycle()
+        self.sasl = SaslSession()
         self._response_validator = ResponseValidator(self.pairer)
         self.request_dir: int | None = None  # 0: a -> b carries requests; 1: b -> a
         if b[1] in options.ports and a[1] not in options.ports:
@@ -138,6 +140,7 @@ class KafkaConnection:
         if self.life.state is State.PROBING:
             self._probed[direction] += len(data)
         events = self._handle(direction, self.splitters[direction].feed(offset, data, ts_ns))
+        self._emit(events)
         if self.summary.encrypted:  # a splitter found TLS records mid-stream
             events.extend(self._encrypted(direction, offset, ts_ns))
         if (self.life.state is State.PROBING and sum(self._probed) > 2 * self.options.probe_limit
@@ -150,13 +153,13 @@ class KafkaConnection:
     def gap(self, direction: int, offset: int, length: int | None, ts_ns: int, reason: str) -> list[KafkaEvent]:
         if self.life.done:
             return []
-        return self._handle(direction, self.splitters[direction].gap(offset, length, ts_ns, reason))
+        return self._emit(self._handle(direction, self.splitters[direction].gap(offset, length, ts_ns, reason)))
 
     def conflict(self, ev: StreamConflict) -> list[KafkaEvent]:
         """A retransmission carried other bytes than the copy kept (and decoded)."""
         if self.life.done:
             return []
-        return self._handle_framing(ev.direction, [ev])
+        return self._emit(self._handle_framing(ev.direction, [ev]))
 
     def end(self, ts_ns: int, reason: str, stats: tuple[DirectionStats, DirectionStats] | None = None,
             ) -> list[KafkaEvent]:
@@ -198,9 +201,9 @@ class KafkaConnection:
                 self.summary.retransmissions += st.retransmissions
             to_broker = self.request_dir or 0  # unknown roles: the table shows endpoint a as the client
             self.summary.tcp = (stats[to_broker], stats[1 - to_broker])
-        for ex in self.pairer.drain():
-            ex.client, ex.broker = self.summary.client, self.summary.broker
-            events.append(ex)
+        events.extend(self.pairer.drain())
+        self._emit(events)
+        self.summary.sasl = self.sasl.close()
         self.summary.skipped_bytes += skipped
         self.life.move(State.CLOSED)
         for s in self.splitters:
@@ -209,12 +212,16 @@ class KafkaConnection:
         return events
 
     # -- framing events -----------------------------------------------------------------
-    def _handle(self, direction: int, framing: list[FramingEvent]) -> list[KafkaEvent]:
-        out = self._handle_framing(direction, framing)
-        for ev in out:
+    def _emit(self, events: list[KafkaEvent]) -> list[KafkaEvent]:
+        """Where exchanges leave the connection, each once: endpoints named, SASL tokens redacted."""
+        for ev in events:
             if isinstance(ev, Exchange):
                 ev.client, ev.broker = self.summary.client, self.summary.broker
-        return out
+                self.sasl.exchange(ev)
+        return events
+
+    def _handle(self, direction: int, framing: list[FramingEvent]) -> list[KafkaEvent]:
+        return self._handle_framing(direction, framing)
 
     def _handle_framing(self, direction: int, framing: list[FramingEvent | StreamConflict]) -> list[KafkaEvent]:
         out: list[KafkaEvent] = []
@@ -322,8 +329,7 @@ class KafkaConnection:
             decoded = decode_api.decode_request_frame(data)
         except DecodeError as exc:
             if self.life.state is State.SASL_RAW:
-                self.summary.sasl_tokens += 1
-                return []
+                return self._raw_token(frame, True)
             return self._undecodable(msg, frame, exc)
         self._set_sasl_raw(False)
         self._undecodable_run[0] = 0
@@ -358,8 +364,7 @@ class KafkaConnection:
         data = frame.data
         if request is None:
             if self.life.state is State.SASL_RAW:
-                self.summary.sasl_tokens += 1
-                return []
+                return self._raw_token(frame, False)
             msg.raw = data
             if len(self._orphans) < MAX_HELD_ORPHANS and self._orphan_bytes + len(data) <= MAX_HELD_ORPHAN_BYTES:
                 self._orphans.append((msg, frame))  # inferred at the end, from every request seen
@@ -370,9 +375,6 @@ class KafkaConnection:
 
     def _release_orphans(self) -> list[KafkaEvent]:
         out: list[KafkaEvent] = [self._orphan(msg, frame) for msg, frame in self._orphans]
-        for ex in out:
-            assert isinstance(ex, Exchange)
-            ex.client, ex.broker = self.summary.client, self.summary.broker
         self._orphans.clear()
         self._orphan_bytes = 0
         return out
@@ -450,6 +452,9 @@ class KafkaConnection:
     def _undecodable(self, msg: KafkaMessage, frame: Frame, exc: DecodeError) -> list[KafkaEvent]:
         msg.raw = frame.data
         msg.error = str(exc)
+        if msg.is_request and guess_mechanism(frame.data) is not None:
+            msg.raw = None  # a bare SASL token whose SaslHandshake the capture missed: may hold a password
+            msg.warnings.append({"code": "sasl", "message": f"looks like a SASL token: {NOT_KEPT}"})
         role = "request" if msg.is_request else "response"
         events: list[KafkaEvent] = [
             Anomaly("decode_error", self.conn_id, role, frame.offset, len(frame.data), frame.ts_first, str(exc))
@@ -476,13 +481,20 @@ class KafkaConnection:
         if msg.api_key == API_VERSIONS and "client_software_name" in msg.body:
             self.summary.software_name = msg.body.get("client_software_name")
             self.summary.software_version = msg.body.get("client_software_version")
-        if msg.api_key == SASL_HANDSHAKE:
-            self.summary.sasl = msg.body.get("mechanism")
 
     def _learn_from_response(self, request: KafkaMessage, msg: KafkaMessage) -> None:
         if request.api_key == SASL_HANDSHAKE and request.api_version == 0 and msg.body is not None:
             # Handshake v0: the SASL tokens that follow travel as bare size-prefixed frames.
             self._set_sasl_raw(msg.body.get("error_code") == 0)
+
+    def _raw_token(self, frame: Frame, from_client: bool) -> list[KafkaEvent]:
+        """A bare SASL token (after SaslHandshake v0): into the connection's SASL facts, nowhere
+        else; a failure it reports is an anomaly, since no exchange stands for it."""
+        token = self.sasl.raw_token(frame.data, from_client)
+        if token.error is None:
+            return []
+        return [Anomaly("auth_failed", self.conn_id, "request" if from_client else "response", 4 + frame.size,
+                        frame.ts_first, f"SASL {token.mechanism} authentication failed: {token.error}")]
 
     def _set_sasl_raw(self, raw: bool) -> None:
         """Raw tokens are size-prefixed but are not requests: let them through unvetted."""
