@@ -42,6 +42,9 @@ class Quirk:
 
 # MEMBER_ID_REQUIRED is how every JoinGroup v4+ starts (KIP-394): the broker hands out the id.
 QUIRKS: dict[str, Quirk] = {
+    "sasl-scram-logins": Quirk(
+        errors=frozenset({("SaslAuthenticate", "SASL_AUTHENTICATION_FAILED")}),
+        why="no user exists: every SCRAM login ends in e=unknown-user (with error_code 0: only the token says so)"),
     "kafka-python-admin": Quirk(
         statuses={"unanswered": 1}, unanswered=("DeleteRecords",),
         errors=frozenset({("CreateTopics", "TOPIC_ALREADY_EXISTS")}),
