@@ -16,8 +16,15 @@ import kafka
 from aiokafka import AIOKafkaProducer
 from kafka import KafkaAdminClient
 
-from workloads.common import AIOKAFKA_SENT, KAFKA_PYTHON_SENT, bootstrap, count_requests, new_result, \
-    workload_parser, write_json
+from workloads.common import (
+    AIOKAFKA_SENT,
+    KAFKA_PYTHON_SENT,
+    bootstrap,
+    count_requests,
+    new_result,
+    workload_parser,
+    write_json,
+)
 
 USER = "kd-capture-user"
 PASSWORD = "kd-capture-password-7f3a"  # not a real secret: what the tests look for in every output

@@ -46,7 +46,8 @@ def _run_every_face(capture: Path, ports: str, out: Path, capsys: pytest.Capture
           for fmt in ("csv", "jsonl")),
         ["show", str(capture), "--ports", ports, "--full", "--raw", "--save-frames", str(out / "frames")],
         ["show", str(capture), "--ports", ports, "--json", "--raw"],
-        *(["report", str(capture), "--ports", ports, "-o", str(out / f"report.{fmt}")] for fmt in ("html", "md", "json")),
+        *(["report", str(capture), "--ports", ports, "-o", str(out / f"report.{fmt}")]
+          for fmt in ("html", "md", "json")),
         ["live", "--read", str(capture), "--port", ports.split(",")[0], "--no-follow", "--quiet", "--out",
          str(out / "live"), "--format", "jsonl"],
     ]

@@ -50,9 +50,7 @@ def guess_mechanism(token: bytes) -> str | None:
             return oauthbearer.NAME
         if b",n=" in token[:MAX_TOKEN] and b",r=" in token[:MAX_TOKEN]:
             return scram.NAMES[0]
-    if token.count(b"\0") == 2:
-        return plain.NAME
-    return None
+    return plain.NAME if plain.looks_like(token) else None
 
 
 def decode_token(mechanism: str | None, token: bytes, from_client: bool) -> Token:

@@ -11,6 +11,19 @@ from .token import Token, malformed, redacted, text
 NAME = "PLAIN"
 
 
+def looks_like(token: bytes) -> bool:
+    """Two NULs between text without control characters, authcid and password not empty: what a
+    PLAIN token is and a Kafka request (binary integers after its first bytes) is not."""
+    parts = token.split(b"\0")
+    if len(parts) != 3 or not parts[1] or not parts[2]:
+        return False
+    try:
+        words = [p.decode("utf-8") for p in parts]
+    except UnicodeDecodeError:
+        return False
+    return not any(ch < " " or ch == "\x7f" for w in words for ch in w)
+
+
 def client(token: bytes) -> Token:
     parts = token.split(b"\0")
     if len(parts) != 3:
