@@ -493,8 +493,8 @@ class KafkaConnection:
         token = self.sasl.raw_token(frame.data, from_client)
         if token.error is None:
             return []
-        return [Anomaly("auth_failed", self.conn_id, "request" if from_client else "response", 4 + frame.size,
-                        frame.ts_first, f"SASL {token.mechanism} authentication failed: {token.error}")]
+        return [Anomaly("auth_failed", self.conn_id, "request" if from_client else "response", frame.offset,
+                        4 + frame.size, frame.ts_first, f"SASL {token.mechanism} authentication failed: {token.error}")]
 
     def _set_sasl_raw(self, raw: bool) -> None:
         """Raw tokens are size-prefixed but are not requests: let them through unvetted."""

@@ -59,6 +59,26 @@ def _v0_plain() -> list[tuple[int, bytes]]:
     ]
 
 
+def _raw(direction: int, token: bytes) -> tuple[int, bytes]:
+    return direction, struct.pack(">i", len(token)) + token
+
+
+def v0_scram_failure() -> bytes:
+    """SCRAM-SHA-512 in v0's bare-token framing, refused by the server's ``e=`` (then the close)."""
+    salt = base64.b64encode(b"s" * 20)
+    messages = [
+        (CLIENT_TO_SERVER, encode_request(HANDSHAKE, 0, {"mechanism": "SCRAM-SHA-512"}, correlation_id=1)),
+        (SERVER_TO_CLIENT, encode_response(HANDSHAKE, 0, {"error_code": 0, "mechanisms": ["SCRAM-SHA-512"]},
+                                           correlation_id=1)),
+        _raw(CLIENT_TO_SERVER, b"n,,n=carol,r=cnonce"),
+        _raw(SERVER_TO_CLIENT, b"r=cnonceSNONCE,s=" + salt + b",i=8192"),
+        _raw(CLIENT_TO_SERVER, b"c=biws,r=cnonceSNONCE,p=" + base64.b64encode(b"p" * 64)),
+        _raw(SERVER_TO_CLIENT, b"e=invalid-proof"),
+    ]
+    timed = [(d, payload, 1_700_000_000_000_000_000 + i * 1_000_000) for i, (d, payload) in enumerate(messages)]
+    return write_capture(tcp_conversation(timed))
+
+
 def sasl_successes() -> bytes:
     """A pcap of three connections to port 9092: PLAIN with a re-authentication, OAUTHBEARER, v0 PLAIN."""
     plain = b"\0alice\0" + PLAIN_PASSWORD

@@ -11,7 +11,7 @@ import pytest
 import kdissect
 from kdissect.decoders.sasl import MECHANISMS, decode_token, guess_mechanism
 from kdissect.decoders.sasl.token import MAX_TOKEN
-from tests.faces.sasl_captures import LIFETIME_MS, OAUTH_SIGNATURE, sasl_successes
+from tests.faces.sasl_captures import LIFETIME_MS, OAUTH_SIGNATURE, sasl_successes, v0_scram_failure
 
 CAPTURES = Path(__file__).resolve().parents[2] / "captures"
 
@@ -107,3 +107,12 @@ def test_real_scram_failures_are_errors_of_each_connection() -> None:
     assert set(c["sasl_user"].astype(str)) == {"kd-capture-user"}
     errors = cap.errors
     assert len(errors) == len(c) and set(errors["error_name"].astype(str)) == {"SASL_AUTHENTICATION_FAILED"}
+
+
+def test_v0_bare_token_failure_is_an_anomaly_and_the_connections_result(tmp_path: Path) -> None:
+    path = tmp_path / "v0.pcap"
+    path.write_bytes(v0_scram_failure())
+    cap = kdissect.open_capture(path)
+    [row] = cap.connections[["sasl", "sasl_user", "sasl_result", "sasl_error", "sasl_tokens"]].astype(object).values
+    assert tuple(row) == ("SCRAM-SHA-512", "carol", "failed", "SCRAM-SHA-512: invalid-proof", 4)
+    assert list(cap.anomalies["kind"].astype(str)) == ["auth_failed"]
