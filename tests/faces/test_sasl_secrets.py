@@ -103,3 +103,14 @@ def test_the_grep_finds_a_secret_when_one_is_printed(tmp_path: Path, capsys) -> 
     finally:
         sasl.SaslSession._redact = real  # type: ignore[method-assign]
     assert _leaks(_forms(PLAIN_PASSWORD), printed, {}) != []
+
+
+def test_decode_of_a_lone_saslauthenticate_frame_redacts_its_token(tmp_path: Path, capsys) -> None:
+    from kdissect.testing.encoder import encode_request
+
+    frame = tmp_path / "auth.bin"
+    frame.write_bytes(encode_request(36, 2, {"auth_bytes": b"\0alice\0" + PLAIN_PASSWORD}, correlation_id=3))
+    for extra in ([], ["--json"], ["--full"]):
+        assert main(["decode", f"@{frame}", *extra]) == 0
+        printed = capsys.readouterr().out.encode()
+        assert b"alice" in printed and _leaks(_forms(PLAIN_PASSWORD), printed, {}) == []
