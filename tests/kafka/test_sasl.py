@@ -7,6 +7,8 @@ import base64
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import kdissect
 from kdissect.decoders.sasl import MECHANISMS, decode_token, guess_mechanism
@@ -116,3 +118,29 @@ def test_v0_bare_token_failure_is_an_anomaly_and_the_connections_result(tmp_path
     [row] = cap.connections[["sasl", "sasl_user", "sasl_result", "sasl_error", "sasl_tokens"]].astype(object).values
     assert tuple(row) == ("SCRAM-SHA-512", "carol", "failed", "SCRAM-SHA-512: invalid-proof", 4)
     assert list(cap.anomalies["kind"].astype(str)) == ["auth_failed"]
+
+
+_SECRET = st.text(st.characters(min_codepoint=0x21, max_codepoint=0x7E), min_size=12, max_size=40)
+
+
+@settings(max_examples=200, deadline=None)
+@given(password=_SECRET, user=st.text(st.characters(min_codepoint=0x61, max_codepoint=0x7A), min_size=1, max_size=8))
+def test_plain_never_shows_the_password(password: str, user: str) -> None:
+    view = str(decode_token("PLAIN", f"\0{user}\0{password}".encode(), True).view())
+    assert password not in view and password.encode().hex() not in view
+
+
+@settings(max_examples=200, deadline=None)
+@given(proof=st.binary(min_size=16, max_size=64), mechanism=st.sampled_from(["SCRAM-SHA-256", "SCRAM-SHA-512"]))
+def test_scram_never_shows_the_proof_or_signature(proof: bytes, mechanism: str) -> None:
+    encoded = base64.b64encode(proof).decode()
+    final = str(decode_token(mechanism, f"c=biws,r=abc,p={encoded}".encode(), True).view())
+    server = str(decode_token(mechanism, f"v={encoded}".encode(), False).view())
+    assert encoded not in final and encoded not in server and proof.hex() not in final + server
+
+
+@settings(max_examples=300, deadline=None)
+@given(token=st.binary(max_size=300), mechanism=st.sampled_from([*MECHANISMS, None]), from_client=st.booleans())
+def test_any_bytes_decode_without_raising(token: bytes, mechanism: str | None, from_client: bool) -> None:
+    t = decode_token(mechanism, token, from_client)
+    assert t.size == len(token) and isinstance(t.view(), dict)
