@@ -154,12 +154,12 @@ SCENARIOS = [
         quirks=("no SYN: the connection was open before the capture", "no FIN: the capture stops mid-stream")),
     Scenario(
         "sasl-scram-logins", 19601, CaptureSpec(), Step("sasl", "scram-logins", codecs=("none",)),
-        "kafka-python and aiokafka each log in with SCRAM-SHA-256 then SCRAM-SHA-512 to a broker started with "
-        "--authentication (SaslHandshake v1, SaslAuthenticate v1/v2); it has no users, so every login ends in the "
-        "server-final message e=unknown-user",
+        "kafka-python, aiokafka and confluent-kafka each log in with SCRAM-SHA-256 then SCRAM-SHA-512 to a broker "
+        "started with --authentication (SaslHandshake v1, SaslAuthenticate v1/v2); it has no users, so every login "
+        "ends in the server-final message e=unknown-user",
         authentication=True,
         quirks=("tansu answers e=unknown-user with error_code 0 (NONE): the failure is only in the SCRAM token",
-                "kafka-python retries the bootstrap until its 2.5 s timeout: a few connections per mechanism",
+                "kafka-python and librdkafka retry for 2.5 s: a few connections per mechanism each",
                 "the password the clients send is sasl_password in this file: no output may contain it")),
 ]
 

@@ -1,4 +1,5 @@
-"""SASL/SCRAM logins: kafka-python and aiokafka each log in with SCRAM-SHA-256 and SCRAM-SHA-512.
+"""SASL/SCRAM logins: kafka-python, aiokafka and confluent-kafka (librdkafka) each log in with
+SCRAM-SHA-256 and SCRAM-SHA-512.
 
 The broker runs with `--authentication` and, in its in-memory mode, has no users: every login ends
 in the server-final message `e=unknown-user`, which is real wire traffic of both mechanisms and a
@@ -10,15 +11,20 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+from pathlib import Path
 
 import aiokafka
+import confluent_kafka
 import kafka
 from aiokafka import AIOKafkaProducer
+from confluent_kafka import KafkaException, Producer
 from kafka import KafkaAdminClient
 
 from workloads.common import (
     AIOKAFKA_SENT,
     KAFKA_PYTHON_SENT,
+    LIBRDKAFKA_SENT,
     bootstrap,
     count_requests,
     new_result,
@@ -58,9 +64,27 @@ async def aiokafka_login(port: int, mechanism: str) -> dict:
     return {"client": "aiokafka", "mechanism": mechanism, "user": USER, "error": error}
 
 
+def confluent_login(port: int, mechanism: str) -> dict:
+    """One metadata request with a 2.5 s timeout; librdkafka reconnects (and logs in) every second meanwhile."""
+    errors: list[str] = []
+    producer = Producer({"bootstrap.servers": bootstrap(port), "security.protocol": "SASL_PLAINTEXT",
+                         "sasl.mechanisms": mechanism, "sasl.username": USER, "sasl.password": PASSWORD,
+                         "reconnect.backoff.ms": 1000, "reconnect.backoff.max.ms": 1000, "debug": "protocol",
+                         "client.id": f"confluent-{mechanism.lower()}", "error_cb": lambda e: errors.append(str(e))})
+    try:
+        producer.list_topics(timeout=2.5)
+    except KafkaException as exc:
+        errors.append(str(exc))
+    producer.flush(0)
+    auth = [e for e in errors if "SASL" in e]
+    return {"client": "confluent-kafka", "mechanism": mechanism, "user": USER,
+            "error": auth[0] if auth else (errors[0] if errors else None)}
+
+
 def scram_logins(args, result: dict) -> None:
     result["sasl_logins"] = [kafka_python_login(args.port, m) for m in MECHANISMS]
     result["sasl_logins"] += [asyncio.run(aiokafka_login(args.port, m)) for m in MECHANISMS]
+    result["sasl_logins"] += [confluent_login(args.port, m) for m in MECHANISMS]
     result["sasl_password"] = PASSWORD
 
 
@@ -70,14 +94,19 @@ COMMANDS = {"scram-logins": scram_logins}
 def main() -> None:
     args = workload_parser(__doc__, COMMANDS).parse_args()
     logging.basicConfig(level=logging.DEBUG, filename=args.log, filemode="w")
-    # aiokafka asks ApiVersions v0, which carries no software fields: only kafka-python's are on the wire
+    rdkafka_log = Path(f"{args.log}.rdkafka")  # librdkafka's default logger writes to fd 2
+    os.dup2(os.open(rdkafka_log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644), 2)
+    # aiokafka asks ApiVersions v0, which carries no software fields: only kafka-python's and librdkafka's
+    rd_version, rd_lib = confluent_kafka.version()[0], confluent_kafka.libversion()[0]
     result = new_result({"library": "kafka-python", "version": kafka.__version__,
-                         "also": f"aiokafka {aiokafka.__version__}"}, args.topic)
+                         "also": f"aiokafka {aiokafka.__version__}, confluent-kafka {rd_version} (librdkafka {rd_lib})",
+                         "software_versions": [kafka.__version__, f"{rd_version}-rdkafka-{rd_lib}"]}, args.topic)
     COMMANDS[args.command](args, result)
     logging.shutdown()
-    log = args.log.read_text(errors="replace")
+    log, rdkafka = args.log.read_text(errors="replace"), rdkafka_log.read_text(errors="replace")
     sent = [(m.group(1).replace("SaslHandShake", "SaslHandshake"), int(m.group(2)))  # aiokafka's spelling
-            for pattern in (KAFKA_PYTHON_SENT, AIOKAFKA_SENT) for m in pattern.finditer(log)]
+            for pattern, text in ((KAFKA_PYTHON_SENT, log), (AIOKAFKA_SENT, log), (LIBRDKAFKA_SENT, rdkafka))
+            for m in pattern.finditer(text)]
     result["requests_sent"] = count_requests(sent)
     write_json(args.out, result)
 
