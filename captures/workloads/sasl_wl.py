@@ -97,7 +97,7 @@ def main() -> None:
     rdkafka_log = Path(f"{args.log}.rdkafka")  # librdkafka's default logger writes to fd 2
     os.dup2(os.open(rdkafka_log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644), 2)
     # aiokafka asks ApiVersions v0, which carries no software fields: only kafka-python's and librdkafka's
-    rd_version, rd_lib = confluent_kafka.version()[0], confluent_kafka.libversion()[0]
+    rd_version, rd_lib = confluent_kafka.__version__, confluent_kafka.libversion()[0]
     result = new_result({"library": "kafka-python", "version": kafka.__version__,
                          "also": f"aiokafka {aiokafka.__version__}, confluent-kafka {rd_version} (librdkafka {rd_lib})",
                          "software_versions": [kafka.__version__, f"{rd_version}-rdkafka-{rd_lib}"]}, args.topic)
