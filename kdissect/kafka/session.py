@@ -416,6 +416,8 @@ class KafkaConnection:
     # -- frames the capture holds only the start of (snap length) ---------------------------
     def _cut_request(self, frame: Frame) -> list[KafkaEvent]:
         """Header fields from the captured head; the request still pairs with its response."""
+        if self.life.state is State.SASL_RAW and not self._request_head(frame.data):
+            return self._cut_token()
         msg = self._cut_message(frame, True)
         if len(frame.data) < 8:
             return [self._head_lost(frame, "request")]
@@ -427,6 +429,9 @@ class KafkaConnection:
         return list(self.pairer.add_request(msg))
 
     def _cut_response(self, frame: Frame) -> list[KafkaEvent]:
+        if self.life.state is State.SASL_RAW and (len(frame.data) < 4
+                                                   or _I.unpack_from(frame.data, 0)[0] not in self.pairer):
+            return self._cut_token()  # no request waits for it: a bare server token
         msg = self._cut_message(frame, False)
         if len(frame.data) < 4:
             return [self._head_lost(frame, "response")]
@@ -436,9 +441,33 @@ class KafkaConnection:
             msg.api_key, msg.api_version = request.api_key, request.api_version
         return [*settled, Exchange(self.conn_id, request, msg, "truncated", overtook)]
 
+    @staticmethod
+    def _request_head(data: bytes) -> bool:
+        """Whether a frame starts like a request (a known API at a version it has): in SASL_RAW, what
+        tells a Kafka request from a bare token."""
+        if len(data) < 4:
+            return False
+        key, version = struct.unpack_from(">hh", data, 0)
+        versions = apis.version_range(key, "request") if apis.name_of(key) is not None else None
+        return versions is not None and versions[0] <= version <= versions[1]
+
+    def _cut_token(self) -> list[KafkaEvent]:
+        """A bare SASL token cut by the snap length: counted; neither decoded nor kept (it may hold a secret)."""
+        self.sasl.facts.tokens += 1
+        return []
+
+    def _keep_raw(self, msg: KafkaMessage, data: bytes) -> None:
+        """Keep an undecoded frame's bytes for show --raw, unless they look like a bare SASL token (a
+        v0 token whose SaslHandshake the capture missed): those may hold a password."""
+        if msg.is_request and guess_mechanism(data) is not None:
+            msg.raw = None
+            msg.warnings.append({"code": "sasl", "message": f"looks like a SASL token: {NOT_KEPT}"})
+        else:
+            msg.raw = data
+
     def _cut_message(self, frame: Frame, is_request: bool) -> KafkaMessage:
         msg = self._message(frame, is_request)
-        msg.raw = frame.data
+        self._keep_raw(msg, frame.data)
         msg.error = _cut_reason(frame)
         msg.warnings = [{"code": "cut", "message": msg.error}]
         return msg
@@ -450,11 +479,8 @@ class KafkaConnection:
                        frame.ts_first, f"{_cut_reason(frame)}; too little to pair")
 
     def _undecodable(self, msg: KafkaMessage, frame: Frame, exc: DecodeError) -> list[KafkaEvent]:
-        msg.raw = frame.data
+        self._keep_raw(msg, frame.data)
         msg.error = str(exc)
-        if msg.is_request and guess_mechanism(frame.data) is not None:
-            msg.raw = None  # a bare SASL token whose SaslHandshake the capture missed: may hold a password
-            msg.warnings.append({"code": "sasl", "message": f"looks like a SASL token: {NOT_KEPT}"})
         role = "request" if msg.is_request else "response"
         events: list[KafkaEvent] = [
             Anomaly("decode_error", self.conn_id, role, frame.offset, len(frame.data), frame.ts_first, str(exc))

@@ -79,8 +79,9 @@ def v0_scram_failure() -> bytes:
     return write_capture(tcp_conversation(timed))
 
 
-def sasl_successes() -> bytes:
-    """A pcap of three connections to port 9092: PLAIN with a re-authentication, OAUTHBEARER, v0 PLAIN."""
+def sasl_successes(snaplen: int | None = None) -> bytes:
+    """A pcap of three connections to port 9092: PLAIN with a re-authentication, OAUTHBEARER, v0 PLAIN
+    (frames cut at ``snaplen`` bytes when given)."""
     plain = b"\0alice\0" + PLAIN_PASSWORD
     oauth = b"n,,\x01auth=Bearer " + jwt().encode() + b"\x01\x01"
     conversations = [
@@ -93,4 +94,5 @@ def sasl_successes() -> bytes:
         start = 1_700_000_000_000_000_000 + n * 1_000_000_000
         timed = [(d, payload, start + i * 1_000_000) for i, (d, payload) in enumerate(messages)]
         segments += tcp_conversation(timed, client=("10.0.0.1", 40000 + n))
-    return write_capture(sorted(segments, key=lambda s: s.ts_ns))
+    ordered = sorted(segments, key=lambda s: s.ts_ns)
+    return write_capture(ordered) if snaplen is None else write_capture(ordered, snaplen=snaplen)

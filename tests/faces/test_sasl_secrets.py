@@ -115,3 +115,21 @@ def test_decode_of_a_lone_saslauthenticate_frame_redacts_its_token(tmp_path: Pat
         assert main(["decode", f"@{frame}", *extra]) == 0
         printed = capsys.readouterr().out.encode()
         assert b"alice" in printed and _leaks(_forms(PLAIN_PASSWORD), printed, {}) == []
+
+
+def _windows(secret: bytes, n: int = 8) -> list[bytes]:
+    """Every ``n``-byte piece of a secret: a frame cut inside it must not show its first part either."""
+    return [secret[i:i + n] for i in range(len(secret) - n + 1)]
+
+
+@pytest.mark.parametrize("snaplen", [70, 80, 90, 100, 140])  # inside the v0 token, the PLAIN one, the JWT
+def test_frames_cut_inside_a_token_show_no_part_of_it(tmp_path: Path, snaplen: int, capsys) -> None:
+    capture = tmp_path / "cut.pcap"
+    capture.write_bytes(sasl_successes(snaplen))
+    frames = tmp_path / "frames"
+    assert main(["show", str(capture), "--json", "--raw", "--save-frames", str(frames)]) == 0
+    assert main(["show", str(capture), "--raw", "--full"]) == 0
+    printed = capsys.readouterr().out.encode()
+    assert b"bytes captured: body not decoded" in printed  # frames were cut
+    pieces = _windows(PLAIN_PASSWORD) + _windows(V0_PASSWORD)
+    assert _leaks([*pieces, *(p.hex().encode() for p in pieces)], printed, _files(frames)) == []
