@@ -119,6 +119,10 @@ class SaslSession:
             self._succeeded()
         return token
 
+    def cut_token(self) -> None:
+        """A bare token cut by the snap length: counted; neither decoded nor kept (it may hold a secret)."""
+        self.facts.tokens += 1
+
     # -- outcome --------------------------------------------------------------------------
     def _failed(self, error: str) -> None:
         self._pending = False

@@ -139,7 +139,7 @@ class KafkaConnection:
                 return self._encrypted(direction, offset, ts_ns)
         if self.life.state is State.PROBING:
             self._probed[direction] += len(data)
-        events = self._handle(direction, self.splitters[direction].feed(offset, data, ts_ns))
+        events = self._handle_framing(direction, self.splitters[direction].feed(offset, data, ts_ns))
         self._emit(events)
         if self.summary.encrypted:  # a splitter found TLS records mid-stream
             events.extend(self._encrypted(direction, offset, ts_ns))
@@ -153,7 +153,7 @@ class KafkaConnection:
     def gap(self, direction: int, offset: int, length: int | None, ts_ns: int, reason: str) -> list[KafkaEvent]:
         if self.life.done:
             return []
-        return self._emit(self._handle(direction, self.splitters[direction].gap(offset, length, ts_ns, reason)))
+        return self._emit(self._handle_framing(direction, self.splitters[direction].gap(offset, length, ts_ns, reason)))
 
     def conflict(self, ev: StreamConflict) -> list[KafkaEvent]:
         """A retransmission carried other bytes than the copy kept (and decoded)."""
@@ -171,7 +171,7 @@ class KafkaConnection:
         done = self.life.done
         if not done:  # requests first: responses proven at the end may answer them
             for d in sorted((0, 1), key=lambda d: d != self.request_dir):
-                events.extend(self._handle(d, self.splitters[d].finish()))
+                events.extend(self._handle_framing(d, self.splitters[d].finish()))
         events.extend(self._release_orphans())
         for d, s in enumerate(self.splitters):
             at, left = s.pending()
@@ -219,9 +219,6 @@ class KafkaConnection:
                 ev.client, ev.broker = self.summary.client, self.summary.broker
                 self.sasl.exchange(ev)
         return events
-
-    def _handle(self, direction: int, framing: list[FramingEvent]) -> list[KafkaEvent]:
-        return self._handle_framing(direction, framing)
 
     def _handle_framing(self, direction: int, framing: list[FramingEvent | StreamConflict]) -> list[KafkaEvent]:
         out: list[KafkaEvent] = []
@@ -293,7 +290,7 @@ class KafkaConnection:
         events.extend(self._midstream_boundary(direction))
         events.extend(self._decoded(direction, frame))
         if probing:
-            events.extend(self._handle(1 - direction, self.splitters[1 - direction].rescan()))
+            events.extend(self._handle_framing(1 - direction, self.splitters[1 - direction].rescan()))
         return events
 
     def _decoded(self, direction: int, frame: Frame) -> list[KafkaEvent]:
@@ -354,7 +351,7 @@ class KafkaConnection:
             # A response cannot come before its request is complete: if the request direction
             # still waits on a frame, that frame's size field may be garbage hiding the request.
             assert self.request_dir is not None
-            early = self._handle(self.request_dir, self.splitters[self.request_dir].doubt())
+            early = self._handle_framing(self.request_dir, self.splitters[self.request_dir].doubt())
             if early:
                 request, overtook, settled = self.pairer.take(msg.correlation_id)
         return [*early, *self._paired(msg, request, overtook, settled, frame)]
@@ -452,8 +449,7 @@ class KafkaConnection:
         return versions is not None and versions[0] <= version <= versions[1]
 
     def _cut_token(self) -> list[KafkaEvent]:
-        """A bare SASL token cut by the snap length: counted; neither decoded nor kept (it may hold a secret)."""
-        self.sasl.facts.tokens += 1
+        self.sasl.cut_token()
         return []
 
     def _keep_raw(self, msg: KafkaMessage, data: bytes) -> None:
