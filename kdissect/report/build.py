@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -139,7 +140,11 @@ def _timeseries_section(tables: Mapping[str, pd.DataFrame]) -> Section:
         "Traffic over time",
         f"Per {step} s step, by request time.",
         [
-            *_figure("Requests, bytes, latency and errors over time", series, plots.traffic_over_time),
+            *_figure(
+                "Requests, bytes, latency and errors over time",
+                series,
+                partial(plots.traffic_over_time, step_s=step),
+            ),
             Table("Per step", series, collapsed=True),
         ],
     )
