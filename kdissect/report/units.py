@@ -41,7 +41,9 @@ def ms_text(value: float | None) -> str:
 
 
 def duration_text(ms: float) -> str:
-    """A duration given in ms: ``0.314 ms``, ``501.1 ms``, ``3.00 s``, ``2.5 min``."""
+    """A duration given in ms: ``0 ms``, ``0.314 ms``, ``501.1 ms``, ``3.00 s``, ``2.5 min``."""
+    if ms == 0:
+        return "0 ms"
     if abs(ms) < 1:
         return f"{ms:.3f} ms"
     if abs(ms) < 1000:
