@@ -86,6 +86,8 @@ def _thin(values: Sequence[Any], points: int = MAX_POINTS) -> list[Any]:
 def latency_cdf(answered: pd.DataFrame) -> bytes:
     """Cumulative share of answered requests (latency > 0) within x ms, one line per API (the busiest
     ones), log x axis."""
+    from matplotlib.ticker import LogLocator
+
     with _canvas(figsize=(7.5, 3.6)) as (fig, ax):
         counts = answered["api_name"].value_counts()
         for api in counts.index[:MAX_SERIES]:
@@ -96,6 +98,7 @@ def latency_cdf(answered: pd.DataFrame) -> bytes:
                 [values[i] for i in idx], [(i + 1) / n for i in idx], where="post", label=f"{safe_text(str(api))} ({n})"
             )
         ax.set_xscale("log")
+        ax.xaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))  # labels even within one decade
         _plain_ticks(ax.xaxis, duration_text)
         _plain_ticks(ax.yaxis, share_text)
         ax.set_xlabel("latency (log scale)")

@@ -41,11 +41,9 @@ def ms_text(value: float | None) -> str:
 
 
 def duration_text(ms: float) -> str:
-    """A duration given in ms: ``0 ms``, ``0.314 ms``, ``501.1 ms``, ``3.00 s``, ``2.5 min``."""
-    if ms == 0:
-        return "0 ms"
+    """A duration given in ms: ``0 ms``, ``0.32 ms``, ``501.1 ms``, ``3.00 s``, ``2.5 min``."""
     if abs(ms) < 1:
-        return f"{ms:.3f} ms"
+        return f"{ms:.3g} ms"
     if abs(ms) < 1000:
         return f"{ms:.0f} ms" if float(ms).is_integer() else f"{ms:.1f} ms"
     if abs(ms) < 60_000:

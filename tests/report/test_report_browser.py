@@ -174,10 +174,13 @@ LAYOUT = """(() => {
         .map(c => c.closest('table').querySelectorAll('th')[c.cellIndex].textContent + ': ' + c.textContent);
     const overlaps = [];
     for (const parent of document.querySelectorAll('body, main, main > section, figure, details[open]')) {
-        const kids = Array.from(parent.children).map(k => [k, k.getBoundingClientRect()]).filter(([, r]) => r.height > 0);
+        const kids = Array.from(parent.children)
+            .map(k => [k, k.getBoundingClientRect()])
+            .filter(([, r]) => r.height > 0);
         for (let i = 1; i < kids.length; i++) {
-            if (kids[i][1].top < kids[i - 1][1].bottom - 0.5) {
-                overlaps.push(kids[i - 1][0].tagName + ' / ' + kids[i][0].tagName + ' ' + kids[i][0].textContent.slice(0, 40));
+            const [[above, a], [below, b]] = [kids[i - 1], kids[i]];
+            if (b.top < a.bottom - 0.5) {
+                overlaps.push(above.tagName + ' / ' + below.tagName + ' ' + below.textContent.slice(0, 40));
             }
         }
     }
