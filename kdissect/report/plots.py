@@ -9,6 +9,7 @@ come from the wire pass through :func:`kdissect.render.safe_text`; math-text par
 from __future__ import annotations
 
 import io
+import math
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
@@ -98,7 +99,9 @@ def latency_cdf(answered: pd.DataFrame) -> bytes:
                 [values[i] for i in idx], [(i + 1) / n for i in idx], where="post", label=f"{safe_text(str(api))} ({n})"
             )
         ax.set_xscale("log")
-        ax.xaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))  # labels even within one decade
+        low, high = ax.get_xlim()
+        narrow = math.log10(high / low) < 2  # within two decades, label 1-2-5 so some labels show
+        ax.xaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0) if narrow else (1.0,)))
         _plain_ticks(ax.xaxis, duration_text)
         _plain_ticks(ax.yaxis, share_text)
         ax.set_xlabel("latency (log scale)")

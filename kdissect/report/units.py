@@ -47,7 +47,7 @@ def duration_text(ms: float) -> str:
     if abs(ms) < 1000:
         return f"{ms:.0f} ms" if float(ms).is_integer() else f"{ms:.1f} ms"
     if abs(ms) < 60_000:
-        return f"{ms / 1000:.2f} s"
+        return f"{ms / 1000:.0f} s" if float(ms / 1000).is_integer() else f"{ms / 1000:.2f} s"
     return f"{ms / 60_000:,.1f} min"
 
 

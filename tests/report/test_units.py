@@ -27,6 +27,7 @@ from kdissect.report.units import (
         (duration_text, 501.065, "501.1 ms"),
         (duration_text, 500, "500 ms"),
         (duration_text, 3003.971, "3.00 s"),
+        (duration_text, 1000, "1 s"),
         (duration_text, 300_000, "5.0 min"),
         (count_text, 12345, "12,345"),
         (per_second_text, 2.1758, "2.18/s"),
