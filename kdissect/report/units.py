@@ -74,7 +74,7 @@ def ratio_text(n: float) -> str:
     return f"{n:.3g}×"
 
 
-# Columns holding counts, and the latency tables' percentile columns (their titles say "(ms)").
+# Columns holding counts, and the latency tables' percentile columns (in ms).
 _COUNTS = (
     "count", "requests", "errors", "records", "batches", "fetches", "connections", "joins", "members",
     "returned_data", "waited_full", "overran", "rebalance_errors", "lag", "last_lag", "max_lag",
