@@ -20,6 +20,7 @@ from kdissect.analysis.filters import FilterError
 from kdissect.decoders import DecodeError, decode_request, decode_response
 from kdissect.decoders.jsonable import to_jsonable
 from kdissect.decoders.records import LENGTHS_ONLY, Limits, Payloads
+from kdissect.decoders.sasl import redact_frame_body
 from kdissect.options import DEFAULT_PORTS, Options
 from kdissect.report.render import safe_text, tree_lines
 from kdissect.sources.shapes import CaptureFormatError
@@ -70,6 +71,7 @@ def cmd_decode(args: argparse.Namespace) -> int:
         msg = decode_request(frame) if is_request else decode_response(frame, args.api_key, args.api_version)
     except DecodeError as exc:
         raise NothingRead(f"cannot decode: {exc}{RESPONSE_HINT if is_request else ''}") from None
+    redact_frame_body(msg["header"].get("request_api_key") if is_request else args.api_key, msg["body"], is_request)
     if args.json:
         print(json.dumps(to_jsonable(msg), indent=2))
     else:

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 from kdissect.analysis.summary import Summary
 from kdissect.report.render import safe_text
+from kdissect.report.units import ms_text
 
 # Why each kind of anomaly happens, for the summary and the report (kinds not listed are shown bare).
 ANOMALY_MEANING = {
@@ -23,6 +24,7 @@ ANOMALY_MEANING = {
     "overflow": "bytes given up while hunting (search window full)",
     "decode_error": "frames that did not decode",
     "tls": "encrypted connections",
+    "auth_failed": "SASL logins refused in SaslHandshake v0's bare-token framing (no exchange stands for them)",
     "not_kafka": "connections on Kafka ports that carried no Kafka",
     "truncated_file": "capture file cut short",
     "unreadable_file": "files that are not captures (skipped; the others were read)",
@@ -64,10 +66,6 @@ def _table(header: Sequence[str], rows: list[Sequence[str]]) -> list[str]:
         "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True))).rstrip()
         for r in [header, *rows]
     ]
-
-
-def ms_text(value: float | None) -> str:
-    return "-" if value is None else f"{value:.2f}"
 
 
 def summary_lines(s: Summary, captures: Sequence[str] = ()) -> list[str]:
