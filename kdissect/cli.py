@@ -339,7 +339,8 @@ def cmd_live(args: argparse.Namespace) -> int:
         recorder = PcapngRecorder(args.write)
     writer = TableWriter(Path(args.out), args.format) if args.out else None
     tune_gc()
-    opts = LiveOptions(options, wanted if writer else (), writer.write if writer else None)
+    opts = LiveOptions(options, wanted if writer else (), writer.write if writer else None,
+                       several_inputs=bool(args.read) and Path(args.read).is_dir())
     run = LiveRun(opts, recorder=recorder, metrics=metrics)
     view = RichView(title) if sys.stdout.isatty() and not args.quiet else PlainView(args.interval)
     start = time.monotonic()

@@ -56,8 +56,9 @@ from kdissect.engines.partition import (
     read_pieces,
 )
 from kdissect.engines.storage import file_system, remove_tree
-from kdissect.engines.units import SEGMENT_SCHEMA, UNIT_SCHEMA, Unit, plan_units, read_units
+from kdissect.engines.units import SEGMENT_SCHEMA, UNIT_SCHEMA, Unit, plan_units, read_units, segment_order
 from kdissect.options import Options
+from kdissect.sources.files import in_time_order
 from kdissect.sources.shapes import SourceStats
 from kdissect.tables import merge
 from kdissect.tables.arrow import to_arrow
@@ -366,9 +367,10 @@ def segment_rows(spark: SparkSession, found: list[tuple[str, int | None]], split
     )
 
 
-def by_connection(segments: DataFrame, partitions: int) -> DataFrame:
-    """Stage 2: each 4-tuple's rows from every file in one partition, in capture order."""
-    return segments.repartition(partitions, "key").sortWithinPartitions("pos")
+def by_connection(segments: DataFrame, partitions: int, files: int = 1) -> DataFrame:
+    """Stage 2: each 4-tuple's rows from every file in one partition, in capture order (of ``files`` files:
+    ``units.segment_order``)."""
+    return segments.repartition(partitions, "key").sortWithinPartitions(*segment_order(files))
 
 
 def decode(spark: SparkSession, paths: Iterable[str], *, options: Options | None = None,
@@ -386,10 +388,12 @@ def decode(spark: SparkSession, paths: Iterable[str], *, options: Options | None
     spark.conf.set("spark.sql.execution.arrow.maxBytesPerBatch", str(ARROW_BATCH_BYTES))
     spark.conf.set("spark.sql.inMemoryColumnarStorage.batchSize", "16")  # cached pieces: a few MB each
     found = expand_paths(paths)
+    sizes = dict(found)
+    found = [(path, sizes[path]) for path in in_time_order([path for path, _ in found])]  # as the local engine
     files = [path for path, _ in found]
     partitions = partitions or max(2, 2 * spark.sparkContext.defaultParallelism)
     task = partial(_decode_task, files=files, options=options, tables=wanted, staging=staging)
-    envelope = (by_connection(segment_rows(spark, found, split_bytes), partitions)
+    envelope = (by_connection(segment_rows(spark, found, split_bytes), partitions, len(files))
                 .mapInArrow(task, from_arrow_schema(ENVELOPE_SCHEMA))
                 .persist(StorageLevel.DISK_ONLY if staging is None else StorageLevel.MEMORY_AND_DISK))  # fmt: skip
     side = envelope.filter(F.col("table").startswith("_")).collect()

@@ -285,7 +285,7 @@ class KafkaConnection:
             if self.syn_seen:  # the answers start at the stream's first byte: no need to hunt
                 self.splitters[1 - direction].sync_at_start()
         if not self.summary.is_kafka:
-            self.summary.is_kafka = True
+            self.summary.is_kafka = self._response_validator.proven = True
             events.extend(self._release_held())
         events.extend(self._midstream_boundary(direction))
         events.extend(self._decoded(direction, frame))

@@ -32,6 +32,7 @@ ANOMALY_MEANING = {
     "crc_mismatch": "record batches whose checksum is wrong",
     "decompression_capped": "record batches inflating past the memory cap",
     "retransmission_conflict": "retransmitted bytes that differ from the copy decoded",
+    "duplicate_packets": "packets read twice (an input repeating another's): read once",
     "cap": "cut by a resource bound (see the README's table of bounds)",
 }
 # The reassembler's counters worth a word when not zero (the others are in the connections table).

@@ -11,10 +11,12 @@ import threading
 import time
 from pathlib import Path
 
+import pandas.testing as pdt
+
 from kdissect.sources.reader import CaptureParser
 from kdissect.sources.shapes import CaptureRecord
 from kdissect.testing.pcapwrite import Frame, pcap_bytes
-from tests.engines.live_helpers import KDISSECT, analyze, assert_same_tables
+from tests.engines.live_helpers import KDISSECT, analyze, assert_same_tables, read_tables
 
 CAPTURES = Path(__file__).resolve().parents[2] / "captures"
 PCAP = CAPTURES / "librdkafka-produce-consume.pcap"
@@ -193,3 +195,23 @@ def test_report_is_built_by_kdissect_report_or_refused_in_one_line(tmp_path):
         timeout=120,
     )
     assert stdin.returncode == 2  # no file to build it from: --write is needed
+
+
+def test_a_rotated_set_whose_files_overlap_is_read_once(tmp_path):
+    """The second file repeats the last third of the first (two writers, or a copy): live reads the files
+    one after the other and drops the repeated packets, so the exchanges are the capture's."""
+    records = _records(PCAP)
+    rotated = tmp_path / "rotated"
+    rotated.mkdir()
+    n = len(records)
+    for name, part in (("cap.pcap", records[: 2 * n // 3]), ("cap.pcap2", records[n // 3 :])):
+        (rotated / name).write_bytes(pcap_bytes([Frame(r.ts_ns, r.data) for r in part], link_type=part[0].link_type))
+    live = _live("--read", str(rotated), "--no-follow", "--out", str(tmp_path / "live"))
+    _, stderr = live.communicate(timeout=60)
+    assert live.returncode == 0, stderr
+    analyze(PCAP, tmp_path / "offline")
+    got, want = read_tables(tmp_path / "live"), read_tables(tmp_path / "offline")
+    for name in ("exchanges", "records", "errors", "partitions"):
+        pdt.assert_frame_equal(*(t[name].drop(columns="source_file") for t in (got, want)), obj=name)
+    duplicates = got["anomalies"][got["anomalies"]["kind"] == "duplicate_packets"]
+    assert duplicates["length"].sum() == 2 * n // 3 - n // 3

@@ -28,6 +28,7 @@ from tests.engines.spark_helpers import (
     assert_same_tables,
     local_tables,
     read_parquet_dir,
+    record_ends,
     rotate,
     rows,
 )
@@ -112,6 +113,24 @@ def test_rotated_files_and_byte_ranges_decode_as_the_unsplit_capture(spark, tmp_
             decoded.close()
         for name in TABLES:
             assert rows(got[name], ("source_file",)) == rows(want[name], ("source_file",)), name
+
+
+def test_a_capture_read_with_a_copy_of_part_of_it_gives_the_local_engine_s_tables(spark, tmp_path: Path) -> None:
+    """The copy's packets are dropped once, in each task as in the local engine (segments merged by time)."""
+    capture = next(p for p in REAL_CAPTURES if p.endswith("librdkafka-produce-consume.pcap"))
+    data = Path(capture).read_bytes()
+    ends = record_ends(data)
+    copy = tmp_path / "copy.pcap"
+    copy.write_bytes(data[:24] + data[ends[len(ends) // 3] : ends[2 * len(ends) // 3]])
+    paths = [str(copy), capture]
+    want, figures = local_tables(paths)
+    assert "duplicate_packets" in want["anomalies"]["kind"].to_pylist()
+    decoded = decode(spark, paths, partitions=3)
+    try:
+        assert_same_tables(written(decoded, tmp_path / "out"), want)
+        assert decoded.summary() == figures
+    finally:
+        decoded.close()
 
 
 def test_bad_files_are_reported_by_name_and_the_rest_is_analysed(spark, tmp_path: Path) -> None:
