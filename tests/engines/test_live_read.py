@@ -14,6 +14,7 @@ from pathlib import Path
 from kdissect.sources.reader import CaptureParser
 from kdissect.sources.shapes import CaptureRecord
 from kdissect.testing.pcapwrite import Frame, pcap_bytes
+from tests.conftest import require_root
 from tests.engines.live_helpers import KDISSECT, analyze, assert_same_tables
 
 CAPTURES = Path(__file__).resolve().parents[2] / "captures"
@@ -126,7 +127,7 @@ def test_an_unknown_interface_is_one_line_and_status_2():
 
 def test_without_privileges_is_one_line_saying_what_is_needed(tmp_path):
     # As `nobody` with no capabilities (CI runs as root, so this is a real unprivileged user).
-    assert os.geteuid() == 0, "this test drops root privileges, so it must start as root"
+    require_root()
     argv = [
         "setpriv",
         "--reuid=nobody",

@@ -23,6 +23,7 @@ from kdissect.spark import read_captures
 from kdissect.tables.columns import TABLES
 from kdissect.testing.pcapwrite import write_capture
 from kdissect.testing.synthetic import conversation, with_payload, write
+from tests.conftest import require_tool
 from tests.engines.spark_helpers import (
     REAL_CAPTURES,
     assert_same_tables,
@@ -35,6 +36,7 @@ from tests.engines.spark_helpers import (
 
 @pytest.fixture(scope="module")
 def spark() -> Iterator:
+    require_tool("java")
     s = session("local[2]")
     yield s
     s.stop()
