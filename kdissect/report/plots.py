@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 
 MAX_POINTS = 400
 MAX_SERIES = 8
+_SECOND = 1 / 86400  # in matplotlib's date unit (days)
 _STYLE = {
     "svg.fonttype": "none",
     "text.parse_math": False,
@@ -53,6 +54,9 @@ def _time_axis(fig: Any, ax: Any) -> None:
     """Wall-clock times (UTC) on the x axis, slanted so they do not overlap."""
     from matplotlib.dates import AutoDateLocator, DateFormatter
 
+    low, high = ax.dataLim.intervalx
+    if high - low < _SECOND:  # one instant: matplotlib would widen the axis to four years (and warn)
+        ax.set_xlim(low - _SECOND, high + _SECOND)
     ax.xaxis.set_major_locator(AutoDateLocator(maxticks=8))
     ax.xaxis.set_major_formatter(DateFormatter("%H:%M:%S"))
     ax.set_xlabel("time (UTC)")

@@ -41,7 +41,9 @@ _TCP = {
     "zero_window_probes": "zero-window probes",
     "anomalies": "segments past FIN or with RST",
     "ignored_bytes": "bytes in them, ignored",
-    "stray_segments": "segments of no connection",
+    # Bare ACK/FIN/RST segments of no open connection (reassembly's ignored_segments): the last ACK of
+    # a close, or the tail of a connection begun before the capture. Normal, so said as such.
+    "stray_segments": "bare ACK/FIN/RST segments outside any connection (normal around a close)",
 }
 
 
@@ -71,7 +73,8 @@ def ms_text(value: float | None) -> str:
 
 def summary_lines(s: Summary, captures: Sequence[str] = ()) -> list[str]:
     """Exchanges by API (slowest p99 first) with latency percentiles and error counts, errors by name,
-    then what went wrong, what the capture and TCP layers counted, and where to read more.
+    then what went wrong, what the capture and TCP layers counted, and where to read more
+    (``captures``: the report command's inputs, as the user named them).
 
     The API table comes right after the first line and a blank one, and is the only block whose
     lines start with a letter and hold no colon."""
@@ -133,6 +136,6 @@ def summary_lines(s: Summary, captures: Sequence[str] = ()) -> list[str]:
     if counted:
         lines.append("TCP: " + ", ".join(counted))
     if s.exchanges:
-        target = " ".join(shlex.quote(safe_text(p)) for p in captures) or "CAPTURE"
+        target = " ".join(shlex.quote(safe_text(p)) for p in captures) if 0 < len(captures) <= 4 else "CAPTURES"
         lines.append(f"more (groups, lag, transactions, topology, plots): kdissect report {target} -o report.html")
     return lines
