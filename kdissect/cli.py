@@ -474,11 +474,13 @@ def _capture_args(p: argparse.ArgumentParser) -> None:
 
 
 FILTER_HELP = """filter (--filter EXPR): a Python-like expression over one exchange, true to show it.
-  columns: the exchanges table's (see the README), e.g. api_name, api_version, correlation_id,
+  columns: the exchanges table's (docs/tables-and-columns.md), e.g. api_name, api_version, correlation_id,
            client_id, client_ip, broker_port, status, error_name, latency_ms, request_bytes,
            request_ts, response_ts; and topics (the topic names the request and response name)
   operators: == != < <= > >= in, not in, is None, and or not, + - * / %, (...), [...] lists
   strings in quotes; a missing value (None) compares false except with ==, != and is.
+  kinds: a column compares only with values of its kind (latency_ms > "5" is an error: numbers,
+         text, times, true/false), and an error points at the place with a caret.
   time: request_ts and response_ts compare with ISO strings ("2026-08-22T10:15:00Z"; no zone
         means UTC), so a time window is  request_ts >= "..." and request_ts < "..."
   examples:

@@ -30,7 +30,7 @@ ANOMALY_MEANING = {
     "crc_mismatch": "record batches whose checksum is wrong",
     "decompression_capped": "record batches inflating past the memory cap",
     "retransmission_conflict": "retransmitted bytes that differ from the copy decoded",
-    "cap": "cut by a resource bound (see the README's table of bounds)",
+    "cap": "cut by a resource bound (see docs/decoding-and-robustness.md, Resource bounds)",
 }
 # The reassembler's counters worth a word when not zero (the others are in the connections table).
 _TCP = {
