@@ -450,16 +450,13 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
-def _verbose_arg(p: argparse.ArgumentParser) -> None:
-    p.add_argument("-v", "--verbose", action="store_true",
-                   help="also show the libraries' own warnings and Spark's log and progress (default: hidden)")
-
-
 def _engine_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--engine", choices=("local", "spark"), default="local",
                    help="local: this process (default); spark: PySpark, captures may also be globs and URIs")
     p.add_argument("--master", default="local[*]", help="Spark master URL for --engine spark (default: local[*])")
-    _verbose_arg(p)
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="with --engine spark: also show Spark's log, progress bars and PySpark's warnings "
+                        "(default: errors only)")
 
 
 def _capture_args(p: argparse.ArgumentParser) -> None:
@@ -507,7 +504,6 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--api-version", type=int, help="for a response: the api version of its request")
     d.add_argument("--json", action="store_true", help="print JSON (bytes as hex, UUIDs as strings; default: a tree)")
     d.add_argument("--full", action="store_true", help="show long byte values in full (default: first 64 bytes)")
-    _verbose_arg(d)
     d.set_defaults(func=cmd_decode)
 
     a = sub.add_parser("analyze", help="pair every request with its response and write tables",
@@ -544,7 +540,6 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--save-frames", metavar="DIR",
                    help="write each shown frame to DIR/c<connection>-<correlation id>-<request|response>.bin "
                         "(size prefix included), for `kdissect decode @FILE` (default: none)")
-    _verbose_arg(s)
     s.set_defaults(func=cmd_show)
 
     li = sub.add_parser("live", help="watch a broker or client in real time (a device, or a growing capture)")
@@ -589,7 +584,6 @@ def build_parser() -> argparse.ArgumentParser:
                                                                     "(default: kept whole)")
     li.add_argument("--max-decompressed", type=int, metavar="BYTES", help="cap on one batch's decompressed size "
                                                                          "(default: 64 MiB)")
-    _verbose_arg(li)
     li.set_defaults(func=cmd_live, no_auto_detect=False)
 
     r = sub.add_parser("report", help="write a report: latency, errors, groups, lag, transactions, topology, plots")
