@@ -62,3 +62,10 @@ def test_a_missing_tool_is_a_one_line_skip_elsewhere(missing_tool: str, monkeypa
     with pytest.raises(pytest.skip.Exception) as skipped:
         require_tool(missing_tool)
     assert "\n" not in str(skipped.value) and "scripts/test installs it" in str(skipped.value)
+
+
+def test_the_readme_names_the_packages_the_script_installs() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    found = re.search(r"system packages the tests need \(`([^`]+)`\)", readme.replace("\n", " "))
+    assert found, "the README lists the system packages in one line"
+    assert set(found.group(1).split()) == _script_packages()
