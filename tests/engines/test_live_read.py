@@ -119,6 +119,17 @@ def test_a_stream_that_is_not_a_capture_is_one_line(tmp_path):
     ]
 
 
+def test_a_file_of_a_rotated_set_that_is_not_a_capture_is_named(tmp_path):
+    (tmp_path / "cap.pcap").write_bytes(PCAP.read_bytes())
+    (tmp_path / "cap.pcap1").write_text("# notes\n")
+    done = subprocess.run([*KDISSECT, "live", "--read", str(tmp_path), "--no-follow", "--quiet"],
+                          capture_output=True, timeout=60)  # fmt: skip
+    assert done.returncode == 1
+    assert done.stderr.decode().splitlines() == [
+        f"kdissect: {tmp_path / 'cap.pcap1'}: not a pcap or pcapng capture: starts with 23 20 6e 6f 74 65 73 0a"
+    ]
+
+
 def test_an_unknown_interface_is_one_line_and_status_2():
     done = subprocess.run([*KDISSECT, "live", "-i", "nosuch0", "--duration", "1"], capture_output=True, timeout=60)
     assert done.returncode == 2
