@@ -17,9 +17,10 @@ SCRIPT = ROOT / "scripts" / "test"
 
 
 def _script_packages() -> set[str]:
-    found = re.search(r"^SYSTEM_PACKAGES=\(([^)]*)\)", SCRIPT.read_text(encoding="utf-8"), re.M)
-    assert found, "scripts/test lists its Debian packages in SYSTEM_PACKAGES=(...)"
-    return set(found.group(1).split())
+    """The packages scripts/test installs: one ``need PACKAGE CHECK...`` line each."""
+    found = set(re.findall(r"^need (\S+) ", SCRIPT.read_text(encoding="utf-8"), re.M))
+    assert found, "scripts/test names each Debian package on a `need PACKAGE CHECK...` line"
+    return found
 
 
 def test_the_script_installs_every_package_the_tests_ask_for() -> None:
