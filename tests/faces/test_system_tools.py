@@ -4,6 +4,7 @@ one-line skip on a developer's machine but a failure in CI."""
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -36,7 +37,8 @@ def test_every_program_a_test_looks_up_is_registered() -> None:
         for path in (ROOT / "tests").rglob("*.py")
         for name in re.findall(r"shutil\.which\(\s*[\"']([^\"']+)[\"']", path.read_text(encoding="utf-8"))
     }
-    known = set(SYSTEM_TOOLS) | {"chromium-browser"}  # Ubuntu's name for the chromium program
+    # chromium-browser: Ubuntu's name for the chromium program; bash: what runs scripts/test itself
+    known = set(SYSTEM_TOOLS) | {"chromium-browser", "bash"}
     assert {(path, name) for path, name in looked_up if name not in known} == set()
 
 
@@ -70,3 +72,16 @@ def test_the_readme_names_the_packages_the_script_installs() -> None:
     found = re.search(r"system packages the tests need \(`([^`]+)`\)", readme.replace("\n", " "))
     assert found, "the README lists the system packages in one line"
     assert set(found.group(1).split()) == _script_packages()
+
+
+def test_on_a_bare_machine_the_script_finds_every_package_missing(tmp_path: Path) -> None:
+    """The script's checks, run where no program is on PATH (a machine with none of the packages),
+    name every package, so none would be left uninstalled."""
+    text = SCRIPT.read_text(encoding="utf-8")
+    block = text[text.index("missing=()") : text.index("if [ ${#missing[@]} -gt 0 ]")]
+    probe = tmp_path / "probe.sh"
+    probe.write_text(block + 'printf "%s\\n" "${missing[@]}"\n')
+    bash = shutil.which("bash")
+    assert bash
+    out = subprocess.run([bash, str(probe)], capture_output=True, text=True, env={"PATH": str(tmp_path / "empty")})
+    assert set(out.stdout.split()) == _script_packages(), out.stderr
