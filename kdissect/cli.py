@@ -125,14 +125,15 @@ def _ports(text: str) -> tuple[int, ...]:
 
 
 def _check_file(path: Path, option: str) -> None:
-    problem = output_paths.file_problem(path, option)
-    if problem:
-        raise UsageError(problem)
+    _refuse(output_paths.file_problem(path, option))
 
 
 def _check_directory(out: str, option: str) -> None:
     """A local directory to write into (a URI, which only the Spark engine takes, is Spark's to check)."""
-    problem = None if "://" in out else output_paths.directory_problem(Path(out), option)
+    _refuse(None if "://" in out else output_paths.directory_problem(Path(out), option))
+
+
+def _refuse(problem: str | None) -> None:
     if problem:
         raise UsageError(problem)
 
