@@ -21,6 +21,7 @@ from kdissect.analysis.filters import FilterError
 from kdissect.decoders import DecodeError, apis, decode_request, decode_response
 from kdissect.decoders.jsonable import to_jsonable
 from kdissect.decoders.records import LENGTHS_ONLY, Limits, Payloads
+from kdissect.decoders.sasl import redact_frame_body
 from kdissect.options import DEFAULT_PORTS, Options
 from kdissect.report.render import safe_text, tree_lines
 from kdissect.sources.shapes import CaptureFormatError
@@ -84,6 +85,7 @@ def cmd_decode(args: argparse.Namespace) -> int:
         if is_request:
             raise NothingRead(f"cannot decode as a request: {exc}{_response_hint(args.frame)}") from None
         raise NothingRead(f"cannot decode: {exc}") from None
+    redact_frame_body(msg["header"].get("request_api_key") if is_request else args.api_key, msg["body"], is_request)
     if args.json:
         print(json.dumps(to_jsonable(msg), indent=2))
     else:

@@ -24,6 +24,7 @@ ANOMALY_MEANING = {
     "overflow": "bytes given up while hunting (search window full)",
     "decode_error": "frames that did not decode",
     "tls": "encrypted connections",
+    "auth_failed": "SASL logins refused in SaslHandshake v0's bare-token framing (no exchange stands for them)",
     "not_kafka": "connections on Kafka ports that carried no Kafka",
     "truncated_file": "capture file cut short",
     "unreadable_file": "files that are not captures (skipped; the others were read)",
