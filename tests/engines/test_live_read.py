@@ -16,6 +16,7 @@ import pandas.testing as pdt
 from kdissect.sources.reader import CaptureParser
 from kdissect.sources.shapes import CaptureRecord
 from kdissect.testing.pcapwrite import Frame, pcap_bytes
+from tests.conftest import require_root
 from tests.engines.live_helpers import KDISSECT, analyze, assert_same_tables, read_tables
 
 CAPTURES = Path(__file__).resolve().parents[2] / "captures"
@@ -120,6 +121,17 @@ def test_a_stream_that_is_not_a_capture_is_one_line(tmp_path):
     ]
 
 
+def test_a_file_of_a_rotated_set_that_is_not_a_capture_is_named(tmp_path):
+    (tmp_path / "cap.pcap").write_bytes(PCAP.read_bytes())
+    (tmp_path / "cap.pcap1").write_text("# notes\n")
+    done = subprocess.run([*KDISSECT, "live", "--read", str(tmp_path), "--no-follow", "--quiet"],
+                          capture_output=True, timeout=60)  # fmt: skip
+    assert done.returncode == 1
+    assert done.stderr.decode().splitlines() == [
+        f"kdissect: {tmp_path / 'cap.pcap1'}: not a pcap or pcapng capture: starts with 23 20 6e 6f 74 65 73 0a"
+    ]
+
+
 def test_an_unknown_interface_is_one_line_and_status_2():
     done = subprocess.run([*KDISSECT, "live", "-i", "nosuch0", "--duration", "1"], capture_output=True, timeout=60)
     assert done.returncode == 2
@@ -128,7 +140,7 @@ def test_an_unknown_interface_is_one_line_and_status_2():
 
 def test_without_privileges_is_one_line_saying_what_is_needed(tmp_path):
     # As `nobody` with no capabilities (CI runs as root, so this is a real unprivileged user).
-    assert os.geteuid() == 0, "this test drops root privileges, so it must start as root"
+    require_root()
     argv = [
         "setpriv",
         "--reuid=nobody",

@@ -23,6 +23,7 @@ from kdissect.spark import read_captures
 from kdissect.tables.columns import TABLES
 from kdissect.testing.pcapwrite import write_capture
 from kdissect.testing.synthetic import conversation, with_payload, write
+from tests.conftest import require_tool
 from tests.engines.spark_helpers import (
     REAL_CAPTURES,
     assert_same_tables,
@@ -33,9 +34,12 @@ from tests.engines.spark_helpers import (
     rows,
 )
 
+JVM_NOTICE = "WARNING: Using incubator modules: jdk.incubator.vector"
+
 
 @pytest.fixture(scope="module")
 def spark() -> Iterator:
+    require_tool("java")
     s = session("local[2]")
     yield s
     s.stop()
@@ -201,5 +205,8 @@ def test_the_report_on_spark_is_the_local_engine_s_report(tmp_path: Path) -> Non
                                str(tmp_path / "spark.json"), "--engine", "spark", "--master", "local[2]"],
                               capture_output=True, text=True, timeout=600)  # fmt: skip
     assert on_spark.returncode == 0, on_spark.stderr[-3000:]
+    # Quiet by default (-v shows it): no log4j warnings, progress bars or PySpark's pandas warning. The
+    # JVM's own notice of the incubator module Spark loads is printed before any setting applies.
+    assert [line for line in on_spark.stderr.splitlines() if line != JVM_NOTICE] == [], on_spark.stderr[-3000:]
     local_report = json.loads((tmp_path / "local.json").read_text())
     assert local_report["sections"] and json.loads((tmp_path / "spark.json").read_text()) == local_report
