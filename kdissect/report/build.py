@@ -22,6 +22,7 @@ from kdissect.analysis import (
 )
 from kdissect.analysis.frames import in_capture_order
 from kdissect.analysis.latency import SUPPORT_RULE, latency_by
+from kdissect.analysis.moments import moment
 from kdissect.analysis.overview import Overview, overview
 from kdissect.analysis.summary import Summary
 from kdissect.decoders.apis import removed_version
@@ -178,6 +179,8 @@ def _errors_section(tables: Mapping[str, pd.DataFrame]) -> Section:
 
 def _groups_section(tables: Mapping[str, pd.DataFrame]) -> Section:
     timeline = groups.timeline(tables)
+    placed = timeline.assign(request_ts=moment(timeline))  # a request not captured: at its answer's time
+    placed = placed[placed["request_ts"].notna()]
     fetch_lag = lag.fetch_lag(tables)
     return Section(
         "groups",
@@ -186,7 +189,7 @@ def _groups_section(tables: Mapping[str, pd.DataFrame]) -> Section:
         "KIP-848 ConsumerGroupHeartbeat); lag is the Fetch answer's high watermark minus the offset "
         "the consumer fetched from.",
         [
-            *_figure("Group requests over time", timeline, plots.group_timeline),
+            *_figure("Group requests over time", placed, plots.group_timeline),
             Table("Rebalances", groups.rebalances(tables)),
             Table("Group errors", groups.group_errors(tables)),
             Table("Member epochs (KIP-848)", groups.member_epochs(tables), max_rows=LISTING_ROWS),

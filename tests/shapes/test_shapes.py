@@ -91,15 +91,12 @@ def test_rotated_files_read_in_order_lose_no_exchange(tmp_path: Path) -> None:
     assert _statuses(write_shape(in_order, tmp_path / "rotated")) == whole
 
 
-@pytest.mark.xfail(strict=True, reason="files are read in the order given: rotated files given newest first are "
-                   "not put back in time order (left to the lead: issue #20)")  # fmt: skip
 def test_rotated_files_read_out_of_order_lose_no_exchange(tmp_path: Path) -> None:
     segs = segments(TRANSACTIONS)
     whole = _statuses(write_shape(shapes.Shape("whole", (shapes.write_capture(list(segs)),)), tmp_path / "whole"))
     assert _statuses(write_shape(shapes.rotated(segs, 3), tmp_path / "rotated")) == whole
 
 
-@pytest.mark.xfail(strict=True, reason="duplicate packets across inputs: shapes-core's fix (issue #20 item 4)")
 @pytest.mark.parametrize("copy", ["duplicated", "overlapping"])
 def test_the_same_packets_read_twice_lose_and_double_no_exchange(copy: str, tmp_path: Path) -> None:
     segs = segments(TRANSACTIONS)
