@@ -95,6 +95,10 @@ def _options(args: argparse.Namespace) -> Options:
         if args.preview < 0:
             raise UsageError("--preview takes a number of bytes >= 0")
         knobs["payloads"] = Payloads.preview(args.preview)
+    if getattr(args, "tls_keylog", None) is not None:
+        from kdissect.engines.keylog_file import load_keylog
+
+        knobs["tls_keylog"] = load_keylog(args.tls_keylog)
     return Options(**knobs)
 
 
@@ -320,6 +324,12 @@ def cmd_live(args: argparse.Namespace) -> int:
     if args.report and report_from is None:
         raise UsageError("--report is built from the raw packets: add --write FILE.pcapng")
     options = replace(_options(args), ports=tuple(args.port)) if args.port else _options(args)
+    keys = None
+    if args.tls_keylog is not None:  # clients append to it as they connect: read on as the run goes
+        from kdissect.engines.keylog_file import KeyLogFile
+
+        keys = KeyLogFile(args.tls_keylog, options.tls_keylog)
+        keys.read()
     source, title = _live_source(args, options.ports)
     metrics = None
     if args.metrics_port is not None:
@@ -343,7 +353,7 @@ def cmd_live(args: argparse.Namespace) -> int:
     start = time.monotonic()
     with StopSignals(on_second=recorder.flush if recorder else None) as stop:
         try:
-            reason = run_loop(source, run, view, stop, duration=args.duration)
+            reason = run_loop(source, run, view, stop, duration=args.duration, keys=keys.follow if keys else None)
         finally:
             view.close()
     for line in summary_lines(run.figures, time.monotonic() - start, reason):
@@ -393,6 +403,12 @@ def _engine_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--engine", choices=("local", "spark"), default="local",
                    help="local: this process (default); spark: PySpark, captures may also be globs and URIs")
     p.add_argument("--master", default="local[*]", help="Spark master URL for --engine spark (default: local[*])")
+
+
+def _tls_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--tls-keylog", metavar="FILE",
+                   help="decrypt TLS with this key log (NSS format, what SSLKEYLOGFILE writes); pcapng "
+                        "Decryption Secrets Blocks are used without it. Keys are never shown")  # fmt: skip
 
 
 def _capture_args(p: argparse.ArgumentParser) -> None:
@@ -459,6 +475,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="cap on one record batch's decompressed size (default: 67108864, 64 MiB); beyond it: an "
                         "anomaly row")
     _engine_args(a)
+    _tls_args(a)
     a.set_defaults(func=cmd_analyze)
 
     s = sub.add_parser("show", help="print decoded requests with their responses",
@@ -474,6 +491,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--save-frames", metavar="DIR",
                    help="write each shown frame to DIR/c<connection>-<correlation id>-<request|response>.bin "
                         "(size prefix included), for `kdissect decode @FILE` (default: none)")
+    _tls_args(s)
     s.set_defaults(func=cmd_show)
 
     li = sub.add_parser("live", help="watch a broker or client in real time (a device, or a growing capture)")
@@ -514,6 +532,7 @@ def build_parser() -> argparse.ArgumentParser:
                                                                     "(default: kept whole)")
     li.add_argument("--max-decompressed", type=int, metavar="BYTES", help="cap on one batch's decompressed size "
                                                                          "(default: 64 MiB)")
+    _tls_args(li)
     li.set_defaults(func=cmd_live, ports=None, no_auto_detect=False)
 
     r = sub.add_parser("report", help="write a report: latency, errors, groups, lag, transactions, topology, plots")
@@ -522,6 +541,7 @@ def build_parser() -> argparse.ArgumentParser:
                                                                          "(required; no default)")
     r.add_argument("--format", choices=("html", "md", "json"), help="default: from FILE's extension, else html")
     _engine_args(r)
+    _tls_args(r)
     r.set_defaults(func=cmd_report)
     return ap
 

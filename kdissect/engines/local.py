@@ -20,7 +20,14 @@ from kdissect.kafka.pipeline import KafkaPipeline
 from kdissect.options import Options
 from kdissect.sources.files import iter_capture
 from kdissect.sources.segment import TcpSegment
-from kdissect.sources.shapes import CaptureFormatError, SourceAnomaly, SourceEvent, SourceStats
+from kdissect.sources.shapes import (
+    TLS_KEY_LOG,
+    CaptureFormatError,
+    DecryptionSecrets,
+    SourceAnomaly,
+    SourceEvent,
+    SourceStats,
+)
 from kdissect.tables.columns import TABLES
 from kdissect.tables.sink import Columns, TableSink, exchange_row, exchange_topics
 
@@ -152,12 +159,24 @@ def _read_file(path: PathArg, options: Options, stats: RunStats, progress: Progr
     stats.add(source_stats)
 
 
+def feed_item(pipeline: KafkaPipeline, item: SourceEvent) -> list[KafkaEvent]:
+    """One source event into the core: a segment, key material for the TLS stage, or an anomaly row."""
+    if type(item) is TcpSegment:
+        return pipeline.feed(item)
+    if type(item) is DecryptionSecrets:
+        if item.secrets_type == TLS_KEY_LOG:
+            pipeline.add_secrets(item.data)
+        return []
+    assert isinstance(item, SourceAnomaly)
+    return [source_anomaly(item, pipeline.source)]
+
+
 def _feed(pipeline: KafkaPipeline, items: Iterable[SourceEvent], source: str | None) -> Iterator[KafkaEvent]:
     for item in items:
-        if isinstance(item, TcpSegment):
-            yield from pipeline.feed(item)
-        else:
+        if type(item) is SourceAnomaly:
             yield source_anomaly(item, source)
+        else:
+            yield from feed_item(pipeline, item)
 
 
 def _finish(pipeline: KafkaPipeline, stats: RunStats | None) -> Iterator[KafkaEvent]:

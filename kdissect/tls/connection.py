@@ -119,6 +119,8 @@ class TlsConnection:
         self.info = TlsInfo()
         self.client_dir: int | None = None
         self.client_hello: hs.Hello | None = None
+        self.server_hello: hs.Hello | None = None
+        self._looked_up = -1  # the key log's version when this session's keys were last looked for
         self.suite: Suite | None = None
         self.tls13 = False
         self.keyed = False  # the key log held this session's keys
@@ -306,7 +308,14 @@ class TlsConnection:
         if dr.started:
             dr.gap_reason = "undecrypted"
         if self.client_hello is not None:
-            return []  # the handshake was seen: its keys were not in the key log
+            # The handshake was seen and its keys were not in the key log. A followed key log
+            # (live) may have them by now: the first encrypted record of a side still can be read.
+            if self.server_hello is not None and not self.keyed and self.keylog.version != self._looked_up:
+                self._keys()
+                dr.cipher = dr.cipher or (dr.pending if dr.changed else None)
+                if dr.cipher is not None:
+                    return self._record(d, rec)
+            return []
         if dr.trial is None:
             dr.trial = DirectionTrial()
         dr.trial.add(rec)
@@ -431,25 +440,34 @@ class TlsConnection:
             return [self._anomaly(DECRYPT_ERROR, server, rec.offset, rec.ts_ns,
                                   f"{self.info.version} with {self.info.suite} is not decrypted (unsupported)")]
         self.suite = suite
+        self.server_hello = hello
+        self._keys()
+        return []
+
+    def _keys(self) -> None:
+        """The session's record ciphers, if the key log has its secrets."""
+        client, hello, suite = self.client_hello, self.server_hello, self.suite
+        assert client is not None and hello is not None and suite is not None and self.client_dir is not None
+        self._looked_up = self.keylog.version
+        server = 1 - self.client_dir
         cr = client.random
         if self.tls13:
             c_secret = self.keylog.secret(cr, CLIENT_HANDSHAKE)
             s_secret = self.keylog.secret(cr, SERVER_HANDSHAKE)
             if c_secret is None or s_secret is None:
-                return []
+                return
             self.keyed = True
             for d, secret in ((self.client_dir, c_secret), (server, s_secret)):
                 self.dirs[d].cipher = tls13_cipher(suite, secret)
-            return []
+            return
         master = self.keylog.secret(cr, TLS12_MASTER)
         if master is None:
-            return []
+            return
         self.keyed = True
         etm = client.etm and hello.etm and suite.mode == "cbc"
         c_cipher, s_cipher = tls12_ciphers(suite, master, cr, hello.random, etm)
         self.dirs[self.client_dir].pending = c_cipher
         self.dirs[server].pending = s_cipher
-        return []
 
     def _traffic_keys(self, d: int) -> None:
         """TLS 1.3: after a side's Finished, its records use its application traffic secret."""
