@@ -9,6 +9,7 @@ chance 5-byte match is not enough). Memory is bounded by one record plus one hea
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass
 
 CHANGE_CIPHER_SPEC, ALERT, HANDSHAKE, APPLICATION_DATA = 20, 21, 22, 23
@@ -68,13 +69,15 @@ RecordEvent = Record | RecordsLost | BadHeader
 class RecordReader:
     """Whole records of one direction, in order."""
 
-    __slots__ = ("_buf", "_skip_to", "_start", "at", "hunting", "skipped", "synced")
+    __slots__ = ("_buf", "_chunks", "_skip_to", "_start", "at", "hunting", "skipped", "synced")
 
     def __init__(self, hunting: bool = False) -> None:
         self._buf = bytearray()
         self._start = 0  # index in _buf of the next unread byte
         self.at: int | None = None  # stream offset of _buf[_start]
         self._skip_to: int | None = None  # the rest of a record a hole cut: skipped up to here
+        # (end offset, capture time) of the runs buffered: a record's time is its last byte's
+        self._chunks: deque[tuple[int, int]] = deque()
         self.hunting = hunting
         self.synced = False  # a record boundary was found by hunting or known from the start
         self.skipped = 0  # bytes hunted past
@@ -91,6 +94,7 @@ class RecordReader:
             self._reset(max(offset, self._skip_to))
             self._skip_to = None
         self._buf += data
+        self._chunks.append((offset + len(data), ts_ns))
         out: list[RecordEvent] = []
         self._read(ts_ns, out, final=False)
         return out
@@ -113,7 +117,8 @@ class RecordReader:
     def finish(self, ts_ns: int) -> list[RecordEvent]:
         """End of the direction: a hunted candidate that ends exactly at the last byte counts."""
         out: list[RecordEvent] = []
-        self._read(ts_ns, out, final=True)
+        if self.at is not None:  # a direction that never carried a byte has nothing to finish
+            self._read(ts_ns, out, final=True)
         return out
 
     @property
@@ -121,6 +126,7 @@ class RecordReader:
         return len(self._buf) - self._start
 
     def _reset(self, offset: int) -> None:
+        self._chunks.clear()
         self._buf = bytearray()
         self._start = 0
         self.at = offset
@@ -153,12 +159,19 @@ class RecordReader:
             if len(buf) < end:
                 break
             version = int.from_bytes(buf[start + 1 : start + 3], "big")
-            out.append(Record(buf[start], version, bytes(buf[start + HEADER : end]), self.at, ts_ns))
+            stream_end = self.at + HEADER + length
+            chunks = self._chunks
+            while len(chunks) > 1 and chunks[0][0] < stream_end:
+                chunks.popleft()
+            done_ts = chunks[0][1] if chunks else ts_ns
+            out.append(Record(buf[start], version, bytes(buf[start + HEADER : end]), self.at, done_ts))
             self.synced = True
             self._advance(HEADER + length)
         if self._start > (1 << 16) and self._start * 2 > len(buf):
             del buf[: self._start]
             self._start = 0
+            while len(self._chunks) > 1 and self._chunks[0][0] <= self.at:
+                self._chunks.popleft()  # runs hunted past
 
     def _advance(self, n: int) -> None:
         assert self.at is not None

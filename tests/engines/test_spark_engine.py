@@ -91,7 +91,7 @@ def test_every_real_capture_gives_the_local_engine_s_tables_and_figures(spark, t
 def test_damaged_synthetic_captures_match_the_local_engine(spark, tmp_path: Path) -> None:
     paths = damaged_captures(tmp_path)
     want, figures = local_tables(paths)
-    assert {"truncated_file", "corrupt_record", "gap", "tls"} <= set(want["anomalies"]["kind"].to_pylist())
+    assert {"truncated_file", "corrupt_record", "gap", "tls_no_key"} <= set(want["anomalies"]["kind"].to_pylist())
     decoded = decode(spark, paths, partitions=2)
     try:
         assert_same_tables(written(decoded, tmp_path / "out"), want)

@@ -1,0 +1,75 @@
+"""Bad TLS input gives anomaly rows, never a traceback, in bounded time."""
+
+from __future__ import annotations
+
+import random
+import time
+
+from kdissect.testing.conversation import tcp_conversation
+from kdissect.tls.keylog import MAX_LINE, KeyLog
+from kdissect.tls.records import RecordReader
+from tests.tls.tls_helpers import anomalies, encrypted, exchanges, plaintext, run, session, summary
+
+HELLO = b"\x16\x03\x01"
+
+
+def test_absurd_record_lengths_and_junk_are_malformed_rows() -> None:
+    junk = [(0, HELLO + b"\xff\xff" + bytes(300), 1), (1, b"\x17\x03\x03\x00\x10" + bytes(16) + b"\x99" * 50, 2)]
+    events = run(tcp_conversation(junk))
+    assert "tls_malformed" in anomalies(events)
+    assert summary(events).encrypted
+
+
+def test_truncated_and_malformed_handshakes() -> None:
+    s = session(version="1.3")
+    first = s.records[0][1]
+    cases = [
+        [(0, first[: len(first) // 2], 1)],  # cut in the middle of the ClientHello
+        [(0, first[:5] + b"\x01\x00\x00\x05" + b"\x03\x03", 1)],  # a ClientHello shorter than its random
+        [(0, first[:9] + b"\xff" * (len(first) - 9), 1)],  # lengths that run past everything
+    ]
+    for messages in cases:
+        events = run(tcp_conversation(messages), s.keylog)
+        assert summary(events).encrypted
+        assert set(anomalies(events)) <= {"tls_malformed", "tls_no_key"}
+
+
+def test_flipped_ciphertext_bytes_are_decrypt_errors_and_the_rest_still_decrypts() -> None:
+    s = session(6, version="1.2", ciphers="ECDHE-RSA-AES128-GCM-SHA256")
+    records = list(s.records)
+    index = next(i for i, (d, _, t) in enumerate(records) if t == s.plain[4][2])
+    d, data, t = records[index]
+    records[index] = (d, data[:-3] + bytes(b ^ 0x55 for b in data[-3:]), t)
+    events = run(tcp_conversation(records), s.keylog)
+    assert "tls_decrypt_error" in anomalies(events)
+    assert summary(events).decryption == "handshake"
+    assert len(exchanges(events)) >= 10
+
+
+def test_random_bytes_after_a_real_hello_cost_linear_time() -> None:
+    s = session(version="1.3")
+    rng = random.Random(7)
+    noise = bytes(rng.getrandbits(8) for _ in range(400_000))
+    messages = [s.records[0], (1, noise, s.records[1][2])]
+    t = time.process_time()
+    events = run(tcp_conversation(messages), s.keylog)
+    assert time.process_time() - t < 10
+    assert summary(events).encrypted
+
+
+def test_the_record_reader_holds_at_most_one_record() -> None:
+    reader = RecordReader()
+    reader.feed(0, b"\x17\x03\x03\x48\x00", 0)  # a record of 18432 bytes announced
+    for i in range(100):
+        reader.feed(5 + i * 100, b"x" * 100, 0)
+    assert reader.pending_bytes <= 5 + 18432
+
+
+def test_a_key_log_of_junk_is_counted_not_fatal() -> None:
+    s = session(version="1.3")
+    junk = b"\n".join([b"CLIENT_RANDOM zz 00", b"NOT_A_LABEL " + b"00" * 32 + b" " + b"11" * 32, b"\xff\xfe\x00",
+                       b"CLIENT_RANDOM " + b"00" * 31 + b" " + b"11" * 48, b"x" * (MAX_LINE * 3)])  # fmt: skip
+    keylog = KeyLog(junk + b"\n" + s.keylog)
+    assert keylog.junk_lines == 5 and len(keylog) == 1
+    assert exchanges(run(encrypted(s), keylog)) == exchanges(run(plaintext(s)))
+    assert "11" * 32 not in repr(keylog)
