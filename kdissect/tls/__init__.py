@@ -6,3 +6,7 @@ direction, follows the handshake, derives record keys from a :class:`~kdissect.t
 and feeds the plaintext on. It knows nothing of Kafka. Key material never leaves this package:
 only names (version, suite, SNI, ALPN) and outcomes reach events.
 """
+
+# How a connection was decrypted (the connections table's ``decryption``), and which of those mean it was.
+DECRYPTIONS = ("handshake", "trial", "no key", "no handshake", "failed")
+DECRYPTED = frozenset(DECRYPTIONS[:2])
