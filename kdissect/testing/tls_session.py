@@ -39,7 +39,7 @@ class TlsSession:
     keylog: bytes
 
 
-def _certificate(directory: Path, key_type: str) -> tuple[Path, Path]:
+def write_certificate(directory: Path, key_type: str = "rsa") -> tuple[Path, Path]:
     key = ec.generate_private_key(ec.SECP256R1()) if key_type == "ec" else rsa.generate_private_key(65537, 2048)
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kdissect-test")])
     now = datetime.datetime.now(datetime.UTC)
@@ -63,7 +63,7 @@ def tls_session(plain: list[Message], *, version: str = "1.3", ciphers: str | No
     """A TLS session carrying ``plain`` (messages in order; the handshake happens before the first)."""
     with tempfile.TemporaryDirectory() as tmp:
         directory = Path(tmp)
-        cert, key = _certificate(directory, key_type)
+        cert, key = write_certificate(directory, key_type)
         keylog = directory / "keys.log"
         server_ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         server_ctx.load_cert_chain(cert, key)
