@@ -407,8 +407,8 @@ def _engine_args(p: argparse.ArgumentParser) -> None:
 
 def _tls_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tls-keylog", metavar="FILE",
-                   help="decrypt TLS with this key log (NSS format, what SSLKEYLOGFILE writes); pcapng "
-                        "Decryption Secrets Blocks are used without it. Keys are never shown")  # fmt: skip
+                   help="decrypt TLS with this key log (NSS format, what SSLKEYLOGFILE writes; default: none, "
+                        "only the capture's own pcapng Decryption Secrets Blocks). Keys are never shown")  # fmt: skip
 
 
 def _capture_args(p: argparse.ArgumentParser) -> None:
