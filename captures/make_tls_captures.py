@@ -1,4 +1,4 @@
-"""Real Kafka over TLS: tansu behind a TLS terminator, kafka-python writing a key log, both legs
+"""Real Kafka over TLS: tansu behind a TLS terminator, kafka-python or aiokafka writing a key log, both legs
 captured at once (the TLS port and the plaintext port behind it), so every decrypted capture comes
 with its plaintext truth from the same traffic.
 
@@ -52,6 +52,7 @@ class TlsScenario:
     tls13_suite: str | None = None  # TLS 1.3, through the terminator's OPENSSL_CONF
     long_lived: bool = False  # the capture starts after every handshake
     messages: int = 20
+    client: str = "kafka-python"
 
 
 SCENARIOS = [
@@ -67,6 +68,10 @@ SCENARIOS = [
     TlsScenario("kafka-python-tls12-long-lived", 19510, "1.2", "TLS 1.2: connections made and warmed up before "
                 "the capture starts; 100 messages produced and consumed after", ciphers="ECDHE-RSA-AES128-GCM-SHA256",
                 long_lived=True, messages=100),
+    TlsScenario("aiokafka-tls13-aesgcm", 19512, "1.3", "aiokafka, TLS 1.3 (AES-256-GCM): produce, consume",
+                client="aiokafka"),
+    TlsScenario("aiokafka-tls12-aesgcm", 19514, "1.2", "aiokafka, TLS 1.2 ECDHE-RSA AES-256-GCM: produce, consume",
+                ciphers="ECDHE-RSA-AES256-GCM-SHA384", client="aiokafka"),
 ]  # fmt: skip
 
 
@@ -103,7 +108,8 @@ def run(s: TlsScenario) -> dict:
     keys, out = work / "keys.log", work / "result.json"
     argv = [sys.executable, "-m", "workloads.tls_wl", "long-lived" if s.long_lived else "produce-consume",
             "--port", str(s.port), "--out", str(out), "--log", str(work / "client.log"), "--topic", TOPIC,
-            "--keylog", str(keys), "--messages", str(s.messages), *(["--max-tls", "1.2"] if s.tls == "1.2" else [])]
+            "--keylog", str(keys), "--messages", str(s.messages), "--client", s.client,
+            *(["--max-tls", "1.2"] if s.tls == "1.2" else [])]
     spec = CaptureSpec()
     legs = {"tls": work / f"{s.name}.pcap", "plain": work / f"{s.name}.plain.pcap"}
     with Broker(s.port + 1, work / "broker.log", advertised=s.port) as broker:

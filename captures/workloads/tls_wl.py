@@ -1,6 +1,6 @@
-"""kafka-python over TLS, writing a key log: produce then consume, or (``long-lived``) connect and
-warm up first, say READY, and only produce and consume once told ``go`` (the capture starts in
-between, well after every handshake).
+"""kafka-python or aiokafka over TLS, writing a key log: produce then consume, or (``long-lived``,
+kafka-python) connect and warm up first, say READY, and only produce and consume once told ``go``
+(the capture starts in between, well after every handshake).
 
 The client's context comes from ``ssl.create_default_context()`` with ``keylog_filename`` set, so
 OpenSSL writes the NSS key log kdissect and tshark decrypt with. TLS 1.3 suites are whatever the
@@ -9,14 +9,17 @@ terminator offers (forced there through ``OPENSSL_CONF``); ``--max-tls 1.2`` cap
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import ssl
 import sys
 import time
 
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
 from workloads.common import (
+    AIOKAFKA_SENT,
     KAFKA_PYTHON_SENT,
     bootstrap,
     consumed_record,
@@ -27,8 +30,6 @@ from workloads.common import (
     write_json,
 )
 from workloads.common import PlannedMessage as Message
-
-CLIENT = "kafka-python"
 
 
 def _context(keylog: str, max_tls: str | None) -> ssl.SSLContext:
@@ -65,18 +66,43 @@ def _consume(consumer: KafkaConsumer, want: int, result: dict) -> None:
                 result["consumed"].append(consumed_record(r.topic, r.partition, r.offset, r.key, r.value, r.headers))
 
 
+async def _aiokafka(args, context: ssl.SSLContext, result: dict) -> None:
+    common = {"bootstrap_servers": bootstrap(args.port), "security_protocol": "SSL", "ssl_context": context}
+    producer = AIOKafkaProducer(client_id="aiokafka-tls-producer", acks="all", **common)
+    await producer.start()
+    for m in _messages("tls", args.messages):
+        meta = await producer.send_and_wait(args.topic, key=m.key, value=m.value, partition=0)
+        result["produced"].append(produced_record(m, args.topic, meta.partition, meta.offset, acks=-1))
+    await producer.stop()
+    consumer = AIOKafkaConsumer(client_id="aiokafka-tls-consumer", auto_offset_reset="earliest", **common)
+    await consumer.start()
+    consumer.assign([TopicPartition(args.topic, 0)])
+    consumer.seek(TopicPartition(args.topic, 0), 0)
+    while len(result["consumed"]) < args.messages:
+        for records in (await consumer.getmany(timeout_ms=300)).values():
+            for r in records:
+                result["consumed"].append(consumed_record(r.topic, r.partition, r.offset, r.key, r.value, r.headers))
+    await consumer.stop()
+
+
 def main() -> int:
     parser = workload_parser(__doc__.splitlines()[0], ("produce-consume", "long-lived"))
     parser.add_argument("--keylog", required=True)
     parser.add_argument("--max-tls", choices=("1.2", "1.3"))
     parser.add_argument("--messages", type=int, default=20)
+    parser.add_argument("--client", choices=("kafka-python", "aiokafka"), default="kafka-python")
     args = parser.parse_args()
     logging.basicConfig(filename=args.log, level=logging.DEBUG)
     context = _context(args.keylog, args.max_tls)
+    result = new_result({"name": args.client, "tls": args.max_tls or "1.3"}, args.topic)
+    if args.client == "aiokafka":
+        asyncio.run(asyncio.wait_for(_aiokafka(args, context, result), 60))
+        result["requests_sent"] = requests_in_log(args.log.read_text(), AIOKAFKA_SENT)
+        write_json(args.out, result)
+        return 0
     common = {"bootstrap_servers": bootstrap(args.port), "security_protocol": "SSL", "ssl_context": context}
-    result = new_result({"name": CLIENT, "tls": args.max_tls or "1.3"}, args.topic)
-    producer = KafkaProducer(client_id=f"{CLIENT}-tls-producer", acks="all", **common)
-    consumer = KafkaConsumer(client_id=f"{CLIENT}-tls-consumer", auto_offset_reset="earliest", **common)
+    producer = KafkaProducer(client_id="kafka-python-tls-producer", acks="all", **common)
+    consumer = KafkaConsumer(client_id="kafka-python-tls-consumer", auto_offset_reset="earliest", **common)
     consumer.assign([TopicPartition(args.topic, 0)])
     if args.command == "long-lived":
         warm = _produce(producer, args.topic, _messages("warm-up", 2))

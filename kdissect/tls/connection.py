@@ -223,7 +223,9 @@ class TlsConnection:
                 dr.changed = True
             return []
         if dr.cipher is None:
-            if ct == HANDSHAKE and not dr.changed:
+            if dr.changed:  # TLS 1.2 after this side's ChangeCipherSpec: encrypted, alerts too
+                return self._undecrypted(d, rec)
+            if ct == HANDSHAKE:
                 return self._handshake(d, rec.fragment, rec)
             if ct == ALERT:
                 return self._alert(d, rec.fragment, rec)

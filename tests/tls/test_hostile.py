@@ -73,3 +73,12 @@ def test_a_key_log_of_junk_is_counted_not_fatal() -> None:
     assert keylog.junk_lines == 5 and len(keylog) == 1
     assert exchanges(run(encrypted(s), keylog)) == exchanges(run(plaintext(s)))
     assert "11" * 32 not in repr(keylog)
+
+
+def test_a_plaintext_alert_is_a_tls_alert_row_naming_it() -> None:
+    s = session(version="1.3")
+    refused = [s.records[0], (1, b"\x15\x03\x03\x00\x02\x02\x28", s.records[1][2])]  # fatal handshake_failure
+    events = run(tcp_conversation(refused), s.keylog)
+    alerts = [a for a in events if getattr(a, "kind", None) == "tls_alert"]
+    assert len(alerts) == 1 and "fatal" in alerts[0].detail and "handshake_failure" in alerts[0].detail
+    assert alerts[0].direction == "response"

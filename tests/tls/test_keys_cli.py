@@ -88,3 +88,15 @@ def test_editcap_inject_secrets_is_read(tls_files, tmp_path: Path) -> None:
     subprocess.run(["editcap", "--inject-secrets", f"tls,{keys}", str(cap), str(out)], check=True, capture_output=True)
     conns = kdissect.open_capture(out).connections
     assert list(conns["decryption"]) == ["handshake"]
+
+
+def test_live_reads_the_key_log_too(tls_files, tmp_path: Path) -> None:
+    cap, keys, keylog = tls_files
+    out = cli("live", "--read", str(cap), "--no-follow", "--quiet", "--tls-keylog", str(keys),
+              "--out", str(tmp_path / "live"), "--format", "csv")  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    conns = pd.concat(pd.read_csv(p) for p in (tmp_path / "live").glob("connections*.csv"))
+    assert list(conns["decryption"]) == ["handshake"]
+    assert len(pd.concat(pd.read_csv(p) for p in (tmp_path / "live").glob("exchanges*.csv"))) == 6
+    for secret in _secrets(keylog):
+        assert secret not in out.stdout + out.stderr
