@@ -1,4 +1,4 @@
-"""Real Kafka over TLS: tansu behind a TLS terminator, kafka-python or aiokafka writing a key log, both legs
+"""Real Kafka over TLS: tansu behind a TLS terminator, kafka-python, aiokafka or kafkajs writing a key log, both legs
 captured at once (the TLS port and the plaintext port behind it), so every decrypted capture comes
 with its plaintext truth from the same traffic.
 
@@ -70,6 +70,8 @@ SCENARIOS = [
                 long_lived=True, messages=100),
     TlsScenario("aiokafka-tls13-aesgcm", 19512, "1.3", "aiokafka, TLS 1.3 (AES-256-GCM): produce, consume",
                 client="aiokafka"),
+    TlsScenario("kafkajs-tls13-aesgcm", 19516, "1.3", "kafkajs (Node tls keylog event), TLS 1.3: produce, consume "
+                "in a group", client="kafkajs"),
     TlsScenario("aiokafka-tls12-aesgcm", 19514, "1.2", "aiokafka, TLS 1.2 ECDHE-RSA AES-256-GCM: produce, consume",
                 ciphers="ECDHE-RSA-AES256-GCM-SHA384", client="aiokafka"),
 ]  # fmt: skip
@@ -106,10 +108,13 @@ def run(s: TlsScenario) -> dict:
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     keys, out = work / "keys.log", work / "result.json"
-    argv = [sys.executable, "-m", "workloads.tls_wl", "long-lived" if s.long_lived else "produce-consume",
-            "--port", str(s.port), "--out", str(out), "--log", str(work / "client.log"), "--topic", TOPIC,
-            "--keylog", str(keys), "--messages", str(s.messages), "--client", s.client,
-            *(["--max-tls", "1.2"] if s.tls == "1.2" else [])]
+    tail = ["--port", str(s.port), "--out", str(out), "--log", str(work / "client.log"), "--topic", TOPIC,
+            "--keylog", str(keys), "--messages", str(s.messages), *(["--max-tls", "1.2"] if s.tls == "1.2" else [])]
+    if s.client == "kafkajs":
+        argv = ["node", "workloads/kafkajs_tls_wl.js", *tail]
+    else:
+        argv = [sys.executable, "-m", "workloads.tls_wl", "long-lived" if s.long_lived else "produce-consume",
+                *tail, "--client", s.client]
     spec = CaptureSpec()
     legs = {"tls": work / f"{s.name}.pcap", "plain": work / f"{s.name}.plain.pcap"}
     with Broker(s.port + 1, work / "broker.log", advertised=s.port) as broker:
