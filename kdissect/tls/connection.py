@@ -446,7 +446,7 @@ class TlsConnection:
                 self.info.alpn = hello.alpn[0]
         suite = SUITES.get(hello.suites[0])
         server = 1 - self.client_dir
-        if suite is None or suite.tls13 != self.tls13 or hello.version not in (0x0303, hs.TLS13):
+        if suite is None or suite.tls13 != self.tls13 or hello.version not in (hs.TLS12, hs.TLS13):
             return [self._anomaly(DECRYPT_ERROR, server, rec.offset, rec.ts_ns,
                                   f"{self.info.version} with {self.info.suite} is not decrypted (unsupported)")]
         self.suite = suite

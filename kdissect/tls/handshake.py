@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-HELLO_REQUEST, CLIENT_HELLO, SERVER_HELLO, NEW_SESSION_TICKET = 0, 1, 2, 4
+HELLO_REQUEST, CLIENT_HELLO, SERVER_HELLO = 0, 1, 2
 ENCRYPTED_EXTENSIONS, FINISHED, KEY_UPDATE = 8, 20, 24
 EXT_SNI, EXT_ALPN, EXT_ETM, EXT_EMS = 0, 16, 22, 23
 EXT_PRE_SHARED_KEY, EXT_SUPPORTED_VERSIONS = 41, 43
-TLS13 = 0x0304
-VERSION_NAMES = {0x0300: "SSL 3.0", 0x0301: "TLS 1.0", 0x0302: "TLS 1.1", 0x0303: "TLS 1.2", TLS13: "TLS 1.3"}
+TLS12, TLS13 = 0x0303, 0x0304
+VERSION_NAMES = {0x0300: "SSL 3.0", 0x0301: "TLS 1.0", 0x0302: "TLS 1.1", TLS12: "TLS 1.2", TLS13: "TLS 1.3"}
 # A ServerHello with this random is a HelloRetryRequest (RFC 8446 §4.1.3).
 HRR_RANDOM = bytes.fromhex("cf21ad74e59a6111be1d8c021e65b891c2a211167abb8c5e079e09e2c8a8339c")
 MAX_MESSAGE = 1 << 18  # certificate chains are the largest handshake messages Kafka sees (a few KB)

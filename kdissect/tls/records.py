@@ -13,10 +13,9 @@ from collections import deque
 from dataclasses import dataclass
 
 CHANGE_CIPHER_SPEC, ALERT, HANDSHAKE, APPLICATION_DATA = 20, 21, 22, 23
-HEARTBEAT = 24
 HEADER = 5
 MAX_RECORD = (1 << 14) + 2048  # TLSCiphertext.length may not exceed 2^14 + 2048 (RFC 5246 §6.2.3)
-LEGACY_VERSION = 0x0303  # every record after the hellos carries this version, TLS 1.2 and 1.3 alike
+LEGACY_MINOR = 3  # every record after the hellos carries version 3.3, TLS 1.2 and 1.3 alike
 
 
 def looks_like_tls(head: bytes) -> bool:
@@ -31,7 +30,7 @@ def _header_ok(buf: bytes | bytearray, at: int, strict: bool) -> bool:
     length = int.from_bytes(buf[at + 3 : at + 5], "big")
     if length == 0 or length > MAX_RECORD:
         return False
-    return not strict or (buf[at] in (ALERT, APPLICATION_DATA) and buf[at + 2] == 3)
+    return not strict or (buf[at] in (ALERT, APPLICATION_DATA) and buf[at + 2] == LEGACY_MINOR)
 
 
 @dataclass(slots=True)
