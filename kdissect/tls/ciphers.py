@@ -45,6 +45,7 @@ _MAC_HASH = {"SHA": "sha1", "SHA256": "sha256", "SHA384": "sha384"}
 _TAG = 16
 _EXPLICIT_NONCE = 8  # TLS 1.2 AES-GCM/CCM: the per-record half of the nonce travels in the record
 _BLOCK = 16
+_TLS13_OUTER_TYPE = 23  # every protected TLS 1.3 record travels as application_data (its real type is inside)
 
 
 class DecryptError(Exception):
@@ -130,7 +131,7 @@ class RecordCipher:
 
     def _open13(self, version: int, fragment: bytes, seq: int) -> tuple[int, bytes]:
         assert self._aead is not None
-        header = bytes((23,)) + version.to_bytes(2, "big") + len(fragment).to_bytes(2, "big")
+        header = bytes((_TLS13_OUTER_TYPE,)) + version.to_bytes(2, "big") + len(fragment).to_bytes(2, "big")
         inner = self._aead.decrypt(_xor_nonce(self._iv, seq), fragment, header)
         end = len(inner.rstrip(b"\x00"))  # TLSInnerPlaintext: content, type byte, zero padding
         if end == 0:
