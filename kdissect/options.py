@@ -72,8 +72,8 @@ class Options:
     # The key log (``--tls-keylog``; pcapng Decryption Secrets Blocks add to it). Kept out of repr and
     # comparisons: key material never reaches an output, and two runs differ in keys, not in options.
     tls_keylog: KeyLog | None = field(default=None, repr=False, compare=False)
-    tls_trial_connection: int = 100_000  # trial decryption attempts per connection (TLS 1.3 without handshake)
-    tls_trial_run: int = 2_000_000  # ...and for the whole run (one attempt: a record open, a few microseconds)
+    tls_trial_connection: int = 1_000_000  # trial decryption attempts per connection (TLS 1.3 without handshake)
+    tls_trial_run: int = 10_000_000  # ...and for the whole run (one attempt: a record open, about 2 µs)
     tls_trial_max_seq: int = 1 << 20  # the highest record sequence number tried
 
     # -- Kafka layer ------------------------------------------------------------------------

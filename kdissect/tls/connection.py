@@ -334,7 +334,7 @@ class TlsConnection:
     # -- trial decryption -------------------------------------------------------------------
     def _candidates(self, d: int) -> list[Candidate]:
         if self.session is None:
-            return list(self.keylog.traffic_secrets())
+            return list(self.keylog.traffic_secrets(skip=self.trials.claimed))
         label = CLIENT_TRAFFIC if d == self.client_dir else SERVER_TRAFFIC
         secret = self.keylog.secret(self.session, label)
         return [] if secret is None else [(self.session, label, secret)]
@@ -356,6 +356,7 @@ class TlsConnection:
         client_random, label, secret = found.candidate
         self.by_trial = True
         self.session = client_random
+        self.trials.claimed.add(client_random)
         self.suite = found.suite
         self.tls13 = True
         if self.client_dir is None:
@@ -467,6 +468,7 @@ class TlsConnection:
             if c_secret is None or s_secret is None:
                 return
             self.keyed = True
+            self.trials.claimed.add(cr)
             for d, secret in ((self.client_dir, c_secret), (server, s_secret)):
                 self.dirs[d].cipher = tls13_cipher(suite, secret)
             return
@@ -474,6 +476,7 @@ class TlsConnection:
         if master is None:
             return
         self.keyed = True
+        self.trials.claimed.add(cr)
         etm = client.etm and hello.etm and suite.mode == "cbc"
         c_cipher, s_cipher = tls12_ciphers(suite, master, cr, hello.random, etm)
         self.dirs[self.client_dir].pending = c_cipher

@@ -102,10 +102,13 @@ class KeyLog:
         session = self._sessions.get(client_random)
         return None if session is None else session.get(label)
 
-    def traffic_secrets(self) -> Iterator[tuple[bytes, str, bytes]]:
-        """(client random, label, secret) of every TLS 1.3 application traffic secret, newest first
-        (a trial decryption's candidates: a long-lived connection's keys may be anywhere)."""
-        for client_random, session in reversed(self._sessions.items()):
+    def traffic_secrets(self, skip: set[bytes] | frozenset[bytes] = frozenset()) -> Iterator[tuple[bytes, str, bytes]]:
+        """(client random, label, secret) of every TLS 1.3 application traffic secret, oldest first
+        (a trial decryption's candidates: the connections still open when a capture starts are the
+        long-lived ones, whose keys were logged first), except the sessions in ``skip``."""
+        for client_random, session in self._sessions.items():
+            if client_random in skip:
+                continue
             for label in (CLIENT_TRAFFIC, SERVER_TRAFFIC):
                 secret = session.get(label)
                 if secret is not None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from kdissect.tls.ciphers import TLS13_SUITES, DecryptError, RecordCipher, Suite
+from kdissect.tls.ciphers import TLS13_SUITES, RecordCipher, Suite
 from kdissect.tls.keys import tls13_cipher
 from kdissect.tls.records import APPLICATION_DATA, Record
 
@@ -39,6 +39,9 @@ class TrialRun:
     per_run: int
     max_seq: int
     spent: int = 0
+    # Sessions another connection of the run was decrypted with (its handshake, or a trial): they
+    # are no candidates, so a capture's own handshakes narrow the search for the others.
+    claimed: set[bytes] = field(default_factory=set)
     _ciphers: dict[tuple[bytes, str, int], RecordCipher] = field(default_factory=dict)
 
     def __repr__(self) -> str:  # the cache holds keys
@@ -71,12 +74,12 @@ class Allowance:
         self.run = run
         self.left = run.per_connection
 
-    def spend(self) -> bool:
-        if self.left <= 0 or self.run.spent >= self.run.per_run:
-            return False
-        self.left -= 1
-        self.run.spent += 1
-        return True
+    def spend(self, n: int = 1) -> int:
+        """Up to ``n`` attempts, as many as the budgets allow (0 once spent)."""
+        granted = max(0, min(n, self.left, self.run.per_run - self.run.spent))
+        self.left -= granted
+        self.run.spent += granted
+        return granted
 
     @property
     def exhausted(self) -> bool:
@@ -130,13 +133,10 @@ class DirectionTrial:
                 if suite.hash_len != len(candidate[2]):
                     continue
                 cipher = allowance.run.cipher(candidate, suite)
-                for first in range(lo, hi):
-                    if not allowance.spend():
-                        return None
-                    cipher.seq = first + index
-                    try:
-                        cipher.open(probe.content_type, probe.version, probe.fragment)
-                    except DecryptError:
-                        continue
-                    return Found(candidate, suite, first)
+                granted = allowance.spend(hi - lo)
+                seq = cipher.first_opening(range(lo + index, lo + index + granted), probe.version, probe.fragment)
+                if seq is not None:
+                    return Found(candidate, suite, seq - index)
+                if granted < hi - lo:
+                    return None
         return None

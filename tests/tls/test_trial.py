@@ -59,3 +59,16 @@ def test_a_plain_kafka_connection_picked_up_midstream_is_untouched() -> None:
     events = run(clear, s.keylog)
     assert summary(events).encrypted is False and summary(events).decryption is None
     assert len(exchanges(events)) == 35
+
+
+def test_trial_finds_its_session_among_thousands_within_the_budget() -> None:
+    import os
+
+    def sessions(n: int) -> bytes:
+        return b"".join(b"%s %s %s\n" % (label, os.urandom(32).hex().encode(), os.urandom(48).hex().encode())
+                        for _ in range(n) for label in (b"CLIENT_TRAFFIC_SECRET_0", b"SERVER_TRAFFIC_SECRET_0"))
+
+    s = session(20, version="1.3")
+    events = run(_cut(s, 10), KeyLog(sessions(1500) + s.keylog + sessions(1500)))
+    assert summary(events).decryption == "trial"
+    assert len(exchanges(events)) == 35
