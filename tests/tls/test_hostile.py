@@ -82,3 +82,31 @@ def test_a_plaintext_alert_is_a_tls_alert_row_naming_it() -> None:
     alerts = [a for a in events if getattr(a, "kind", None) == "tls_alert"]
     assert len(alerts) == 1 and "fatal" in alerts[0].detail and "handshake_failure" in alerts[0].detail
     assert alerts[0].direction == "response"
+
+
+def test_random_damage_to_real_sessions_never_raises() -> None:
+    """Flipped bytes, cut segments and dropped segments anywhere in TLS 1.3 and 1.2 sessions (with
+    their keys): rows and anomalies, never an exception."""
+    from kdissect.testing.synthetic import with_payload
+
+    rng = random.Random(11)
+    for s in (session(version="1.3"), session(version="1.2", ciphers="ECDHE-RSA-AES128-SHA", etm=False)):
+        segments = tcp_conversation(s.records, mss=300)
+        for _ in range(40):
+            damaged = list(segments)
+            for _ in range(rng.randint(1, 4)):
+                k = rng.randrange(len(damaged))
+                payload = bytearray(damaged[k].payload)
+                if not payload:
+                    continue
+                choice = rng.random()
+                if choice < 0.5:
+                    payload[rng.randrange(len(payload))] ^= 1 << rng.randrange(8)
+                elif choice < 0.8:
+                    payload = payload[: rng.randrange(len(payload))]
+                else:
+                    del damaged[k]
+                    continue
+                damaged[k] = with_payload(damaged[k], bytes(payload))
+            events = run(damaged, s.keylog)
+            assert summary(events).encrypted
