@@ -278,7 +278,8 @@ class TlsConnection:
         if dr.started:
             dr.gap_reason = dr.gap_reason or rec.reason
         if dr.trial is not None:
-            dr.trial = DirectionTrial()  # the records before the hole are no use once it is there
+            dr.trial.release()  # the records before the hole are no use once it is there
+            dr.trial = DirectionTrial(self.trials)
         if dr.cipher is not None:
             if rec.count is None:
                 dr.seek = True
@@ -327,7 +328,9 @@ class TlsConnection:
                     return self._record(d, rec)
             return []
         if dr.trial is None:
-            dr.trial = DirectionTrial()
+            if self._budget_reported:
+                return []  # the search gave up: nothing is held any more
+            dr.trial = DirectionTrial(self.trials)
         dr.trial.add(rec)
         return self._try(d, final=False, ts_ns=rec.ts_ns)
 
@@ -346,9 +349,15 @@ class TlsConnection:
         if not candidates:
             return []
         found = trial.search(candidates, self.allowance, self.trials.max_seq, final=final)
-        if found is None:
-            return self._budget_spent(d, ts_ns) if self.allowance.exhausted else []
-        return self._adopt(d, found)
+        if found is not None:
+            return self._adopt(d, found)
+        if self.allowance.exhausted:
+            for dr in self.dirs:
+                if dr.trial is not None:
+                    dr.trial.release()
+                    dr.trial = None
+            return self._budget_spent(d, ts_ns)
+        return []
 
     def _adopt(self, d: int, found: Found) -> list:
         """A trial authenticated: this direction decrypts from its first held record on."""
@@ -369,7 +378,8 @@ class TlsConnection:
         dr.cipher = tls13_cipher(found.suite, secret)
         events: list = []
         previous = None
-        for index, rec in trial.held:
+        held = trial.release()
+        for index, rec in held:
             if previous is not None and index != previous + 1 and dr.started:
                 dr.gap_reason = "undecrypted"  # records dropped while the key was searched for
             previous = index
@@ -377,7 +387,7 @@ class TlsConnection:
             events.extend(self._record(d, rec))
         other = self.dirs[1 - d]
         if other.trial is not None and other.cipher is None:
-            events.extend(self._try(1 - d, final=False, ts_ns=trial.held[-1][1].ts_ns))
+            events.extend(self._try(1 - d, final=False, ts_ns=held[-1][1].ts_ns))
         return events
 
     def _last_trials(self, ts_ns: int) -> list:
@@ -385,6 +395,9 @@ class TlsConnection:
         for d, dr in enumerate(self.dirs):
             if dr.trial is not None and dr.cipher is None:
                 events.extend(self._try(d, final=True, ts_ns=ts_ns))
+            if dr.trial is not None:
+                dr.trial.release()
+                dr.trial = None
         return events
 
     def _budget_spent(self, d: int, ts_ns: int) -> list:

@@ -25,7 +25,8 @@ from kdissect.tls.records import APPLICATION_DATA, Record
 FIRST_WINDOW = 64
 GROWTH = 4
 PROBES = 8  # the first records of a direction, among which the smallest is the one tried
-HOLD_BYTES = 1 << 20  # records held per direction while its key is searched for
+HOLD_BYTES = 1 << 20  # records held per direction while its key is searched for...
+RUN_HOLD_BYTES = 64 << 20  # ...and by all directions of the run together (past it, only a first probe each)
 MAX_CACHED = 65_536  # derived trial ciphers kept for the run (two HKDF expansions each)
 
 Candidate = tuple[bytes, str, bytes]  # (client random, key log label, secret)
@@ -39,6 +40,7 @@ class TrialRun:
     per_run: int
     max_seq: int
     spent: int = 0
+    held: int = 0  # record bytes all directions hold for their search
     # Sessions another connection of the run was decrypted with (its handshake, or a trial): they
     # are no candidates, so a capture's own handshakes narrow the search for the others.
     claimed: set[bytes] = field(default_factory=set)
@@ -89,9 +91,10 @@ class Allowance:
 class DirectionTrial:
     """One direction's held records and how far its search went."""
 
-    __slots__ = ("count", "dropped", "held", "held_bytes", "tried_hi")
+    __slots__ = ("count", "dropped", "held", "held_bytes", "run", "tried_hi")
 
-    def __init__(self) -> None:
+    def __init__(self, run: TrialRun) -> None:
+        self.run = run
         self.held: list[tuple[int, Record]] = []  # (index in the direction, record)
         self.held_bytes = 0
         self.count = 0  # records seen
@@ -100,13 +103,26 @@ class DirectionTrial:
 
     def add(self, record: Record) -> None:
         if record.content_type == APPLICATION_DATA:
-            self.held.append((self.count, record))
-            self.held_bytes += len(record.fragment)
-            while self.held_bytes > HOLD_BYTES and len(self.held) > PROBES:
+            if self.held and self.run.held + len(record.fragment) > RUN_HOLD_BYTES and len(self.held) >= PROBES:
+                self.dropped += 1
+            else:
+                self.held.append((self.count, record))
+                self._hold(len(record.fragment))
+            while len(self.held) > PROBES and (self.held_bytes > HOLD_BYTES or self.run.held > RUN_HOLD_BYTES):
                 _, old = self.held.pop(PROBES)  # the probes stay; the oldest of the rest goes
-                self.held_bytes -= len(old.fragment)
+                self._hold(-len(old.fragment))
                 self.dropped += 1
         self.count += 1
+
+    def release(self) -> list[tuple[int, Record]]:
+        """The held records, no longer counted against the run's bound."""
+        held, self.held = self.held, []
+        self._hold(-self.held_bytes)
+        return held
+
+    def _hold(self, n: int) -> None:
+        self.held_bytes += n
+        self.run.held += n
 
     def search(self, candidates: Iterable[Candidate], allowance: Allowance, max_seq: int,
                final: bool = False) -> Found | None:  # fmt: skip

@@ -110,3 +110,20 @@ def test_random_damage_to_real_sessions_never_raises() -> None:
                 damaged[k] = with_payload(damaged[k], bytes(payload))
             events = run(damaged, s.keylog)
             assert summary(events).encrypted
+
+
+def test_records_held_for_trial_decryption_are_bounded_per_run(monkeypatch) -> None:
+    from kdissect.tls import trial
+    from kdissect.tls.records import Record
+
+    monkeypatch.setattr(trial, "RUN_HOLD_BYTES", 100_000)
+    run_ = trial.TrialRun(10, 10, 64)
+    directions = [trial.DirectionTrial(run_) for _ in range(50)]
+    for i in range(200):
+        for d in directions:
+            d.add(Record(23, 0x0303, bytes(1000), i * 1005, i))
+    assert run_.held <= 100_000 + 50 * 1000  # the bound, plus at most a first probe per direction
+    assert run_.held == sum(d.held_bytes for d in directions)
+    for d in directions:
+        d.release()
+    assert run_.held == 0
