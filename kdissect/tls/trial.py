@@ -103,12 +103,12 @@ class DirectionTrial:
 
     def add(self, record: Record) -> None:
         if record.content_type == APPLICATION_DATA:
-            if self.held and self.run.held + len(record.fragment) > RUN_HOLD_BYTES and len(self.held) >= PROBES:
-                self.dropped += 1
+            if self.held and self.run.held + len(record.fragment) > RUN_HOLD_BYTES:
+                self.dropped += 1  # the run holds enough: this direction searches with what it has
             else:
                 self.held.append((self.count, record))
                 self._hold(len(record.fragment))
-            while len(self.held) > PROBES and (self.held_bytes > HOLD_BYTES or self.run.held > RUN_HOLD_BYTES):
+            while len(self.held) > PROBES and self.held_bytes > HOLD_BYTES:
                 _, old = self.held.pop(PROBES)  # the probes stay; the oldest of the rest goes
                 self._hold(-len(old.fragment))
                 self.dropped += 1
