@@ -2,9 +2,10 @@
 """TLS decryption throughput: kdissect against tshark, same capture, same key log, one run.
 
     python bench/bench_tls.py --exchanges 3000 --payload 16000 --rounds 3
+    python bench/bench_tls.py --tls 1.2 --ciphers ECDHE-RSA-AES256-SHA384    # CBC + HMAC-SHA384
 
-Builds (once per size) ``bench/out/tls-N-P.pcap`` and its key log: one real OpenSSL TLS 1.3
-session (AES-256-GCM, in-process, kdissect/testing/tls_session.py) carrying N Metadata and N
+Builds (once per size and suite) ``bench/out/tls-N-P-SUITE.pcap`` and its key log: one real OpenSSL
+session (TLS 1.3 AES-256-GCM by default, in-process, kdissect/testing/tls_session.py) carrying N Metadata and N
 Produce round trips with P-byte record payloads, plus ``tls-N-P.plain.pcap``, the same frames in
 the clear. Then, alternating, measures the CPU seconds (user + system of the child, so other
 engineers' load on the machine matters less than wall time would) of:
@@ -38,12 +39,12 @@ from kdissect.testing.tls_session import tls_session  # noqa: E402
 OUT = HERE / "out"
 
 
-def build(n: int, payload: int) -> tuple[Path, Path, Path]:
+def build(n: int, payload: int, version: str, ciphers: str | None) -> tuple[Path, Path, Path]:
     OUT.mkdir(exist_ok=True)
-    stem = OUT / f"tls-{n}-{payload}"
-    cap, plain, keys = stem.with_suffix(".pcap"), stem.with_suffix(".plain.pcap"), stem.with_suffix(".keys.log")
+    stem = OUT / f"tls-{n}-{payload}-{version}-{ciphers or 'default'}"
+    cap, plain, keys = (stem.parent / f"{stem.name}{suffix}" for suffix in (".pcap", ".plain.pcap", ".keys.log"))
     if not (cap.exists() and plain.exists() and keys.exists()):
-        session = tls_session(kafka_messages(n, payload=payload))
+        session = tls_session(kafka_messages(n, payload=payload), version=version, ciphers=ciphers)
         cap.write_bytes(write_capture(tcp_conversation(session.records)))
         plain.write_bytes(write_capture(tcp_conversation(session.plain)))
         keys.write_bytes(session.keylog)
@@ -63,8 +64,10 @@ def main() -> int:
     ap.add_argument("--exchanges", type=int, default=3000, help="Metadata and Produce round trips, each")
     ap.add_argument("--payload", type=int, default=16000, help="record payload bytes per Produce")
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--tls", choices=("1.2", "1.3"), default="1.3")
+    ap.add_argument("--ciphers", help="TLS 1.2 suite (OpenSSL name), e.g. ECDHE-RSA-AES256-SHA384")
     args = ap.parse_args()
-    cap, plain, keys = build(args.exchanges, args.payload)
+    cap, plain, keys = build(args.exchanges, args.payload, args.tls, args.ciphers)
     size_mb = cap.stat().st_size / 1e6
     kd = [sys.executable, "-m", "kdissect.cli", "analyze"]
     runs = {
@@ -77,7 +80,8 @@ def main() -> int:
     for _ in range(args.rounds):
         for name, argv in runs.items():
             times[name].append(cpu_seconds(argv))
-    print(f"capture: {cap.name}, {size_mb:.1f} MB, {2 * args.exchanges} exchanges, TLS 1.3 AES-256-GCM")
+    suite = args.ciphers or ("AES-256-GCM" if args.tls == "1.3" else "OpenSSL's default")
+    print(f"capture: {cap.name}, {size_mb:.1f} MB, {2 * args.exchanges} exchanges, TLS {args.tls} {suite}")
     median = {name: statistics.median(t) for name, t in times.items()}
     for name, t in median.items():
         each = ", ".join(f"{x:.2f}" for x in times[name])

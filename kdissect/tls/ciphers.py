@@ -147,7 +147,8 @@ class RecordCipher:
         assert self._aead is not None
         header = bytes((_TLS13_OUTER_TYPE,)) + version.to_bytes(2, "big") + len(fragment).to_bytes(2, "big")
         inner = self._aead.decrypt(_xor_nonce(self._iv, seq), fragment, header)
-        end = len(inner.rstrip(b"\x00"))  # TLSInnerPlaintext: content, type byte, zero padding
+        # TLSInnerPlaintext: content, type byte, zero padding (rarely any: look before copying)
+        end = len(inner) if inner[-1:] != b"\x00" else len(inner.rstrip(b"\x00"))
         if end == 0:
             raise DecryptError(f"record {seq}: no content type")
         return inner[end - 1], inner[: end - 1]

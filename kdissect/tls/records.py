@@ -68,11 +68,12 @@ RecordEvent = Record | RecordsLost | BadHeader
 class RecordReader:
     """Whole records of one direction, in order."""
 
-    __slots__ = ("_buf", "_chunks", "_skip_to", "_start", "at", "hunting", "skipped", "synced")
+    __slots__ = ("_buf", "_chunks", "_need", "_skip_to", "_start", "at", "hunting", "skipped", "synced")
 
     def __init__(self, hunting: bool = False) -> None:
         self._buf = bytearray()
         self._start = 0  # index in _buf of the next unread byte
+        self._need = 0  # _buf's length before the record being read is whole (most segments end short of it)
         self.at: int | None = None  # stream offset of _buf[_start]
         self._skip_to: int | None = None  # the rest of a record a hole cut: skipped up to here
         # (end offset, capture time) of the runs buffered: a record's time is its last byte's
@@ -94,6 +95,8 @@ class RecordReader:
             self._skip_to = None
         self._buf += data
         self._chunks.append((offset + len(data), ts_ns))
+        if len(self._buf) < self._need:
+            return []
         out: list[RecordEvent] = []
         self._read(ts_ns, out, final=False)
         return out
@@ -125,6 +128,7 @@ class RecordReader:
         return len(self._buf) - self._start
 
     def _reset(self, offset: int) -> None:
+        self._need = 0
         self._chunks.clear()
         self._buf = bytearray()
         self._start = 0
@@ -156,6 +160,7 @@ class RecordReader:
             length = int.from_bytes(buf[start + 3 : start + 5], "big")
             end = start + HEADER + length
             if len(buf) < end:
+                self._need = end
                 break
             version = int.from_bytes(buf[start + 1 : start + 3], "big")
             stream_end = self.at + HEADER + length
@@ -163,11 +168,13 @@ class RecordReader:
             while len(chunks) > 1 and chunks[0][0] < stream_end:
                 chunks.popleft()
             done_ts = chunks[0][1] if chunks else ts_ns
-            out.append(Record(buf[start], version, bytes(buf[start + HEADER : end]), self.at, done_ts))
+            fragment = bytes(memoryview(buf)[start + HEADER : end])  # one copy, not two
+            out.append(Record(buf[start], version, fragment, self.at, done_ts))
             self.synced = True
             self._advance(HEADER + length)
         if self._start > (1 << 16) and self._start * 2 > len(buf):
             del buf[: self._start]
+            self._need = max(0, self._need - self._start)
             self._start = 0
             while len(self._chunks) > 1 and self._chunks[0][0] <= self.at:
                 self._chunks.popleft()  # runs hunted past
