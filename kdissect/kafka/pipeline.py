@@ -20,10 +20,11 @@ from kdissect.reassembly.streams import StreamConflict, StreamData, StreamEnd, S
 from kdissect.sources.segment import TcpSegment
 from kdissect.tls.connection import TlsConnection
 from kdissect.tls.keylog import KeyLog
+from kdissect.tls.probe import MidstreamProbe
 from kdissect.tls.records import looks_like_tls
 from kdissect.tls.trial import TrialRun
 
-Connection = KafkaConnection | TlsConnection
+Connection = KafkaConnection | TlsConnection | MidstreamProbe
 
 
 class KafkaPipeline:
@@ -65,13 +66,20 @@ class KafkaPipeline:
         conn = self.connections.get(conn_id)
         if isinstance(conn, StreamStart):
             start = conn
-            conn = KafkaConnection(conn_id, start.a, start.b, start.ts_ns, start.syn_seen, self.options)
-            tls = isinstance(first, StreamData) and looks_like_tls(first.data[:3])
+            kafka = KafkaConnection(conn_id, start.a, start.b, start.ts_ns, start.syn_seen, self.options)
             midstream = isinstance(first, StreamGap) and first.reason == "midstream"
-            if tls or midstream:
-                ports = self.options.ports
-                conn = TlsConnection(conn_id, conn, self.keylog, self.trials, midstream=midstream,
+            ports = self.options.ports
+
+            def tls(kafka: KafkaConnection = kafka, midstream: bool = midstream) -> TlsConnection:
+                return TlsConnection(conn_id, kafka, self.keylog, self.trials, midstream=midstream,
                                      report=start.a[1] in ports or start.b[1] in ports)  # fmt: skip
+
+            if midstream:
+                conn = MidstreamProbe(conn_id, kafka, tls)
+            elif isinstance(first, StreamData) and looks_like_tls(first.data[:3]):
+                conn = tls()
+            else:
+                conn = kafka
             self.connections[conn_id] = conn
         return conn
 

@@ -10,9 +10,8 @@ How a connection is decrypted ends up in its summary (``decryption``):
 - ``no handshake``: picked up after the handshake and no trial succeeded (TLS 1.2 never can).
 - ``failed``: keys were found but records did not authenticate (a wrong or damaged key log).
 
-A connection picked up mid-stream may or may not be TLS: it starts as a probe that hunts for a
-chain of record headers, holding what it read (bounded); if none turns up it hands the held runs,
-unchanged, to the wrapped sink and steps aside.
+A connection picked up mid-stream comes here once :mod:`.probe` found TLS records in it; its
+readers hunt for the record boundary again from the first byte.
 
 Records that cannot be decrypted become gaps of unknown plaintext length (reason
 ``undecrypted``), so framing resynchronises as it does after lost packets. Secrets stay here: the
@@ -22,7 +21,6 @@ events this emits carry names, counts and offsets only.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum
 
 from kdissect.events import Anomaly, ConnectionSummary
 from kdissect.reassembly.streams import DirectionStats, RunSink, StreamConflict
@@ -43,8 +41,6 @@ from kdissect.tls.records import (
     APPLICATION_DATA,
     CHANGE_CIPHER_SPEC,
     HANDSHAKE,
-    HEADER,
-    MAX_RECORD,
     BadHeader,
     Record,
     RecordEvent,
@@ -56,15 +52,8 @@ from kdissect.tls.trial import Allowance, Candidate, DirectionTrial, Found, Tria
 # Anomaly kinds of this stage (described, for the reports, in report/terminal.py's registry).
 NO_KEY, DECRYPT_ERROR, ALERT_KIND, MALFORMED = "tls_no_key", "tls_decrypt_error", "tls_alert", "tls_malformed"
 CAP = "cap"  # a resource bound cut something (here: the trial decryption budget)
-PROBE_BYTES = 64 * 1024  # bytes a mid-stream probe holds before deciding the connection is not TLS
 MAX_REPORTED = 8  # decrypt errors reported one by one per direction; the rest in one row at the end
 SEEK = 256  # sequence numbers tried after records were lost with their boundary
-
-
-class Mode(Enum):
-    PROBE = "probe"  # picked up mid-stream: TLS or not is still being found out
-    TLS = "tls"
-    PLAIN = "plain"  # not TLS after all: runs pass through unchanged
 
 
 @dataclass(slots=True)
@@ -112,10 +101,7 @@ class TlsConnection:
         self.trials = trials
         self.allowance = Allowance(trials)
         self.report = report  # on a broker port: "not decrypted" is worth an anomaly row
-        self.mode = Mode.PROBE if midstream else Mode.TLS
         self.dirs = (_Direction(midstream), _Direction(midstream))
-        self._held: list[tuple] = []  # a probe's runs, replayed if this is not TLS
-        self._held_bytes = 0
         self.info = TlsInfo()
         self.client_dir: int | None = None
         self.client_hello: hs.Hello | None = None
@@ -132,37 +118,19 @@ class TlsConnection:
 
     # -- RunSink --------------------------------------------------------------------------
     def data(self, direction: int, offset: int, data: bytes, ts_ns: int) -> list:
-        if self.mode is Mode.PLAIN:
-            return self.inner.data(direction, offset, data, ts_ns)
-        if self.mode is Mode.PROBE:
-            self._hold(("data", direction, offset, data, ts_ns), len(data))
-        events = self._records(direction, self.dirs[direction].reader.feed(offset, data, ts_ns))
-        return events + self._decide() if self.mode is Mode.PROBE else events
+        return self._records(direction, self.dirs[direction].reader.feed(offset, data, ts_ns))
 
     def gap(self, direction: int, offset: int, length: int | None, ts_ns: int, reason: str) -> list:
-        if self.mode is Mode.PLAIN:
-            return self.inner.gap(direction, offset, length, ts_ns, reason)
-        if self.mode is Mode.PROBE:
-            self._hold(("gap", direction, offset, length, ts_ns, reason), 0)
         return self._records(direction, self.dirs[direction].reader.gap(offset, length, ts_ns, reason))
 
     def conflict(self, ev: StreamConflict) -> list:
-        """A retransmission that differs: in ciphertext it means nothing to report past TLS."""
-        if self.mode is Mode.PLAIN:
-            return self.inner.conflict(ev)  # type: ignore[attr-defined]
-        if self.mode is Mode.PROBE:
-            self._hold(("conflict", ev), 0)
+        """A retransmission that differs: in ciphertext it means nothing Kafka framing could use."""
         return []
 
     def end(self, ts_ns: int, reason: str, stats: tuple[DirectionStats, DirectionStats] | None = None) -> list:
         events: list = []
-        if self.mode is not Mode.PLAIN:
-            for d, dr in enumerate(self.dirs):
-                events.extend(self._records(d, dr.reader.finish(ts_ns)))
-            if self.mode is Mode.PROBE and not any(dr.reader.synced for dr in self.dirs):
-                events.extend(self._plain())
-        if self.mode is Mode.PLAIN:
-            return events + self.inner.end(ts_ns, reason, stats)
+        for d, dr in enumerate(self.dirs):
+            events.extend(self._records(d, dr.reader.finish(ts_ns)))
         events.extend(self._last_trials(ts_ns))
         events.extend(self._closing_anomalies(ts_ns))
         inner = self.inner.end(ts_ns, reason, stats)
@@ -171,39 +139,8 @@ class TlsConnection:
                 self._fill(ev)
         return events + inner
 
-    # -- probing a mid-stream connection ----------------------------------------------------
-    def _hold(self, run: tuple, size: int) -> None:
-        self._held.append(run)
-        self._held_bytes += size
-
-    def _decide(self) -> list:
-        if any(dr.reader.synced for dr in self.dirs):
-            self.mode = Mode.TLS
-            self._held.clear()
-            return []
-        hopeless = any(dr.reader.skipped > MAX_RECORD + HEADER for dr in self.dirs)
-        if hopeless or self._held_bytes > PROBE_BYTES:
-            return self._plain()
-        return []
-
-    def _plain(self) -> list:
-        """Not TLS: the held runs go to the wrapped sink as they came."""
-        self.mode = Mode.PLAIN
-        events: list = []
-        for run in self._held:
-            if run[0] == "data":
-                events.extend(self.inner.data(*run[1:]))
-            elif run[0] == "gap":
-                events.extend(self.inner.gap(*run[1:]))
-            else:
-                events.extend(self.inner.conflict(run[1]))  # type: ignore[attr-defined]
-        self._held.clear()
-        return events
-
     # -- records ----------------------------------------------------------------------------
     def _records(self, d: int, records: list[RecordEvent]) -> list:
-        if self.mode is Mode.PROBE and not self.dirs[d].reader.synced:
-            return []  # hunting has not found TLS yet: nothing to say
         events: list = []
         for rec in records:
             if isinstance(rec, Record):
