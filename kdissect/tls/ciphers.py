@@ -168,27 +168,32 @@ class RecordCipher:
 
     def _open_cbc(self, content_type: int, version: int, fragment: bytes, seq: int) -> bytes:
         mac_len = self.suite.mac_len
-        if self._etm:  # RFC 7366: the MAC covers IV + ciphertext, and comes first to check
-            body, tag = fragment[:-mac_len], fragment[-mac_len:]
-            self._check_mac(_aad12(seq, content_type, version, len(body)) + body, tag, seq)
-            plain = self._cbc_decrypt(body, seq)
-            return _unpad(plain, seq)
-        plain = _unpad(self._cbc_decrypt(fragment, seq), seq)
-        if len(plain) < mac_len:
+        if len(fragment) < mac_len:
             raise DecryptError(f"record {seq}: shorter than its MAC")
-        content, tag = plain[: len(plain) - mac_len], plain[len(plain) - mac_len :]
-        self._check_mac(_aad12(seq, content_type, version, len(content)) + content, tag, seq)
-        return content
+        if self._etm:  # RFC 7366: the MAC covers IV + ciphertext, and comes first to check
+            body = memoryview(fragment)[: len(fragment) - mac_len]
+            self._check_mac(_aad12(seq, content_type, version, len(body)), body, fragment[len(body) :], seq)
+            plain = self._cbc_decrypt(body, seq)
+            return plain[: _unpadded(plain, seq)]
+        plain = self._cbc_decrypt(memoryview(fragment), seq)
+        end = _unpadded(plain, seq) - mac_len
+        if end < 0:
+            raise DecryptError(f"record {seq}: shorter than its MAC")
+        self._check_mac(_aad12(seq, content_type, version, end), memoryview(plain)[:end], plain[end : end + mac_len],
+                        seq)  # fmt: skip
+        return plain[:end]
 
-    def _cbc_decrypt(self, body: bytes, seq: int) -> bytes:
+    def _cbc_decrypt(self, body: memoryview, seq: int) -> bytes:
         if len(body) < 2 * _BLOCK or len(body) % _BLOCK:
             raise DecryptError(f"record {seq}: not whole CBC blocks")
-        dec = Cipher(algorithms.AES(self._cbc_key), modes.CBC(body[:_BLOCK])).decryptor()
+        dec = Cipher(algorithms.AES(self._cbc_key), modes.CBC(bytes(body[:_BLOCK]))).decryptor()
         return dec.update(body[_BLOCK:]) + dec.finalize()
 
-    def _check_mac(self, covered: bytes, tag: bytes, seq: int) -> None:
+    def _check_mac(self, header: bytes, content: memoryview, tag: bytes, seq: int) -> None:
         assert self.suite.mac is not None
-        if not hmac.compare_digest(hmac.digest(self._mac_key, covered, self.suite.mac), tag):
+        mac = hmac.new(self._mac_key, header, self.suite.mac)
+        mac.update(content)
+        if not hmac.compare_digest(mac.digest(), tag):
             raise DecryptError(f"record {seq}: bad MAC")
 
 
@@ -210,10 +215,11 @@ def _aad12(seq: int, content_type: int, version: int, length: int) -> bytes:
     return seq.to_bytes(8, "big") + bytes((content_type,)) + version.to_bytes(2, "big") + length.to_bytes(2, "big")
 
 
-def _unpad(plain: bytes, seq: int) -> bytes:
+def _unpadded(plain: bytes, seq: int) -> int:
+    """The length of a CBC plaintext without its padding (checked byte by byte)."""
     if not plain:
         raise DecryptError(f"record {seq}: empty")
     pad = plain[-1]
     if pad + 1 > len(plain) or plain[-pad - 1 :] != bytes((pad,)) * (pad + 1):
         raise DecryptError(f"record {seq}: bad padding")
-    return plain[: -pad - 1]
+    return len(plain) - pad - 1
