@@ -98,7 +98,10 @@ def _options(args: argparse.Namespace) -> Options:
     if getattr(args, "tls_keylog", None) is not None:
         from kdissect.engines.keylog_file import load_keylog
 
-        knobs["tls_keylog"] = load_keylog(args.tls_keylog)
+        keylog = knobs["tls_keylog"] = load_keylog(args.tls_keylog)
+        if keylog.junk_lines or not len(keylog):  # counts only: the lines themselves may hold secrets
+            print(f"kdissect: {safe_text(args.tls_keylog)}: {len(keylog)} TLS sessions, {keylog.junk_lines} lines "
+                  "that are no key log lines (skipped)", file=sys.stderr)
     return Options(**knobs)
 
 

@@ -84,8 +84,8 @@ def summary_lines(s: Summary, captures: Sequence[str] = ()) -> list[str]:
     ]
     if s.tls_connections:
         lines.append(f"TLS: {s.tls_connections} encrypted connections, {s.decrypted_connections} decrypted"
-                     + ("" if s.decrypted_connections == s.tls_connections else " (the connections table's "
-                        "decryption column says why not; --tls-keylog FILE gives keys)"))  # fmt: skip
+                     + ("" if s.decrypted_connections == s.tls_connections else " (why not: the connections "
+                        "table's decryption column; keys come from --tls-keylog FILE)"))  # fmt: skip
     if s.kafka_connections == 0 and not s.exchanges:
         lines.append("no Kafka traffic found")
     if s.apis:

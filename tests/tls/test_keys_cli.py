@@ -100,3 +100,13 @@ def test_live_reads_the_key_log_too(tls_files, tmp_path: Path) -> None:
     assert len(pd.concat(pd.read_csv(p) for p in (tmp_path / "live").glob("exchanges*.csv"))) == 6
     for secret in _secrets(keylog):
         assert secret not in out.stdout + out.stderr
+
+
+def test_a_key_log_of_junk_is_one_line_of_counts(tls_files, tmp_path: Path) -> None:
+    cap, _, _ = tls_files
+    junk = tmp_path / "junk.log"
+    junk.write_text("not a key log\nCLIENT_RANDOM zz 00\n")
+    out = cli("analyze", str(cap), "--tls-keylog", str(junk))
+    assert out.returncode == 0
+    assert out.stderr == f"kdissect: {junk}: 0 TLS sessions, 2 lines that are no key log lines (skipped)\n"
+    assert "0 decrypted" in out.stdout
