@@ -62,7 +62,7 @@ class TrialRun:
 
 @dataclass(frozen=True, slots=True)
 class Found:
-    candidate: Candidate
+    candidate: Candidate = field(repr=False)  # holds the secret
     suite: Suite
     first_seq: int  # the sequence number of the direction's first held record
 
