@@ -110,3 +110,10 @@ def test_a_key_log_of_junk_is_one_line_of_counts(tls_files, tmp_path: Path) -> N
     assert out.returncode == 0
     assert out.stderr == f"kdissect: {junk}: 0 TLS sessions, 2 lines that are no key log lines (skipped)\n"
     assert "0 decrypted" in out.stdout
+
+
+def test_the_report_says_how_many_connections_were_decrypted(tls_files, tmp_path: Path) -> None:
+    cap, keys, _ = tls_files
+    out = cli("report", str(cap), "--tls-keylog", str(keys), "-o", str(tmp_path / "r.md"))
+    assert out.returncode == 0, out.stderr
+    assert "TLS connections" in (tmp_path / "r.md").read_text() and "1 (1 decrypted)" in (tmp_path / "r.md").read_text()
