@@ -326,13 +326,15 @@ def cmd_live(args: argparse.Namespace) -> int:
         raise UsageError("--report needs the HTML report builder (`kdissect report`), which this build lacks")
     if args.report and report_from is None:
         raise UsageError("--report is built from the raw packets: add --write FILE.pcapng")
+    keylog_path, args.tls_keylog = args.tls_keylog, None  # followed below, not read once
     options = replace(_options(args), ports=tuple(args.port)) if args.port else _options(args)
     keys = None
-    if args.tls_keylog is not None:  # clients append to it as they connect: read on as the run goes
+    if keylog_path is not None:  # clients append to it as they connect (it may not exist yet): read on
         from kdissect.engines.keylog_file import KeyLogFile
 
-        keys = KeyLogFile(args.tls_keylog, options.tls_keylog)
-        keys.read()
+        keys = KeyLogFile(keylog_path)
+        keys.follow()
+        options = replace(options, tls_keylog=keys.keylog)
     source, title = _live_source(args, options.ports)
     metrics = None
     if args.metrics_port is not None:

@@ -117,3 +117,9 @@ def test_the_report_says_how_many_connections_were_decrypted(tls_files, tmp_path
     out = cli("report", str(cap), "--tls-keylog", str(keys), "-o", str(tmp_path / "r.md"))
     assert out.returncode == 0, out.stderr
     assert "TLS connections" in (tmp_path / "r.md").read_text() and "1 (1 decrypted)" in (tmp_path / "r.md").read_text()
+
+
+def test_live_follows_a_key_log_that_does_not_exist_yet(tls_files, tmp_path: Path) -> None:
+    cap, _, _ = tls_files
+    out = cli("live", "--read", str(cap), "--no-follow", "--quiet", "--tls-keylog", str(tmp_path / "later.log"))
+    assert out.returncode == 0, out.stderr
