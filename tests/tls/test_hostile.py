@@ -127,3 +127,28 @@ def test_records_held_for_trial_decryption_are_bounded_per_run(monkeypatch) -> N
     for d in directions:
         d.release()
     assert run_.held == 0
+
+
+def test_renegotiation_is_reported_and_not_followed() -> None:
+    """Python cannot renegotiate, so the HelloRequest is handed to an established connection's
+    handshake reader directly: one row, and the next ChangeCipherSpec stops decryption there."""
+    from kdissect.kafka.session import KafkaConnection
+    from kdissect.options import Options
+    from kdissect.tls.connection import TlsConnection
+    from kdissect.tls.records import Record
+    from kdissect.tls.trial import TrialRun
+
+    s = session(version="1.2", ciphers="ECDHE-RSA-AES128-GCM-SHA256")
+    ends = (("10.0.0.1", 40000), ("10.0.0.2", 9092))
+    conn = TlsConnection(1, KafkaConnection(1, *ends, 0, True, Options()), KeyLog(s.keylog), TrialRun(10, 10, 64),
+                         midstream=False, report=True)  # fmt: skip
+    offsets = [0, 0]
+    for d, data, ts in s.records:
+        conn.data(d, offsets[d], data, ts)
+        offsets[d] += len(data)
+    assert conn.established and conn.decrypted
+    hello_request = Record(22, 0x0303, b"", 0, 1)
+    [row] = conn._message(1, 0, b"", hello_request)
+    assert row.kind == "tls_decrypt_error" and "renegotiation" in row.detail
+    conn._record(1, Record(20, 0x0303, b"\x01", 0, 2))  # the server's next ChangeCipherSpec
+    assert conn.dirs[1].cipher is None
