@@ -59,8 +59,10 @@ def write_certificate(directory: Path, key_type: str = "rsa") -> tuple[Path, Pat
 
 
 def tls_session(plain: list[Message], *, version: str = "1.3", ciphers: str | None = None, key_type: str = "rsa",
-                etm: bool = True, sni: str | None = "broker.test", alpn: list[str] | None = None) -> TlsSession:
-    """A TLS session carrying ``plain`` (messages in order; the handshake happens before the first)."""
+                etm: bool = True, sni: str | None = "broker.test", alpn: list[str] | None = None,
+                resume: bool = False) -> TlsSession:  # fmt: skip
+    """A TLS session carrying ``plain`` (messages in order; the handshake happens before the first).
+    With ``resume``, a first connection (not returned) gives the session this one resumes."""
     with tempfile.TemporaryDirectory() as tmp:
         directory = Path(tmp)
         cert, key = write_certificate(directory, key_type)
@@ -79,27 +81,40 @@ def tls_session(plain: list[Message], *, version: str = "1.3", ciphers: str | No
                 ctx.options |= OP_NO_ENCRYPT_THEN_MAC
             if alpn:
                 ctx.set_alpn_protocols(alpn)
-        ends = [ssl.MemoryBIO(), ssl.MemoryBIO(), ssl.MemoryBIO(), ssl.MemoryBIO()]
-        client = client_ctx.wrap_bio(ends[0], ends[1], server_side=False, server_hostname=sni)
-        server = server_ctx.wrap_bio(ends[2], ends[3], server_side=True)
         t0 = plain[0][2] - 100 * HANDSHAKE_STEP_NS if plain else 0
-        records: list[Message] = []
-        pump = _Pump(ends, records)
-        for step in range(40):
-            done = [_handshake(client), _handshake(server)]
-            pump.move(t0 + step * HANDSHAKE_STEP_NS)
-            if all(done) and not ends[1].pending and not ends[3].pending:
-                break
-        out_plain: list[Message] = []
+        session = None
+        if resume:
+            client, server, pump = _connect(client_ctx, server_ctx, sni, t0, None)
+            _send(client, server, pump, b"ping", t0)  # TLS 1.3 tickets come after the handshake
+            _send(server, client, pump, b"pong", t0)
+            session = client.session
+        client, server, pump = _connect(client_ctx, server_ctx, sni, t0, session)
         for direction, payload, ts in plain:
             sender, receiver = (client, server) if direction == 0 else (server, client)
-            sender.write(payload)
-            pump.move(ts)
-            got = b""
-            while len(got) < len(payload):
-                got += receiver.read(len(payload) - len(got))
-            out_plain.append((direction, payload, ts))
-        return TlsSession(records, out_plain, keylog.read_bytes())
+            _send(sender, receiver, pump, payload, ts)
+        return TlsSession(pump.records, list(plain), keylog.read_bytes())
+
+
+def _connect(client_ctx: ssl.SSLContext, server_ctx: ssl.SSLContext, sni: str | None, t0: int,
+             session: ssl.SSLSession | None) -> tuple[ssl.SSLObject, ssl.SSLObject, _Pump]:  # fmt: skip
+    ends = [ssl.MemoryBIO(), ssl.MemoryBIO(), ssl.MemoryBIO(), ssl.MemoryBIO()]
+    client = client_ctx.wrap_bio(ends[0], ends[1], server_side=False, server_hostname=sni, session=session)
+    server = server_ctx.wrap_bio(ends[2], ends[3], server_side=True)
+    pump = _Pump(ends, [])
+    for step in range(40):
+        done = [_handshake(client), _handshake(server)]
+        pump.move(t0 + step * HANDSHAKE_STEP_NS)
+        if all(done) and not ends[1].pending and not ends[3].pending:
+            break
+    return client, server, pump
+
+
+def _send(sender: ssl.SSLObject, receiver: ssl.SSLObject, pump: _Pump, payload: bytes, ts: int) -> None:
+    sender.write(payload)
+    pump.move(ts)
+    got = b""
+    while len(got) < len(payload):
+        got += receiver.read(len(payload) - len(got))
 
 
 class _Pump:

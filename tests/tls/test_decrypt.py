@@ -96,3 +96,13 @@ def test_segments_cut_anywhere_still_decrypt() -> None:
     want = exchanges(run(plaintext(s)))
     for mss in (7, 100, 65483):
         assert exchanges(run(tcp_conversation(s.records, mss=mss), s.keylog)) == want
+
+
+def test_resumed_sessions_decrypt_and_say_so() -> None:
+    """TLS 1.2 session-id/ticket resumption (abbreviated handshake) and TLS 1.3 PSK resumption."""
+    for version in ("1.2", "1.3"):
+        s = session(version=version, resume=True)
+        events = run(encrypted(s), s.keylog)
+        conn = summary(events)
+        assert (conn.tls_resumed, conn.decryption) == (True, "handshake"), version
+        assert exchanges(events) == exchanges(run(plaintext(s)))
