@@ -66,9 +66,10 @@ class Broker:
     NODE_ID = 111
     CLUSTER_ID = "tansu_cluster"
 
-    def __init__(self, port: int, log: Path, advertised: int | None = None) -> None:
+    def __init__(self, port: int, log: Path, authentication: bool = False, advertised: int | None = None) -> None:
         self.port = port
         self.log = log
+        self.authentication = authentication  # SASL/SCRAM required (no users exist: every login fails)
         self.advertised = advertised or port  # behind a TLS terminator: the terminator's port
         self.proc: subprocess.Popen | None = None
 
@@ -84,7 +85,7 @@ class Broker:
             self.proc = subprocess.Popen(
                 [str(TANSU), "broker", "--listener-url", self.url,
                  "--advertised-listener-url", f"tcp://{HOST}:{self.advertised}",
-                 "--storage-engine", "memory://tansu/"],
+                 "--storage-engine", "memory://tansu/", *(["--authentication"] if self.authentication else [])],
                 stdout=log, stderr=subprocess.STDOUT, env=env)
         wait_for(lambda: "ready in" in self.log.read_text() or self.proc.poll() is not None, 15, "tansu to start")
         if self.proc.poll() is not None:
@@ -105,7 +106,7 @@ class Broker:
     def describe(self) -> dict:
         return {"software": "tansu", "version": tool_version([str(TANSU), "--version"]).split()[-1],
                 "address": HOST, "port": self.port, "node_id": self.NODE_ID, "cluster_id": self.CLUSTER_ID,
-                "storage": "memory://tansu/"}
+                "storage": "memory://tansu/", "authentication": self.authentication}
 
 
 @dataclass(frozen=True)
