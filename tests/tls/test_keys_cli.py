@@ -3,7 +3,6 @@ Secrets Block, as ``editcap --inject-secrets`` writes), and never in any output.
 
 from __future__ import annotations
 
-import shutil
 import struct
 import subprocess
 import sys
@@ -16,6 +15,7 @@ import kdissect
 from kdissect.sources.pcapng import DSB_TYPE
 from kdissect.sources.shapes import TLS_KEY_LOG
 from kdissect.testing.pcapwrite import pcapng_block, write_capture
+from tests.conftest import require_tool
 from tests.tls.tls_helpers import encrypted, exchanges, plaintext, run, session
 
 
@@ -81,8 +81,8 @@ def test_a_decryption_secrets_block_is_used_automatically(tmp_path: Path) -> Non
     assert len(cap.exchanges) == len(exchanges(run(plaintext(s))))
 
 
-@pytest.mark.skipif(shutil.which("editcap") is None, reason="editcap (Wireshark) not installed")
 def test_editcap_inject_secrets_is_read(tls_files, tmp_path: Path) -> None:
+    require_tool("editcap")
     cap, keys, _ = tls_files
     out = tmp_path / "injected.pcapng"
     subprocess.run(["editcap", "--inject-secrets", f"tls,{keys}", str(cap), str(out)], check=True, capture_output=True)

@@ -5,7 +5,6 @@ plaintext leg behind the terminator, and agree with tshark decrypting with the s
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 from collections import Counter
 from pathlib import Path
@@ -15,6 +14,7 @@ import pytest
 import kdissect
 from kdissect.engines.keylog_file import load_keylog
 from kdissect.options import Options
+from tests.conftest import require_tool
 
 TLS_CAPTURES = Path(__file__).resolve().parents[2] / "captures" / "tls"
 NAMES = sorted(p.name.removesuffix(".truth.json") for p in TLS_CAPTURES.glob("*.truth.json"))
@@ -99,9 +99,9 @@ def test_tls12_long_lived_connections_are_reported_not_invented(name: str) -> No
     assert tls.exchanges.empty
 
 
-@pytest.mark.skipif(shutil.which("editcap") is None, reason="editcap (Wireshark) not installed")
 @pytest.mark.parametrize("name", WITH_HANDSHAKE[:1])
 def test_inject_secrets_variant(name: str, tmp_path: Path) -> None:
+    require_tool("editcap")
     t = truth(name)["capture"]
     out = tmp_path / "with-secrets.pcapng"
     subprocess.run(["editcap", "--inject-secrets", f"tls,{TLS_CAPTURES / t['keylog']}", str(TLS_CAPTURES / t["tls"]),
