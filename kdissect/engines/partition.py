@@ -99,7 +99,7 @@ class PartitionDecoder:
         self.mapped = MappedFiles(files)
         self.wanted = [t for t in TABLES if t in set(tables) or t in SUMMARY_TABLES]
         self.sink = TableSink(self.wanted, options, spill=self._spill, resolve_topics=False)
-        self.pipeline = KafkaPipeline(options, opened=self.sink.connection_sources)
+        self.pipeline = KafkaPipeline(options, opened=self.sink.connection_sources, several_inputs=len(files) > 1)
         self.opened_at: list[int] = []  # per local connection id: pos of the segment that opened it
         self.broker_seen: list[int] = []  # per brokers row: pos of the segment that revealed it
         self.topic_seen: list[int] = []  # per learned topic id, in learning order: pos

@@ -55,9 +55,11 @@ from kdissect.engines.partition import (
     decode_partition,
     read_pieces,
 )
+from kdissect.engines.spark_quiet import quiet_conf
 from kdissect.engines.storage import file_system, remove_tree
-from kdissect.engines.units import SEGMENT_SCHEMA, UNIT_SCHEMA, Unit, plan_units, read_units
+from kdissect.engines.units import SEGMENT_SCHEMA, UNIT_SCHEMA, Unit, plan_units, read_units, segment_order
 from kdissect.options import Options
+from kdissect.sources.files import in_time_order
 from kdissect.sources.shapes import SourceStats
 from kdissect.tables import merge
 from kdissect.tables.arrow import to_arrow
@@ -125,19 +127,25 @@ def expand_paths(paths: Iterable[str]) -> list[tuple[str, int | None]]:
     return found
 
 
-def session(master: str = "local[*]", driver_memory: str = "2g") -> SparkSession:
+def session(master: str = "local[*]", driver_memory: str = "2g", verbose: bool = True) -> SparkSession:
     """A SparkSession for the command line. Executors on this machine run this Python (a cluster's
-    executors need kdissect installed: see the README)."""
+    executors need kdissect installed: see docs/spark.md). ``verbose=False`` hides Spark's chatter
+    (``spark_quiet``)."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    builder = SparkSession.builder.master(master).appName("kdissect")
+    conf = {} if verbose else quiet_conf()
+    java_options = [conf.pop("spark.driver.extraJavaOptions", "")]
     if _on_this_machine(master):
         # The driver is also the executor, and its work here is moving small rows: the JIT's
         # optimizing tier costs about ten CPU seconds per run and never pays back (bench_spark.py).
-        builder = builder.config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1")
+        java_options.append("-XX:TieredStopAtLevel=1")
+    builder = SparkSession.builder.master(master).appName("kdissect")
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    if any(java_options):
+        builder = builder.config("spark.driver.extraJavaOptions", " ".join(filter(None, java_options)))
     return (builder
             .config("spark.driver.memory", driver_memory)
             .config("spark.ui.enabled", "false")
-            .config("spark.log.level", "ERROR")
             .config("spark.sql.session.timeZone", "UTC")
             .getOrCreate())  # fmt: skip
 
@@ -366,9 +374,10 @@ def segment_rows(spark: SparkSession, found: list[tuple[str, int | None]], split
     )
 
 
-def by_connection(segments: DataFrame, partitions: int) -> DataFrame:
-    """Stage 2: each 4-tuple's rows from every file in one partition, in capture order."""
-    return segments.repartition(partitions, "key").sortWithinPartitions("pos")
+def by_connection(segments: DataFrame, partitions: int, files: int = 1) -> DataFrame:
+    """Stage 2: each 4-tuple's rows from every file in one partition, in capture order (of ``files`` files:
+    ``units.segment_order``)."""
+    return segments.repartition(partitions, "key").sortWithinPartitions(*segment_order(files))
 
 
 def decode(spark: SparkSession, paths: Iterable[str], *, options: Options | None = None,
@@ -386,10 +395,12 @@ def decode(spark: SparkSession, paths: Iterable[str], *, options: Options | None
     spark.conf.set("spark.sql.execution.arrow.maxBytesPerBatch", str(ARROW_BATCH_BYTES))
     spark.conf.set("spark.sql.inMemoryColumnarStorage.batchSize", "16")  # cached pieces: a few MB each
     found = expand_paths(paths)
+    sizes = dict(found)
+    found = [(path, sizes[path]) for path in in_time_order([path for path, _ in found])]  # as the local engine
     files = [path for path, _ in found]
     partitions = partitions or max(2, 2 * spark.sparkContext.defaultParallelism)
     task = partial(_decode_task, files=files, options=options, tables=wanted, staging=staging)
-    envelope = (by_connection(segment_rows(spark, found, split_bytes), partitions)
+    envelope = (by_connection(segment_rows(spark, found, split_bytes), partitions, len(files))
                 .mapInArrow(task, from_arrow_schema(ENVELOPE_SCHEMA))
                 .persist(StorageLevel.DISK_ONLY if staging is None else StorageLevel.MEMORY_AND_DISK))  # fmt: skip
     side = envelope.filter(F.col("table").startswith("_")).collect()
@@ -457,9 +468,10 @@ class SparkRun:
     written: list[tuple[str, int]]
 
 
-def analyze(captures: list[str], *, master: str, out: str | None, tables: list[str], options: Options) -> SparkRun:
+def analyze(captures: list[str], *, master: str, out: str | None, tables: list[str], options: Options,
+            verbose: bool = True) -> SparkRun:  # fmt: skip
     """The command line's run: decode, figures, Parquet under ``out``; the session is stopped after."""
-    with _decoded(captures, master, out, tables, options) as decoded:
+    with _decoded(captures, master, out, tables, options, verbose) as decoded:
         written = decoded.write(out, tables) if out else []
         return SparkRun(decoded.summary(), len(decoded.files), decoded.unreadable, written)
 
@@ -474,18 +486,18 @@ class SparkReport:
     unreadable: list[tuple[str, str]]  # (file, why)
 
 
-def report_input(captures: list[str], *, master: str, options: Options) -> SparkReport:
+def report_input(captures: list[str], *, master: str, options: Options, verbose: bool = True) -> SparkReport:
     """The report's tables decoded on Spark and brought to the driver (the report's figures are then
     computed there, by the same code as with the local engine), and the summary counted in Spark."""
-    with _decoded(captures, master, None, list(TABLES), options) as decoded:
+    with _decoded(captures, master, None, list(TABLES), options, verbose) as decoded:
         return SparkReport(decoded.frames(), decoded.summary(), len(decoded.files), decoded.unreadable)
 
 
 @contextmanager
-def _decoded(captures: list[str], master: str, out: str | None, tables: list[str], options: Options
-             ) -> Iterator[Decoded]:  # fmt: skip
+def _decoded(captures: list[str], master: str, out: str | None, tables: list[str], options: Options,
+             verbose: bool) -> Iterator[Decoded]:  # fmt: skip
     """A session and the captures decoded on it, for one command; all of it gone after."""
-    spark = session(master)
+    spark = session(master, verbose=verbose)
     # Pieces staged in this machine's temp directory in local mode, beside the output on a cluster
     # (which its executors write anyway), or with neither, in Spark's cache.
     staging = _temporary_staging(spark) or (f"{out.rstrip('/')}/_staging" if out else None)

@@ -43,6 +43,13 @@ SEGMENT_SCHEMA = pa.schema([
     ("anomaly", pa.string()), ("offset", pa.int64()), ("detail", pa.string()),
     ("payload_at", pa.int64()), ("captured", pa.int32()),
 ])  # fmt: skip
+def segment_order(files: int) -> tuple[str, ...]:
+    """The columns a connection's segment rows are fed in order of: file order for one file; merged by
+    capture time for several, as the local engine merges them (:mod:`kdissect.sources.interleave`), so a
+    packet read twice meets its copy (:mod:`kdissect.sources.duplicates`)."""
+    return ("ts", "pos") if files > 1 else ("pos",)
+
+
 UNIT_SCHEMA = pa.schema([("index", pa.int32()), ("file_index", pa.int32()), ("path", pa.string()),
                          ("start", pa.int64()), ("end", pa.int64())])  # fmt: skip
 _WINDOW = 4 << 20  # bytes read at a time while looking for a proven record boundary
