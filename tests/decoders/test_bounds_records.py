@@ -42,6 +42,6 @@ def test_gzip_wrapper_of_a_million_bad_crc_messages_stays_small(tmp_path: Path, 
         runs = two_sizes(tmp_path, "gzip_wrapper_storm", 600_000, *args)
         assert_linear(runs)
         assert_bounded(runs, budget=384 * MiB, flat=True)
-        if args[0] != "report":
+        if args[0] == "--out":  # (the summary run alone, --no-payloads here, decodes no record batch)
             assert anomaly_count(runs[2].stdout, "crc_mismatch") == 1
             assert anomaly_count(runs[2].stdout, "cap") == 1
