@@ -260,7 +260,7 @@ class Decoded:
         got: dict[str, list] = {"outcome": [], "latency": [], "connections": [], "anomalies": []}
         for row in rows:
             got[row["figure"]].append((tuple(row["keys"]), row["values"]))
-        latency = {keys[0]: Percentiles(int(v[0]), *v[1:]) for keys, v in got["latency"]}
+        latency = {keys[0]: Percentiles.supported(int(v[0]), v[1:-1], v[-1]) for keys, v in got["latency"]}
         n, kafka, *sums = got["connections"][0][1]
         figures = Figures()
         figures.add_counted({keys: int(v[0]) for keys, v in got["outcome"]}, latency,
