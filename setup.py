@@ -1,7 +1,9 @@
-"""Build hook for the optional C decoder; all other metadata lives in pyproject.toml.
+"""Build hook for the optional native (C) parts; all other metadata lives in pyproject.toml.
 
-``optional=True``: without a C compiler or Python headers the build of the extension is
-skipped with a warning and kdissect runs on its generated Python decoders.
+One extension per stage with a native part, beside that stage's Python reference: the decoder
+(``decoders/_native.c``) and the sources' record and header walk (``sources/_native.c``,
+``sources/_headers.c``). ``optional=True``: without a C compiler or Python headers the build of an
+extension is skipped with a warning and kdissect runs on its Python path (``kdissect/native.py``).
 """
 
 from setuptools import Extension, setup
@@ -12,6 +14,12 @@ setup(
             "kdissect.decoders._native",
             ["kdissect/decoders/_native.c"],
             optional=True,
-        )
+        ),
+        Extension(
+            "kdissect.sources._native",
+            ["kdissect/sources/_native.c", "kdissect/sources/_headers.c"],
+            depends=["kdissect/sources/_headers.h"],
+            optional=True,
+        ),
     ]
 )

@@ -27,15 +27,16 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 
 
-def run(cmd: list[str], output: bool = False) -> tuple[float, float, int, str]:
-    """Wall seconds, CPU seconds, peak RSS (KiB) and (with ``output``) stdout of a child process.
+def run(cmd: list[str], output: bool = False, env: dict[str, str] | None = None) -> tuple[float, float, int, str]:
+    """Wall seconds, CPU seconds, peak RSS (KiB) and (with ``output``) stdout of a child process
+    (run with ``env`` when given).
 
     Output is read back only when asked: this process must stay small, because Linux reports a
     child's peak RSS as at least its parent's at the time it was spawned (`tshark -V` writes
     hundreds of MB)."""
     t0 = time.perf_counter()
     with tempfile.TemporaryFile() as out:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.DEVNULL, env=env)
         _, status, usage = os.wait4(proc.pid, 0)
         elapsed = time.perf_counter() - t0
         out.seek(0)

@@ -17,11 +17,13 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parents[1] / "kdissect"
 
 # stage -> the stages it may import from (data flows sources -> reassembly -> kafka -> tables ->
-# analysis -> report; decoders serve every stage; engines wire; cli and capture are the faces).
+# analysis -> report; decoders serve every stage; engines wire; cli and capture are the faces;
+# native is the one switch between the stages' native parts and their Python references).
 ALLOWED: dict[str, set[str]] = {
-    "decoders": set(),
+    "native": set(),
+    "decoders": {"native"},
     "options": {"decoders", "sources", "tls"},  # sources: the defrag/gunzip bounds' defaults; tls: the KeyLog type
-    "sources": set(),
+    "sources": {"native"},
     "reassembly": {"sources"},
     "events": {"reassembly"},
     "tls": {"events", "reassembly"},  # between reassembly and kafka: byte runs in, decrypted runs out

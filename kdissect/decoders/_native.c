@@ -906,6 +906,8 @@ typedef struct {
 static int
 put(Buf *b, const void *s, Py_ssize_t n)
 {
+    if (n == 0)
+        return 0; /* (an empty payload into a buffer not yet allocated: no object to copy into) */
     Py_ssize_t cap = b->bytes == NULL ? 0 : PyBytes_GET_SIZE(b->bytes);
     if (n > cap - b->len) {
         cap = cap ? cap : 256;

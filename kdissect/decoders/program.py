@@ -9,9 +9,9 @@ is set, :func:`native_module` returns None and the generated Python decoders are
 
 from __future__ import annotations
 
-import os
 from types import ModuleType
 
+from .. import native
 from .schema import FIXED_FORMATS, VARINT_TYPES, Field, Message, min_size
 
 # Element kinds, in the order of the C enum.
@@ -25,13 +25,7 @@ assert set(KINDS) == set(FIXED_FORMATS) | VARINT_TYPES | {"string", "bytes", "re
 
 def native_module() -> ModuleType | None:
     """The C extension, or None when it is not built or pure Python is forced."""
-    if os.environ.get("KDISSECT_PURE_PYTHON", "") not in ("", "0"):
-        return None
-    try:
-        from . import _native
-    except ImportError:
-        return None
-    return _native
+    return native.native_module("decoders._native")
 
 
 def require_native(enabled: bool) -> bool:

@@ -281,10 +281,12 @@ def summary(
 ) -> RunResult:
     """The figures alone (``kdissect analyze`` without ``--out``): only ``SUMMARY_TABLES`` are
     built, and their rows go into the figures piece by piece and are dropped, so memory does not
-    grow with the exchanges or the records (record batches are decoded, sizes only, for their
-    anomalies). The result holds no tables."""
+    grow with the exchanges. Record batches are not decoded at all (the summary shows none of
+    them, so their own anomalies, such as bad checksums, are counted only by a run that writes
+    tables). The result holds no tables."""
     stats = RunStats()
-    return _analyze(_reading(paths, options, stats, progress), options, SUMMARY_TABLES, None, stats, keep=False)
+    return _analyze(_reading(paths, options, stats, progress), options, SUMMARY_TABLES, None, stats, keep=False,
+                    record_anomalies=False)
 
 
 def _reading(paths: Iterable[PathArg], options: Options | None, stats: RunStats, progress: Progress | None
@@ -310,8 +312,8 @@ def analyze_items(
 
 
 def _analyze(run: Callable[[dict[int, str | None]], Iterator[KafkaEvent]], options: Options | None,
-             tables: Iterable[str] | None, writer: Writer | None, stats: RunStats, keep: bool = True
-             ) -> RunResult:  # fmt: skip
+             tables: Iterable[str] | None, writer: Writer | None, stats: RunStats, keep: bool = True,
+             record_anomalies: bool = True) -> RunResult:  # fmt: skip
     options = options or Options()
     wanted = list(tables) if tables is not None else list(TABLES)
     summed = {name for name in TABLES if name in wanted or name in ALWAYS}  # what the figures count
@@ -324,7 +326,7 @@ def _analyze(run: Callable[[dict[int, str | None]], Iterator[KafkaEvent]], optio
             writer.write(name, columns)
 
     spill = hand_over if writer is not None or not keep else None
-    sink = TableSink(wanted, options, spill=spill)
+    sink = TableSink(wanted, options, spill=spill, record_anomalies=record_anomalies)
     sink.consume_all(run(sink.connection_sources))
     rest = {name: sink.take(name) for name in TABLES if name in summed}
     for name, columns in rest.items():

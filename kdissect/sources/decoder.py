@@ -7,15 +7,18 @@ to the packet decoder and keeps the counters.
 from __future__ import annotations
 
 from kdissect.sources.defrag import DefragLimits
+from kdissect.sources.native_records import NativeRecords
 from kdissect.sources.packets import PacketDecoder
 from kdissect.sources.reader import CaptureParser
 from kdissect.sources.record_loop import ReaderLimits
+from kdissect.sources.segment import TcpSegment
 from kdissect.sources.shapes import CaptureRecord, DecryptionSecrets, RecordEvent, SourceEvent, SourceStats
 
 
 class CaptureDecoder:
     """Feed pcap/pcapng bytes in any chunking; get events in stream order (with ``records``, each
-    ``CaptureRecord`` too, before the events decoded from it).
+    ``CaptureRecord`` too, before the events decoded from it). Unless ``records`` is asked for,
+    common classic pcap records take the native path when it is built (``native_records``).
 
     Raises ``CaptureFormatError`` only when the stream is not a capture at all.
     """
@@ -29,7 +32,9 @@ class CaptureDecoder:
     ) -> None:
         self.stats = stats if stats is not None else SourceStats()
         self._records = records
-        self._parser = CaptureParser(limits)
+        native = NativeRecords() if not records and NativeRecords.available() else None
+        self._native = native
+        self._parser = CaptureParser(limits, native)
         self._packets = PacketDecoder(defrag, self.stats)
 
     @property
@@ -40,28 +45,40 @@ class CaptureDecoder:
     def feed(self, data: bytes) -> list[SourceEvent]:
         """Add the next stream bytes; return the events they complete."""
         self.stats.bytes_read += len(data)
+        self._arm()
         return self._decode(self._parser.feed(data))
 
     def close(self) -> list[SourceEvent]:
         """End of stream: the last records, truncation, and incomplete IP datagrams."""
+        self._arm()
         out = self._decode(self._parser.close())
         self._packets.flush(out)
         return out
 
-    def _decode(self, records: list[RecordEvent]) -> list[SourceEvent]:
+    def _arm(self) -> None:
+        """The native path may take records from here unless the defragmenter holds fragments."""
+        if self._native is not None:
+            self._native.active = not self._packets.reassembling
+
+    def _decode(self, records: list[RecordEvent | TcpSegment]) -> list[SourceEvent]:
         out: list[SourceEvent] = []
         decode = self._packets.decode
         keep = self._records
         for event in records:
-            if type(event) is CaptureRecord:
+            kind = type(event)
+            if kind is TcpSegment:  # a record the native path decoded
+                out.append(event)  # type: ignore[arg-type]
+            elif kind is CaptureRecord:
                 if keep:
                     out.append(event)
-                decode(event, out)
-            elif type(event) is DecryptionSecrets:
-                out.append(event)
+                decode(event, out)  # type: ignore[arg-type]
+            elif kind is DecryptionSecrets:
+                out.append(event)  # type: ignore[arg-type]
             else:
                 self.stats.anomalies += 1
-                out.append(event)
+                out.append(event)  # type: ignore[arg-type]
+        if self._native is not None:
+            self._packets.count_native(*self._native.counted())
         return out
 
 

@@ -54,6 +54,19 @@ class PacketDecoder:
             out.append(SourceAnomaly(exc.kind, exc.message, record.offset, record.ts_ns))
         self._count(out, first)
 
+    @property
+    def reassembling(self) -> bool:
+        """Whether IP fragments wait for the rest of their datagram (records must come here)."""
+        return len(self._defrag) > 0
+
+    def count_native(self, records: int, captured_bytes: int) -> None:
+        """Count records the native path turned into segments (``native_records``) as ``decode`` would."""
+        self._records += records
+        stats = self.stats
+        stats.packets += records
+        stats.captured_bytes += captured_bytes
+        stats.tcp_segments += records
+
     def flush(self, out: list[SourceEvent]) -> None:
         """End of capture: emit what the incomplete IP datagrams still hold."""
         first = len(out)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from struct import Struct
 
+from kdissect.sources.native_records import NativeRecords
 from kdissect.sources.record_loop import (
     ACCEPT,
     REJECT,
@@ -50,9 +51,12 @@ def is_pcap_magic(magic: bytes) -> bool:
 class PcapFormat(FramedFormat):
     """Push parser state for one classic pcap stream (see ``FramedFormat.parse``)."""
 
-    def __init__(self, magic: bytes, limits: ReaderLimits) -> None:
+    def __init__(self, magic: bytes, limits: ReaderLimits, native: NativeRecords | None = None) -> None:
         super().__init__(limits)
         order, self._ns_per_unit, self._rec_len = _MAGICS[magic]
+        self._big_endian = order == ">"
+        # With ``native``, runs of common records become segments in C (``native_records``).
+        self.native = native
         self._units_per_s = 1_000_000_000 // self._ns_per_unit
         self._global = Struct(order + "4sHHiIII")
         self._rec = Struct(order + "IIII")
@@ -62,6 +66,13 @@ class PcapFormat(FramedFormat):
     def _step(self, buf: bytes, pos: int, base: int, out: list[RecordEvent]) -> int:
         if self._link_type is None:
             return self._global_header(buf, pos, base, out)
+        native = self.native
+        if native is not None and native.active:
+            taken, last_sec = native.take(buf, pos, self._big_endian, self._ns_per_unit, self._rec_len,
+                                          self._limits.max_caplen, self._link_type, out)
+            if taken:
+                self._last_sec = last_sec
+                return taken
         avail = len(buf) - pos
         hdr_len = self._rec_len
         if avail < hdr_len:

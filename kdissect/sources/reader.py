@@ -8,6 +8,7 @@ and no unit may claim more than ``ReaderLimits`` allow.
 
 from __future__ import annotations
 
+from kdissect.sources.native_records import NativeRecords
 from kdissect.sources.pcap import PcapFormat, is_pcap_magic
 from kdissect.sources.pcapng import SHB_MAGIC, PcapngFormat
 from kdissect.sources.record_loop import FramedFormat, ReaderLimits
@@ -39,8 +40,9 @@ class CaptureParser:
     not start like a pcap or pcapng file; every later problem is an anomaly.
     """
 
-    def __init__(self, limits: ReaderLimits | None = None) -> None:
+    def __init__(self, limits: ReaderLimits | None = None, native: NativeRecords | None = None) -> None:
         self._limits = limits or ReaderLimits()
+        self._native = native  # takes common classic pcap records natively (they come out as segments)
         self._chunks: list[bytes] = []  # fed bytes not yet joined into _buf
         self._chunked = 0
         self._buf = b""
@@ -103,7 +105,7 @@ class CaptureParser:
                 )
             return None
         if is_pcap_magic(head):
-            return PcapFormat(head, self._limits)
+            return PcapFormat(head, self._limits, self._native)
         if head == SHB_MAGIC:
             return PcapngFormat(self._limits)
         raise _not_a_capture(self._buf)

@@ -143,7 +143,9 @@ class TableSink:
     topic id is named in spilled rows only if a Metadata response named it before they were spilled).
 
     ``anomalies`` among the tables (without ``records`` or ``batches``) still has record batches
-    decoded, sizes only, for their anomalies (bad checksums, caps): what the summary counts.
+    decoded, sizes only, for their anomalies (bad checksums, caps), unless ``record_anomalies`` is
+    False: the terminal summary shows no record, so it does not pay for decoding them (on chatty
+    traffic that was a third of its cost).
 
     ``connection_sources`` (connection id -> capture file, filled by the engine as connections
     open) names each row's ``source_file``. With ``resolve_topics=False`` topic ids are left in
@@ -151,13 +153,13 @@ class TableSink:
     """
 
     def __init__(self, tables: Iterable[str] | None = None, options: Options | None = None,
-                 spill: Spill | None = None, resolve_topics: bool = True) -> None:
+                 spill: Spill | None = None, resolve_topics: bool = True, record_anomalies: bool = True) -> None:
         self.wanted = set(tables) if tables is not None else set(TABLES)
         options = options or Options()
         if options.limits.run is None:  # one decompression budget for the whole run
             options = replace(options, limits=replace(options.limits, run=RunMeter(options.decompressed_run)))
         self._keeps_records = bool(self.wanted & {"records", "batches"})
-        self._decodes_records = self._keeps_records or "anomalies" in self.wanted
+        self._decodes_records = self._keeps_records or (record_anomalies and "anomalies" in self.wanted)
         if not self._keeps_records:
             options = replace(options, payloads=LENGTHS_ONLY)  # batches decoded for their anomalies only
         self.options = options

@@ -1,0 +1,55 @@
+"""The sources stage's native path (``_native.c``): common pcap records to segments, many per call.
+
+Why: on chatty traffic (many small packets) building a record object, then walking link, IP and
+TCP in Python cost several microseconds a packet. Here runs of plain records become ``TcpSegment``
+objects in one C call; the Python path (``pcap.py`` then ``packets.py``) stays the reference and
+decodes every record the C code declines (cut, malformed, not TCP, fragments, extension headers),
+one at a time, reporting what it finds, and ``tests/sources/test_native_sources.py`` checks both
+paths give the same events and counters.
+
+The defragmenter's clock counts records, and an IP fragment makes it hold state that later records
+must pass by (to expire it): so after a record that may be a fragment, and while the defragmenter
+holds anything, the records go through Python.
+"""
+
+from __future__ import annotations
+
+from kdissect.native import native_module
+from kdissect.sources.segment import TcpSegment
+from kdissect.sources.shapes import RecordEvent
+
+_native = native_module("sources._native")
+
+
+class NativeRecords:
+    """Takes runs of common records for one pcap stream; ``active`` is False while Python must go on."""
+
+    __slots__ = ("active", "captured", "records")
+
+    def __init__(self) -> None:
+        self.active = True
+        self.records = 0  # records taken since the owner last counted them
+        self.captured = 0  # their captured bytes
+
+    @staticmethod
+    def available() -> bool:
+        return _native is not None
+
+    def take(self, buf: bytes, pos: int, big_endian: bool, ns_per_unit: int, rec_len: int, max_caplen: int,
+             link_type: int, out: list[RecordEvent]) -> tuple[int, int | None]:
+        """Segments of the common records from ``pos`` appended to ``out``: (bytes taken, the second of
+        the last record taken or None)."""
+        assert _native is not None
+        end, records, captured, last_sec, stop = _native.pcap_segments(
+            buf, pos, big_endian, ns_per_unit, rec_len, max_caplen, link_type, TcpSegment, out)
+        if stop == _native.DEFER_UNSAFE:
+            self.active = False
+        self.records += records
+        self.captured += captured
+        return end - pos, (last_sec if records else None)
+
+    def counted(self) -> tuple[int, int]:
+        """Records and captured bytes taken since the last call."""
+        taken = self.records, self.captured
+        self.records = self.captured = 0
+        return taken

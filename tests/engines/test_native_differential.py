@@ -1,0 +1,77 @@
+"""The native path against the Python reference, end to end: every table of every capture equal.
+
+Each case is analysed by the local engine twice, in child processes (which native parts load is
+decided at import): once as installed and once with ``KDISSECT_PURE_PYTHON=1``. The cases are the
+corpus of real captures, the production shapes (a file cut mid-record, a capture starting
+mid-conversation, a rotated set read as one capture) and the hostile generators. What each native
+part takes is checked by its own differential test (tests/sources/test_native_sources.py, the
+decoder's in tests/decoders); this one checks that nothing between them changes a table.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kdissect.native import PURE_PYTHON_ENV, native_module
+from kdissect.testing.hostile import BUILDERS
+from tests.engines.spark_helpers import record_ends, write_rotated
+
+CAPTURES = Path(__file__).resolve().parents[2] / "captures"
+CORPUS = sorted(p for p in CAPTURES.iterdir() if p.suffix in (".pcap", ".pcapng"))
+HOSTILE_SIZE = 40
+
+pytestmark = pytest.mark.skipif(native_module("sources._native") is None, reason="the native path is not built")
+
+_ANALYSE = """
+import pickle, sys
+from kdissect.engines import local
+from kdissect.tables.columns import cells
+cases = pickle.loads(sys.stdin.buffer.read())
+out = {}
+for name, paths in cases.items():
+    run = local.analyze(paths)
+    out[name] = {t: {c: cells(v) for c, v in cols.items()} for t, cols in run.tables.items()}
+sys.stdout.buffer.write(pickle.dumps(out))
+"""
+
+
+def _tables(cases: dict[str, list[str]], pure: bool) -> dict:
+    env = {k: v for k, v in os.environ.items() if k != PURE_PYTHON_ENV}
+    if pure:
+        env[PURE_PYTHON_ENV] = "1"
+    done = subprocess.run([sys.executable, "-c", _ANALYSE], input=pickle.dumps(cases), capture_output=True,
+                          env=env, check=True, timeout=600)
+    return pickle.loads(done.stdout)
+
+
+def _cases(tmp: Path) -> dict[str, list[str]]:
+    cases = {p.name: [str(p)] for p in CORPUS}
+    pcap = CAPTURES / "librdkafka-produce-consume.pcap"
+    data = pcap.read_bytes()
+    ends = record_ends(data)
+    cut = tmp / "cut.pcap"
+    cut.write_bytes(data[: ends[len(ends) // 2] + 30])  # ends inside a record
+    mid = tmp / "midstream.pcap"
+    mid.write_bytes(data[:24] + data[ends[len(ends) // 3] :])  # starts mid-conversation
+    cases["cut"], cases["midstream"] = [str(cut)], [str(mid)]
+    cases["rotated"] = write_rotated(data, ends[5:-1:40], tmp / "rotated")
+    for name, build in BUILDERS.items():
+        path = tmp / f"{name}.pcap"
+        path.write_bytes(build(HOSTILE_SIZE))
+        cases[name] = [str(path)]
+    return cases
+
+
+def test_every_table_is_the_same_on_both_paths(tmp_path: Path) -> None:
+    cases = _cases(tmp_path)
+    native, reference = _tables(cases, pure=False), _tables(cases, pure=True)
+    assert native.keys() == reference.keys() == cases.keys()
+    for name in cases:
+        for table, columns in reference[name].items():
+            assert native[name][table] == columns, (name, table)
