@@ -16,11 +16,14 @@ connections opened before it), unnamed topic ids, and where brokers and topic na
 from __future__ import annotations
 
 import json
+import pickle
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
 
 import pyarrow as pa
 
+from kdissect.analysis.summary import Figures
+from kdissect.engines.local import SUMMARY_TABLES
 from kdissect.engines.storage import open_input, open_output
 from kdissect.engines.units import ANOMALY, SEGMENT, MappedFiles
 from kdissect.events import Anomaly
@@ -82,7 +85,6 @@ def read_pieces(data: bytes | None, path: str | None) -> Iterator[pa.Table]:
     with open_input(path) as f, pa.ipc.open_stream(f) as reader:
         for batch in reader:
             yield pa.Table.from_batches([batch])
-SUMMARY_TABLES = ("exchanges", "connections", "anomalies")  # what the summary reads: always decoded
 _FINISHING = 1 << 62  # events of the end of input come after every segment
 
 
@@ -108,6 +110,7 @@ class PartitionDecoder:
         self.records = 0  # records rows spilled so far
         self.journal: list[tuple[int, tuple]] = []  # (pos, call) of the transaction rules' inputs
         self.sink.transactions.journal = []
+        self.figures = Figures()  # the summary's figures of this task's rows, merged on the driver
         self.out: list[Envelope] = []
 
     def feed(self, batch: pa.RecordBatch) -> None:
@@ -159,12 +162,14 @@ class PartitionDecoder:
         stray = self.pipeline.reassembler.ignored_segments  # segments of no connection: additive over tasks
         self.out.append((STATS, json.dumps({"units": self.stats, "stray": stray}).encode(), None))
         self.out.append((merge.JOURNAL, merge.journal_bytes(self.task, self.journal), None))
+        self.out.append((merge.FIGURES, pickle.dumps(self.figures), None))
 
     def take(self) -> Iterator[Envelope]:
         out, self.out = self.out, []
         return iter(out)
 
     def _spill(self, name: str, columns: Columns) -> None:
+        self.figures.add(name, columns)
         table = to_arrow(name, columns)
         positions = pa.array(self.opened_at, pa.int64())
         if "connection_id" in table.column_names:

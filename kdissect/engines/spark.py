@@ -26,6 +26,7 @@ import atexit
 import glob
 import json
 import os
+import pickle
 import shutil
 import sys
 import tempfile
@@ -39,17 +40,15 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark import StorageLevel, TaskContext
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from pyspark.sql.pandas.types import from_arrow_schema
 
 from kdissect.analysis.frames import ANALYSED_RECORDS
-from kdissect.analysis.latency import QUANTILES, Percentiles
 from kdissect.analysis.summary import Figures, Summary
 from kdissect.engines.partition import (
     ENVELOPE_SCHEMA,
-    SUMMARY_TABLES,
     InlinePieces,
     StagedPieces,
     decode_partition,
@@ -61,7 +60,7 @@ from kdissect.options import Options
 from kdissect.sources.shapes import SourceStats
 from kdissect.tables import merge
 from kdissect.tables.arrow import to_arrow
-from kdissect.tables.columns import TABLES, TCP_COUNTERS
+from kdissect.tables.columns import TABLES
 from kdissect.tables.frames import from_arrow
 
 SPLIT_BYTES = 128 << 20  # pcap files larger than this are read as several ranges
@@ -153,6 +152,7 @@ class Decoded:
     settled: merge.Settled  # connection ids, topic names, aborted transactions
     unit_stats: list[tuple[int, dict]]  # (file index, counters) per work unit
     stray_segments: int  # segments the tasks' reassemblers could place in no connection
+    figures: Figures  # the summary's figures, merged from the tasks'
     _broadcast: object = field(default=None, repr=False)
 
     @property
@@ -224,57 +224,11 @@ class Decoded:
         return out
 
     def summary(self) -> Summary:
-        """The summary's figures, counted in Spark in one job: exact percentiles (the local engine's
-        one definition, :func:`kdissect.analysis.latency.quantile`, as a Spark SQL expression)."""
-        small = self.envelope.filter(F.col("table").isin(*SUMMARY_TABLES))
-        exchanges = self.table("exchanges", small).select("api_name", "status", "error_name", "latency_ms")
-        outcomes = exchanges.groupBy("api_name", "status", "error_name").agg(
-            F.count("*").alias("n"), F.collect_list("latency_ms").alias("lat"))
-        lat = F.array_sort(F.flatten(F.collect_list("lat")))
-        by_api = (outcomes.where(F.col("api_name").isNotNull()).groupBy("api_name").agg(lat.alias("lat"))
-                  .select("api_name", F.size("lat").alias("n"), *(_quantile("lat", q).alias(f"q{i}")
-                                                                  for i, q in enumerate(QUANTILES)),
-                          F.try_element_at("lat", F.lit(-1)).alias("max")))  # fmt: skip
-        tcp = [F.sum(F.coalesce(F.col(f"tcp_{n}_to_broker"), F.lit(0)) + F.coalesce(F.col(f"tcp_{n}_to_client"),
-                                                                                    F.lit(0)))
-               for n in TCP_COUNTERS]  # fmt: skip
-        connections = self.table("connections", small).agg(F.count("*").alias("n"),
-                                                            F.sum(F.col("is_kafka").cast("long")).alias("kafka"),
-                                                            *(c.alias(n) for c, n in zip(tcp, TCP_COUNTERS,
-                                                                                         strict=True)))  # fmt: skip
-        counted = F.sum(F.coalesce("count", F.lit(1))).alias("n")  # a row may stand for several
-        kinds = self.table("anomalies", small).groupBy("kind").agg(
-            counted, F.sum(F.coalesce("length", F.lit(0))).alias("bytes"))
-        rows = (_figure_rows("outcome", outcomes.select("api_name", "status", "error_name", "n"), 3)
-                .unionByName(_figure_rows("latency", by_api, 1))
-                .unionByName(_figure_rows("connections", connections, 0))
-                .unionByName(_figure_rows("anomalies", kinds, 1)).collect())  # fmt: skip
-        got: dict[str, list] = {"outcome": [], "latency": [], "connections": [], "anomalies": []}
-        for row in rows:
-            got[row["figure"]].append((tuple(row["keys"]), row["values"]))
-        latency = {keys[0]: Percentiles(int(v[0]), *v[1:]) for keys, v in got["latency"]}
-        n, kafka, *sums = got["connections"][0][1]
-        figures = Figures()
-        figures.add_counted({keys: int(v[0]) for keys, v in got["outcome"]}, latency,
-                            (int(n), int(kafka or 0), {name: int(x or 0) for name, x in zip(TCP_COUNTERS, sums,
-                                                                                          strict=True)}),
-                            {keys[0]: (int(v[0]), int(v[1])) for keys, v in got["anomalies"]})  # fmt: skip
-        return figures.summary(self.source, self.stray_segments)
+        """The summary's figures: each task's, counted by the local engine's code as it decoded, merged."""
+        return self.figures.summary(self.source, self.stray_segments)
 
     def close(self) -> None:
         self.envelope.unpersist()
-
-
-def _quantile(sorted_values: str, q: float) -> Column:
-    """:func:`kdissect.analysis.latency.quantile` in Spark SQL: the same operations in the same order,
-    so the same double (None for no values)."""
-    values = F.col(sorted_values)
-    n = F.size(values)
-    h = (n - 1).cast("double") * F.lit(q)
-    lo = F.floor(h).cast("int")
-    hi = F.least(lo + 1, n - 1)
-    low = values[lo]
-    return F.when(n > 0, low + (h - lo.cast("double")) * (values[hi] - low))
 
 
 def _analysed_pieces(batches: Iterable[pa.RecordBatch], settled: object) -> Iterator[pa.RecordBatch]:
@@ -283,15 +237,6 @@ def _analysed_pieces(batches: Iterable[pa.RecordBatch], settled: object) -> Iter
             table = table.filter(pc.equal(table[ANALYSED_RECORDS], True))
         if table.num_rows or name == "brokers":
             yield pa.RecordBatch.from_pylist([{"table": name, "data": merge.ipc_bytes(table)}], schema=_PIECES)
-
-
-def _figure_rows(figure: str, frame: DataFrame, keys: int) -> DataFrame:
-    """A figure's rows in one shape, so every figure comes back in one job: the first ``keys``
-    columns as text, the rest as doubles (counts are far below 2**53; latencies are doubles)."""
-    columns = frame.columns
-    return frame.select(F.lit(figure).alias("figure"),
-                        F.array(*(F.col(c).cast("string") for c in columns[:keys])).cast("array<string>").alias("keys"),
-                        F.array(*(F.col(c).cast("double") for c in columns[keys:])).alias("values"))  # fmt: skip
 
 
 def _empty(name: str) -> dict[str, list]:
@@ -399,8 +344,12 @@ def decode(spark: SparkSession, paths: Iterable[str], *, options: Options | None
     task_stats = [json.loads(r["data"]) for r in side if r["table"] == merge.STATS]
     unit_stats = [(i, json.loads(s)) for task in task_stats for i, s in task["units"]]
     ordered = np.sort(np.concatenate(opened)) if opened else np.zeros(0, np.int64)
+    figures = Figures()
+    for r in side:
+        if r["table"] == merge.FIGURES:
+            figures.merge(pickle.loads(r["data"]))
     return Decoded(spark, envelope, files, wanted, merge.Settled(ordered, topics, aborted), unit_stats,
-                   sum(t["stray"] for t in task_stats))
+                   sum(t["stray"] for t in task_stats), figures)
 
 
 def _decode_task(batches: Iterable[pa.RecordBatch], files: list[str], options: Options, tables: list[str],

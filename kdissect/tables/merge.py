@@ -28,7 +28,7 @@ from .arrow import arrow_schema, with_pandas_metadata
 from .columns import TABLES
 from .transactions import ABORT_MARKER, replay
 
-OPENED, TOPICS, STATS, JOURNAL = "_opened", "_topics", "_stats", "_journal"  # side pieces of a task
+OPENED, TOPICS, STATS, JOURNAL, FIGURES = "_opened", "_topics", "_stats", "_journal", "_figures"  # a task's side pieces
 ROW = "_row"  # a records row's number in the whole run: task << ROW_BITS | row in the task
 ROW_BITS = 40
 TOPIC_ID = "_topic_id"  # unnamed topic ids of a piece's rows (text)
