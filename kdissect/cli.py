@@ -20,6 +20,7 @@ from kdissect.analysis.filters import FilterError
 from kdissect.decoders import DecodeError, decode_request, decode_response
 from kdissect.decoders.jsonable import to_jsonable
 from kdissect.decoders.records import LENGTHS_ONLY, Limits, Payloads
+from kdissect.engines import EngineSetupError
 from kdissect.options import DEFAULT_PORTS, Options
 from kdissect.report.render import safe_text, tree_lines
 from kdissect.sources.shapes import CaptureFormatError
@@ -167,6 +168,19 @@ def _spark_paths(args: argparse.Namespace) -> list[str]:
     return out
 
 
+def _spark_conf(args: argparse.Namespace) -> dict[str, str]:
+    """The Spark settings given by ``--conf KEY=VALUE`` and ``--archives``."""
+    conf: dict[str, str] = {}
+    for setting in args.conf:
+        key, sep, value = setting.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"--conf takes KEY=VALUE, not {setting!r}")
+        conf[key.strip()] = value
+    if args.archives:
+        conf["spark.archives"] = ",".join(filter(None, (conf.get("spark.archives"), args.archives)))
+    return conf
+
+
 def _analyze_spark(args: argparse.Namespace, wanted: list[str], options: Options) -> int:
     from kdissect.engines import local
     from kdissect.engines.spark import analyze
@@ -174,7 +188,7 @@ def _analyze_spark(args: argparse.Namespace, wanted: list[str], options: Options
     if (args.format or "parquet") != "parquet":
         raise UsageError("--engine spark writes parquet only")
     captures = _spark_paths(args)
-    run = analyze(captures, master=args.master, out=args.out, tables=wanted, options=options)
+    run = analyze(captures, master=args.master, out=args.out, tables=wanted, options=options, conf=_spark_conf(args))
     if run.unreadable and len(run.unreadable) == run.files:
         raise local.no_capture(run.unreadable)
     if run.summary.packets == 0 and run.summary.capture.get("anomalies"):
@@ -371,7 +385,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         from kdissect.engines.spark import report_input
 
         names = _spark_paths(args)
-        spark = report_input(names, master=args.master, options=options)
+        spark = report_input(names, master=args.master, options=options, conf=_spark_conf(args))
         if spark.unreadable and len(spark.unreadable) == spark.files:
             raise local.no_capture(spark.unreadable)
         frames, summary, unreadable = spark.frames, spark.summary, spark.unreadable
@@ -393,6 +407,12 @@ def _engine_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--engine", choices=("local", "spark"), default="local",
                    help="local: this process (default); spark: PySpark, captures may also be globs and URIs")
     p.add_argument("--master", default="local[*]", help="Spark master URL for --engine spark (default: local[*])")
+    p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                   help="a Spark setting for --engine spark, as spark-submit's (repeatable), e.g. "
+                        "spark.executor.memory=4g or spark.pyspark.python=./kd/bin/python")
+    p.add_argument("--archives", metavar="ARCHIVE#NAME,...",
+                   help="archives Spark unpacks on every executor (spark.archives), e.g. a packed environment "
+                        "holding kdissect: kd.tar.gz#kd with --conf spark.pyspark.python=./kd/bin/python")
 
 
 def _capture_args(p: argparse.ArgumentParser) -> None:
@@ -533,7 +553,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except (UsageError, FilterError) as exc:  # a filter may also be refused while it runs (too large a value)
+    except (UsageError, FilterError, EngineSetupError) as exc:  # a filter may also be refused while it runs
         print(f"kdissect: {safe_text(str(exc))}", file=sys.stderr)
         return EXIT_USAGE
     except (NothingRead, CaptureFormatError) as exc:

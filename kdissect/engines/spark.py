@@ -27,10 +27,11 @@ import glob
 import json
 import os
 import pickle
+import re
 import shutil
 import sys
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from functools import partial
@@ -39,7 +40,9 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
+from py4j.protocol import Py4JJavaError
 from pyspark import StorageLevel, TaskContext
+from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -47,6 +50,7 @@ from pyspark.sql.pandas.types import from_arrow_schema
 
 from kdissect.analysis.frames import ANALYSED_RECORDS
 from kdissect.analysis.summary import Figures, Summary
+from kdissect.engines import EngineSetupError
 from kdissect.engines.partition import (
     ENVELOPE_SCHEMA,
     InlinePieces,
@@ -124,21 +128,55 @@ def expand_paths(paths: Iterable[str]) -> list[tuple[str, int | None]]:
     return found
 
 
-def session(master: str = "local[*]", driver_memory: str = "2g") -> SparkSession:
-    """A SparkSession for the command line. Executors on this machine run this Python (a cluster's
-    executors need kdissect installed: see the README)."""
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    builder = SparkSession.builder.master(master).appName("kdissect")
+def session(master: str = "local[*]", conf: Mapping[str, str] | None = None) -> SparkSession:
+    """A SparkSession for the command line; ``conf`` (``--conf KEY=VALUE``) wins over every default here.
+
+    Executors on this machine run this Python; a cluster's need kdissect installed, or shipped as a
+    packed environment (``spark.archives``) whose Python ``spark.pyspark.python`` names (docs/spark.md).
+    When Spark runs on this machine (``local[...]`` or a master on loopback), its services, web UIs
+    included, listen on 127.0.0.1 unless ``SPARK_LOCAL_IP`` says otherwise: nothing to reach from outside."""
+    settings = {"spark.driver.memory": "2g", "spark.ui.enabled": "false", "spark.log.level": "ERROR",
+                "spark.sql.session.timeZone": "UTC"}  # fmt: skip
     if _on_this_machine(master):
         # The driver is also the executor, and its work here is moving small rows: the JIT's
         # optimizing tier costs about ten CPU seconds per run and never pays back (bench_spark.py).
-        builder = builder.config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1")
-    return (builder
-            .config("spark.driver.memory", driver_memory)
-            .config("spark.ui.enabled", "false")
-            .config("spark.log.level", "ERROR")
-            .config("spark.sql.session.timeZone", "UTC")
-            .getOrCreate())  # fmt: skip
+        settings["spark.driver.extraJavaOptions"] = "-XX:TieredStopAtLevel=1"
+    settings.update(conf or {})
+    # The executors' Python is the one the driver names in each job (not read from the conf by Spark
+    # when the driver is this process, not spark-submit's).
+    os.environ["PYSPARK_PYTHON"] = settings.get("spark.pyspark.python") or os.environ.get("PYSPARK_PYTHON",
+                                                                                            sys.executable)
+    if _on_this_machine(master) or _on_loopback(master):
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    builder = SparkSession.builder.master(master).appName("kdissect")
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    return builder.getOrCreate()
+
+
+def _on_loopback(master: str) -> bool:
+    """Whether a master URL (``spark://host:port``) names this machine's loopback interface."""
+    host = master.split("://", 1)[-1].rsplit(":", 1)[0].strip("[]")
+    return host == "localhost" or host.startswith("127.") or host == "::1"
+
+
+_MISSING_MODULE = re.compile(r"No module named '([\w.]+)'")
+
+
+@contextmanager
+def executors_set_up() -> Iterator[None]:
+    """A job that fails because the executors' Python lacks a module (kdissect, most often) ends in
+    one line naming the fix instead of a Java and a Python stack trace."""
+    try:
+        yield
+    except (PySparkException, Py4JJavaError) as exc:
+        missing = _MISSING_MODULE.search(str(exc))
+        if missing is None:
+            raise
+        raise EngineSetupError(
+            f"the Spark executors' Python cannot import {missing.group(1)}: install kdissect (and its "
+            "dependencies) there, or ship a packed environment with --archives ENV.tar.gz#env "
+            "--conf spark.pyspark.python=./env/bin/python (see docs/spark.md)") from None
 
 
 @dataclass
@@ -381,8 +419,9 @@ def read_captures(
         staging = _temporary_staging(spark)
         if staging is not None:
             atexit.register(shutil.rmtree, staging, True)
-    decoded = decode(spark, [paths] if isinstance(paths, str) else paths, options=options, split_bytes=split_bytes,
-                     staging=staging)  # fmt: skip
+    with executors_set_up():
+        decoded = decode(spark, [paths] if isinstance(paths, str) else paths, options=options,
+                         split_bytes=split_bytes, staging=staging)  # fmt: skip
     return {name: decoded.table(name) for name in TABLES}
 
 
@@ -406,9 +445,10 @@ class SparkRun:
     written: list[tuple[str, int]]
 
 
-def analyze(captures: list[str], *, master: str, out: str | None, tables: list[str], options: Options) -> SparkRun:
+def analyze(captures: list[str], *, master: str, out: str | None, tables: list[str], options: Options,
+            conf: Mapping[str, str] | None = None) -> SparkRun:  # fmt: skip
     """The command line's run: decode, figures, Parquet under ``out``; the session is stopped after."""
-    with _decoded(captures, master, out, tables, options) as decoded:
+    with _decoded(captures, master, conf, out, tables, options) as decoded:
         written = decoded.write(out, tables) if out else []
         return SparkRun(decoded.summary(), len(decoded.files), decoded.unreadable, written)
 
@@ -423,27 +463,29 @@ class SparkReport:
     unreadable: list[tuple[str, str]]  # (file, why)
 
 
-def report_input(captures: list[str], *, master: str, options: Options) -> SparkReport:
+def report_input(captures: list[str], *, master: str, options: Options, conf: Mapping[str, str] | None = None
+                 ) -> SparkReport:  # fmt: skip
     """The report's tables decoded on Spark and brought to the driver (the report's figures are then
     computed there, by the same code as with the local engine), and the summary counted in Spark."""
-    with _decoded(captures, master, None, list(TABLES), options) as decoded:
+    with _decoded(captures, master, conf, None, list(TABLES), options) as decoded:
         return SparkReport(decoded.frames(), decoded.summary(), len(decoded.files), decoded.unreadable)
 
 
 @contextmanager
-def _decoded(captures: list[str], master: str, out: str | None, tables: list[str], options: Options
-             ) -> Iterator[Decoded]:  # fmt: skip
+def _decoded(captures: list[str], master: str, conf: Mapping[str, str] | None, out: str | None, tables: list[str],
+             options: Options) -> Iterator[Decoded]:  # fmt: skip
     """A session and the captures decoded on it, for one command; all of it gone after."""
-    spark = session(master)
+    spark = session(master, conf)
     # Pieces staged in this machine's temp directory in local mode, beside the output on a cluster
     # (which its executors write anyway), or with neither, in Spark's cache.
     staging = _temporary_staging(spark) or (f"{out.rstrip('/')}/_staging" if out else None)
     try:
-        decoded = decode(spark, captures, options=options, tables=tables, staging=staging)
-        try:
-            yield decoded
-        finally:
-            decoded.close()
+        with executors_set_up():
+            decoded = decode(spark, captures, options=options, tables=tables, staging=staging)
+            try:
+                yield decoded
+            finally:
+                decoded.close()
     finally:
         if staging is not None:
             remove_tree(staging)

@@ -4,6 +4,7 @@ unsplit file, and bad files reported without failing the job. One SparkSession f
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import random
 import subprocess
@@ -32,12 +33,40 @@ from tests.engines.spark_helpers import (
     rows,
 )
 
+UI_PORT, DRIVER_PORT = 19740, 19741  # this test's range (Spark moves on to the next free port if taken)
+
 
 @pytest.fixture(scope="module")
 def spark() -> Iterator:
-    s = session("local[2]")
+    s = session("local[2]", {"spark.ui.enabled": "true", "spark.ui.port": str(UI_PORT),
+                             "spark.driver.port": str(DRIVER_PORT)})  # fmt: skip
     yield s
     s.stop()
+
+
+def listening_on(port: int) -> set[str]:
+    """The addresses TCP sockets listen on at ``port`` (``/proc/net/tcp{,6}``; IPv4-mapped IPv6 addresses
+    as IPv4; 0.0.0.0 or ``::``: every interface)."""
+    found = set()
+    for table in ("tcp", "tcp6"):
+        for line in Path(f"/proc/net/{table}").read_text().splitlines()[1:]:
+            local, state = line.split()[1], line.split()[3]
+            address, at = local.split(":")
+            if state != "0A" or int(at, 16) != port:  # 0A: LISTEN
+                continue
+            raw = b"".join(bytes.fromhex(address[i : i + 8])[::-1] for i in range(0, len(address), 8))
+            ip = ipaddress.ip_address(raw)
+            found.add(str(getattr(ip, "ipv4_mapped", None) or ip))
+    return found
+
+
+def test_spark_s_services_listen_on_loopback_only_and_settings_given_win(spark) -> None:
+    conf = spark.sparkContext.getConf()
+    assert conf.get("spark.ui.enabled") == "true"  # a setting given (the CLI's --conf) won over the default
+    ui_port = int(spark.sparkContext.uiWebUrl.rsplit(":", 1)[1])
+    driver_port = int(conf.get("spark.driver.port"))
+    assert UI_PORT <= ui_port < UI_PORT + 17 and DRIVER_PORT <= driver_port < DRIVER_PORT + 17
+    assert listening_on(ui_port) == {"127.0.0.1"} and listening_on(driver_port) == {"127.0.0.1"}
 
 
 def written(decoded: Decoded, out: Path) -> dict:
