@@ -137,11 +137,12 @@ def timed(argv: list[str], code: Path | None = None) -> tuple[float, float, floa
 
 def stages(files: list[str], master: str, out: Path) -> dict[str, float]:
     """Seconds per stage in one session, after a first job has started the JVM and Python workers."""
-    from kdissect.engines.spark import by_connection, decode, expand_paths, segment_rows, session
+    from kdissect.engines.paths import list_captures
+    from kdissect.engines.spark import by_connection, decode, segment_rows, session
 
     spark = session(master)
     try:
-        found = expand_paths(files)
+        found = list_captures(files)
         parts = max(2, 2 * spark.sparkContext.defaultParallelism)
         segment_rows(spark, found[:1]).write.format("noop").mode("overwrite").save()  # warm-up
         t0 = time.perf_counter()

@@ -150,22 +150,13 @@ def _hint_spark(paths: list[Path]) -> None:
 
 
 def _spark_paths(args: argparse.Namespace) -> list[str]:
-    """The Spark engine's inputs: URIs (hdfs://, s3a://) and globs as given, for Spark to list;
-    local files and directories as the local engine takes them (a missing one is a usage error)."""
-    import glob
+    """The Spark engine's inputs: as the local engine's, and remote URIs (hdfs://, s3a://) and globs."""
+    from kdissect.engines.paths import list_captures
 
-    from kdissect.engines import local
-
-    out: list[str] = []
-    for arg in args.captures:
-        if "://" in arg or glob.has_magic(arg):
-            out.append(arg)
-        else:
-            try:
-                out += [str(p) for p in local.capture_paths([arg])]
-            except OSError as exc:
-                raise UsageError(str(exc)) from None
-    return out
+    try:
+        return [path for path, _ in list_captures(args.captures, uris=True)]
+    except OSError as exc:  # a missing path, a directory without captures, a file system out of reach
+        raise UsageError(str(exc)) from None
 
 
 def _spark_conf(args: argparse.Namespace) -> dict[str, str]:
@@ -409,10 +400,12 @@ def _engine_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--master", default="local[*]", help="Spark master URL for --engine spark (default: local[*])")
     p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
                    help="a Spark setting for --engine spark, as spark-submit's (repeatable), e.g. "
-                        "spark.executor.memory=4g or spark.pyspark.python=./kd/bin/python")
+                        "spark.executor.memory=4g or spark.pyspark.python=./kd/bin/python (default: none; "
+                        "kdissect's own: driver memory 2g, web UI off)")
     p.add_argument("--archives", metavar="ARCHIVE#NAME,...",
                    help="archives Spark unpacks on every executor (spark.archives), e.g. a packed environment "
-                        "holding kdissect: kd.tar.gz#kd with --conf spark.pyspark.python=./kd/bin/python")
+                        "holding kdissect: kd.tar.gz#kd with --conf spark.pyspark.python=./kd/bin/python "
+                        "(default: none)")
 
 
 def _capture_args(p: argparse.ArgumentParser) -> None:

@@ -23,7 +23,6 @@ order to mark aborted records whose outcome another task decoded).
 from __future__ import annotations
 
 import atexit
-import glob
 import json
 import os
 import pickle
@@ -58,6 +57,7 @@ from kdissect.engines.partition import (
     decode_partition,
     read_pieces,
 )
+from kdissect.engines.paths import list_captures
 from kdissect.engines.storage import file_system, remove_tree
 from kdissect.engines.units import SEGMENT_SCHEMA, UNIT_SCHEMA, Unit, plan_units, read_units
 from kdissect.options import Options
@@ -98,34 +98,6 @@ def _arrow_to_spark(table: pa.Table) -> pa.Table:
             column = column.cast(pa.timestamp("us", tz="UTC"), safe=False)
         columns.append(column)
     return pa.Table.from_arrays(columns, names=table.column_names)
-
-
-def expand_paths(paths: Iterable[str]) -> list[tuple[str, int | None]]:
-    """Captures given as files, directories (their files, sorted) and globs, with their sizes (None
-    when unknown: such a file is reported by name when its task fails to read it). Remote URIs are
-    listed through pyarrow's file systems (directories; globs are local only)."""
-    from pyarrow import fs
-
-    found: list[tuple[str, int | None]] = []
-    for given in paths:
-        if "://" in given:
-            filesystem, inner = fs.FileSystem.from_uri(given)
-            info = filesystem.get_file_info(inner)
-            if info.type == fs.FileType.Directory:
-                infos = filesystem.get_file_info(fs.FileSelector(inner, recursive=False))
-                scheme = given.split("://", 1)[0]
-                found += [(f"{scheme}://{i.path}", i.size) for i in sorted(infos, key=lambda i: i.path)
-                          if i.type == fs.FileType.File]  # fmt: skip
-            else:
-                found.append((given, info.size if info.type == fs.FileType.File else None))
-        elif os.path.isdir(given):
-            names = sorted(os.listdir(given))
-            found += [(p, os.path.getsize(p)) for p in (os.path.join(given, n) for n in names) if os.path.isfile(p)]
-        elif glob.has_magic(given) and (matches := sorted(glob.glob(given))):
-            found += [(p, os.path.getsize(p)) for p in matches if os.path.isfile(p)]
-        else:
-            found.append((given, os.path.getsize(given) if os.path.isfile(given) else None))
-    return found
 
 
 def session(master: str = "local[*]", conf: Mapping[str, str] | None = None) -> SparkSession:
@@ -368,7 +340,7 @@ def decode(spark: SparkSession, paths: Iterable[str], *, options: Options | None
     # 10,000 rows of them (the default bound) fill the JVM heap.
     spark.conf.set("spark.sql.execution.arrow.maxBytesPerBatch", str(ARROW_BATCH_BYTES))
     spark.conf.set("spark.sql.inMemoryColumnarStorage.batchSize", "16")  # cached pieces: a few MB each
-    found = expand_paths(paths)
+    found = list_captures(paths, uris=True, missing_ok=True)
     files = [path for path, _ in found]
     partitions = partitions or max(2, 2 * spark.sparkContext.defaultParallelism)
     task = partial(_decode_task, files=files, options=options, tables=wanted, staging=staging)

@@ -202,6 +202,20 @@ def test_read_captures_gives_every_table_as_a_dataframe(spark) -> None:
     )
 
 
+def test_a_directory_stands_for_its_capture_files_only(spark, tmp_path: Path) -> None:
+    """As with the local engine: the README, JSON and scripts beside the captures are not read."""
+    capture = Path(next(p for p in REAL_CAPTURES if "kafka-python-admin" in p))
+    (tmp_path / capture.name).write_bytes(capture.read_bytes())
+    for name in ("README.md", "kafka-python-admin.truth.json", "make_captures.py"):
+        (tmp_path / name).write_text("not a capture\n")
+    decoded = decode(spark, [str(tmp_path)])
+    try:
+        assert decoded.files == [str(tmp_path / capture.name)] and decoded.unreadable == []
+        assert decoded.summary() == local_tables([str(capture)])[1]
+    finally:
+        decoded.close()
+
+
 def test_the_report_on_spark_is_the_local_engine_s_report(tmp_path: Path) -> None:
     """``kdissect report --engine spark`` (its own session, so in a subprocess) writes the same report."""
     from kdissect.cli import main
