@@ -108,7 +108,8 @@ class PartitionDecoder:
         self.stats: list[tuple[int, str]] = []  # (file index, counters as JSON) per unit
         self.task = task  # this task's number among the run's (records rows are numbered by it)
         self.records = 0  # records rows spilled so far
-        self.journal: list[tuple[int, tuple]] = []  # (pos, call) of the transaction rules' inputs
+        self.journal: list[tuple[int, tuple]] = []  # (pos, call) of the transaction rules' inputs not yet put
+        self.journaled = 0  # calls put in pieces so far
         self.sink.transactions.journal = []
         self.figures = Figures()  # the summary's figures of this task's rows, merged on the driver
         self.out: list[Envelope] = []
@@ -145,6 +146,14 @@ class PartitionDecoder:
         if calls:
             self.journal += [(pos, call) for call in calls]
             calls.clear()
+            if len(self.journal) >= merge.JOURNAL_CALLS:
+                self._put_journal()
+
+    def _put_journal(self) -> None:
+        if self.journal:
+            self.out += self.pieces.put(merge.JOURNAL, merge.journal_piece(self.task, self.journaled, self.journal))
+            self.journaled += len(self.journal)
+            self.journal = []
 
     def finish(self) -> None:
         self.mapped.close()
@@ -152,6 +161,7 @@ class PartitionDecoder:
         for name in self.wanted:
             if len(self.sink.rows[name]) or name not in SPILLABLE:
                 self._spill(name, self.sink.take(name))
+        self._put_journal()
         self.out += self.pieces.close()
         self.out.append((OPENED, ipc_bytes(pa.table({"pos": pa.array(self.opened_at, pa.int64())})), None))
         ids = [str(t) for t in self.sink.topic_names]
@@ -161,7 +171,6 @@ class PartitionDecoder:
             "seen": pa.array(self.topic_seen, pa.int64())})), None))  # fmt: skip
         stray = self.pipeline.reassembler.ignored_segments  # segments of no connection: additive over tasks
         self.out.append((STATS, json.dumps({"units": self.stats, "stray": stray}).encode(), None))
-        self.out.append((merge.JOURNAL, merge.journal_bytes(self.task, self.journal), None))
         self.out.append((merge.FIGURES, pickle.dumps(self.figures), None))
 
     def take(self) -> Iterator[Envelope]:

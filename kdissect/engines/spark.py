@@ -350,7 +350,8 @@ def decode(spark: SparkSession, paths: Iterable[str], *, options: Options | None
     side = envelope.filter(F.col("table").startswith("_")).collect()
     opened = [merge.read_ipc(r["data"])["pos"].to_numpy() for r in side if r["table"] == merge.OPENED]
     topics = merge.topic_names(merge.read_ipc(r["data"]) for r in side if r["table"] == merge.TOPICS)
-    aborted = merge.aborted_marks((r["data"] for r in side if r["table"] == merge.JOURNAL), topics)
+    aborted = merge.aborted_marks((read_pieces(r["data"], r["path"]) for r in side if r["table"] == merge.JOURNAL),
+                                  topics)  # fmt: skip
     task_stats = [json.loads(r["data"]) for r in side if r["table"] == merge.STATS]
     unit_stats = [(i, json.loads(s)) for task in task_stats for i, s in task["units"]]
     ordered = np.sort(np.concatenate(opened)) if opened else np.zeros(0, np.int64)

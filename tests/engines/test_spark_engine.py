@@ -29,6 +29,7 @@ from tests.engines.spark_helpers import (
     assert_same_tables,
     local_tables,
     read_parquet_dir,
+    record_ends,
     rotate,
     rows,
 )
@@ -141,6 +142,39 @@ def test_rotated_files_and_byte_ranges_decode_as_the_unsplit_capture(spark, tmp_
             decoded.close()
         for name in TABLES:
             assert rows(got[name], ("source_file",)) == rows(want[name], ("source_file",)), name
+
+
+def production_shapes(capture: str, out: Path) -> dict[str, list[str]]:
+    """The shapes real capture sets take, made from a real capture (classic pcap): cut at both ends
+    (begun mid-conversation, ended mid-record), rotated files given out of order, and rotated files
+    that overlap (a record range in two files, as when two capture processes ran at once)."""
+    data = Path(capture).read_bytes()
+    ends = record_ends(data)
+    out.mkdir()
+    cut = out / "cut.pcap"
+    cut.write_bytes(data[:24] + data[ends[len(ends) // 5] : ends[-len(ends) // 5] + 9])
+    rotated = rotate(capture, out / "rotated", cuts=5, seed=11)
+    third, two_thirds = ends[len(ends) // 3], ends[2 * len(ends) // 3]
+    overlapping = [out / "first.pcap", out / "second.pcap"]
+    overlapping[0].write_bytes(data[:two_thirds])
+    overlapping[1].write_bytes(data[:24] + data[third:])
+    return {"cut": [str(cut)], "rotated out of order": [rotated[i] for i in (3, 0, 5, 1, 4, 2)],
+            "overlapping": [str(p) for p in overlapping]}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", ["librdkafka-produce-consume.pcap", "librdkafka-transactions.pcap"])
+def test_production_shapes_give_the_local_engine_s_tables_and_figures(spark, tmp_path: Path, name: str) -> None:
+    capture = next(p for p in REAL_CAPTURES if p.endswith(name))
+    for shape, paths in production_shapes(capture, tmp_path / "shapes").items():
+        want, figures = local_tables(paths)
+        decoded = decode(spark, paths, partitions=3)
+        try:
+            got = written(decoded, tmp_path / shape)
+            summary = decoded.summary()
+        finally:
+            decoded.close()
+        assert want["exchanges"].num_rows and summary == figures, shape
+        assert_same_tables(got, want)
 
 
 def test_bad_files_are_reported_by_name_and_the_rest_is_analysed(spark, tmp_path: Path) -> None:

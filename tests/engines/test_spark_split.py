@@ -8,12 +8,14 @@ import os
 from pathlib import Path
 
 import pyarrow as pa
+import pytest
 
 from kdissect.engines.units import SEGMENT, UNIT_SCHEMA, MappedFiles, plan_units, read_unit, read_units
 from kdissect.sources.files import iter_capture
 from kdissect.sources.segment import TcpSegment
 from kdissect.sources.shapes import SourceStats
 from kdissect.sources.split import pcap_layout, prove_boundary
+from kdissect.tables import merge
 from kdissect.testing.packets import Encapsulation
 from kdissect.testing.pcapwrite import write_capture
 from kdissect.testing.synthetic import conversation
@@ -158,9 +160,12 @@ def test_source_file_names_the_file_a_connection_opened_in(tmp_path: Path) -> No
         assert opened[conn] == source
 
 
-def test_records_of_aborted_transactions_are_marked_across_tasks() -> None:
+@pytest.mark.parametrize("journal_calls", [merge.JOURNAL_CALLS, 1])
+def test_records_of_aborted_transactions_are_marked_across_tasks(journal_calls: int, monkeypatch) -> None:
     """A transaction's records, its ABORT marker and its EndTxn travel on different connections, decoded
-    in different tasks: the journals replayed in capture order mark what the local engine marks."""
+    in different tasks: the journals replayed in capture order mark what the local engine marks, also
+    when each task hands its journal over a call at a time (the driver merging the pieces as a stream)."""
+    monkeypatch.setattr(merge, "JOURNAL_CALLS", journal_calls)
     capture = next(p for p in REAL_CAPTURES if p.endswith("librdkafka-transactions.pcap"))
     want = local_tables([capture])[0]["records"]
 
