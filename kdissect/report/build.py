@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -80,7 +81,7 @@ def _overview_section(tables: Mapping[str, pd.DataFrame], o: Overview) -> Sectio
                 plots.latency_cdf,
                 "Fetch and JoinGroup wait on purpose (long poll, rebalance): see Kafka-aware latency.",
             ),
-            Table("Latency by API (ms)", latency_by(tables, "api")),
+            Table("Latency by API", latency_by(tables, "api")),
             Table(
                 "Anomalies: what could not be decoded",
                 anomalies,
@@ -94,7 +95,7 @@ def _latency_section(tables: Mapping[str, pd.DataFrame]) -> Section:
     return Section(
         "latency",
         "Latency",
-        "Percentiles (ms) of the time from a request's last packet to its "
+        "Percentiles of the time from a request's last packet to its "
         "answer's first packet, by where the request went and who sent it.",
         [
             Table("Broker × API", latency_by(tables, "broker_api")),
@@ -121,7 +122,7 @@ def _kafka_latency_section(tables: Mapping[str, pd.DataFrame]) -> Section:
                 kafka_latency.fetch_waits(tables),
                 "waited_full: held ≥ 90% of max_wait_ms; overran: answered later than max_wait_ms allows.",
             ),
-            Table("Produce by acks (ms)", kafka_latency.produce_by_acks(tables)),
+            Table("Produce by acks", kafka_latency.produce_by_acks(tables)),
             Table("JoinGroup waits", kafka_latency.join_waits(tables), max_rows=LISTING_ROWS),
             Table(
                 f"Slowest {SLOWEST} requests (waits within their bound left out)",
@@ -139,7 +140,11 @@ def _timeseries_section(tables: Mapping[str, pd.DataFrame]) -> Section:
         "Traffic over time",
         f"Per {step} s step, by request time.",
         [
-            *_figure("Requests, bytes, latency and errors over time", series, plots.traffic_over_time),
+            *_figure(
+                "Requests, bytes, latency and errors over time",
+                series,
+                partial(plots.traffic_over_time, step_s=step),
+            ),
             Table("Per step", series, collapsed=True),
         ],
     )

@@ -13,19 +13,12 @@ from typing import TextIO
 
 from kdissect.analysis.rolling import RollingFigures, percentiles
 from kdissect.report.render import safe_text
-from kdissect.report.terminal import ANOMALY_MEANING, ms_text, row_text
+from kdissect.report.terminal import ANOMALY_MEANING, row_text
+from kdissect.report.units import byte_rate_text, ms_text
 
 LATENCY_SPAN = 10  # seconds of traffic the percentiles cover
 RATE_SPAN = 5  # seconds the rates average over
 TOP = 8
-
-
-def _rate_bytes(n: float) -> str:
-    for unit in ("B", "kB", "MB", "GB"):
-        if n < 1000 or unit == "GB":
-            return f"{n:,.0f} {unit}/s" if unit == "B" else f"{n:,.1f} {unit}/s"
-        n /= 1000
-    raise AssertionError("unreachable")
 
 
 def _overall(figures: RollingFigures) -> tuple[float, ...] | None:
@@ -39,7 +32,7 @@ def headline(f: RollingFigures, elapsed: float) -> str:
     latency = f"p50 {ms_text(pct[0])} ms, p99 {ms_text(pct[1])} ms" if pct else "no latency yet"
     return (
         f"{elapsed:,.0f}s: {f.packets:,} packets, {f.exchanges:,} exchanges, {req_s:,.1f} req/s, "
-        f"{_rate_bytes(bytes_s)}, {latency}, {f.statuses['error']:,} errors, "
+        f"{byte_rate_text(bytes_s)}, {latency}, {f.statuses['error']:,} errors, "
         f"{f.open_connections} open connections, {f.kernel_drops:,} kernel drops, {f.gaps:,} gaps"
     )
 

@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from .render import safe_text
+from .units import unit_for
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -76,10 +77,23 @@ def cell_text(value: Any) -> str:
     return safe_text(str(value))
 
 
+def column_text(column: str, value: Any) -> str:
+    """A cell of ``column`` as display text: a number in the column's unit (:mod:`.units`), else :func:`cell_text`."""
+    unit = unit_for(column)
+    number = value.item() if hasattr(value, "item") else value
+    if unit is None or isinstance(number, bool) or not isinstance(number, int | float) or math.isnan(number):
+        return cell_text(value)
+    return unit(number)
+
+
 def shown_rows(table: Table) -> tuple[list[str], list[list[str]], int]:
-    """Column names, the rows to show as text, and how many rows were left out."""
+    """Column names, the rows to show as text (numbers with their units), and how many rows were left out."""
     frame = table.frame
     limit = table.max_rows if table.max_rows is not None else len(frame)
     head = frame.head(limit)
-    rows = [[cell_text(v) for v in row] for row in head.itertuples(index=False, name=None)]
-    return [safe_text(str(c)) for c in frame.columns], rows, max(0, len(frame) - limit)
+    names = [str(c) for c in frame.columns]
+    rows = [
+        [column_text(c, v) for c, v in zip(names, row, strict=True)]
+        for row in head.itertuples(index=False, name=None)
+    ]
+    return [safe_text(c) for c in names], rows, max(0, len(frame) - limit)

@@ -11,6 +11,22 @@ import base64
 
 from .document import Document, Figure, Table, cell_text, shown_rows
 
+# Columns of prose or lists, which may wrap; every other cell (names, addresses, ids, times, numbers)
+# stays on one line and a wide table scrolls sideways instead.
+WRAPPING_COLUMNS = frozenset(
+    {
+        "first_message",
+        "first_warning",
+        "detail",
+        "meaning",
+        "assignment",
+        "assignments",
+        "api_versions",
+        "removed_versions",
+        "client_ids",
+        "partitions",
+    }
+)
 CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'"
 
 
@@ -24,6 +40,21 @@ def _environment():
         lstrip_blocks=True,
         undefined=jinja2.StrictUndefined,
     )
+
+
+def _column_classes(table: Table) -> list[str]:
+    """A CSS class per column: ``wrap`` for prose and lists, ``num`` (right-aligned) for numbers."""
+    from pandas.api.types import is_bool_dtype, is_numeric_dtype
+
+    frame = table.frame
+    return [
+        "wrap"
+        if str(c) in WRAPPING_COLUMNS
+        else "num"
+        if is_numeric_dtype(frame[c].dtype) and not is_bool_dtype(frame[c].dtype)
+        else "key"
+        for c in frame.columns
+    ]
 
 
 def _block(block: Table | Figure) -> dict:
@@ -40,6 +71,7 @@ def _block(block: Table | Figure) -> dict:
         "title": block.title,
         "note": block.note,
         "columns": columns,
+        "classes": _column_classes(block),
         "rows": rows,
         "hidden": hidden,
         "collapsed": block.collapsed,

@@ -9,17 +9,20 @@ come from the wire pass through :func:`kdissect.render.safe_text`; math-text par
 from __future__ import annotations
 
 import io
-from collections.abc import Iterator, Sequence
+import math
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from .render import safe_text
+from .units import bytes_text, count_text, duration_text, per_second_text, share_text
 
 if TYPE_CHECKING:
     import pandas as pd
 
 MAX_POINTS = 400
 MAX_SERIES = 8
+MIN_SPAN_S = 2.0  # the narrowest time axis drawn
 _STYLE = {
     "svg.fonttype": "none",
     "text.parse_math": False,
@@ -41,22 +44,30 @@ def _canvas(**subplots: Any) -> Iterator[tuple[Any, Any]]:
         yield fig, fig.subplots(**subplots)
 
 
-def _plain_ticks(axis: Any) -> None:
-    """Tick labels as plain numbers (log axes otherwise write math text, which is switched off)."""
+def _plain_ticks(axis: Any, text: Callable[[float], str] = lambda v: f"{v:g}") -> None:
+    """Tick labels as plain text (log axes otherwise write math text, which is switched off), in a unit
+    of :mod:`kdissect.report.units` when one is given."""
     from matplotlib.ticker import FuncFormatter
 
-    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    axis.set_major_formatter(FuncFormatter(lambda v, _: text(v)))
     axis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
 
 
-def _time_axis(fig: Any, ax: Any) -> None:
-    """Wall-clock times (UTC) on the x axis, slanted so they do not overlap."""
-    from matplotlib.dates import AutoDateLocator, DateFormatter
+def _time_axis(ax: Any, times: pd.Series) -> None:
+    """Wall-clock times (UTC) on the x axis. The limits span at least :data:`MIN_SPAN_S` (a capture of
+    one instant still gets an axis AutoDateLocator can divide, instead of a warning and one repeated
+    label), and labels carry the precision the ticks need (``23:36:50.2``), so none repeats."""
+    from matplotlib.dates import AutoDateLocator, ConciseDateFormatter, date2num
 
-    ax.xaxis.set_major_locator(AutoDateLocator(maxticks=8))
-    ax.xaxis.set_major_formatter(DateFormatter("%H:%M:%S"))
+    lo, hi = date2num(times.min()), date2num(times.max())
+    pad = max((hi - lo) * 0.02, (MIN_SPAN_S / 86_400 - (hi - lo)) / 2)
+    ax.set_xlim(lo - pad, hi + pad)
+    locator = AutoDateLocator(minticks=3, maxticks=8)
+    ax.xaxis.set_major_locator(locator)
+    ax.xaxis.set_major_formatter(
+        ConciseDateFormatter(locator, formats=["%Y", "%b", "%d", "%H:%M", "%H:%M", "%H:%M:%S.%f"], show_offset=True)
+    )
     ax.set_xlabel("time (UTC)")
-    fig.autofmt_xdate()
 
 
 def _svg(fig: Any) -> bytes:
@@ -76,6 +87,8 @@ def _thin(values: Sequence[Any], points: int = MAX_POINTS) -> list[Any]:
 def latency_cdf(answered: pd.DataFrame) -> bytes:
     """Cumulative share of answered requests (latency > 0) within x ms, one line per API (the busiest
     ones), log x axis."""
+    from matplotlib.ticker import LogLocator
+
     with _canvas(figsize=(7.5, 3.6)) as (fig, ax):
         counts = answered["api_name"].value_counts()
         for api in counts.index[:MAX_SERIES]:
@@ -86,41 +99,94 @@ def latency_cdf(answered: pd.DataFrame) -> bytes:
                 [values[i] for i in idx], [(i + 1) / n for i in idx], where="post", label=f"{safe_text(str(api))} ({n})"
             )
         ax.set_xscale("log")
-        _plain_ticks(ax.xaxis)
-        ax.set_xlabel("latency (ms, log scale)")
+        low, high = ax.get_xlim()
+        narrow = math.log10(high / low) < 2  # within two decades, label 1-2-5 so some labels show
+        ax.xaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0) if narrow else (1.0,)))
+        _plain_ticks(ax.xaxis, duration_text)
+        _plain_ticks(ax.yaxis, share_text)
+        ax.set_xlabel("latency (log scale)")
         ax.set_ylabel("share of requests")
         ax.grid(True, alpha=0.3)
-        ax.legend(loc="lower right", fontsize=7)
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1, 1))
         return _svg(fig)
 
 
-def traffic_over_time(series: pd.DataFrame) -> bytes:
-    """Requests/s, bytes each way, latency p50/p99 and error rate on a shared time axis."""
-    rows = series.iloc[_thin(range(len(series)))]
-    t = rows["time"].dt.tz_convert(None)
+def _every_step(series: pd.DataFrame, step_s: int) -> tuple[pd.DataFrame, pd.Series]:
+    """The series on every step from the first to the last, plus one closing edge (each row holds the
+    step that starts at its time). Steps without a request count zero requests and bytes, and have no
+    latency or error share (a break in those lines); the mask says which steps had no traffic."""
+    import pandas as pd
+
+    first, last = series["time"].iloc[0], series["time"].iloc[-1]
+    steps = pd.date_range(first, last + pd.Timedelta(seconds=step_s), freq=f"{step_s}s")
+    full = series.set_index("time").reindex(steps)
+    idle = full["requests"].isna()
+    idle.iloc[-1] = False  # the closing edge is not a step
+    counted = ["requests_per_s", "bytes_to_brokers", "bytes_to_clients"]
+    full[counted] = full[counted].astype(float).fillna(0)
+    full.iloc[-1] = full.iloc[-2]  # the last step drawn to its end
+    return full, idle
+
+
+def _shade_idle(ax: Any, idle: pd.Series, step_s: int) -> None:
+    """Grey bands over the steps with no traffic."""
+    import pandas as pd
+
+    runs = (idle != idle.shift()).cumsum()[idle]
+    for _, run in runs.groupby(runs):
+        ax.axvspan(run.index[0], run.index[-1] + pd.Timedelta(seconds=step_s), color="0.9", lw=0)
+
+
+def traffic_over_time(series: pd.DataFrame, step_s: int = 1) -> bytes:
+    """Requests/s, bytes each way, latency p50/p99 and error share per ``step_s`` step (a step from
+    :func:`kdissect.analysis.timeseries.step_for`, so at most a few hundred steps) on a shared time
+    axis. Steps without traffic are grey bands: rates drop to zero there, latency lines break. When no
+    request failed, the errors panel says so instead of drawing a flat line."""
+    from matplotlib.patches import Patch
+
+    full, idle = _every_step(series, step_s)
+    t = full.index.tz_convert(None)
+    steps = {"drawstyle": "steps-post"}
     with _canvas(nrows=4, sharex=True, figsize=(7.5, 6.4)) as (fig, axes):
-        axes[0].plot(t, rows["requests_per_s"], color="tab:blue")
-        axes[0].set_ylabel("requests/s")
-        axes[1].plot(t, rows["bytes_to_brokers"] / 1024, label="to brokers", color="tab:orange")
-        axes[1].plot(t, rows["bytes_to_clients"] / 1024, label="to clients", color="tab:green")
-        axes[1].set_ylabel("KiB per step")
+        axes[0].plot(t, full["requests_per_s"], color="tab:blue", **steps)
+        axes[0].set_ylabel("requests")
+        _plain_ticks(axes[0].yaxis, per_second_text)
+        axes[1].plot(t, full["bytes_to_brokers"], label="to brokers", color="tab:orange", **steps)
+        axes[1].plot(t, full["bytes_to_clients"], label="to clients", color="tab:green", **steps)
+        axes[1].set_ylabel(f"bytes per {step_s} s")
+        _plain_ticks(axes[1].yaxis, bytes_text)
         axes[1].legend(fontsize=7)
-        axes[2].plot(t, rows["p50_ms"].astype(float), label="p50", color="tab:purple")
-        axes[2].plot(t, rows["p99_ms"].astype(float), label="p99", color="tab:red")
-        axes[2].set_ylabel("latency ms")
+        axes[2].plot(t, full["p50_ms"].astype(float), label="p50", color="tab:purple", **steps)
+        axes[2].plot(t, full["p99_ms"].astype(float), label="p99", color="tab:red", **steps)
+        axes[2].set_ylabel("latency")
         axes[2].set_yscale("symlog", linthresh=1)
-        _plain_ticks(axes[2].yaxis)
+        _plain_ticks(axes[2].yaxis, duration_text)
         axes[2].legend(fontsize=7)
-        axes[3].plot(t, rows["error_rate"] * 100, color="tab:red")
-        axes[3].set_ylabel("errors %")
+        failed = bool(full["errors"].fillna(0).sum())
+        if not failed:
+            axes[3].text(0.5, 0.5, "no errors", transform=axes[3].transAxes, ha="center", va="center", color="0.35")
+            axes[3].set_yticks([])
+            axes[3].spines["left"].set_visible(False)
+        else:
+            axes[3].plot(t, full["error_rate"].astype(float), color="tab:red", **steps)
+            axes[3].set_ylabel("errors")
+            _plain_ticks(axes[3].yaxis, share_text)
+        for ax in [axes[0], axes[1], *([axes[3]] if failed else [])]:
+            ax.set_ylim(bottom=0)
         for ax in axes:
             ax.grid(True, alpha=0.3)
-        _time_axis(fig, axes[-1])
+            _shade_idle(ax, idle.set_axis(t), step_s)
+        if idle.any():
+            axes[0].legend(handles=[Patch(color="0.9", label="no traffic")], fontsize=7)
+        _time_axis(axes[-1], t.to_series())
         return _svg(fig)
 
 
 def lag_over_time(lag: pd.DataFrame) -> bytes:
-    """Fetch lag (high watermark - fetch offset) over time for the partitions that lagged most."""
+    """Fetch lag (high watermark - fetch offset) over time for the partitions that lagged most: whole
+    messages on a y axis from zero, the legend beside the plot so it hides no point."""
+    from matplotlib.ticker import MaxNLocator
+
     keyed = lag.assign(
         _key=[
             f"{safe_text(str(c))} {safe_text(str(t))}[{p}]"
@@ -128,15 +194,19 @@ def lag_over_time(lag: pd.DataFrame) -> bytes:
         ]
     )
     worst = keyed.groupby("_key")["lag"].max().sort_values(ascending=False).index[:MAX_SERIES]
+    shown = keyed[keyed["_key"].isin(worst)]
     with _canvas(figsize=(7.5, 3.2)) as (fig, ax):
         for key in worst:
-            g = keyed[keyed["_key"] == key]
+            g = shown[shown["_key"] == key]
             g = g.iloc[_thin(range(len(g)))]
             ax.step(g["request_ts"].dt.tz_convert(None), g["lag"].astype(float), where="post", label=key, marker=".")
+        ax.set_ylim(0, max(1.0, float(shown["lag"].max())) * 1.08)
+        ax.yaxis.set_major_locator(MaxNLocator(nbins=6, integer=True))
+        _plain_ticks(ax.yaxis, count_text)
         ax.set_ylabel("lag (messages)")
         ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=7)
-        _time_axis(fig, ax)
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1, 1))
+        _time_axis(ax, shown["request_ts"].dt.tz_convert(None))
         return _svg(fig)
 
 
@@ -168,5 +238,5 @@ def group_timeline(events: pd.DataFrame) -> bytes:
         ax.set_yticks(range(len(names)), names)
         ax.grid(True, axis="x", alpha=0.3)
         ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1, 1))
-        _time_axis(fig, ax)
+        _time_axis(ax, rows["request_ts"].dt.tz_convert(None))
         return _svg(fig)

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 from kdissect.analysis.summary import Summary
 from kdissect.report.render import safe_text
+from kdissect.report.units import ms_text
 
 # Why each kind of anomaly happens, for the summary and the report (kinds not listed are shown bare).
 ANOMALY_MEANING = {
@@ -63,10 +64,6 @@ def _table(header: Sequence[str], rows: list[Sequence[str]]) -> list[str]:
         "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True))).rstrip()
         for r in [header, *rows]
     ]
-
-
-def ms_text(value: float | None) -> str:
-    return "-" if value is None else f"{value:.2f}"
 
 
 def summary_lines(s: Summary, captures: Sequence[str] = ()) -> list[str]:

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pytest
 import websocket
 
 from kdissect.testing.cluster import cluster_capture
@@ -113,13 +114,15 @@ class DevTools:
         result = self.call("Runtime.evaluate", session=True, expression=expression, returnByValue=True)
         return result["result"].get("value")
 
-    def screenshot(self, path: Path, height: int = 1800) -> None:
+    def screenshot(self, path: Path, width: int, height: int | None = None) -> None:
+        """The page's top ``height`` pixels at ``width``; the whole page when no height is given."""
+        height = height or self.evaluate("document.documentElement.scrollHeight")
         shot = self.call(
             "Page.captureScreenshot",
             session=True,
             format="png",
             captureBeyondViewport=True,
-            clip={"x": 0, "y": 0, "width": 1280, "height": height, "scale": 1},
+            clip={"x": 0, "y": 0, "width": width, "height": height, "scale": 1},
         )
         path.write_bytes(base64.b64decode(shot["data"]))
 
@@ -157,10 +160,42 @@ def chromium() -> Iterator[DevTools]:
             proc.wait()
 
 
-def check_page(page: Path, screenshot: Path) -> dict:
-    """Load a report, take its screenshot; what the page showed, for the assertions."""
+# How the page is laid out: cells outside the prose columns that take more than one line, block
+# elements that overlap the one before them, and what is wider than the window (only a table's own
+# box may scroll sideways, never the page).
+LAYOUT = """(() => {
+    const lines = el => {
+        const range = document.createRange();
+        range.selectNodeContents(el);
+        return new Set(Array.from(range.getClientRects()).filter(r => r.width > 0).map(r => Math.round(r.top))).size;
+    };
+    const wrapped = Array.from(document.querySelectorAll('th, td:not(.wrap)'))
+        .filter(c => c.textContent.trim() && lines(c) > 1)
+        .map(c => c.closest('table').querySelectorAll('th')[c.cellIndex].textContent + ': ' + c.textContent);
+    const overlaps = [];
+    for (const parent of document.querySelectorAll('body, main, main > section, figure, details[open]')) {
+        const kids = Array.from(parent.children)
+            .map(k => [k, k.getBoundingClientRect()])
+            .filter(([, r]) => r.height > 0);
+        for (let i = 1; i < kids.length; i++) {
+            const [[above, a], [below, b]] = [kids[i - 1], kids[i]];
+            if (b.top < a.bottom - 0.5) {
+                overlaps.push(above.tagName + ' / ' + below.tagName + ' ' + below.textContent.slice(0, 40));
+            }
+        }
+    }
+    const wide = Array.from(document.querySelectorAll('main section, main section > *, figure img'))
+        .filter(e => e.getBoundingClientRect().right > document.documentElement.clientWidth + 0.5)
+        .map(e => e.tagName + ' ' + e.textContent.slice(0, 40));
+    return {wrapped, overlaps, wide, page_width: document.documentElement.scrollWidth, window_width: window.innerWidth};
+})()"""
+
+
+def check_page(page: Path, screenshot: Path, width: int = 1280, height: int | None = 1800) -> dict:
+    """Load a report at a window ``width``, take its screenshot (``height`` pixels, None for the whole
+    page); what the page showed and how it is laid out, for the assertions."""
     with chromium() as tools:
-        run = tools.load(page.resolve().as_uri())
+        run = tools.load(page.resolve().as_uri(), width)
         shown = tools.evaluate("""({
             sections: Array.from(document.querySelectorAll('main > section h2')).map(h => h.textContent),
             images: Array.from(document.images).map(i => i.complete && i.naturalWidth > 0),
@@ -168,15 +203,23 @@ def check_page(page: Path, screenshot: Path) -> dict:
             handlers: document.querySelectorAll('[onerror], [onload]').length,
             text: document.body.innerText,
         })""")
-        tools.screenshot(screenshot)
-    return {"errors": run.errors, "requests": run.requests, **shown}
+        layout = tools.evaluate(LAYOUT)
+        tools.screenshot(screenshot, width, height)
+    return {"errors": run.errors, "requests": run.requests, **shown, "layout": layout}
 
 
-def test_report_opens_offline_without_errors_and_shows_hostile_text_as_text(tmp_path: Path) -> None:
-    capture = cluster_capture(tmp_path / "hostile.pcap", orders=HOSTILE_TOPIC, producer_client=HOSTILE_CLIENT)
-    page = tmp_path / "report.html"
+@pytest.fixture(scope="module")
+def hostile_page(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("browser")
+    capture = cluster_capture(out / "hostile.pcap", orders=HOSTILE_TOPIC, producer_client=HOSTILE_CLIENT)
+    page = out / "report.html"
     assert kdissect("report", str(capture), "-o", str(page)).returncode == 0
-    shot = tmp_path / "report.png"
+    return page
+
+
+def test_report_opens_offline_without_errors_and_shows_hostile_text_as_text(hostile_page: Path) -> None:
+    page = hostile_page
+    shot = page.with_name("report.png")
     seen = check_page(page, shot)
     assert seen["errors"] == []
     fetched = [u for u in seen["requests"] if not u.startswith("data:")]  # data: URLs are inline pictures
@@ -189,6 +232,20 @@ def test_report_opens_offline_without_errors_and_shows_hostile_text_as_text(tmp_
     assert "node 2 10.0.0.12:9092 (rack r2)" in seen["text"]
     png = shot.read_bytes()
     assert png.startswith(b"\x89PNG\r\n\x1a\n") and int.from_bytes(png[16:20], "big") == 1280
+
+
+@pytest.mark.parametrize("width", [1400, 800])
+def test_key_columns_stay_on_one_line_and_nothing_overlaps(hostile_page: Path, width: int) -> None:
+    """Addresses, client ids, topics, brokers and numbers never wrap (a wide table scrolls in its own
+    box); no block covers another; nothing but a table's box is wider than the window. The screenshot
+    of the whole page is kept for a look."""
+    shot = hostile_page.with_name(f"report-{width}.png")
+    layout = check_page(hostile_page, shot, width, height=None)["layout"]
+    print(f"screenshot at {width} px: {shot}")
+    assert layout["wrapped"] == []
+    assert layout["overlaps"] == []
+    assert layout["wide"] == [] and layout["page_width"] <= layout["window_width"], layout
+    assert int.from_bytes(shot.read_bytes()[16:20], "big") == width
 
 
 def write_sample(out: Path) -> None:

@@ -107,6 +107,28 @@ def test_the_three_formats_carry_the_same_tables(reports: dict[str, str]) -> Non
     assert len(figures) == 4
 
 
+def _md_table(md: str, title: str, after: str = "") -> list[dict[str, str]]:
+    """The rows of the first Markdown table titled ``title`` (after the heading ``after``), by column."""
+    start = md.index(f"### {title}\n", md.index(after))
+    lines = [line for line in md[start:].split("\n\n")[1].splitlines()]
+    names = [c.strip().replace("\\_", "_") for c in lines[0].strip("|").split("|")]
+    return [dict(zip(names, (c.strip() for c in row.strip("|").split("|")), strict=True)) for row in lines[2:]]
+
+
+def test_numbers_carry_their_units_in_html_and_markdown_and_stay_numbers_in_json(reports: dict[str, str]) -> None:
+    throughput = _md_table(reports["md"], "By topic", "## Throughput")[0]
+    assert re.fullmatch(r"[\d.,]+ (B|kB|MB)/s", throughput["bytes_per_s"]), throughput
+    assert re.fullmatch(r"[\d.,]+ (B|kB|MB)", throughput["bytes"]) and throughput["records_per_s"].endswith("/s")
+    step = _md_table(reports["md"], "Per step")[0]
+    assert re.fullmatch(r"[\d.]+ (ms|s)", step["p99_ms"]) and step["error_rate"].endswith("%"), step
+    latency = _md_table(reports["md"], "By broker", "## Latency")[0]
+    assert all(re.fullmatch(r"[\d.]+ (ms|s)", latency[p]) for p in ("p50", "p99", "max")), latency
+    assert f"<td class=\"num\">{throughput['bytes_per_s']}</td>" in reports["html"]
+    doc = json.loads(reports["json"])
+    by_topic = next(t for s in doc["sections"] if s["id"] == "throughput" for t in s["tables"])
+    assert isinstance(by_topic["rows"][0][by_topic["columns"].index("bytes_per_s")], float)
+
+
 def test_three_broker_cluster_named_by_node_and_host(reports: dict[str, str]) -> None:
     for node in (
         "node 1 10.0.0.11:9092 (rack r1)",
