@@ -105,7 +105,7 @@ def _kdissect(seconds: float) -> Callable[[], tuple[int, int]]:
             "live",
             "-i",
             "lo",
-            "--port",
+            "--ports",
             str(PORT),
             "--duration",
             str(seconds + 4),

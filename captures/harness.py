@@ -66,9 +66,10 @@ class Broker:
     NODE_ID = 111
     CLUSTER_ID = "tansu_cluster"
 
-    def __init__(self, port: int, log: Path) -> None:
+    def __init__(self, port: int, log: Path, authentication: bool = False) -> None:
         self.port = port
         self.log = log
+        self.authentication = authentication  # SASL/SCRAM required (no users exist: every login fails)
         self.proc: subprocess.Popen | None = None
 
     @property
@@ -82,7 +83,7 @@ class Broker:
         with self.log.open("w") as log:
             self.proc = subprocess.Popen(
                 [str(TANSU), "broker", "--listener-url", self.url, "--advertised-listener-url", self.url,
-                 "--storage-engine", "memory://tansu/"],
+                 "--storage-engine", "memory://tansu/", *(["--authentication"] if self.authentication else [])],
                 stdout=log, stderr=subprocess.STDOUT, env=env)
         wait_for(lambda: "ready in" in self.log.read_text() or self.proc.poll() is not None, 15, "tansu to start")
         if self.proc.poll() is not None:
@@ -103,7 +104,7 @@ class Broker:
     def describe(self) -> dict:
         return {"software": "tansu", "version": tool_version([str(TANSU), "--version"]).split()[-1],
                 "address": HOST, "port": self.port, "node_id": self.NODE_ID, "cluster_id": self.CLUSTER_ID,
-                "storage": "memory://tansu/"}
+                "storage": "memory://tansu/", "authentication": self.authentication}
 
 
 @dataclass(frozen=True)

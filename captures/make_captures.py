@@ -40,7 +40,7 @@ from harness import (
 from workloads.common import CODECS, expected_api_keys, message_plan
 
 PYTHON_CLIENTS = {"confluent": "confluent_wl", "kafka-python": "kafka_python_wl", "aiokafka": "aiokafka_wl",
-                  "kcat": "kcat_wl"}
+                  "kcat": "kcat_wl", "sasl": "sasl_wl"}
 TRUNCATING_SNAPLEN = 200
 WORKLOAD_TIMEOUT = 120.0
 
@@ -73,6 +73,7 @@ class Scenario:
     topics: tuple[tuple[str, int], ...] = ()  # made with `tansu topic create` before the capture starts
     seed: Step | None = None  # run before the capture starts
     midstream: bool = False  # start the capture only once the workload's traffic is flowing
+    authentication: bool = False  # the broker requires SASL (tansu --authentication: SCRAM only, no users)
     quirks: tuple[str, ...] = field(default=())
 
     @property
@@ -151,6 +152,15 @@ SCENARIOS = [
         topics=(("bulk", 1),),
         midstream=True,
         quirks=("no SYN: the connection was open before the capture", "no FIN: the capture stops mid-stream")),
+    Scenario(
+        "sasl-scram-logins", 19601, CaptureSpec(), Step("sasl", "scram-logins", codecs=("none",)),
+        "kafka-python, aiokafka and confluent-kafka each log in with SCRAM-SHA-256 then SCRAM-SHA-512 to a broker "
+        "started with --authentication (SaslHandshake v1, SaslAuthenticate v1/v2); it has no users, so every login "
+        "ends in the server-final message e=unknown-user",
+        authentication=True,
+        quirks=("tansu answers e=unknown-user with error_code 0 (NONE): the failure is only in the SCRAM token",
+                "kafka-python and librdkafka retry for 2.5 s: a few connections per mechanism each",
+                "the password the clients send is sasl_password in this file: no output may contain it")),
 ]
 
 
@@ -227,7 +237,7 @@ def run_scenario(scenario: Scenario) -> dict:
     plan_path.write_text(json.dumps([m.to_json() for m in message_plan(step.client, step.codecs, pad=step.pad)]))
     truth: dict = {"capture": {}, "scenario": scenario.summary, "quirks": list(scenario.quirks)}
 
-    with Broker(scenario.port, work / "broker.log") as broker:
+    with Broker(scenario.port, work / "broker.log", scenario.authentication) as broker:
         truth["broker"] = broker.describe()
         for topic, partitions in scenario.topics:
             broker.create_topic(topic, partitions)

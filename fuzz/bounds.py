@@ -31,6 +31,7 @@ _SIZES = {
     "pipelined_requests": 6_000,
     "lz4_tiny_frames": 100_000,
     "legacy_crc_storm": 60_000,
+    "gzip_wrapper_storm": 200_000,
     "gzip_of_zeros": 4_096,
     "short_connections": 10_000,
     "frame_heads": 512,

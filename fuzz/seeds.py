@@ -12,7 +12,7 @@ import random
 import struct
 from pathlib import Path
 
-from fuzz.targets import _SEG, ALL_APIS, conversation_bytes
+from fuzz.targets import _SEG, ALL_APIS, SASL_MECHANISMS, conversation_bytes
 from kdissect.decoders.codecs import CODEC_NAMES
 from kdissect.testing.conversation import tcp_conversation
 from kdissect.testing.encoder import encode_request, encode_response
@@ -84,15 +84,36 @@ def seeds() -> dict[str, dict[str, bytes]]:
     sasl = [(0, encode_request(17, 0, {"mechanism": "PLAIN"}, correlation_id=1)),
             (1, b"\x00\x00\x00\x06\x00\x00\x00\x01\x00\x00"), (0, b"\x00\x00\x00\x05\x00u\x00pw"),
             (1, b"\x00\x00\x00\x00"), *_exchange()]
+    scram = [b"n,,n=user,r=cnonce", b"\x80r=cnonceSNONCE,s=c2FsdHNhbHQ=,i=4096",
+             b"c=biws,r=cnonceSNONCE,p=cHJvb2Zwcm9vZnByb29mcHJvb2Y=", b"\x80v=c2lnbmF0dXJl", b"\x80e=unknown-user"]
+    jwt = b"eyJhbGciOiJub25lIn0.eyJzdWIiOiJ1In0.c2ln"
+    tokens = {
+        "PLAIN": [b"authz\x00user\x00password", b"\x80"],
+        "SCRAM-SHA-256": scram,
+        "OAUTHBEARER": [b"n,a=u,\x01host=h\x01auth=Bearer " + jwt + b"\x01\x01", b'\x80{"status":"invalid_token"}',
+                        b"\x01"],
+        "GSSAPI": [b"\x60\x82\x01\x00"],
+    }
+    sasl_tokens = {f"{name}-{i}": bytes([SASL_MECHANISMS.index(name) | (t[0] & 0x80)]) + t.removeprefix(b"\x80")
+                   for name, ts in tokens.items() for i, t in enumerate(ts)}
+    scram_v1 = [(0, encode_request(17, 1, {"mechanism": "SCRAM-SHA-256"}, correlation_id=1)),
+                (1, encode_response(17, 1, {"mechanisms": ["SCRAM-SHA-256"]}, correlation_id=1))]
+    for i, token in enumerate(scram[:4]):  # client-first, server-first, client-final, server-final
+        if i % 2 == 0:
+            scram_v1.append((0, encode_request(36, 2, {"auth_bytes": token}, correlation_id=2 + i // 2)))
+        else:
+            scram_v1.append((1, encode_response(36, 2, {"auth_bytes": token[1:]}, correlation_id=2 + i // 2)))
+    scram_v1 += _exchange()
     conversation = {
         "metadata-produce": conversation_bytes(_exchange()),
         "unknown-port": conversation_bytes(_exchange(), unknown_port=True),
         "records": conversation_bytes(_exchange(_records()["v2-gzip"])),
         "sasl-v0": conversation_bytes(sasl),
+        "sasl-v1-scram": conversation_bytes(scram_v1),
         "tls": conversation_bytes([(0, b"\x16\x03\x01\x00\x40" + bytes(64))]),
     }
     return {"capture": captures, "pipeline": captures, "decode": decode, "records": _records(),
-            "framing": framing, "reassembly": reassembly, "conversation": conversation}
+            "framing": framing, "reassembly": reassembly, "conversation": conversation, "sasl": sasl_tokens}
 
 
 def regressions() -> dict[str, dict[str, bytes]]:

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from kdissect.decoders import DecodeError, decode_request, decode_response, schema
 from kdissect.decoders.jsonable import to_jsonable
 from kdissect.decoders.records import Limits, decode_records
+from kdissect.decoders.sasl import MECHANISMS, decode_token
 from kdissect.engines import local
 from kdissect.kafka.framing import Frame, FrameSplitter, Lost, Skipped
 from kdissect.kafka.validators import RequestValidator
@@ -219,6 +220,20 @@ def conversation_bytes(msgs: list[tuple[int, bytes]], *, unknown_port: bool = Fa
     return b"".join(_MSG.pack(d | flag, len(m)) + m for d, m in msgs)
 
 
+SASL_MECHANISMS: list[str | None] = [*MECHANISMS, None]
+
+
+def sasl(data: bytes) -> None:
+    """One SASL token: byte 0 picks the mechanism (low bits; None: unknown) and the side (bit 7).
+    Nothing may escape; the view is JSON and says the token's true size."""
+    if not data:
+        return
+    mechanism = SASL_MECHANISMS[(data[0] & 0x7F) % len(SASL_MECHANISMS)]
+    token = decode_token(mechanism, data[1:], from_client=not data[0] & 0x80)
+    assert token.size == len(data) - 1
+    json.dumps(token.view())
+
+
 TARGETS: dict[str, Callable[[bytes], None]] = {
     "capture": capture,
     "reassembly": reassembly,
@@ -227,4 +242,5 @@ TARGETS: dict[str, Callable[[bytes], None]] = {
     "records": records,
     "pipeline": pipeline,
     "conversation": conversation,
+    "sasl": sasl,
 }

@@ -10,16 +10,18 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kdissect import __version__
+from kdissect import __version__, output_paths
 from kdissect.analysis.filters import FilterError
-from kdissect.decoders import DecodeError, decode_request, decode_response
+from kdissect.decoders import DecodeError, apis, decode_request, decode_response
 from kdissect.decoders.jsonable import to_jsonable
 from kdissect.decoders.records import LENGTHS_ONLY, Limits, Payloads
+from kdissect.decoders.sasl import redact_frame_body
 from kdissect.engines import EngineSetupError
 from kdissect.options import DEFAULT_PORTS, Options
 from kdissect.report.render import safe_text, tree_lines
@@ -40,8 +42,19 @@ class NothingRead(Exception):
     """No input could be read: printed as one line, exit status 1."""
 
 
-RESPONSE_HINT = (" (if these are a response's bytes, give its request's --api-key and --api-version; "
-                 "`kdissect show CAPTURE` prints both for every exchange)")
+def _response_hint(arg: str) -> str:
+    """How to decode the bytes if they are a response: the key and version a ``--save-frames`` file name
+    gives (``c0-7-Metadata-v12-response.bin``), else where to find them."""
+    named = re.search(r"-([A-Za-z]+)-v(\d+)-response\.bin$", arg) if arg.startswith("@") else None
+    try:
+        key = apis.key_of(named.group(1)) if named else None
+    except LookupError:
+        key = None
+    if named and key is not None:
+        return (f"; the file name says it is a {named.group(1)} v{named.group(2)} response: add "
+                f"--api-key {key} --api-version {named.group(2)}")
+    return ("; if these are a response's bytes, give its request's --api-key and --api-version (`kdissect show "
+            "CAPTURE` prints them for every exchange, e.g. Metadata v12 is --api-key 3 --api-version 12)")
 
 
 def _read_frame(arg: str) -> bytes:
@@ -70,11 +83,16 @@ def cmd_decode(args: argparse.Namespace) -> int:
     try:
         msg = decode_request(frame) if is_request else decode_response(frame, args.api_key, args.api_version)
     except DecodeError as exc:
-        raise NothingRead(f"cannot decode: {exc}{RESPONSE_HINT if is_request else ''}") from None
+        if is_request:
+            raise NothingRead(f"cannot decode as a request: {exc}{_response_hint(args.frame)}") from None
+        raise NothingRead(f"cannot decode: {exc}") from None
+    redact_frame_body(msg["header"].get("request_api_key") if is_request else args.api_key, msg["body"], is_request)
     if args.json:
         print(json.dumps(to_jsonable(msg), indent=2))
     else:
-        for line in tree_lines(msg, limit=None if args.full else 64):
+        from kdissect.report.show import display_view
+
+        for line in tree_lines(display_view(msg), limit=None if args.full else 64):
             print(line)
     return 0
 
@@ -107,6 +125,20 @@ def _ports(text: str) -> tuple[int, ...]:
             raise UsageError(f"--ports: {part!r} is not a TCP port (1-65535); e.g. --ports 9092,19092")
         ports.append(int(part))
     return tuple(ports)
+
+
+def _check_file(path: Path, option: str) -> None:
+    _refuse(output_paths.file_problem(path, option))
+
+
+def _check_directory(out: str, option: str) -> None:
+    """A local directory to write into (a URI, which only the Spark engine takes, is Spark's to check)."""
+    _refuse(None if "://" in out else output_paths.directory_problem(Path(out), option))
+
+
+def _refuse(problem: str | None) -> None:
+    if problem:
+        raise UsageError(problem)
 
 
 def _progress(paths: list[Path]):
@@ -172,20 +204,30 @@ def _spark_conf(args: argparse.Namespace) -> dict[str, str]:
     return conf
 
 
+def _quiet_spark(args: argparse.Namespace) -> None:
+    """Unless ``-v``: PySpark's pandas-version warning hidden, before pyspark is imported."""
+    if not args.verbose:
+        from kdissect.engines.spark_quiet import hide_pandas_warning
+
+        hide_pandas_warning()
+
+
 def _analyze_spark(args: argparse.Namespace, wanted: list[str], options: Options) -> int:
+    _quiet_spark(args)
     from kdissect.engines import local
     from kdissect.engines.spark import analyze
 
     if (args.format or "parquet") != "parquet":
         raise UsageError("--engine spark writes parquet only")
     captures = _spark_paths(args)
-    run = analyze(captures, master=args.master, out=args.out, tables=wanted, options=options, conf=_spark_conf(args))
+    run = analyze(captures, master=args.master, out=args.out, tables=wanted, options=options, verbose=args.verbose,
+                  conf=_spark_conf(args))
     if run.unreadable and len(run.unreadable) == run.files:
         raise local.no_capture(run.unreadable)
     if run.summary.packets == 0 and run.summary.capture.get("anomalies"):
         raise _nothing_read([Path(c) for c in captures])
     _report_unreadable(run.unreadable)
-    return _print_run(run.summary, captures, run.written)
+    return _print_run(run.summary, _readable_args(args.captures, run.unreadable), run.written)
 
 
 def _nothing_read(captures: list[Path]) -> NothingRead:
@@ -209,6 +251,8 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     unknown = [t for t in wanted if t not in TABLES]
     if unknown:
         raise UsageError(f"unknown table {unknown[0]!r} (known: {', '.join(TABLES)})")
+    if args.out is not None:
+        _check_directory(args.out, "--out")
     options = _options(args)
     if args.engine == "spark":
         return _analyze_spark(args, wanted, options)
@@ -230,7 +274,14 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     if run.stats.nothing_read:
         raise _nothing_read(captures)
     _report_unreadable(run.stats.unreadable)
-    return _print_run(run.summary, [str(c) for c in captures], run.written)
+    return _print_run(run.summary, _readable_args(args.captures, run.stats.unreadable), run.written)
+
+
+def _readable_args(given: list[str], unreadable: list[tuple[str, str]]) -> list[str]:
+    """The captures as the user named them (a directory stays one name), less files just reported
+    unreadable: what the summary's ``kdissect report`` hint repeats."""
+    skipped = {os.path.normpath(path) for path, _ in unreadable}
+    return [arg for arg in given if os.path.normpath(arg) not in skipped]
 
 
 def _print_run(summary: Summary, captures: list[str], written: list[tuple[object, int]]) -> int:
@@ -250,14 +301,14 @@ def cmd_show(args: argparse.Namespace) -> int:
     from kdissect.report.show import exchange_json, exchange_text, frame_files
     from kdissect.tables.columns import TABLES
 
+    if args.save_frames is not None:
+        _check_directory(args.save_frames, "--save-frames")
     captures = _captures(args)
     options = replace(_options(args), keep_frames=args.raw or args.save_frames is not None)
     local.tune_gc()
     predicate = None
     if args.filter:
-        exchange_columns = TABLES["exchanges"]
-        predicate = compile_filter(args.filter, {name for name, _ in exchange_columns} | {"topics"},
-                                   {name for name, kind in exchange_columns if kind == "timestamp"})
+        predicate = compile_filter(args.filter, {**dict(TABLES["exchanges"]), "topics": "list"})
     save = Path(args.save_frames) if args.save_frames is not None else None
     if save is not None:
         save.mkdir(parents=True, exist_ok=True)
@@ -297,7 +348,7 @@ def _live_source(args: argparse.Namespace, ports: tuple[int, ...]):
         if args.read != "-" and not Path(args.read).exists():
             raise UsageError(f"cannot read {args.read}: no such file or directory")
         return FollowedCapture(args.read, follow=not args.no_follow), args.read
-    bpf = capture_filter(ports if args.port else (), args.bpf)
+    bpf = capture_filter(ports if args.ports else (), args.bpf)
     try:
         return PcapDevice(args.interface, bpf), f"{args.interface}, filter {bpf!r}"
     except CaptureUnavailable as exc:
@@ -307,7 +358,6 @@ def _live_source(args: argparse.Namespace, ports: tuple[int, ...]):
 def cmd_live(args: argparse.Namespace) -> int:
     """Watch a device or a growing capture until Ctrl-C, SIGTERM, --duration or end of input."""
     import time
-    from dataclasses import replace
 
     from kdissect.engines.live import LiveOptions, LiveRun, StopSignals, report_input, run_loop
     from kdissect.engines.local import tune_gc
@@ -324,7 +374,14 @@ def cmd_live(args: argparse.Namespace) -> int:
         raise UsageError("--report needs the HTML report builder (`kdissect report`), which this build lacks")
     if args.report and report_from is None:
         raise UsageError("--report is built from the raw packets: add --write FILE.pcapng")
-    options = replace(_options(args), ports=tuple(args.port)) if args.port else _options(args)
+    for path, option in ((args.write, "--write"), (args.report, "--report")):
+        if path:
+            _check_file(Path(path), option)
+    if args.out:
+        _check_directory(args.out, "--out")
+    if args.port:  # ``--port P`` (repeatable), the spelling before ``--ports P,P``
+        args.ports = ",".join([*filter(None, [args.ports]), *map(str, args.port)])
+    options = _options(args)
     source, title = _live_source(args, options.ports)
     metrics = None
     if args.metrics_port is not None:
@@ -332,9 +389,10 @@ def cmd_live(args: argparse.Namespace) -> int:
 
         metrics = LiveMetrics(args.max_label_values)
         try:
-            metrics.serve(args.metrics_port)
+            metrics.serve(args.metrics_port, args.metrics_address)
         except OSError as exc:
-            raise UsageError(f"cannot serve metrics on port {args.metrics_port}: {exc.strerror}") from None
+            raise UsageError(f"cannot serve metrics on {args.metrics_address} port {args.metrics_port}: "
+                             f"{exc.strerror}") from None
     recorder = None
     if args.write:
         from kdissect.engines.pcapng_out import PcapngRecorder
@@ -342,7 +400,8 @@ def cmd_live(args: argparse.Namespace) -> int:
         recorder = PcapngRecorder(args.write)
     writer = TableWriter(Path(args.out), args.format) if args.out else None
     tune_gc()
-    opts = LiveOptions(options, wanted if writer else (), writer.write if writer else None)
+    opts = LiveOptions(options, wanted if writer else (), writer.write if writer else None,
+                       several_inputs=bool(args.read) and Path(args.read).is_dir())
     run = LiveRun(opts, recorder=recorder, metrics=metrics)
     view = RichView(title) if sys.stdout.isatty() and not args.quiet else PlainView(args.interval)
     start = time.monotonic()
@@ -369,14 +428,22 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     from kdissect.analysis.frames import analysis_frames
     from kdissect.engines import local
-    from kdissect.report.build import write_report
+    from kdissect.report.build import format_for, write_report
 
+    output = Path(args.output)
+    try:
+        fmt = format_for(output, args.format)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    _check_file(output, "-o")
     options = replace(_options(args), payloads=LENGTHS_ONLY)  # sizes are enough
     if args.engine == "spark":
+        _quiet_spark(args)
         from kdissect.engines.spark import report_input
 
         names = _spark_paths(args)
-        spark = report_input(names, master=args.master, options=options, conf=_spark_conf(args))
+        spark = report_input(names, master=args.master, options=options, verbose=args.verbose,
+                             conf=_spark_conf(args))
         if spark.unreadable and len(spark.unreadable) == spark.files:
             raise local.no_capture(spark.unreadable)
         frames, summary, unreadable = spark.frames, spark.summary, spark.unreadable
@@ -389,7 +456,7 @@ def cmd_report(args: argparse.Namespace) -> int:
             raise _nothing_read(captures)
         frames, summary, unreadable = analysis_frames(run.tables), run.summary, run.stats.unreadable
     _report_unreadable(unreadable)
-    out = write_report(frames, summary, names, Path(args.output), args.format)
+    out = write_report(frames, summary, names, output, fmt)
     print(f"wrote {safe_text(str(out))} ({out.stat().st_size:,} bytes)")
     return 0
 
@@ -398,6 +465,9 @@ def _engine_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--engine", choices=("local", "spark"), default="local",
                    help="local: this process (default); spark: PySpark, captures may also be globs and URIs")
     p.add_argument("--master", default="local[*]", help="Spark master URL for --engine spark (default: local[*])")
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="with --engine spark: also show Spark's log, progress bars and PySpark's warnings "
+                        "(default: errors only)")
     p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
                    help="a Spark setting for --engine spark, as spark-submit's (repeatable), e.g. "
                         "spark.executor.memory=4g or spark.pyspark.python=./kd/bin/python (default: none; "
@@ -420,11 +490,13 @@ def _capture_args(p: argparse.ArgumentParser) -> None:
 
 
 FILTER_HELP = """filter (--filter EXPR): a Python-like expression over one exchange, true to show it.
-  columns: the exchanges table's (see the README), e.g. api_name, api_version, correlation_id,
+  columns: the exchanges table's (docs/tables-and-columns.md), e.g. api_name, api_version, correlation_id,
            client_id, client_ip, broker_port, status, error_name, latency_ms, request_bytes,
            request_ts, response_ts; and topics (the topic names the request and response name)
   operators: == != < <= > >= in, not in, is None, and or not, + - * / %, (...), [...] lists
   strings in quotes; a missing value (None) compares false except with ==, != and is.
+  kinds: a column compares only with values of its kind (latency_ms > "5" is an error: numbers,
+         text, times, true/false), and an error points at the place with a caret.
   time: request_ts and response_ts compare with ISO strings ("2026-08-22T10:15:00Z"; no zone
         means UTC), so a time window is  request_ts >= "..." and request_ts < "..."
   examples:
@@ -495,10 +567,11 @@ def build_parser() -> argparse.ArgumentParser:
                                                "none, give -i or --read)")
     src.add_argument("--read", metavar="FILE|-",
                      help="a capture being written, a rotated-capture directory, or - (stdin) (default: none)")
-    li.add_argument("--port", type=int, action="append", help="broker port (repeatable); the kernel filter keeps only "
-                    "these. Default: 9092-9094 plus auto-detection, which needs every TCP packet")
-    li.add_argument("--bpf", help="kernel capture filter instead of the one made from --port (default: made from "
-                                  "--port)")
+    li.add_argument("--ports", metavar="P,P,...", help="comma-separated broker ports; the kernel filter keeps only "
+                    "these (default: 9092-9094 plus auto-detection, which needs every TCP packet)")
+    li.add_argument("--port", type=int, action="append", help=argparse.SUPPRESS)  # the old spelling, still taken
+    li.add_argument("--bpf", help="kernel capture filter instead of the one made from --ports (default: made from "
+                                  "--ports)")
     li.add_argument("--duration", type=float, metavar="S", help="stop after S seconds (default: until Ctrl-C)")
     li.add_argument("--write", metavar="FILE.pcapng", help="also write every captured packet to this pcapng file "
                                                           "(default: none)")
@@ -510,6 +583,9 @@ def build_parser() -> argparse.ArgumentParser:
                                                          "default: none)")
     li.add_argument("--metrics-port", type=int, metavar="N", help="serve Prometheus metrics on this port "
                                                                  "(default: none)")
+    li.add_argument("--metrics-address", default="127.0.0.1", metavar="ADDR",
+                    help="address the metrics endpoint listens on (default: 127.0.0.1, this host only; its labels "
+                         "hold client ids and broker addresses; 0.0.0.0 opens it to every network)")
     li.add_argument("--max-label-values", type=int, default=100, metavar="N",
                     help="distinct brokers/client ids per metric label before `(other)` (default 100)")
     li.add_argument("--quiet", action="store_true", help="a plain line every --interval seconds, no live table "
@@ -527,7 +603,7 @@ def build_parser() -> argparse.ArgumentParser:
                                                                     "(default: kept whole)")
     li.add_argument("--max-decompressed", type=int, metavar="BYTES", help="cap on one batch's decompressed size "
                                                                          "(default: 64 MiB)")
-    li.set_defaults(func=cmd_live, ports=None, no_auto_detect=False)
+    li.set_defaults(func=cmd_live, no_auto_detect=False)
 
     r = sub.add_parser("report", help="write a report: latency, errors, groups, lag, transactions, topology, plots")
     _capture_args(r)
@@ -546,7 +622,11 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except (UsageError, FilterError, EngineSetupError) as exc:  # a filter may also be refused while it runs
+    except FilterError as exc:  # also while it runs (too large a value)
+        for line in [f"kdissect: --filter: {exc}", *(f"  {line}" for line in exc.pointer())]:
+            print(safe_text(line), file=sys.stderr)
+        return EXIT_USAGE
+    except (UsageError, EngineSetupError) as exc:
         print(f"kdissect: {safe_text(str(exc))}", file=sys.stderr)
         return EXIT_USAGE
     except (NothingRead, CaptureFormatError) as exc:

@@ -45,6 +45,9 @@ class Exchange:
     inferred: bool = False  # an orphan response decoded as the answer to a request inferred, not seen
     client: Endpoint | None = None
     broker: Endpoint | None = None
+    # An authentication failure only the response's SASL token reports (SCRAM ``e=``, an OAUTHBEARER
+    # error) while its error code says none: counted as SASL_AUTHENTICATION_FAILED by the tables.
+    auth_error: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +65,20 @@ class Anomaly:
 
 
 @dataclass(slots=True)
+class SaslFacts:
+    """What a connection showed of its SASL authentication (filled by :mod:`kdissect.kafka.sasl`)."""
+
+    mechanism: str | None = None  # from the SaslHandshake, else guessed from the first client token
+    user: str | None = None  # the identity the client claimed
+    principal: str | None = None  # that identity, once authentication succeeded
+    result: str | None = None  # ok, failed, incomplete (None: no SASL seen)
+    error: str | None = None
+    reauths: int = 0  # authentications after the first on this connection (KIP-368)
+    session_lifetime_ms: int | None = None  # SaslAuthenticate v1+: when the broker wants a re-authentication
+    tokens: int = 0  # SASL tokens seen (SaslAuthenticate bodies and v0 bare frames)
+
+
+@dataclass(slots=True)
 class ConnectionSummary:
     """Everything known about one TCP connection once it is over."""
 
@@ -73,7 +90,7 @@ class ConnectionSummary:
     last_ts: int
     is_kafka: bool
     encrypted: bool = False
-    sasl: str | None = None  # SASL mechanism when a handshake was seen
+    sasl: SaslFacts = field(default_factory=SaslFacts)
     client_ids: list[str] = field(default_factory=list)
     software_name: str | None = None
     software_version: str | None = None
@@ -85,7 +102,6 @@ class ConnectionSummary:
     gap_bytes: int = 0
     retransmissions: int = 0
     skipped_bytes: int = 0
-    sasl_tokens: int = 0
     end_reason: str = ""
     # The reassembler's counters per direction (client to broker, broker to client), once ended.
     tcp: tuple[DirectionStats, DirectionStats] | None = None

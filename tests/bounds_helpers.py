@@ -42,7 +42,7 @@ print("\\n{_MARK}", os.waitstatus_to_exitcode(status), usage.ru_utime + usage.ru
 
 def run_cli(capture: Path, *args: str) -> Run:
     """``kdissect analyze CAPTURE ARGS`` (or another command when ``args`` starts with one)."""
-    command = list(args) if args and args[0] in ("analyze", "show") else ["analyze", *args]
+    command = list(args) if args and args[0] in ("analyze", "show", "report") else ["analyze", *args]
     argv = [sys.executable, "-m", "kdissect.cli", command[0], str(capture), *command[1:]]
     env = {**os.environ, "PYTHONHASHSEED": "0"}
     launched = subprocess.run([sys.executable, "-c", _LAUNCHER, *argv], capture_output=True, text=True, env=env)

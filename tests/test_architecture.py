@@ -30,7 +30,8 @@ ALLOWED: dict[str, set[str]] = {
     "report": {"analysis", "decoders", "events"},
     "engines": {"decoders", "options", "events", "sources", "kafka", "tables", "analysis"},
     "capture": {"engines", "options", "events", "tables"},
-    "cli": {"__init__", "engines", "report", "analysis", "tables", "options", "decoders", "sources"},
+    "cli": {"__init__", "engines", "report", "analysis", "tables", "options", "decoders", "sources", "output_paths"},
+    "output_paths": set(),
     "__init__": {"decoders", "capture", "options"},
     "spark": {"engines"},  # kdissect.spark: read_captures for people with their own SparkSession
     "testing": {"decoders", "options", "events", "sources", "reassembly"},

@@ -1,7 +1,8 @@
 """The committed schema table is exactly what the generator makes from the reference definitions.
 
-The definitions live next to the repository (``../shared/kafka-protocol/schemas``) and are never
-committed. Where that folder exists, regenerating must reproduce the committed table byte for byte.
+The definitions are never committed. When ``KDISSECT_KAFKA_SCHEMAS`` names a folder holding them (``3.9/``
+and ``latest/``, each Kafka's ``common/message`` folder), regenerating must reproduce the committed table
+byte for byte.
 Everywhere (a fresh clone included) the generator is checked on a small committed fixture of made-up
 definitions (``tests/fixtures/schema_regen``) that exercises each merge rule.
 """
@@ -9,13 +10,14 @@ definitions (``tests/fixtures/schema_regen``) that exercises each merge rule.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
 
 from tools.gen_schema_table import OUT, build_table, write_table
 
-SCHEMAS = Path(__file__).resolve().parents[2] / "shared" / "kafka-protocol" / "schemas"
+SCHEMAS = Path(os.environ.get("KDISSECT_KAFKA_SCHEMAS") or "/nonexistent")
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "schema_regen"
 
 CASES = [pytest.param([FIXTURE / "old", FIXTURE / "new"], FIXTURE / "expected_table.json", id="fixture")]

@@ -9,7 +9,7 @@ Folders are given oldest first. A message version is taken from the newest folde
 defines it; an older folder only contributes versions the newer ones dropped (Kafka 4.0
 removed many old versions), and only where its layout at that version actually differs.
 
-    python tools/gen_schema_table.py ../shared/kafka-protocol/schemas/3.9 ../shared/kafka-protocol/schemas/latest
+    python tools/gen_schema_table.py path/to/kafka-3.9/message path/to/kafka-trunk/message
 """
 
 from __future__ import annotations

@@ -23,12 +23,18 @@ ERROR_CODES: Mapping[int, tuple[str, bool]] = MappingProxyType(_load())
 """Error code -> (enum name, retriable); read-only so no caller can corrupt the shared table."""
 
 _NAMES: dict[int, str] = {code: name for code, (name, _) in ERROR_CODES.items()}
+_CODES: dict[str, int] = {name: code for code, name in _NAMES.items()}
 _RETRIABLE: dict[int, bool] = {code: retriable for code, (_, retriable) in ERROR_CODES.items()}
 
 
 def error_name(code: int) -> str:
     """Kafka's enum name for ``code``; ``UNKNOWN_ERROR_CODE_<n>`` keeps an unknown code visible."""
     return _NAMES.get(code) or f"UNKNOWN_ERROR_CODE_{code}"
+
+
+def code_of(name: str) -> int:
+    """The code of Kafka's enum ``name`` (a KeyError names a code the table does not have)."""
+    return _CODES[name]
 
 
 def is_retriable(code: int) -> bool | None:

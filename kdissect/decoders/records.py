@@ -125,7 +125,9 @@ class Limits:
 
     max_decompressed: int = 64 << 20  # per top-level batch or message, nested wrappers included
     max_depth: int = 4  # legacy wrappers inside wrappers (Kafka itself allows one level)
-    max_batches: int = 50_000  # batches (or legacy messages) decoded per records field
+    # batches (or legacy messages) decoded per records field; as many again of the inner messages of
+    # compressed legacy wrappers (a few KiB of gzip inflate to millions of 26-byte messages)
+    max_batches: int = 50_000
     run: RunMeter | None = None  # decompressed bytes left for the whole run, shared by every call
 
 
@@ -303,6 +305,7 @@ class _Decoder:
         self.cut = sys.maxsize if payloads.keep is None else payloads.keep
         self.origin = origin
         self.out = RecordSet()
+        self.inner_left = limits.max_batches  # inner messages of wrappers this field may still decode
 
     def run(self) -> RecordSet:
         buf, n, out = self.buf, len(self.buf), self.out
@@ -486,31 +489,59 @@ class _Decoder:
         if not depth:
             batch.compressed_size, batch.decompressed_size = wrapper.value_size, len(inner)
         budget -= len(inner)
-        msgs, problem = _messages(inner)
-        if problem is not None and not _capped(batch):
-            where, reason = problem
-            batch.warn("corrupt_message", f"inner message at byte {where} of the decompressed wrapper: {reason}")
-        base = wrapper_offset - msgs[-1].offset if wrapper.magic > 0 and msgs else -1
+        found = _messages(inner, self.inner_left)
+        self.inner_left -= len(found.kept)
+        if found.problem is not None and not _capped(batch):
+            at, reason = found.problem
+            batch.warn("corrupt_message", f"inner message at byte {at} of the decompressed wrapper: {reason}")
+        if found.more:
+            batch.warn(CAP, f"{where}only {self.limits.max_batches} inner messages of wrappers decoded per records "
+                       f"field: {found.more} more ({len(inner) - found.kept_end} bytes) counted, not decoded")
+        base = wrapper_offset - found.last_offset if wrapper.magic > 0 and found.last_offset is not None else -1
         log_append_time = wrapper.magic == 1 and bool(wrapper.attributes & ATTR_LOG_APPEND_TIME)
         mixed = False
-        for msg in msgs:
+        tally = _Tally()
+        for msg in found.kept:
             offset = msg.offset + base if base >= 0 else msg.offset
             mixed = mixed or msg.magic != wrapper.magic
             crc_ok = zlib.crc32(memoryview(inner)[msg.position + MAGIC_AT : msg.end]) == msg.crc
             if not crc_ok:
-                batch.warn("crc_mismatch", f"inner message at offset {offset}: CRC-32 {msg.crc:#010x} does not match")
+                tally.add("crc_mismatch", f"inner message at offset {offset}: CRC-32 {msg.crc:#010x} does not match")
             if msg.attributes & ATTR_CODEC:
-                batch.warn("nested_compression", f"inner message at offset {offset} is itself compressed")
+                tally.add("nested_compression", f"inner message at offset {offset} is itself compressed")
                 if depth + 1 >= self.limits.max_depth:
-                    batch.warn("max_depth", f"wrappers nested deeper than {self.limits.max_depth}: not opened")
+                    tally.add("max_depth", f"wrappers nested deeper than {self.limits.max_depth}: not opened")
                 else:
                     budget = self._unwrap(batch, inner, msg, offset, depth + 1, budget)
                 continue
             timestamp = wrapper.timestamp if log_append_time else msg.timestamp
             batch.records.append(self._legacy_record(inner, msg, offset, timestamp, crc_ok))
+        tally.report(batch)
         if mixed:
             batch.warn("inner_magic_mismatch", f"a magic {wrapper.magic} wrapper holds messages of another magic")
         return budget
+
+
+class _Tally:
+    """Warnings about the inner messages of one wrapper, one per kind: the first said, the others counted.
+    A wrapper inflates to millions of messages that may all share a fault (a formatted warning each
+    took more memory than the records)."""
+
+    __slots__ = ("first",)
+
+    def __init__(self) -> None:
+        self.first: dict[str, list] = {}  # code -> [first message, how many]
+
+    def add(self, code: str, message: str) -> None:
+        seen = self.first.get(code)
+        if seen is None:
+            self.first[code] = [message, 1]
+        else:
+            seen[1] += 1
+
+    def report(self, batch: Batch) -> None:
+        for code, (message, count) in self.first.items():
+            batch.warn(code, message if count == 1 else f"{message} (and {count - 1} more inner messages alike)")
 
 
 class _Message(NamedTuple):
@@ -557,18 +588,40 @@ def _message(buf: bytes, pos: int, end: int) -> _Message:
     )
 
 
-def _messages(buf: bytes) -> tuple[list[_Message], tuple[int, str] | None]:
-    """Every message of an inner message set, and where and why parsing stopped early."""
-    msgs: list[_Message] = []
+class _Inner(NamedTuple):
+    """An inner message set read with a bound: the messages kept, and what the rest held."""
+
+    kept: list[_Message]
+    kept_end: int  # where the kept messages end in the set
+    more: int  # messages after them, counted by their size fields, not parsed
+    last_offset: int | None  # offset field of the last message (kept or counted)
+    problem: tuple[int, str] | None  # where and why reading stopped early
+
+
+_OFFSET_SIZE = struct.Struct(">qi")
+
+
+def _messages(buf: bytes, keep: int) -> _Inner:
+    """The first ``keep`` messages of an inner message set, parsed; the others only counted, by their
+    size fields (as the batches past the batch bound are); and where and why reading stopped early."""
+    kept: list[_Message] = []
     pos, n = 0, len(buf)
-    while pos < n:
+    while pos < n and len(kept) < keep:
         try:
             msg = _message(buf, pos, n)
         except _CORRUPT as exc:
-            return msgs, (pos, _reason(exc))
-        msgs.append(msg)
+            return _Inner(kept, pos, 0, kept[-1].offset if kept else None, (pos, _reason(exc)))
+        kept.append(msg)
         pos = msg.end
-    return msgs, None
+    kept_end, more, last = pos, 0, kept[-1].offset if kept else None
+    while pos < n:
+        if n - pos < LOG_OVERHEAD:
+            return _Inner(kept, kept_end, more, last, (pos, f"{n - pos} bytes cannot hold a message"))
+        offset, size = _OFFSET_SIZE.unpack_from(buf, pos)
+        if size < _MIN_SIZE[0] or pos + LOG_OVERHEAD + size > n:
+            return _Inner(kept, kept_end, more, last, (pos, f"message size {size} does not fit"))
+        more, last, pos = more + 1, offset, pos + LOG_OVERHEAD + size
+    return _Inner(kept, kept_end, more, last, None)
 
 
 def _v2_records(buf: bytes, p: int, end: int, batch: Batch, cut: int, log_append_time: int) -> tuple[int, str] | None:

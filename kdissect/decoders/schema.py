@@ -110,6 +110,14 @@ def min_size(f: Field) -> int:
     return 1 if f.compact or f.elem in VARINT_TYPES else 2 if f.elem == "string" else 4
 
 
+def min_message_size(msg: Message) -> int:
+    """Fewest bytes a whole message takes (arrays empty, strings empty or null, no tagged fields):
+    a frame shorter than this cannot be that message."""
+    root = msg.root
+    fields = sum((1 if f.compact else 4) if f.is_array else min_size(f) for f in root.regular)
+    return fields + (1 if root.flexible else 0)
+
+
 class UnknownMessage(LookupError):
     """No definition for this API key / version / kind in the schema table."""
 

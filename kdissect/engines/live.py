@@ -188,6 +188,7 @@ class LiveOptions:
     tables: Sequence[str] = ()  # tables to write (with ``spill``); none: no table rows are kept
     spill: Spill | None = None  # receives each table's rows in pieces (a TableWriter's ``write``)
     window_s: int = 60
+    several_inputs: bool = False  # a rotated set: packets repeated across its files are read once
 
 
 class LiveRun:
@@ -200,7 +201,7 @@ class LiveRun:
         self.packets = PacketDecoder(opts.options.defrag(), stats=self.stats)
         self.sink = TableSink(opts.tables, opts.options, spill=opts.spill) if opts.spill is not None else None
         opened = self.sink.connection_sources if self.sink is not None else None
-        self.pipeline = KafkaPipeline(opts.options, opened=opened)
+        self.pipeline = KafkaPipeline(opts.options, opened=opened, several_inputs=opts.several_inputs)
         self._ended: list[int] = []  # connections whose file the sink may forget once their rows are named
         self.figures = RollingFigures(window=opts.window_s)
         self.reader = ExchangeReader()

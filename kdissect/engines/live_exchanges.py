@@ -10,7 +10,7 @@ from kdissect.analysis.rolling import Exchanged
 from kdissect.decoders.entities import Entry
 from kdissect.decoders.error_codes import error_name
 from kdissect.events import Exchange
-from kdissect.tables.sink import _entries, _has_error, exchange_row, response_errors
+from kdissect.tables.sink import _entries, _has_error, exchange_errors, exchange_row
 
 METADATA = 3
 
@@ -24,7 +24,7 @@ class ExchangeReader:
 
     def read(self, ex: Exchange) -> Exchanged:
         req, resp = ex.request, ex.response
-        errors = response_errors(_entries(resp, errors_only=True)) if _has_error(resp) else []
+        errors = exchange_errors(ex, _entries(resp, errors_only=True) if _has_error(resp) else [])
         row = exchange_row(ex, errors)
         if resp is not None and resp.api_key == METADATA:
             self._learn(_entries(resp))

@@ -49,8 +49,9 @@ class LiveMetrics:
         self.anomalies = Counter("kdissect_anomalies", "Anomalies by kind", ("kind",), registry=r)
         self.open_connections = Gauge("kdissect_open_connections", "TCP connections being followed", registry=r)
 
-    def serve(self, port: int, addr: str = "0.0.0.0") -> None:
-        """Serve ``/metrics`` on a background thread (prometheus_client's own server)."""
+    def serve(self, port: int, addr: str = "127.0.0.1") -> None:
+        """Serve ``/metrics`` on a background thread (prometheus_client's own server); on this host only
+        unless ``addr`` says otherwise, as the labels name clients and brokers."""
         start_http_server(port, addr=addr, registry=self.registry)
 
     def exchange(self, ex: Exchanged) -> None:

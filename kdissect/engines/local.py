@@ -10,6 +10,7 @@ from __future__ import annotations
 import gc
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, fields
+from functools import partial
 from os import PathLike
 from pathlib import Path
 from typing import Any, BinaryIO, Protocol
@@ -19,7 +20,8 @@ from kdissect.engines.paths import list_captures
 from kdissect.events import Anomaly, Exchange, KafkaEvent
 from kdissect.kafka.pipeline import KafkaPipeline
 from kdissect.options import Options
-from kdissect.sources.files import iter_capture
+from kdissect.sources.files import iter_capture, timeline
+from kdissect.sources.interleave import merge_by_time
 from kdissect.sources.segment import TcpSegment
 from kdissect.sources.shapes import CaptureFormatError, SourceAnomaly, SourceEvent, SourceStats
 from kdissect.tables.columns import TABLES
@@ -135,6 +137,10 @@ def _read_file(path: PathArg, options: Options, stats: RunStats, progress: Progr
     stats.add(source_stats)
 
 
+def _time_of(item: SourceEvent) -> int | None:
+    return item.ts_ns
+
+
 def _feed(pipeline: KafkaPipeline, items: Iterable[SourceEvent], source: str | None) -> Iterator[KafkaEvent]:
     for item in items:
         if isinstance(item, TcpSegment):
@@ -174,15 +180,26 @@ def events(
     progress: Progress | None = None,
     opened: dict[int, str | None] | None = None,
 ) -> Iterator[KafkaEvent]:
-    """Every Kafka event of the captures, in order. Files are read one after the other as
-    one capture (rotated capture files continue each other's connections); each connection's
-    rows name the file it opened in (``opened``, as in :func:`events_from`)."""
+    """Every Kafka event of the captures, in order. Files are read as one capture, merged by capture
+    time (rotated files continue each other's connections in whatever order they are named; a packet
+    read twice is read once, :mod:`kdissect.sources.duplicates`); each connection's rows name the
+    file it opened in (``opened``, as in :func:`events_from`)."""
     options = options or Options()
     stats = stats if stats is not None else RunStats()
-    pipeline = KafkaPipeline(options, opened=opened)
-    for path in paths:
-        pipeline.source = str(path)
-        yield from _feed(pipeline, _read_file(path, options, stats, progress), pipeline.source)
+    ordered = timeline([str(path) for path in paths])
+    pipeline = KafkaPipeline(options, opened=opened, several_inputs=len(ordered) > 1)
+    names = [name for name, _ in ordered]
+    inputs = [(first, partial(_read_file, name, options, stats, progress)) for name, first in ordered]
+    if len(inputs) == 1:  # the usual run: nothing to merge (merging costs a step per packet)
+        pipeline.source = names[0]
+        yield from _feed(pipeline, inputs[0][1](), names[0])
+    else:
+        for i, item in merge_by_time(inputs, _time_of):
+            pipeline.source = names[i]
+            if isinstance(item, TcpSegment):
+                yield from pipeline.feed(item)
+            else:
+                yield source_anomaly(item, names[i])
     if stats.unreadable and len(stats.unreadable) == stats.files:  # only when no file is a capture
         raise no_capture(stats.unreadable)
     yield from _finish(pipeline, stats)

@@ -91,13 +91,19 @@ def read_pieces(data: bytes | None, path: str | None) -> Iterator[pa.Table]:
 _FINISHING = 1 << 62  # events of the end of input come after every segment
 
 
+def _by_time(header: tuple) -> tuple[int, int]:
+    return header[1], header[0]
+
+
 class _Run:
     """A ``RUN`` row's segments (one 4-tuple's, from one unit), handed out one at a time."""
 
     __slots__ = ("at", "ends", "file_index", "headers")
 
-    def __init__(self, c: dict[str, list], i: int) -> None:
+    def __init__(self, c: dict[str, list], i: int, by_time: bool) -> None:
         self.headers = np.frombuffer(c["run"][i], RUN_HEADER).tolist()
+        if by_time:  # in the order of units.segment_order: (ts, pos)
+            self.headers.sort(key=_by_time)
         self.ends = (c["src_ip"][i], c["src_port"][i], c["dst_ip"][i], c["dst_port"][i])
         self.file_index = c["file_index"][i]
         self.at = 0
@@ -127,7 +133,7 @@ class PartitionDecoder:
         self.mapped = MappedFiles(files)
         self.wanted = [t for t in TABLES if t in set(tables) or t in SUMMARY_TABLES]
         self.sink = TableSink(self.wanted, options, spill=self._spill, resolve_topics=False)
-        self.pipeline = KafkaPipeline(options, opened=self.sink.connection_sources)
+        self.pipeline = KafkaPipeline(options, opened=self.sink.connection_sources, several_inputs=len(files) > 1)
         self.opened_at: list[int] = []  # per local connection id: pos of the segment that opened it
         self.broker_seen: list[int] = []  # per brokers row: pos of the segment that revealed it
         self.topic_seen: list[int] = []  # per learned topic id, in learning order: pos
@@ -138,20 +144,24 @@ class PartitionDecoder:
         self.journaled = 0  # calls put in pieces so far
         self.sink.transactions.journal = []
         self.figures = Figures()  # the summary's figures of this task's rows, merged on the driver
-        self.waiting: list[tuple[int, int, _Run]] = []  # (next segment's pos, order, run): a heap
+        self.by_time = len(files) > 1  # segments come in order of (ts, pos), else pos (units.segment_order)
+        self.waiting: list[tuple[object, int, _Run]] = []  # (next segment's place, order, run): a heap
         self.runs = itertools.count()
         self.out: list[Envelope] = []
 
     def feed(self, batch: pa.RecordBatch) -> None:
-        """Rows in ``pos`` order; a run's segments are fed as their places come (merged with every
-        other run's: a run waits only while a row before its next segment may still come)."""
+        """Rows in the order of ``units.segment_order``; a run's segments are fed as their places come
+        (merged with every other run's: a run waits only while a row before its next segment may come)."""
         c = batch.to_pydict()
         for i, kind in enumerate(c["kind"]):
             pos = c["pos"][i]
-            self._release(pos)
+            if not self.by_time:
+                self._release(pos)
+            elif c["ts"][i] is not None:  # rows without a time sort first, before any run
+                self._release((c["ts"][i], pos))
             if kind == RUN:
-                run = _Run(c, i)
-                heapq.heappush(self.waiting, (run.headers[0][0], next(self.runs), run))
+                run = _Run(c, i, self.by_time)
+                heapq.heappush(self.waiting, (self._place(run.headers[0]), next(self.runs), run))
             elif kind == SEGMENT:  # a payload that travels inline
                 self._segment(TcpSegment(
                     c["ts"][i], c["src_ip"][i], c["src_port"][i], c["dst_ip"][i], c["dst_port"][i], c["seq"][i],
@@ -163,14 +173,18 @@ class PartitionDecoder:
             else:
                 self.stats.append((c["file_index"][i], c["detail"][i]))
 
-    def _release(self, before: int | None) -> None:
-        """Feed the waiting runs' segments that come before ``before`` in capture order (all: None)."""
+    def _place(self, header: tuple) -> object:
+        return (header[1], header[0]) if self.by_time else header[0]
+
+    def _release(self, before: object) -> None:
+        """Feed the waiting runs' segments placed before ``before`` (all: None)."""
         waiting = self.waiting
         while waiting and (before is None or waiting[0][0] < before):
-            pos, order, run = heapq.heappop(waiting)
+            _, order, run = heapq.heappop(waiting)
+            pos = run.headers[run.at][0]
             segment = run.segment(self.mapped)
             if run.at < len(run.headers):
-                heapq.heappush(waiting, (run.headers[run.at][0], order, run))
+                heapq.heappush(waiting, (self._place(run.headers[run.at]), order, run))
             self._segment(segment, pos, run.file_index)
 
     def _segment(self, segment: TcpSegment, pos: int, file_index: int) -> None:

@@ -58,9 +58,11 @@ from kdissect.engines.partition import (
     read_pieces,
 )
 from kdissect.engines.paths import list_captures
+from kdissect.engines.spark_quiet import quiet_conf
 from kdissect.engines.storage import file_system, remove_tree
-from kdissect.engines.units import SEGMENT_SCHEMA, UNIT_SCHEMA, Unit, plan_units, read_units
+from kdissect.engines.units import SEGMENT_SCHEMA, UNIT_SCHEMA, Unit, plan_units, read_units, segment_order
 from kdissect.options import Options
+from kdissect.sources.files import in_time_order
 from kdissect.sources.shapes import SourceStats
 from kdissect.tables import merge
 from kdissect.tables.arrow import to_arrow
@@ -100,20 +102,26 @@ def _arrow_to_spark(table: pa.Table) -> pa.Table:
     return pa.Table.from_arrays(columns, names=table.column_names)
 
 
-def session(master: str = "local[*]", conf: Mapping[str, str] | None = None) -> SparkSession:
+def session(master: str = "local[*]", conf: Mapping[str, str] | None = None, verbose: bool = True) -> SparkSession:
     """A SparkSession for the command line; ``conf`` (``--conf KEY=VALUE``) wins over every default here.
 
     Executors on this machine run this Python; a cluster's need kdissect installed, or shipped as a
     packed environment (``spark.archives``) whose Python ``spark.pyspark.python`` names (docs/spark.md).
     When Spark runs on this machine (``local[...]`` or a master on loopback), its services, web UIs
-    included, listen on 127.0.0.1 unless ``SPARK_LOCAL_IP`` says otherwise: nothing to reach from outside."""
-    settings = {"spark.driver.memory": "2g", "spark.ui.enabled": "false", "spark.log.level": "ERROR",
-                "spark.sql.session.timeZone": "UTC"}  # fmt: skip
+    included, listen on 127.0.0.1 unless ``SPARK_LOCAL_IP`` says otherwise: nothing to reach from outside.
+    ``verbose=False`` hides Spark's chatter (``spark_quiet``)."""
+    settings = {"spark.driver.memory": "2g", "spark.ui.enabled": "false", "spark.sql.session.timeZone": "UTC",
+                **({} if verbose else quiet_conf())}  # fmt: skip
+    java_options = [settings.pop("spark.driver.extraJavaOptions", "")]
     if _on_this_machine(master):
         # The driver is also the executor, and its work here is moving small rows: the JIT's
         # optimizing tier costs about ten CPU seconds per run and never pays back (bench_spark.py).
-        settings["spark.driver.extraJavaOptions"] = "-XX:TieredStopAtLevel=1"
-    settings.update(conf or {})
+        java_options.append("-XX:TieredStopAtLevel=1")
+    given = dict(conf or {})
+    java_options.append(given.pop("spark.driver.extraJavaOptions", ""))  # the JVM takes the last of a flag given twice
+    settings.update(given)
+    if any(java_options):
+        settings["spark.driver.extraJavaOptions"] = " ".join(filter(None, java_options))
     # The executors' Python is the one the driver names in each job (not read from the conf by Spark
     # when the driver is this process, not spark-submit's).
     os.environ["PYSPARK_PYTHON"] = settings.get("spark.pyspark.python") or os.environ.get("PYSPARK_PYTHON",
@@ -321,9 +329,10 @@ def segment_rows(spark: SparkSession, found: list[tuple[str, int | None]], split
     )
 
 
-def by_connection(segments: DataFrame, partitions: int) -> DataFrame:
-    """Stage 2: each 4-tuple's rows from every file in one partition, in capture order."""
-    return segments.repartition(partitions, "key").sortWithinPartitions("pos")
+def by_connection(segments: DataFrame, partitions: int, files: int = 1) -> DataFrame:
+    """Stage 2: each 4-tuple's rows from every file in one partition, in capture order (of ``files`` files:
+    ``units.segment_order``)."""
+    return segments.repartition(partitions, "key").sortWithinPartitions(*segment_order(files))
 
 
 def decode(spark: SparkSession, paths: Iterable[str], *, options: Options | None = None,
@@ -341,10 +350,12 @@ def decode(spark: SparkSession, paths: Iterable[str], *, options: Options | None
     spark.conf.set("spark.sql.execution.arrow.maxBytesPerBatch", str(ARROW_BATCH_BYTES))
     spark.conf.set("spark.sql.inMemoryColumnarStorage.batchSize", "16")  # cached pieces: a few MB each
     found = list_captures(paths, uris=True, missing_ok=True)
+    sizes = dict(found)
+    found = [(path, sizes[path]) for path in in_time_order([path for path, _ in found])]  # as the local engine
     files = [path for path, _ in found]
     partitions = partitions or max(2, 2 * spark.sparkContext.defaultParallelism)
     task = partial(_decode_task, files=files, options=options, tables=wanted, staging=staging)
-    envelope = (by_connection(segment_rows(spark, found, split_bytes), partitions)
+    envelope = (by_connection(segment_rows(spark, found, split_bytes), partitions, len(files))
                 .mapInArrow(task, from_arrow_schema(ENVELOPE_SCHEMA))
                 .persist(StorageLevel.DISK_ONLY if staging is None else StorageLevel.MEMORY_AND_DISK))  # fmt: skip
     side = envelope.filter(F.col("table").startswith("_")).collect()
@@ -419,9 +430,9 @@ class SparkRun:
 
 
 def analyze(captures: list[str], *, master: str, out: str | None, tables: list[str], options: Options,
-            conf: Mapping[str, str] | None = None) -> SparkRun:  # fmt: skip
+            verbose: bool = True, conf: Mapping[str, str] | None = None) -> SparkRun:  # fmt: skip
     """The command line's run: decode, figures, Parquet under ``out``; the session is stopped after."""
-    with _decoded(captures, master, conf, out, tables, options) as decoded:
+    with _decoded(captures, master, conf, out, tables, options, verbose) as decoded:
         written = decoded.write(out, tables) if out else []
         return SparkRun(decoded.summary(), len(decoded.files), decoded.unreadable, written)
 
@@ -436,19 +447,19 @@ class SparkReport:
     unreadable: list[tuple[str, str]]  # (file, why)
 
 
-def report_input(captures: list[str], *, master: str, options: Options, conf: Mapping[str, str] | None = None
-                 ) -> SparkReport:  # fmt: skip
+def report_input(captures: list[str], *, master: str, options: Options, verbose: bool = True,
+                 conf: Mapping[str, str] | None = None) -> SparkReport:  # fmt: skip
     """The report's tables decoded on Spark and brought to the driver (the report's figures are then
-    computed there, by the same code as with the local engine), and the summary counted in Spark."""
-    with _decoded(captures, master, conf, None, list(TABLES), options) as decoded:
+    computed there, by the same code as with the local engine), and the summary from the tasks' figures."""
+    with _decoded(captures, master, conf, None, list(TABLES), options, verbose) as decoded:
         return SparkReport(decoded.frames(), decoded.summary(), len(decoded.files), decoded.unreadable)
 
 
 @contextmanager
 def _decoded(captures: list[str], master: str, conf: Mapping[str, str] | None, out: str | None, tables: list[str],
-             options: Options) -> Iterator[Decoded]:  # fmt: skip
+             options: Options, verbose: bool) -> Iterator[Decoded]:  # fmt: skip
     """A session and the captures decoded on it, for one command; all of it gone after."""
-    spark = session(master, conf)
+    spark = session(master, conf, verbose)
     # Pieces staged in this machine's temp directory in local mode, beside the output on a cluster
     # (which its executors write anyway), or with neither, in Spark's cache.
     staging = _temporary_staging(spark) or (f"{out.rstrip('/')}/_staging" if out else None)

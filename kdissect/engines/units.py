@@ -14,7 +14,8 @@ Segments that travel by reference (and those without payload) are packed: a ``RU
 to ``RUN_SEGMENTS`` segments of one 4-tuple from one unit as an array of fixed-size headers
 (``RUN_HEADER``), so Spark moves, shuffles and sorts a row per run instead of a row per segment,
 which cost several times the packing (``bench/bench_spark_rows.py``). A run's ``pos`` is its first
-segment's; a decode task merges the runs back into capture order (:mod:`kdissect.engines.partition`).
+segment's and its ``ts`` its earliest segment's, so it sorts (``segment_order``) before every one of its
+segments; a decode task merges the runs back into that order (:mod:`kdissect.engines.partition`).
 """
 
 from __future__ import annotations
@@ -55,6 +56,15 @@ RUN_HEADER = np.dtype([("pos", "<i8"), ("ts", "<i8"), ("seq", "<i8"), ("ack", "<
                        ("window", "<i4"), ("payload_len", "<i4"), ("captured", "<i4"), ("payload_at", "<i8"),
                        ("forward", "i1")])  # fmt: skip
 RUN_SEGMENTS = 4096
+
+
+def segment_order(files: int) -> tuple[str, ...]:
+    """The columns a connection's segment rows are fed in order of: file order for one file; merged by
+    capture time for several, as the local engine merges them (:mod:`kdissect.sources.interleave`), so a
+    packet read twice meets its copy (:mod:`kdissect.sources.duplicates`)."""
+    return ("ts", "pos") if files > 1 else ("pos",)
+
+
 UNIT_SCHEMA = pa.schema([("index", pa.int32()), ("file_index", pa.int32()), ("path", pa.string()),
                          ("start", pa.int64()), ("end", pa.int64())])  # fmt: skip
 _WINDOW = 4 << 20  # bytes read at a time while looking for a proven record boundary
@@ -299,8 +309,9 @@ class _Rows:
     def _run(self, ends: tuple) -> None:
         headers = self.runs.pop(ends)
         src_ip, src_port, dst_ip, dst_port = ends
-        self._add(connection_key(*ends), RUN, {
-            "pos": headers[0][0], "src_ip": src_ip, "src_port": src_port, "dst_ip": dst_ip, "dst_port": dst_port,
+        self._add(connection_key(*ends), RUN, {  # placed (pos, ts) no later than any of its segments
+            "pos": headers[0][0], "ts": min(h[1] for h in headers), "src_ip": src_ip, "src_port": src_port,
+            "dst_ip": dst_ip, "dst_port": dst_port,
             "run": np.array(headers, RUN_HEADER).tobytes()})  # fmt: skip
 
     def anomaly(self, a: SourceAnomaly) -> None:

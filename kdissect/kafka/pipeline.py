@@ -13,15 +13,20 @@ from kdissect.kafka.session import KafkaConnection
 from kdissect.options import Options
 from kdissect.reassembly.reassembler import TcpReassembler
 from kdissect.reassembly.streams import StreamConflict, StreamData, StreamEnd, StreamGap, StreamStart
+from kdissect.sources.duplicates import DUPLICATE_PACKETS, DuplicateFilter
 from kdissect.sources.segment import TcpSegment
 
 
 class KafkaPipeline:
     """Feed segments in capture order; call :meth:`finish` at the end of input.
 
-    Without ``options.auto_detect``, connections with no endpoint on a broker port are ignored."""
+    Without ``options.auto_detect``, connections with no endpoint on a broker port are ignored.
+    With ``several_inputs`` (the engine reads several files, merged by time, or a rotated set), a
+    segment that repeats one fed from another input (``source``) is dropped and counted
+    (:mod:`kdissect.sources.duplicates`); one input has nothing to repeat, and costs nothing."""
 
-    def __init__(self, options: Options | None = None, *, opened: dict[int, str | None] | None = None) -> None:
+    def __init__(self, options: Options | None = None, *, opened: dict[int, str | None] | None = None,
+                 several_inputs: bool = False) -> None:
         self.options = options or Options()
         opts = self.options
         self.reassembler = TcpReassembler(
@@ -34,12 +39,20 @@ class KafkaPipeline:
         # id goes there with the name current when it opened, in opening order (``source_file`` columns).
         self.source: str | None = None
         self.opened = opened
+        self.duplicates = DuplicateFilter() if several_inputs else None
 
     def feed(self, segment: TcpSegment) -> list[KafkaEvent]:
+        if self.duplicates is not None and not self.duplicates.keep(segment, self.source):
+            return []
         return self._dispatch(self.reassembler.feed(segment))
 
     def finish(self) -> list[KafkaEvent]:
-        return self._dispatch(self.reassembler.flush())
+        out = self._dispatch(self.reassembler.flush())
+        out.extend(Anomaly(DUPLICATE_PACKETS, None, None, None, n, None,
+                           f"{n} packets of {source} repeat packets of connection {repeated} (same sequence "
+                           "range, bytes and time): read once", source)
+                   for source, repeated, n in (self.duplicates.report() if self.duplicates else ()))  # fmt: skip
+        return out
 
     def _connection(self, conn_id: int) -> KafkaConnection | None:
         conn = self.connections.get(conn_id)

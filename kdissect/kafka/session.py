@@ -30,16 +30,17 @@ import struct
 from kdissect.decoders import api as decode_api
 from kdissect.decoders import apis
 from kdissect.decoders.errors import CAP, DecodeError
+from kdissect.decoders.sasl import guess_mechanism
 from kdissect.events import Anomaly, ConnectionSummary, Endpoint, Exchange, KafkaEvent, KafkaMessage
 from kdissect.kafka.framing import PROOF_CREDIT, Frame, FrameSplitter, FramingEvent, Lost, Skipped, Validator
 from kdissect.kafka.inference import Pair, infer_request
 from kdissect.kafka.lifecycle import Lifecycle, State
 from kdissect.kafka.pairing import Pairer, expects_response
+from kdissect.kafka.sasl import NOT_KEPT, SASL_HANDSHAKE, SaslSession
 from kdissect.kafka.validators import RequestValidator, ResponseValidator
 from kdissect.options import Options
 from kdissect.reassembly.streams import DirectionStats, StreamConflict
 
-SASL_HANDSHAKE = apis.key_of("SaslHandshake")
 API_VERSIONS = apis.key_of("ApiVersions")
 _I = struct.Struct(">i")
 ANSWERED_ACKS0 = "the broker answered a Produce request sent with acks=0 (Kafka brokers never do)"
@@ -68,6 +69,7 @@ class KafkaConnection:
         self.syn_seen = syn_seen
         self.pairer = Pairer(options.pending_requests)
         self.life = Lifecycle()
+        self.sasl = SaslSession()
         self._response_validator = ResponseValidator(self.pairer)
         self.request_dir: int | None = None  # 0: a -> b carries requests; 1: b -> a
         if b[1] in options.ports and a[1] not in options.ports:
@@ -137,7 +139,8 @@ class KafkaConnection:
                 return self._encrypted(direction, offset, ts_ns)
         if self.life.state is State.PROBING:
             self._probed[direction] += len(data)
-        events = self._handle(direction, self.splitters[direction].feed(offset, data, ts_ns))
+        events = self._handle_framing(direction, self.splitters[direction].feed(offset, data, ts_ns))
+        self._emit(events)
         if self.summary.encrypted:  # a splitter found TLS records mid-stream
             events.extend(self._encrypted(direction, offset, ts_ns))
         if (self.life.state is State.PROBING and sum(self._probed) > 2 * self.options.probe_limit
@@ -150,13 +153,13 @@ class KafkaConnection:
     def gap(self, direction: int, offset: int, length: int | None, ts_ns: int, reason: str) -> list[KafkaEvent]:
         if self.life.done:
             return []
-        return self._handle(direction, self.splitters[direction].gap(offset, length, ts_ns, reason))
+        return self._emit(self._handle_framing(direction, self.splitters[direction].gap(offset, length, ts_ns, reason)))
 
     def conflict(self, ev: StreamConflict) -> list[KafkaEvent]:
         """A retransmission carried other bytes than the copy kept (and decoded)."""
         if self.life.done:
             return []
-        return self._handle_framing(ev.direction, [ev])
+        return self._emit(self._handle_framing(ev.direction, [ev]))
 
     def end(self, ts_ns: int, reason: str, stats: tuple[DirectionStats, DirectionStats] | None = None,
             ) -> list[KafkaEvent]:
@@ -168,7 +171,7 @@ class KafkaConnection:
         done = self.life.done
         if not done:  # requests first: responses proven at the end may answer them
             for d in sorted((0, 1), key=lambda d: d != self.request_dir):
-                events.extend(self._handle(d, self.splitters[d].finish()))
+                events.extend(self._handle_framing(d, self.splitters[d].finish()))
         events.extend(self._release_orphans())
         for d, s in enumerate(self.splitters):
             at, left = s.pending()
@@ -198,9 +201,9 @@ class KafkaConnection:
                 self.summary.retransmissions += st.retransmissions
             to_broker = self.request_dir or 0  # unknown roles: the table shows endpoint a as the client
             self.summary.tcp = (stats[to_broker], stats[1 - to_broker])
-        for ex in self.pairer.drain():
-            ex.client, ex.broker = self.summary.client, self.summary.broker
-            events.append(ex)
+        events.extend(self.pairer.drain())
+        self._emit(events)
+        self.summary.sasl = self.sasl.close()
         self.summary.skipped_bytes += skipped
         self.life.move(State.CLOSED)
         for s in self.splitters:
@@ -209,12 +212,13 @@ class KafkaConnection:
         return events
 
     # -- framing events -----------------------------------------------------------------
-    def _handle(self, direction: int, framing: list[FramingEvent]) -> list[KafkaEvent]:
-        out = self._handle_framing(direction, framing)
-        for ev in out:
+    def _emit(self, events: list[KafkaEvent]) -> list[KafkaEvent]:
+        """Where exchanges leave the connection, each once: endpoints named, SASL tokens redacted."""
+        for ev in events:
             if isinstance(ev, Exchange):
                 ev.client, ev.broker = self.summary.client, self.summary.broker
-        return out
+                self.sasl.exchange(ev)
+        return events
 
     def _handle_framing(self, direction: int, framing: list[FramingEvent | StreamConflict]) -> list[KafkaEvent]:
         out: list[KafkaEvent] = []
@@ -281,12 +285,12 @@ class KafkaConnection:
             if self.syn_seen:  # the answers start at the stream's first byte: no need to hunt
                 self.splitters[1 - direction].sync_at_start()
         if not self.summary.is_kafka:
-            self.summary.is_kafka = True
+            self.summary.is_kafka = self._response_validator.proven = True
             events.extend(self._release_held())
         events.extend(self._midstream_boundary(direction))
         events.extend(self._decoded(direction, frame))
         if probing:
-            events.extend(self._handle(1 - direction, self.splitters[1 - direction].rescan()))
+            events.extend(self._handle_framing(1 - direction, self.splitters[1 - direction].rescan()))
         return events
 
     def _decoded(self, direction: int, frame: Frame) -> list[KafkaEvent]:
@@ -322,8 +326,7 @@ class KafkaConnection:
             decoded = decode_api.decode_request_frame(data)
         except DecodeError as exc:
             if self.life.state is State.SASL_RAW:
-                self.summary.sasl_tokens += 1
-                return []
+                return self._raw_token(frame, True)
             return self._undecodable(msg, frame, exc)
         self._set_sasl_raw(False)
         self._undecodable_run[0] = 0
@@ -348,7 +351,7 @@ class KafkaConnection:
             # A response cannot come before its request is complete: if the request direction
             # still waits on a frame, that frame's size field may be garbage hiding the request.
             assert self.request_dir is not None
-            early = self._handle(self.request_dir, self.splitters[self.request_dir].doubt())
+            early = self._handle_framing(self.request_dir, self.splitters[self.request_dir].doubt())
             if early:
                 request, overtook, settled = self.pairer.take(msg.correlation_id)
         return [*early, *self._paired(msg, request, overtook, settled, frame)]
@@ -358,8 +361,7 @@ class KafkaConnection:
         data = frame.data
         if request is None:
             if self.life.state is State.SASL_RAW:
-                self.summary.sasl_tokens += 1
-                return []
+                return self._raw_token(frame, False)
             msg.raw = data
             if len(self._orphans) < MAX_HELD_ORPHANS and self._orphan_bytes + len(data) <= MAX_HELD_ORPHAN_BYTES:
                 self._orphans.append((msg, frame))  # inferred at the end, from every request seen
@@ -370,9 +372,6 @@ class KafkaConnection:
 
     def _release_orphans(self) -> list[KafkaEvent]:
         out: list[KafkaEvent] = [self._orphan(msg, frame) for msg, frame in self._orphans]
-        for ex in out:
-            assert isinstance(ex, Exchange)
-            ex.client, ex.broker = self.summary.client, self.summary.broker
         self._orphans.clear()
         self._orphan_bytes = 0
         return out
@@ -414,6 +413,8 @@ class KafkaConnection:
     # -- frames the capture holds only the start of (snap length) ---------------------------
     def _cut_request(self, frame: Frame) -> list[KafkaEvent]:
         """Header fields from the captured head; the request still pairs with its response."""
+        if self.life.state is State.SASL_RAW and not self._request_head(frame.data):
+            return self._cut_token()
         msg = self._cut_message(frame, True)
         if len(frame.data) < 8:
             return [self._head_lost(frame, "request")]
@@ -425,6 +426,9 @@ class KafkaConnection:
         return list(self.pairer.add_request(msg))
 
     def _cut_response(self, frame: Frame) -> list[KafkaEvent]:
+        if self.life.state is State.SASL_RAW and (len(frame.data) < 4
+                                                   or _I.unpack_from(frame.data, 0)[0] not in self.pairer):
+            return self._cut_token()  # no request waits for it: a bare server token
         msg = self._cut_message(frame, False)
         if len(frame.data) < 4:
             return [self._head_lost(frame, "response")]
@@ -434,9 +438,32 @@ class KafkaConnection:
             msg.api_key, msg.api_version = request.api_key, request.api_version
         return [*settled, Exchange(self.conn_id, request, msg, "truncated", overtook)]
 
+    @staticmethod
+    def _request_head(data: bytes) -> bool:
+        """Whether a frame starts like a request (a known API at a version it has): in SASL_RAW, what
+        tells a Kafka request from a bare token."""
+        if len(data) < 4:
+            return False
+        key, version = struct.unpack_from(">hh", data, 0)
+        versions = apis.version_range(key, "request") if apis.name_of(key) is not None else None
+        return versions is not None and versions[0] <= version <= versions[1]
+
+    def _cut_token(self) -> list[KafkaEvent]:
+        self.sasl.cut_token()
+        return []
+
+    def _keep_raw(self, msg: KafkaMessage, data: bytes) -> None:
+        """Keep an undecoded frame's bytes for show --raw, unless they look like a bare SASL token (a
+        v0 token whose SaslHandshake the capture missed): those may hold a password."""
+        if msg.is_request and guess_mechanism(data) is not None:
+            msg.raw = None
+            msg.warnings.append({"code": "sasl", "message": f"looks like a SASL token: {NOT_KEPT}"})
+        else:
+            msg.raw = data
+
     def _cut_message(self, frame: Frame, is_request: bool) -> KafkaMessage:
         msg = self._message(frame, is_request)
-        msg.raw = frame.data
+        self._keep_raw(msg, frame.data)
         msg.error = _cut_reason(frame)
         msg.warnings = [{"code": "cut", "message": msg.error}]
         return msg
@@ -448,7 +475,7 @@ class KafkaConnection:
                        frame.ts_first, f"{_cut_reason(frame)}; too little to pair")
 
     def _undecodable(self, msg: KafkaMessage, frame: Frame, exc: DecodeError) -> list[KafkaEvent]:
-        msg.raw = frame.data
+        self._keep_raw(msg, frame.data)
         msg.error = str(exc)
         role = "request" if msg.is_request else "response"
         events: list[KafkaEvent] = [
@@ -476,13 +503,20 @@ class KafkaConnection:
         if msg.api_key == API_VERSIONS and "client_software_name" in msg.body:
             self.summary.software_name = msg.body.get("client_software_name")
             self.summary.software_version = msg.body.get("client_software_version")
-        if msg.api_key == SASL_HANDSHAKE:
-            self.summary.sasl = msg.body.get("mechanism")
 
     def _learn_from_response(self, request: KafkaMessage, msg: KafkaMessage) -> None:
         if request.api_key == SASL_HANDSHAKE and request.api_version == 0 and msg.body is not None:
             # Handshake v0: the SASL tokens that follow travel as bare size-prefixed frames.
             self._set_sasl_raw(msg.body.get("error_code") == 0)
+
+    def _raw_token(self, frame: Frame, from_client: bool) -> list[KafkaEvent]:
+        """A bare SASL token (after SaslHandshake v0): into the connection's SASL facts, nowhere
+        else; a failure it reports is an anomaly, since no exchange stands for it."""
+        token = self.sasl.raw_token(frame.data, from_client)
+        if token.error is None:
+            return []
+        return [Anomaly("auth_failed", self.conn_id, "request" if from_client else "response", frame.offset,
+                        4 + frame.size, frame.ts_first, f"SASL {token.mechanism} authentication failed: {token.error}")]
 
     def _set_sasl_raw(self, raw: bool) -> None:
         """Raw tokens are size-prefixed but are not requests: let them through unvetted."""

@@ -8,9 +8,10 @@ correlation id whose response decodes exactly, which is where pairing feeds back
 from __future__ import annotations
 
 import struct
+from functools import cache
 
 from kdissect.decoders import api as decode_api
-from kdissect.decoders import apis
+from kdissect.decoders import apis, schema
 from kdissect.kafka.framing import Validator
 from kdissect.kafka.pairing import Pairer
 
@@ -27,6 +28,22 @@ _MAX_ORPHAN = 64 * 1024  # an in-sync response frame answering no known request 
 
 # api_key << 16 | api_version of every request the table knows: what a plausible request starts with
 _KEY_VERSIONS = frozenset(key << 16 | v for key, (lo, hi) in _REQUEST_VERSIONS.items() for v in range(lo, hi + 1))
+
+
+@cache
+def smallest_response() -> int:
+    """Fewest bytes (header and body, no size prefix) of any response the table defines.
+
+    The one rule for frames on a connection never proven Kafka (no request decoded, no answer
+    paired): a response frame shorter than this cannot be Kafka's, so it is not taken as an
+    orphan. Without it a 9-byte HTTP/2 SETTINGS frame on a broker port read as a 4-byte answer."""
+    sizes = []
+    for key, version, kind in schema.all_api_versions():
+        if kind == "response":
+            header = schema.message("ResponseHeader", apis.header_version(key, version, kind))
+            body = schema.api_message(key, version, kind)
+            sizes.append(schema.min_message_size(header) + schema.min_message_size(body))
+    return min(sizes)
 
 
 class RequestValidator(Validator):
@@ -69,14 +86,18 @@ class ResponseValidator(Validator):
 
     def __init__(self, pairer: Pairer) -> None:
         self.pairer = pairer
+        self.proven = False  # the connection was shown to be Kafka (the session says when)
 
     def plausible(self, head: bytes, size: int) -> bool:
-        return len(head) >= 4
+        return len(head) >= 4 and (self.proven or size >= smallest_response())
 
     def sane(self, head: bytes, size: int) -> bool:
         """A response to a pending request, or a modest orphan (its request was lost): a stray
-        byte turning the next size field into megabytes must not hold the direction hostage."""
-        return _I.unpack_from(head, 0)[0] in self.pairer or size <= _MAX_ORPHAN
+        byte turning the next size field into megabytes must not hold the direction hostage;
+        before the connection is proven Kafka, no smaller than the smallest response."""
+        if _I.unpack_from(head, 0)[0] in self.pairer:
+            return True
+        return size <= _MAX_ORPHAN and (self.proven or size >= smallest_response())
 
     def accept(
         self, buf: bytearray, start: int, end: int, at_chunk_edges: bool, budget: int

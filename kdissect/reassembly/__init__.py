@@ -1,6 +1,6 @@
 """TCP stream reassembly: segments in, ordered byte runs and gap markers out, per direction.
 
-Rule: knows nothing about Kafka (see ``shared/design.md``); it imports only the segment type
+Rule: knows nothing about Kafka (docs/architecture.md); it imports only the segment type
 from ``sources``.
 """
 

@@ -312,11 +312,21 @@ def render(document: Document, fmt: str) -> bytes:
     raise ValueError(f"unknown report format {fmt!r} (known: {', '.join(FORMATS)})")
 
 
+SUFFIXES = {".html": "html", ".htm": "html", ".md": "md", ".markdown": "md", ".json": "json"}
+
+
 def format_for(out: Path, fmt: str | None) -> str:
-    """The format asked for, else the one the file name says (``.md``, ``.json``), else HTML."""
+    """The format asked for, else the one the file name says, HTML for a name without an extension.
+    Another extension is a ValueError: writing HTML into ``r.pdf`` would only surprise."""
     if fmt:
         return fmt
-    return {".md": "md", ".markdown": "md", ".json": "json"}.get(out.suffix.lower(), "html")
+    if not out.suffix:
+        return "html"
+    try:
+        return SUFFIXES[out.suffix.lower()]
+    except KeyError:
+        raise ValueError(f"cannot write a {out.suffix} report: the formats are html, md and json "
+                         f"(from -o's extension, or --format)") from None
 
 
 def write_report(

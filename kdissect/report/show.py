@@ -10,7 +10,12 @@ from __future__ import annotations
 import json
 import struct
 from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
 
+from kdissect.decoders.apis import name_of
+from kdissect.decoders.entities import is_error_field
+from kdissect.decoders.error_codes import error_name
 from kdissect.decoders.jsonable import iso_ns, to_jsonable
 from kdissect.decoders.records import decode_records
 from kdissect.events import Exchange, KafkaMessage
@@ -42,22 +47,55 @@ def exchange_json(ex: Exchange, row: dict, raw: bool = False) -> str:
 
 def frame_files(ex: Exchange) -> list[tuple[str, bytes]]:
     """(file name, frame bytes with the size prefix) of each message of an exchange whose bytes were
-    kept: what ``show --save-frames`` writes for ``kdissect decode @FILE``."""
+    kept: what ``show --save-frames`` writes for ``kdissect decode @FILE``. The name says the API and
+    version (``c0-7-Metadata-v12-response.bin``), which is what decoding a response needs."""
+    api = ex.request or ex.response
+    named = ""
+    if api is not None and api.api_key is not None and api.api_version is not None:
+        named = f"-{name_of(api.api_key)}-v{api.api_version}"
     out = []
     for label, msg in (("request", ex.request), ("response", ex.response)):
         if msg is not None and msg.raw is not None:
-            out.append((f"c{ex.conn_id}-{msg.correlation_id}-{label}.bin", struct.pack(">i", len(msg.raw)) + msg.raw))
+            name = f"c{ex.conn_id}-{msg.correlation_id}{named}-{label}.bin"
+            out.append((name, struct.pack(">i", len(msg.raw)) + msg.raw))
     return out
 
 
-def with_records_decoded(value: object) -> object:
-    """A copy of a decoded body where each ``records`` bytes field shows its batches and records."""
+@dataclass(frozen=True)
+class Named:
+    """A value printed with what it means beside it, unquoted: ``79 MEMBER_ID_REQUIRED``."""
+
+    text: str
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def _iso_ms(ms: int) -> object:
+    """A record timestamp (ms since the epoch) as ISO 8601 UTC; -1 (none) and absurd values as they are."""
+    try:
+        when = datetime.fromtimestamp(ms / 1000, UTC) if ms >= 0 else None
+    except (OverflowError, OSError, ValueError):
+        when = None
+    return ms if when is None else Named(f"{when:%Y-%m-%dT%H:%M:%S}.{ms % 1000:03d}Z")
+
+
+def display_view(value: object) -> object:
+    """A copy of a decoded message for people: each ``records`` bytes field as its batches and records
+    (timestamps as ISO times), each error code with its name from the error registry."""
     if isinstance(value, dict):
-        return {k: (_records_view(v) if k == "records" and isinstance(v, bytes) else with_records_decoded(v))
-                for k, v in value.items()}
+        return {k: _display_field(k, v) for k, v in value.items()}
     if isinstance(value, list):
-        return [with_records_decoded(v) for v in value]
+        return [display_view(v) for v in value]
     return value
+
+
+def _display_field(key: str, value: object) -> object:
+    if key == "records" and isinstance(value, bytes):
+        return _records_view(value)
+    if is_error_field(key) and isinstance(value, int) and not isinstance(value, bool):
+        return Named(f"{value} {error_name(value)}")
+    return display_view(value)
 
 
 def _records_view(raw: bytes) -> list[dict]:
@@ -70,7 +108,7 @@ def _records_view(raw: bytes) -> list[dict]:
             batch.update(producer_id=b.producer_id, producer_epoch=b.producer_epoch, transactional=b.is_transactional)
         if b.is_control:
             batch["control"] = [{"type": c.type, "coordinator_epoch": c.coordinator_epoch} for c in b.control]
-        batch["records"] = [{"offset": r.offset, "timestamp": r.timestamp, "key": r.key, "value": r.value,
+        batch["records"] = [{"offset": r.offset, "timestamp": _iso_ms(r.timestamp), "key": r.key, "value": r.value,
                              **({"headers": {k: v for k, v in r.headers}} if r.headers else {})} for r in b.records]
         if b.warnings:
             batch["warnings"] = [w.message for w in b.warnings]
@@ -96,6 +134,6 @@ def exchange_text(ex: Exchange, row: dict, full: bool, raw: bool = False) -> Ite
         elif msg.body is None:
             yield "    not decoded: its request is not in the capture (its bytes: --raw or --save-frames)"
         if msg.header is not None:  # a cut request still has its header and leading fields
-            yield from tree_lines({"header": msg.header, "body": with_records_decoded(msg.body)}, "    ", limit)
+            yield from tree_lines({"header": msg.header, "body": display_view(msg.body)}, "    ", limit)
         if msg.raw is not None and raw:
             yield f"    raw: {struct.pack('>i', len(msg.raw)).hex()}{msg.raw.hex()}"

@@ -24,6 +24,7 @@ ANOMALY_MEANING = {
     "overflow": "bytes given up while hunting (search window full)",
     "decode_error": "frames that did not decode",
     "tls": "encrypted connections",
+    "auth_failed": "SASL logins refused in SaslHandshake v0's bare-token framing (no exchange stands for them)",
     "not_kafka": "connections on Kafka ports that carried no Kafka",
     "truncated_file": "capture file cut short",
     "unreadable_file": "files that are not captures (skipped; the others were read)",
@@ -31,7 +32,8 @@ ANOMALY_MEANING = {
     "crc_mismatch": "record batches whose checksum is wrong",
     "decompression_capped": "record batches inflating past the memory cap",
     "retransmission_conflict": "retransmitted bytes that differ from the copy decoded",
-    "cap": "cut by a resource bound (see the README's table of bounds)",
+    "duplicate_packets": "packets read twice (an input repeating another's): read once",
+    "cap": "cut by a resource bound (see docs/decoding-and-robustness.md, Resource bounds)",
 }
 # The reassembler's counters worth a word when not zero (the others are in the connections table).
 _TCP = {
@@ -42,7 +44,9 @@ _TCP = {
     "zero_window_probes": "zero-window probes",
     "anomalies": "segments past FIN or with RST",
     "ignored_bytes": "bytes in them, ignored",
-    "stray_segments": "segments of no connection",
+    # Bare ACK/FIN/RST segments of no open connection (reassembly's ignored_segments): the last ACK of
+    # a close, or the tail of a connection begun before the capture. Normal, so said as such.
+    "stray_segments": "bare ACK/FIN/RST segments outside any connection (normal around a close)",
 }
 
 
@@ -68,7 +72,8 @@ def _table(header: Sequence[str], rows: list[Sequence[str]]) -> list[str]:
 
 def summary_lines(s: Summary, captures: Sequence[str] = ()) -> list[str]:
     """Exchanges by API (slowest p99 first) with latency percentiles and error counts, errors by name,
-    then what went wrong, what the capture and TCP layers counted, and where to read more.
+    then what went wrong, what the capture and TCP layers counted, and where to read more
+    (``captures``: the report command's inputs, as the user named them).
 
     The API table comes right after the first line and a blank one, and is the only block whose
     lines start with a letter and hold no colon."""
@@ -130,6 +135,6 @@ def summary_lines(s: Summary, captures: Sequence[str] = ()) -> list[str]:
     if counted:
         lines.append("TCP: " + ", ".join(counted))
     if s.exchanges:
-        target = " ".join(shlex.quote(safe_text(p)) for p in captures) or "CAPTURE"
+        target = " ".join(shlex.quote(safe_text(p)) for p in captures) if 0 < len(captures) <= 4 else "CAPTURES"
         lines.append(f"more (groups, lag, transactions, topology, plots): kdissect report {target} -o report.html")
     return lines

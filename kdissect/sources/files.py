@@ -64,6 +64,33 @@ def iter_capture(
             raise CaptureFormatError(f"{damage.message}; no capture could be read") from None
 
 
+def first_time(path: str | os.PathLike[str]) -> int | None:
+    """Capture time of a file's first record (None: it has none, or is no capture): where the file
+    starts on the timeline when several are merged by time (:mod:`kdissect.sources.interleave`)."""
+    records = iter_capture(path, records=True)
+    try:
+        return next((r.ts_ns for r in records if isinstance(r, CaptureRecord)), None)
+    except (CaptureFormatError, OSError):
+        return None
+    finally:
+        records.close()
+
+
+def timeline(paths: list[str]) -> list[tuple[str, int | None]]:
+    """Several local files, each with its first record's time, in that order (files of unknown time
+    first, ties as given): how the engines merge inputs by time. One file, or remote ones, as given
+    (their times unknown)."""
+    if len(paths) < 2 or not all(os.path.isfile(p) for p in paths):
+        return [(p, None) for p in paths]
+    timed = [(p, first_time(p)) for p in paths]
+    return sorted(timed, key=lambda pt: (pt[1] is not None, pt[1] or 0))
+
+
+def in_time_order(paths: list[str]) -> list[str]:
+    """The files of :func:`timeline`, without their times."""
+    return [p for p, _ in timeline(paths)]
+
+
 def _read_chunks(stream: BinaryIO, chunk_size: int) -> Iterator[bytes]:
     while chunk := stream.read(chunk_size):
         yield chunk

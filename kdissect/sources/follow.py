@@ -28,7 +28,7 @@ from pathlib import Path
 
 from kdissect.sources.reader import CaptureParser
 from kdissect.sources.record_loop import ReaderLimits
-from kdissect.sources.shapes import RecordEvent
+from kdissect.sources.shapes import CaptureFormatError, RecordEvent
 
 CHUNK = 1 << 20
 _COMPRESSED = (".gz", ".zst", ".xz", ".bz2", ".zip")
@@ -108,7 +108,7 @@ class FollowedCapture:
             data = current.read()
             if data:
                 self.bytes_read += len(data)
-                return current.parser.feed(data)
+                return self._parsed(current, data)
             if current.is_pipe or not self.follow or self._later_file_exists():
                 return self._close_current()
             if not self._sleep_until(deadline):
@@ -121,6 +121,15 @@ class FollowedCapture:
         return self._close_current()
 
     # -- inputs ---------------------------------------------------------------------------
+    def _parsed(self, current: _Input, data: bytes) -> list[RecordEvent]:
+        """The records ``data`` completes; in a rotated set, a file that is not a capture is named."""
+        try:
+            return current.parser.feed(data)
+        except CaptureFormatError as exc:
+            if self._dir is None:
+                raise
+            raise CaptureFormatError(f"{current.name}: {exc}") from None
+
     def _close_current(self) -> list[RecordEvent]:
         current, self._current = self._current, None
         if current is None:

@@ -13,11 +13,11 @@ from dataclasses import replace
 from typing import Any
 
 from ..decoders import apis, schema
-from ..decoders.entities import Entry, carries_records, has_error, is_error_field, walk
-from ..decoders.error_codes import error_name, is_retriable
+from ..decoders.entities import Context, Entry, carries_records, has_error, is_error_field, walk
+from ..decoders.error_codes import code_of, error_name, is_retriable
 from ..decoders.errors import CAP
 from ..decoders.records import LENGTHS_ONLY, Payloads, RunMeter
-from ..events import Anomaly, ConnectionSummary, Exchange, KafkaEvent, KafkaMessage
+from ..events import Anomaly, ConnectionSummary, Exchange, KafkaEvent, KafkaMessage, SaslFacts
 from ..options import Options
 from .columns import DETAIL_TABLES, TABLES, TCP_COUNTERS, Parts, Runs
 from .details import DetailRows
@@ -28,6 +28,7 @@ from .transactions import TransactionMarks
 # Cluster-state broadcasts list every partition of the cluster: not per-partition traffic.
 _NOT_PARTITION_TRAFFIC = apis.keys_with(apis.CLUSTER_STATE)
 _END_TXN = apis.key_of("EndTxn")
+_AUTH_FAILED = code_of("SASL_AUTHENTICATION_FAILED")
 OPEN_TXN_HOLD = 4  # records are spilled at this many times spill_rows while a transaction is open (or by bytes)
 _PARTITION_VALUES = ("fetch_offset", "committed_offset", "offset", "base_offset", "high_watermark",
                      "last_stable_offset", "log_start_offset", "timestamp", "leader_epoch")
@@ -64,13 +65,23 @@ def response_errors(entries: list[Entry]) -> list[tuple[Entry, str, int]]:
     return [(e, k, v) for e in entries for k, v in e.scalars.items() if is_error_field(k) and v]
 
 
+def exchange_errors(ex: Exchange, entries: list[Entry]) -> list[tuple[Entry, str, int]]:
+    """The errors of an exchange: its response's non-zero error codes (``entries``: the response's
+    walk), else the authentication failure that only its SASL token reports, as Kafka's own code
+    for it (SASL_AUTHENTICATION_FAILED) at the path ``auth_bytes.error``, so every breakdown counts it."""
+    found = response_errors(entries)
+    if found or ex.auth_error is None:
+        return found
+    return [(Entry("auth_bytes", Context(), {}, {"error_message": ex.auth_error}), "error", _AUTH_FAILED)]
+
+
 def exchange_row(ex: Exchange, errors: list[tuple[Entry, str, int]] | None = None) -> dict[str, Any]:
     """The ``exchanges`` table row of one exchange (also what ``show --filter`` evaluates)."""
     req, resp = ex.request, ex.response
     first = req or resp
     assert first is not None
     if errors is None:
-        errors = response_errors(_entries(resp, errors_only=True))
+        errors = exchange_errors(ex, _entries(resp, errors_only=True))
     decoded = resp is not None and resp.body is not None
     first_error = errors[0][2] if errors else (0 if decoded else None)
     status = "error" if ex.status == "ok" and errors else ex.status
@@ -116,6 +127,12 @@ def _tcp_counters(c: ConnectionSummary) -> dict[str, int]:
         return {}
     return {f"tcp_{name}_{side}": getattr(stats, name) for side, stats in zip(("to_broker", "to_client"), c.tcp,
                                                                                strict=True) for name in TCP_COUNTERS}
+
+
+def _sasl_columns(s: SaslFacts) -> dict[str, Any]:
+    return {"sasl": s.mechanism, "sasl_tokens": s.tokens, "sasl_user": s.user, "sasl_principal": s.principal,
+            "sasl_result": s.result, "sasl_error": s.error, "sasl_reauths": s.reauths,
+            "sasl_session_lifetime_ms": s.session_lifetime_ms}
 
 
 class TableSink:
@@ -221,7 +238,7 @@ class TableSink:
                         if not lean or resp_records or _has_error(resp) else [])  # fmt: skip
         self._learn_topic_ids(req_entries)
         self._learn_topic_ids(resp_entries)
-        errors = response_errors(resp_entries)
+        errors = exchange_errors(ex, resp_entries)
         self.rows["exchanges"].append(exchange_row(ex, errors))
         if "errors" in self.wanted:
             for entry, key, code in errors:
@@ -351,7 +368,7 @@ class TableSink:
             "gaps": c.gaps, "gap_bytes": c.gap_bytes, "retransmissions": c.retransmissions,
             "skipped_bytes": c.skipped_bytes, "client_ids": ",".join(c.client_ids) or None,
             "software_name": c.software_name, "software_version": c.software_version,
-            "encrypted": c.encrypted, "sasl": c.sasl, "sasl_tokens": c.sasl_tokens, "end_reason": c.end_reason,
+            "encrypted": c.encrypted, **_sasl_columns(c.sasl), "end_reason": c.end_reason,
             **_tcp_counters(c),
         })
 

@@ -1,7 +1,7 @@
 """Tables to files: Parquet (straight from the columns through Arrow, no pandas), CSV, JSON Lines.
 
 The three formats hold the same cells; how each writes them is stated once, in ``FORMATS_HELP``
-(shown by ``kdissect analyze --help`` and in the README).
+(shown by ``kdissect analyze --help`` and in docs/tables-and-columns.md).
 """
 
 from __future__ import annotations

@@ -13,13 +13,13 @@ from collections.abc import Callable, Iterator
 
 import lz4.frame
 
-from kdissect.decoders.codecs import CODEC_LZ4, CODEC_ZSTD, compress
+from kdissect.decoders.codecs import CODEC_GZIP, CODEC_LZ4, CODEC_ZSTD, compress
 from kdissect.sources.segment import ACK, SYN, TcpSegment
 from kdissect.testing.conversation import MSS_LOOPBACK, tcp_conversation
 from kdissect.testing.encoder import encode_request, encode_response
 from kdissect.testing.packets import ipv4_packet, link_header
 from kdissect.testing.pcapwrite import ETHERNET, Frame, pcap_bytes, write_capture
-from kdissect.testing.records_encode import encode_batch, encode_message, encode_record, new_record
+from kdissect.testing.records_encode import encode_batch, encode_message, encode_record, new_record, wrapper
 
 T0 = 1_700_000_000_000_000_000
 LINKTYPE_ETHERNET = 1
@@ -77,6 +77,18 @@ def legacy_crc_storm(n: int) -> bytes:
     """A Produce v2 request holding ``n`` magic 1 messages, every one with a wrong CRC."""
     messages = b"".join(encode_message(new_record(b"k", b"v", offset=i, timestamp=i), magic=1, crc=i) for i in range(n))
     return _one_connection([(0, produce_with(messages, version=2), T0)], mss=MSS_LOOPBACK)
+
+
+def gzip_wrapper_storm(n: int) -> bytes:
+    """A Produce v2 request holding one gzip-compressed magic 0 wrapper of ``n`` inner messages of
+    26 bytes (null key and value), every one with a wrong CRC: a few KiB on the wire, millions of
+    messages once inflated (the top-level batch bound sees one message)."""
+    inner = b"".join(_LEGACY_NULL.pack(i, 14, i, 0, 0, -1, -1) for i in range(n))
+    outer = wrapper([], magic=0, codec=CODEC_GZIP, offset=max(0, n - 1), compressor=lambda _: gzip.compress(inner))
+    return _one_connection([(0, produce_with(encode_message(outer, magic=0), version=2), T0)], mss=MSS_LOOPBACK)
+
+
+_LEGACY_NULL = struct.Struct(">qiIbbii")  # offset, size, crc, magic, attributes, key and value length (null)
 
 
 def gzip_of_zeros(n: int) -> bytes:
@@ -185,6 +197,7 @@ BUILDERS: dict[str, Callable[[int], bytes]] = {
     "pipelined_requests": pipelined_requests,
     "lz4_tiny_frames": lz4_tiny_frames,
     "legacy_crc_storm": legacy_crc_storm,
+    "gzip_wrapper_storm": gzip_wrapper_storm,
     "gzip_of_zeros": gzip_of_zeros,
     "short_connections": short_connections,
     "frame_heads": frame_heads,

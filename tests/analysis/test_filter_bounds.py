@@ -11,7 +11,7 @@ import pytest
 from kdissect.analysis.filters import MAX_BUILT, FilterError, compile_filter
 from kdissect.testing.synthetic import conversation, write
 
-COLUMNS = {"api_name", "client_id", "latency_ms"}
+COLUMNS = {"api_name": "category", "client_id": "category", "latency_ms": "float64"}
 ROW = {"api_name": "Produce", "client_id": "c1", "latency_ms": 3.0}
 
 

@@ -27,7 +27,7 @@ from kdissect.decoders import api, compiler, program, schema
 from kdissect.decoders.errors import DecodeError
 from kdissect.decoders.schema import Field, Message
 from kdissect.testing import encoder
-from tests.conftest import PURE_PYTHON_FORCED, assert_no_leaks
+from tests.conftest import PURE_PYTHON_FORCED, assert_no_leaks, require_tool
 from tests.strategies import message_values, struct_values
 
 ALL = schema.all_api_versions()
@@ -166,6 +166,8 @@ def mutate(data: st.DataObject, raw: bytes) -> bytes:
 
 
 def test_the_extension_is_built_and_selected() -> None:
+    require_tool("cc")
+    require_tool("Python.h")
     assert compiler.native_loaded(), "kdissect/decoders/_native.c was not built (pip install -e . builds it)"
     assert compiler.native_enabled()
     assert type(compiler.fast_decoder(schema.api_message(3, 12, "response"))).__name__ == "Program"

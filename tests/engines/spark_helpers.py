@@ -14,8 +14,9 @@ import pyarrow.parquet as pq
 from kdissect.analysis.summary import Summary
 from kdissect.engines import local
 from kdissect.engines.partition import decode_partition
-from kdissect.engines.units import UNIT_SCHEMA, plan_units, read_units
+from kdissect.engines.units import UNIT_SCHEMA, plan_units, read_units, segment_order
 from kdissect.options import Options
+from kdissect.sources.files import in_time_order
 from kdissect.sources.reader import CaptureParser
 from kdissect.sources.shapes import CaptureRecord
 from kdissect.tables import merge
@@ -46,15 +47,17 @@ def read_parquet_dir(directory: Path) -> pa.Table:
 def simulate(paths: list[str], split_bytes: int = 1 << 40, partitions: int = 3) -> dict[str, pa.Table]:
     """The Spark engine's steps without Spark: units read, rows hashed into partitions and sorted,
     each partition decoded apart, the pieces merged."""
+    paths = in_time_order(list(paths))  # as the Spark engine plans them
     units = plan_units([(p, os.path.getsize(p)) for p in paths], split_bytes)
     unit_batch = pa.RecordBatch.from_pylist(
         [{"index": u.index, "file_index": u.file_index, "path": u.path, "start": u.start, "end": u.end}
          for u in units], schema=UNIT_SCHEMA)  # fmt: skip
     segments = pa.Table.from_batches(list(read_units([unit_batch])))
     keys = np.asarray(segments["key"])
+    order = segment_order(len(paths))
     envelope = []
     for part in range(partitions):
-        mine = segments.filter(pa.array(keys % partitions == part)).sort_by("pos")
+        mine = segments.filter(pa.array(keys % partitions == part)).sort_by([(c, "ascending") for c in order])
         envelope += decode_partition(mine.to_batches(), list(paths), Options(), list(TABLES), task=part)
     pieces = [(n, d) for b in envelope for n, d in zip(b["table"].to_pylist(), b["data"].to_pylist(), strict=True)]
     opened = np.sort(np.concatenate([merge.read_ipc(d)["pos"].to_numpy() for n, d in pieces if n == merge.OPENED]))

@@ -20,6 +20,7 @@ from kdissect.sources.link import LINKTYPE_LINUX_SLL, LINKTYPE_LINUX_SLL2
 from kdissect.sources.reader import CaptureParser
 from kdissect.sources.shapes import CaptureRecord
 from kdissect.testing.encoder import encode_request
+from tests.conftest import require_root, require_tool
 from tests.engines.live_helpers import KDISSECT, analyze, assert_same_tables, free_port, read_tables
 
 CAPTURES = Path(__file__).resolve().parents[2] / "captures"
@@ -63,6 +64,8 @@ def tansu() -> Path:
 
 @pytest.fixture(scope="module")
 def live_run(tmp_path_factory):
+    require_root()
+    require_tool("libpcap")
     tmp = tmp_path_factory.mktemp("live")
     port, metrics_port = free_port(), free_port()
     argv = [
@@ -70,7 +73,7 @@ def live_run(tmp_path_factory):
         "live",
         "-i",
         "lo",
-        "--port",
+        "--ports",
         str(port),
         "--duration",
         str(DURATION),
@@ -187,7 +190,7 @@ def test_any_interface_and_a_clean_stop_on_sigterm(tmp_path):
                 "live",
                 "-i",
                 "any",
-                "--port",
+                "--ports",
                 str(port),
                 "--out",
                 str(tmp_path / "out"),

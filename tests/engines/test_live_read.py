@@ -11,10 +11,13 @@ import threading
 import time
 from pathlib import Path
 
+import pandas.testing as pdt
+
 from kdissect.sources.reader import CaptureParser
 from kdissect.sources.shapes import CaptureRecord
 from kdissect.testing.pcapwrite import Frame, pcap_bytes
-from tests.engines.live_helpers import KDISSECT, analyze, assert_same_tables
+from tests.conftest import require_root
+from tests.engines.live_helpers import KDISSECT, analyze, assert_same_tables, read_tables
 
 CAPTURES = Path(__file__).resolve().parents[2] / "captures"
 PCAP = CAPTURES / "librdkafka-produce-consume.pcap"
@@ -118,6 +121,17 @@ def test_a_stream_that_is_not_a_capture_is_one_line(tmp_path):
     ]
 
 
+def test_a_file_of_a_rotated_set_that_is_not_a_capture_is_named(tmp_path):
+    (tmp_path / "cap.pcap").write_bytes(PCAP.read_bytes())
+    (tmp_path / "cap.pcap1").write_text("# notes\n")
+    done = subprocess.run([*KDISSECT, "live", "--read", str(tmp_path), "--no-follow", "--quiet"],
+                          capture_output=True, timeout=60)  # fmt: skip
+    assert done.returncode == 1
+    assert done.stderr.decode().splitlines() == [
+        f"kdissect: {tmp_path / 'cap.pcap1'}: not a pcap or pcapng capture: starts with 23 20 6e 6f 74 65 73 0a"
+    ]
+
+
 def test_an_unknown_interface_is_one_line_and_status_2():
     done = subprocess.run([*KDISSECT, "live", "-i", "nosuch0", "--duration", "1"], capture_output=True, timeout=60)
     assert done.returncode == 2
@@ -126,7 +140,7 @@ def test_an_unknown_interface_is_one_line_and_status_2():
 
 def test_without_privileges_is_one_line_saying_what_is_needed(tmp_path):
     # As `nobody` with no capabilities (CI runs as root, so this is a real unprivileged user).
-    assert os.geteuid() == 0, "this test drops root privileges, so it must start as root"
+    require_root()
     argv = [
         "setpriv",
         "--reuid=nobody",
@@ -193,3 +207,23 @@ def test_report_is_built_by_kdissect_report_or_refused_in_one_line(tmp_path):
         timeout=120,
     )
     assert stdin.returncode == 2  # no file to build it from: --write is needed
+
+
+def test_a_rotated_set_whose_files_overlap_is_read_once(tmp_path):
+    """The second file repeats the last third of the first (two writers, or a copy): live reads the files
+    one after the other and drops the repeated packets, so the exchanges are the capture's."""
+    records = _records(PCAP)
+    rotated = tmp_path / "rotated"
+    rotated.mkdir()
+    n = len(records)
+    for name, part in (("cap.pcap", records[: 2 * n // 3]), ("cap.pcap2", records[n // 3 :])):
+        (rotated / name).write_bytes(pcap_bytes([Frame(r.ts_ns, r.data) for r in part], link_type=part[0].link_type))
+    live = _live("--read", str(rotated), "--no-follow", "--out", str(tmp_path / "live"))
+    _, stderr = live.communicate(timeout=60)
+    assert live.returncode == 0, stderr
+    analyze(PCAP, tmp_path / "offline")
+    got, want = read_tables(tmp_path / "live"), read_tables(tmp_path / "offline")
+    for name in ("exchanges", "records", "errors", "partitions"):
+        pdt.assert_frame_equal(*(t[name].drop(columns="source_file") for t in (got, want)), obj=name)
+    duplicates = got["anomalies"][got["anomalies"]["kind"] == "duplicate_packets"]
+    assert duplicates["length"].sum() == 2 * n // 3 - n // 3

@@ -39,7 +39,7 @@ def test_analyze_items_is_the_same_run_without_files(capture: Path) -> None:
 
 
 def test_exchanges_come_with_their_rows_and_filter(capture: Path) -> None:
-    where = compile_filter('api_name == "Produce"', {name for name, _ in TABLES["exchanges"]})
+    where = compile_filter('api_name == "Produce"', dict(TABLES["exchanges"]))
     shown = list(local.exchanges([capture], where=where))
     assert [row["correlation_id"] for _, row in shown] == [101, 102, 103]
     assert all(ex.request.correlation_id == row["correlation_id"] for ex, row in shown)

@@ -22,6 +22,7 @@ import pyspark
 import pytest
 
 from kdissect.tables.columns import TABLES
+from tests.conftest import require_tool
 from tests.engines.spark_helpers import REAL_CAPTURES, read_parquet_dir, rows
 
 SPARK_CLASS = Path(pyspark.__file__).parent / "bin" / "spark-class"
@@ -58,6 +59,7 @@ def wait_for_workers(log: Path, count: int, seconds: float = 60) -> None:
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory) -> Iterator[str]:
     """``spark://127.0.0.1:PORT`` of a master with two one-core workers."""
+    require_tool("java")
     tmp = tmp_path_factory.mktemp("cluster")
     env = {**os.environ, "SPARK_HOME": str(SPARK_CLASS.parent.parent), "SPARK_LOG_DIR": str(tmp),
            "SPARK_WORKER_DIR": str(tmp / "work"), "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1",

@@ -24,6 +24,7 @@ from kdissect.spark import read_captures
 from kdissect.tables.columns import TABLES
 from kdissect.testing.pcapwrite import write_capture
 from kdissect.testing.synthetic import conversation, with_payload, write
+from tests.conftest import require_tool
 from tests.engines.spark_helpers import (
     REAL_CAPTURES,
     assert_same_tables,
@@ -35,10 +36,12 @@ from tests.engines.spark_helpers import (
 )
 
 UI_PORT, DRIVER_PORT = 19740, 19741  # this test's range (Spark moves on to the next free port if taken)
+JVM_NOTICE = "WARNING: Using incubator modules: jdk.incubator.vector"
 
 
 @pytest.fixture(scope="module")
 def spark() -> Iterator:
+    require_tool("java")
     s = session("local[2]", {"spark.ui.enabled": "true", "spark.ui.port": str(UI_PORT),
                              "spark.driver.port": str(DRIVER_PORT)})  # fmt: skip
     yield s
@@ -177,6 +180,24 @@ def test_production_shapes_give_the_local_engine_s_tables_and_figures(spark, tmp
         assert_same_tables(got, want)
 
 
+def test_a_capture_read_with_a_copy_of_part_of_it_gives_the_local_engine_s_tables(spark, tmp_path: Path) -> None:
+    """The copy's packets are dropped once, in each task as in the local engine (segments merged by time)."""
+    capture = next(p for p in REAL_CAPTURES if p.endswith("librdkafka-produce-consume.pcap"))
+    data = Path(capture).read_bytes()
+    ends = record_ends(data)
+    copy = tmp_path / "copy.pcap"
+    copy.write_bytes(data[:24] + data[ends[len(ends) // 3] : ends[2 * len(ends) // 3]])
+    paths = [str(copy), capture]
+    want, figures = local_tables(paths)
+    assert "duplicate_packets" in want["anomalies"]["kind"].to_pylist()
+    decoded = decode(spark, paths, partitions=3)
+    try:
+        assert_same_tables(written(decoded, tmp_path / "out"), want)
+        assert decoded.summary() == figures
+    finally:
+        decoded.close()
+
+
 def test_bad_files_are_reported_by_name_and_the_rest_is_analysed(spark, tmp_path: Path) -> None:
     good = next(p for p in REAL_CAPTURES if "kafka-python-admin" in p)
     junk = tmp_path / "notes.txt"
@@ -259,5 +280,8 @@ def test_the_report_on_spark_is_the_local_engine_s_report(tmp_path: Path) -> Non
                                str(tmp_path / "spark.json"), "--engine", "spark", "--master", "local[2]"],
                               capture_output=True, text=True, timeout=600)  # fmt: skip
     assert on_spark.returncode == 0, on_spark.stderr[-3000:]
+    # Quiet by default (-v shows it): no log4j warnings, progress bars or PySpark's pandas warning. The
+    # JVM's own notice of the incubator module Spark loads is printed before any setting applies.
+    assert [line for line in on_spark.stderr.splitlines() if line != JVM_NOTICE] == [], on_spark.stderr[-3000:]
     local_report = json.loads((tmp_path / "local.json").read_text())
     assert local_report["sections"] and json.loads((tmp_path / "spark.json").read_text()) == local_report

@@ -199,3 +199,20 @@ def test_records_of_aborted_transactions_are_marked_across_tasks(journal_calls: 
     assert {m[0] for m in marked(want)} == {"produce", "fetch"}  # produced records marked by a fetched marker
     for partitions in (1, 3, 7):
         assert marked(simulate([capture], partitions=partitions)["records"]) == marked(want), partitions
+
+
+def test_a_capture_read_with_a_copy_of_part_of_it_decodes_apart_as_alone(tmp_path: Path) -> None:
+    """Packets read twice meet their copies in each partition (segments merged by time) and are dropped
+    once, as in the local engine: the tables are the capture's alone, plus the anomaly that says so."""
+    capture = next(p for p in REAL_CAPTURES if p.endswith("librdkafka-produce-consume.pcap"))
+    data = Path(capture).read_bytes()
+    ends = record_ends(data)
+    copy = tmp_path / "copy.pcap"
+    copy.write_bytes(data[:24] + data[ends[len(ends) // 4]: ends[3 * len(ends) // 4]])
+    alone, _ = local_tables([capture])
+    for paths in ([capture, str(copy)], [str(copy), capture]):
+        want, _ = local_tables(paths)
+        got = simulate(paths, partitions=3)
+        assert_same_tables(got, want)
+        assert rows(got["exchanges"], ("source_file",)) == rows(alone["exchanges"], ("source_file",))
+        assert set(got["anomalies"]["kind"].to_pylist()) == {"duplicate_packets"}

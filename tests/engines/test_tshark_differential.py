@@ -23,11 +23,16 @@ import pytest
 import kdissect
 from kdissect.decoders import apis
 from kdissect.events import KafkaMessage
+from tests.conftest import require_tool
 
 CAPTURES = Path(__file__).resolve().parents[2] / "captures"
 NAMES = sorted(p.name.removesuffix(".truth.json") for p in CAPTURES.glob("*.truth.json"))
 TSHARK = shutil.which("tshark")
-pytestmark = pytest.mark.skipif(TSHARK is None, reason="tshark is not installed (CI installs it)")
+
+
+@pytest.fixture(autouse=True)
+def _tshark() -> None:
+    require_tool("tshark")
 
 
 @dataclass(frozen=True)

@@ -155,10 +155,13 @@ def test_save_frames_then_decode_at_file(tmp_path: Path, capture: Path) -> None:
     out = cli("show", str(capture), "--filter", "correlation_id == 2", "--save-frames", str(tmp_path / "f"))
     assert out.returncode == 0, out.stderr
     files = sorted(p.name for p in (tmp_path / "f").iterdir())
-    assert files == ["c0-2-request.bin", "c0-2-response.bin"]
-    req = cli("decode", f"@{tmp_path / 'f' / 'c0-2-request.bin'}", "--json")
+    assert files == ["c0-2-Metadata-v9-request.bin", "c0-2-Metadata-v9-response.bin"]
+    req = cli("decode", f"@{tmp_path / 'f' / 'c0-2-Metadata-v9-request.bin'}", "--json")
     assert json.loads(req.stdout)["header"]["correlation_id"] == 2
-    resp = cli("decode", f"@{tmp_path / 'f' / 'c0-2-response.bin'}", "--api-key", "3", "--api-version", "9")
+    response = f"@{tmp_path / 'f' / 'c0-2-Metadata-v9-response.bin'}"
+    hint = cli("decode", response)  # the file name says what the response needs
+    assert hint.returncode == 1 and hint.stderr.strip().endswith("add --api-key 3 --api-version 9"), hint.stderr
+    resp = cli("decode", response, "--api-key", "3", "--api-version", "9")
     assert resp.returncode == 0 and "broker-1" in resp.stdout
     raw = cli("show", str(capture), "--filter", "correlation_id == 2", "--raw").stdout
     assert f"raw: {metadata_request(2).hex()}" in raw

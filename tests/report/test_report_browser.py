@@ -28,6 +28,7 @@ import pytest
 import websocket
 
 from kdissect.testing.cluster import cluster_capture
+from tests.conftest import require_tool
 from tests.report.test_report_formats import HOSTILE_CLIENT, HOSTILE_TOPIC, SECTIONS, kdissect
 
 CHROMIUM_FLAGS = [
@@ -129,9 +130,9 @@ class DevTools:
 
 @contextmanager
 def chromium() -> Iterator[DevTools]:
-    """Headless Chromium with a throw-away profile; fails (never skips) when it is not installed."""
+    """Headless Chromium with a throw-away profile (a test without it: see ``require_tool``)."""
+    require_tool("chromium")
     binary = shutil.which("chromium") or shutil.which("chromium-browser")
-    assert binary, "Chromium is needed for this test: .ci/run installs Debian's chromium package"
     # Chromium's helper processes may still be writing to the profile as it is removed: the whole
     # process group is ended, and what is left of the profile afterwards is not an error of the page.
     with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as profile:
