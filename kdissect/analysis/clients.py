@@ -1,31 +1,53 @@
 """Who is talking to the cluster: client software, the API versions each client uses, and which of
 those versions the newest Kafka no longer accepts (``removed``: the schema table knows,
-:func:`kdissect.decoders.apis.removed_version`)."""
+:func:`kdissect.decoders.apis.removed_version`).
+
+Built from whole columns, never a pandas step per client: a capture of a fleet has hundreds of
+thousands of (client id, host) pairs, and a per-group step cost minutes there (bench/bench_inventory.py).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING
-
-from kdissect.analysis.cells import given
 
 if TYPE_CHECKING:
     import pandas as pd
 
 
 Removed = Callable[[int, int], bool]  # (api key, version) -> no longer accepted
+KEY = ["client_id", "client_ip"]
+COLUMNS = ["client_id", "client_ip", "software", "connections", "requests", "api_versions", "removed_versions"]
 
 
-def _versions(rows: pd.DataFrame, removed_version: Removed) -> tuple[str, str]:
-    used = rows.dropna(subset=["api_key", "api_version"]).drop_duplicates(["api_name", "api_version"])
-    used = used.sort_values(["api_key", "api_version"])
-    names = [f"{a} v{v}" for a, v in zip(used["api_name"], used["api_version"], strict=True)]
-    removed = [
-        f"{a} v{v}"
-        for a, k, v in zip(used["api_name"], used["api_key"], used["api_version"], strict=True)
-        if removed_version(int(k), int(v))
-    ]
-    return ", ".join(names), ", ".join(removed)
+def _joined(groups: Iterable[int], texts: Iterable[str], n: int) -> list[str]:
+    """Per group 0..n-1, its texts joined with ", " in the order given (one pass over the rows)."""
+    parts: list[list[str]] = [[] for _ in range(n)]
+    for group, text in zip(groups, texts, strict=True):
+        parts[group].append(text)
+    return [", ".join(p) for p in parts]
+
+
+def _software(ex: pd.DataFrame, n: int) -> list[str]:
+    """Per group, its distinct ``name version`` pairs in the order first seen."""
+    named = ex[ex["software_name"].notna()].drop_duplicates(["group", "software_name", "software_version"])
+    versions = named["software_version"].astype(object)
+    texts = named["software_name"].astype(str) + (" " + versions.astype(str)).where(versions.notna(), "")
+    return _joined(named["group"].tolist(), texts.tolist(), n)
+
+
+def _versions(ex: pd.DataFrame, removed: Removed, n: int) -> tuple[list[str], list[str]]:
+    """Per group, the API versions used (by API key, then version) and those Kafka removed."""
+    used = ex.dropna(subset=["api_key", "api_version"]).drop_duplicates(["group", "api_name", "api_version"])
+    used = used.sort_values(["group", "api_key", "api_version"], kind="stable")
+    names = used["api_name"].astype("string").fillna("?")  # an API without a name: "?"
+    texts = (names + " v" + used["api_version"].astype("int64").astype(str)).tolist()
+    pairs = list(zip(used["api_key"].astype("int64").tolist(), used["api_version"].astype("int64").tolist(),
+                     strict=True))  # fmt: skip
+    gone_of = {pair: removed(*pair) for pair in set(pairs)}  # a few hundred distinct (key, version) at most
+    groups = used["group"].tolist()
+    gone = [(g, t) for g, t, pair in zip(groups, texts, pairs, strict=True) if gone_of[pair]]
+    return _joined(groups, texts, n), _joined((g for g, _ in gone), (t for _, t in gone), n)
 
 
 def inventory(tables: Mapping[str, pd.DataFrame], removed: Removed) -> pd.DataFrame:
@@ -34,20 +56,21 @@ def inventory(tables: Mapping[str, pd.DataFrame], removed: Removed) -> pd.DataFr
     import pandas as pd
 
     ex = tables["exchanges"]
+    if ex.empty:
+        return pd.DataFrame(columns=COLUMNS)
     conns = tables["connections"]
     software = conns[conns["is_kafka"].fillna(False).astype(bool)][
         ["connection_id", "software_name", "software_version"]
-    ]
-    ex = ex.merge(software, on="connection_id", how="left")
-    columns = ["client_id", "client_ip", "software", "connections", "requests", "api_versions", "removed_versions"]
-    rows = []
-    for (client, ip), g in ex.groupby(["client_id", "client_ip"], observed=True, dropna=False):
-        names = g.dropna(subset=["software_name"]).drop_duplicates(["software_name", "software_version"])
-        soft = ", ".join(
-            f"{n} {v}" if given(v) else str(n)
-            for n, v in zip(names["software_name"], names["software_version"], strict=True)
-        )
-        used, gone = _versions(g, removed)
-        rows.append((client, ip, soft or None, g["connection_id"].nunique(), len(g), used, gone or None))
-    out = pd.DataFrame(rows, columns=columns)
-    return out.sort_values("requests", ascending=False).reset_index(drop=True)
+    ].drop_duplicates("connection_id")
+    ex = ex[[*KEY, "connection_id", "api_key", "api_name", "api_version"]].merge(
+        software, on="connection_id", how="left"
+    )
+    grouped = ex.groupby(KEY, observed=True, dropna=False, sort=True)
+    ex["group"] = grouped.ngroup()
+    counts = grouped.agg(connections=("connection_id", "nunique"), requests=("connection_id", "size")).reset_index()
+    n = len(counts)
+    used, gone = _versions(ex, removed, n)
+    out = counts.assign(software=_software(ex, n), api_versions=used, removed_versions=gone)
+    out["software"] = out["software"].where(out["software"] != "", None)
+    out["removed_versions"] = out["removed_versions"].where(out["removed_versions"] != "", None)
+    return out.sort_values("requests", ascending=False, kind="stable").reset_index(drop=True)[COLUMNS]

@@ -10,18 +10,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from .expected import is_expected
 from .latency import broker_labels
 
 if TYPE_CHECKING:
     import pandas as pd
 
-# (api name, error name) pairs that are a normal protocol step, not a failure
-EXPECTED_ERRORS = {("JoinGroup", "MEMBER_ID_REQUIRED")}
 NO_ANSWER = ("unanswered", "undecodable", "orphan_response", "truncated")
-
-
-def is_expected(api_name: object, error_name: object) -> bool:
-    return (str(api_name), str(error_name)) in EXPECTED_ERRORS
 
 
 def expected_mask(frame: pd.DataFrame) -> pd.Series:
@@ -56,7 +51,7 @@ ERROR_DIMENSIONS = {
 def errors_by(tables: Mapping[str, pd.DataFrame], dimension: str = "code") -> pd.DataFrame:
     """Error occurrences (every non-zero error code in a response) counted by a dimension, most first.
 
-    ``expected`` says the group is only normal protocol steps (see :data:`EXPECTED_ERRORS`);
+    ``expected`` says the group is only normal protocol steps (see :data:`kdissect.analysis.expected.EXPECTED_ERRORS`);
     ``first_message`` is an error message the broker sent with them, if any."""
     import pandas as pd
 

@@ -3,7 +3,9 @@
 Covers the classic protocol (FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
 OffsetCommit) and KIP-848's ConsumerGroupHeartbeat (member epochs instead of generations). A
 rebalance of the classic protocol runs from the first JoinGroup request after the previous
-generation was synced to the last SyncGroup answer of the new generation.
+generation was synced to the last SyncGroup answer of the new generation. A generation synced in
+the capture whose JoinGroup is not in it (the capture began later) is listed as joined before the
+capture: its start and duration are unknown, not zero.
 """
 
 from __future__ import annotations
@@ -13,14 +15,20 @@ from typing import TYPE_CHECKING
 
 from .cells import given
 from .errors import expected_mask
+from .moments import moment
 
 if TYPE_CHECKING:
     import pandas as pd
 
 
+JOINED_BEFORE = "joined before the capture: its JoinGroup is not in it"
+
+
 def timeline(tables: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
     """Every group request in time order, with ``expected`` marking normal steps answered with an error code."""
-    events = tables["group_events"].sort_values("request_ts", kind="stable").reset_index(drop=True)
+    events = tables["group_events"]
+    order = moment(events).sort_values(kind="stable").index
+    events = events.loc[order].reset_index(drop=True)
     events["expected"] = expected_mask(events)
     return events
 
@@ -42,6 +50,7 @@ def rebalances(tables: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
         "assignments",
         "joins",
         "rebalance_errors",
+        "note",
     ]
     events = timeline(tables)
     rows = []
@@ -52,12 +61,12 @@ def rebalances(tables: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
         for ev in g.itertuples():
             answered_ok = given(ev.error_name) and ev.error_name == "NONE"
             if ev.api_name == "JoinGroup":
-                if start is None:
+                if start is None and given(ev.request_ts):
                     start, joins, errors = ev.request_ts, 0, 0
                 joins += 1
                 if given(ev.error_name) and ev.error_name != "NONE" and not ev.expected:
                     errors += 1
-                if given(ev.members) and answered_ok:
+                if given(ev.members) and given(ev.generation) and answered_ok:
                     row = done.setdefault(int(ev.generation), {"assignments": {}})
                     row.update(members=int(ev.members), protocol=ev.protocol, leader=ev.leader)
             elif ev.api_name == "SyncGroup" and answered_ok and given(ev.generation):
@@ -71,6 +80,7 @@ def rebalances(tables: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
             if "started" not in row:
                 continue
             started, synced = row["started"], row["synced"]
+            known = given(started) and given(synced)
             assignments = "; ".join(f"{m}: {a}" for m, a in sorted(row["assignments"].items(), key=str))
             rows.append(
                 (
@@ -78,13 +88,14 @@ def rebalances(tables: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
                     generation,
                     started,
                     synced,
-                    (synced - started).total_seconds() * 1000,
+                    (synced - started).total_seconds() * 1000 if known else None,
                     row.get("members"),
                     row.get("protocol"),
                     row.get("leader"),
                     assignments,
                     row["joins"],
                     row["rebalance_errors"],
+                    None if given(started) else JOINED_BEFORE,
                 )
             )
     return pd.DataFrame(rows, columns=columns)

@@ -13,14 +13,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from .expected import OVERRUN_TOLERANCE_MS
 from .latency import broker_labels, percentile_table, percentiles
 
 if TYPE_CHECKING:
     import pandas as pd
-
-# A wait counts as within its bound up to this much past it (scheduling, the capture's clock).
-OVERRUN_TOLERANCE_MS = 10.0
-
 
 def annotated(tables: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
     """Exchanges with their request parameters, whether a Fetch returned data, and ``expected_wait``/``bound_ms``."""

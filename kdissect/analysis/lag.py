@@ -4,6 +4,7 @@ Each Fetch asks from ``fetch_offset`` and its answer carries the partition's hig
 ``high_watermark - fetch_offset`` is how far behind that consumer was at that moment. An
 OffsetCommit's offset against the newest high watermark seen for the partition by then is the
 group's committed lag. A consumer is tied to its group through the client id it joined with.
+A Fetch or OffsetCommit whose request was not captured is placed at its answer's time.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from .groups import members_by_client
+from .moments import with_answer_time
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -21,6 +23,7 @@ def fetch_lag(tables: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
     """One row per partition of each Fetch: time, group, client, topic, partition, offsets and lag."""
     parts = tables["partitions"]
     fetches = parts[(parts["api_name"] == "Fetch") & parts["fetch_offset"].notna() & parts["high_watermark"].notna()]
+    fetches = with_answer_time(fetches, tables["exchanges"])
     clients = tables["exchanges"][["connection_id", "correlation_id", "client_id"]].drop_duplicates(
         ["connection_id", "correlation_id"]
     )
@@ -55,7 +58,8 @@ def commit_lag(tables: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
     """Each committed offset against the newest high watermark the capture had shown for that partition."""
     import pandas as pd
 
-    parts = tables["partitions"]
+    parts = with_answer_time(tables["partitions"], tables["exchanges"])
+    parts = parts[parts["request_ts"].notna() & parts["topic"].notna() & parts["partition"].notna()]
     commits = parts[(parts["api_name"] == "OffsetCommit") & parts["committed_offset"].notna()]
     columns = ["request_ts", "group_id", "topic", "partition", "committed_offset", "log_end", "lag"]
     if commits.empty:

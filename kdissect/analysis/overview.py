@@ -26,6 +26,7 @@ class Overview:
     clients: int  # distinct client ids
     brokers: int  # distinct node ids the cluster described
     exchanges: int
+    failed: int  # exchanges answered with an error that is not a normal protocol step (the summary's errors)
     errors: int  # error occurrences that are not normal protocol steps
     expected_errors: int  # normal protocol steps answered with an error code
     without_answer: int
@@ -49,6 +50,7 @@ def overview(tables: Mapping[str, pd.DataFrame], summary: Summary, files: Sequen
         clients=int(ex["client_id"].nunique()),
         brokers=int(tables["brokers"]["node_id"].nunique()),
         exchanges=summary.exchanges,
+        failed=sum(a.errors for a in summary.apis),
         errors=errors,
         expected_errors=len(tables["errors"]) - errors,
         without_answer=int(ex["status"].isin(NO_ANSWER).sum()),

@@ -14,6 +14,7 @@ from collections import Counter, deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from kdissect.analysis.expected import is_expected
 from kdissect.analysis.latency import quantile
 
 OTHER = "(other)"
@@ -112,6 +113,7 @@ class Exchanged:
     response_bytes: int
     error_names: list[str]
     topics: list[str]
+    failed: bool  # answered with an error that is not a normal protocol step (kdissect.analysis.expected)
 
 
 class RollingFigures:
@@ -137,13 +139,14 @@ class RollingFigures:
         self.seconds: deque[Second] = deque(maxlen=window)
         self.apis: dict[str, ApiTotals] = {}
         self.statuses: Counter[str] = Counter()
-        self.errors = CappedCounter(max_keys)  # error name -> occurrences
+        self.errors = CappedCounter(max_keys)  # error name -> occurrences (normal protocol steps left out)
         self.clients = CappedCounter(max_keys)  # "client id @ address" -> requests
         self.topics = CappedCounter(max_keys)  # topic -> exchanges naming it
         self.anomalies: Counter[str] = Counter()
         self.gaps = 0
         self.gap_bytes = 0
         self.exchanges = 0
+        self.failed = 0  # exchanges answered with an error that is not a normal protocol step
         # What the engine counts: the view shows them beside the figures.
         self.packets = 0
         self.open_connections = 0
@@ -156,7 +159,8 @@ class RollingFigures:
         self.exchanges += 1
         self._clock(ex.ts_ns)
         bucket = self._bucket(ex.ts_ns)
-        is_error = ex.status == "error"
+        is_error = ex.failed
+        self.failed += is_error
         if bucket is not None:
             bucket.requests += 1
             bucket.errors += is_error
@@ -178,7 +182,8 @@ class RollingFigures:
             totals.max_ms = ex.latency_ms if totals.max_ms is None else max(totals.max_ms, ex.latency_ms)
         self.statuses[ex.status] += 1
         for name in ex.error_names:
-            self.errors.add(name)
+            if not is_expected(ex.api, name):
+                self.errors.add(name)
         self.clients.add(ex.client)
         for topic in ex.topics:
             self.topics.add(topic)

@@ -1,6 +1,6 @@
 """The run's headline figures from the tables' columns: exchanges by API with latency percentiles
-(slowest p99 first) and error counts, errors by name, statuses, anomalies by kind, and the
-capture's and TCP's own counters.
+(slowest first: by p99, by max where too few for a p99) and error counts, errors by name,
+statuses, anomalies by kind, and the capture's and TCP's own counters.
 
 Works on the sink's columns, so it needs neither pandas nor numpy; it never prints. A JoinGroup
 answered MEMBER_ID_REQUIRED (KIP-394's first join) is a normal step: listed, never counted as an error.
@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 
-from kdissect.analysis.errors import is_expected
+from kdissect.analysis.expected import is_expected
 from kdissect.analysis.latency import percentiles
 from kdissect.sources.shapes import SourceStats
 from kdissect.tables.columns import TCP_COUNTERS, cells
@@ -32,6 +32,11 @@ class ApiFigures:
     max_ms: float | None
     errors: int  # exchanges answered with an error that is not a normal protocol step
     unanswered: int
+
+    @property
+    def tail_ms(self) -> float | None:
+        """What "slowest first" orders by: the p99, or the max where there are too few latencies for one."""
+        return self.p99_ms if self.p99_ms is not None else self.max_ms
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,7 +62,7 @@ class Summary:
     connections: int = 0
     kafka_connections: int = 0
     exchanges: int = 0
-    apis: list[ApiFigures] = field(default_factory=list)  # slowest p99 first
+    apis: list[ApiFigures] = field(default_factory=list)  # slowest first (ApiFigures.tail_ms)
     errors: list[ErrorFigures] = field(default_factory=list)  # real errors (most first), then normal steps
     other_statuses: dict[str, int] = field(default_factory=dict)  # statuses besides ok and error, by name
     anomalies: list[AnomalyFigures] = field(default_factory=list)  # by kind
@@ -164,7 +169,7 @@ class Figures:
             out.exchanges = self._exchanges
             out.apis = sorted(
                 (self._api_figures(name) for name in self._api),
-                key=lambda a: (-(a.p99_ms if a.p99_ms is not None else -1.0), a.name),
+                key=lambda a: (-(a.tail_ms if a.tail_ms is not None else -1.0), a.name),
             )
             out.errors = sorted(
                 (ErrorFigures(a, e, n, is_expected(a, e)) for (a, e), n in self._errors.items()),

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from .errors import expected_mask
 from .latency import percentiles
+from .moments import moment
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -30,18 +31,20 @@ def step_for(span_s: float, points: int = 600) -> int:
 
 
 def time_series(tables: Mapping[str, pd.DataFrame], step_s: int = 1) -> pd.DataFrame:
-    """Per step of ``step_s`` seconds (by request time): requests, request/response bytes, latency p50/p99
-    and the share of exchanges that failed (normal protocol steps such as MEMBER_ID_REQUIRED excluded)."""
+    """Per step of ``step_s`` seconds (by request time, else answer time): requests, request/response
+    bytes, latency p50/p99 and the share of exchanges that failed (normal protocol steps such as
+    MEMBER_ID_REQUIRED excluded)."""
     import pandas as pd
 
     ex = tables["exchanges"]
-    ex = ex[ex["request_ts"].notna()]
+    when = moment(ex)
+    ex, when = ex[when.notna()], when[when.notna()]
     if ex.empty:
         return pd.DataFrame(columns=TIMESERIES_COLUMNS)
     failed = (ex["status"] == "error") & ~expected_mask(ex)
     frame = pd.DataFrame(
         {
-            "time": ex["request_ts"].dt.floor(f"{step_s}s"),
+            "time": when.dt.floor(f"{step_s}s"),
             "request_bytes": ex["request_bytes"].fillna(0),
             "response_bytes": ex["response_bytes"].fillna(0),
             "latency_ms": ex["latency_ms"],

@@ -123,7 +123,8 @@ def transactional_records(tables: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
         ["connection_id", "correlation_id"]
     )
     txn = txn.merge(times, on=["connection_id", "correlation_id"], how="left")
-    markers = txn[txn["is_control"].fillna(False).astype(bool) & txn["offset"].notna()]
+    placed = txn["offset"].notna() & txn["partition"].notna() & txn["producer_id"].notna()
+    markers = txn[txn["is_control"].fillna(False).astype(bool) & placed]
     marker_index: dict[tuple, list[tuple[int, str]]] = {}
     for m in markers.drop_duplicates(["topic", "partition", "producer_id", "offset"]).itertuples():
         marker_index.setdefault((str(m.topic), int(m.partition), int(m.producer_id)), []).append(
@@ -136,7 +137,8 @@ def transactional_records(tables: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
     outcomes, rules = [], []
     for r in data.itertuples():
         outcome, rule = "unknown", None
-        key = (str(r.topic), int(r.partition), int(r.producer_id)) if given(r.producer_id) else None
+        placed_row = given(r.producer_id) and given(r.partition)
+        key = (str(r.topic), int(r.partition), int(r.producer_id)) if placed_row else None
         marker = _next_marker(marker_index.get(key, []), r.offset) if key else None
         if marker is not None:
             outcome, rule = ("aborted", RULE_MARKER) if marker == "abort" else ("committed", "commit marker")

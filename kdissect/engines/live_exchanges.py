@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import uuid
 
+from kdissect.analysis.expected import is_expected
 from kdissect.analysis.rolling import Exchanged
 from kdissect.decoders.entities import Entry
 from kdissect.decoders.error_codes import error_name
@@ -39,6 +40,7 @@ class ExchangeReader:
             request_bytes=row["request_bytes"] or 0,
             response_bytes=row["response_bytes"] or 0,
             error_names=[error_name(code) for _, _, code in errors],
+            failed=row["status"] == "error" and not is_expected(row["api_name"], row["error_name"]),
             topics=self._topics(_entries(req)) if req is not None else [],
         )
 

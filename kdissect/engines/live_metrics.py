@@ -1,6 +1,7 @@
 """Prometheus endpoint of ``kdissect live --metrics-port N``.
 
-Series (all prefixed ``kdissect_``): ``requests_total``, ``request_errors_total`` (by error name),
+Series (all prefixed ``kdissect_``): ``requests_total``, ``request_errors_total`` (by error name;
+normal protocol steps such as a first join's MEMBER_ID_REQUIRED go to ``expected_answers_total``),
 ``request_bytes_total``, ``response_bytes_total`` and the ``request_latency_seconds`` histogram,
 labelled by ``api``, ``broker`` and ``client_id``; ``captured_packets_total``, ``captured_bytes_total``,
 ``kernel_drops_total`` (libpcap's count), ``reassembly_gaps_total``, ``anomalies_total`` (by kind) and
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
+from kdissect.analysis.expected import is_expected
 from kdissect.analysis.rolling import Exchanged, LabelCap
 
 # Kafka latencies span sub-millisecond requests to long-poll Fetches and rebalances (seconds).
@@ -32,6 +34,12 @@ class LiveMetrics:
         self.requests = Counter("kdissect_requests", "Kafka requests seen (paired or not)", labels, registry=r)
         self.errors = Counter(
             "kdissect_request_errors", "Non-zero error codes in responses", (*labels, "error"), registry=r
+        )
+        self.expected = Counter(
+            "kdissect_expected_answers",
+            "Error codes that are a normal protocol step (kdissect.analysis.expected), not failures",
+            (*labels, "error"),
+            registry=r,
         )
         self.latency = Histogram(
             "kdissect_request_latency_seconds",
@@ -62,7 +70,8 @@ class LiveMetrics:
         if ex.latency_ms is not None:
             self.latency.labels(*labels).observe(ex.latency_ms / 1000)
         for name in ex.error_names:
-            self.errors.labels(*labels, self._error_cap(name)).inc()
+            counter = self.expected if is_expected(ex.api, name) else self.errors
+            counter.labels(*labels, self._error_cap(name)).inc()
 
     def anomaly(self, kind: str) -> None:
         self.anomalies.labels(self._error_cap(kind)).inc()

@@ -21,7 +21,8 @@ from kdissect.analysis import (
     transactions,
 )
 from kdissect.analysis.frames import in_capture_order
-from kdissect.analysis.latency import latency_by
+from kdissect.analysis.latency import SUPPORT_RULE, latency_by
+from kdissect.analysis.moments import moment
 from kdissect.analysis.overview import Overview, overview
 from kdissect.analysis.summary import Summary
 from kdissect.decoders.apis import removed_version
@@ -54,7 +55,11 @@ def _facts(o: Overview) -> list[tuple[str, str]]:
         ("client ids", str(o.clients)),
         ("brokers", str(o.brokers)),
         ("exchanges", f"{o.exchanges:,}"),
-        ("errors", f"{o.errors:,} (plus {o.expected_errors:,} normal protocol steps)"),
+        (
+            "errors",
+            f"{o.failed:,} exchanges answered with an error ({o.errors:,} error codes in them; "
+            f"plus {o.expected_errors:,} normal protocol steps)",
+        ),
         ("without a usable answer", f"{o.without_answer:,}"),
         ("records", f"{o.records:,}"),
         ("anomalies", ", ".join(f"{a.kind} {a.count}" for a in o.anomalies) or "none: the capture decoded whole"),
@@ -73,7 +78,9 @@ def _overview_section(tables: Mapping[str, pd.DataFrame], o: Overview) -> Sectio
     return Section(
         "overview",
         "Overview",
-        "What the capture holds and how completely it could be decoded.",
+        "What the capture holds and how completely it could be decoded. Every number in this report "
+        "is one pandas expression over the tables `kdissect analyze --out` writes: docs/report-figures.md "
+        "in kdissect's repository gives each.",
         [
             *_figure(
                 "Latency distribution per API (share of requests answered within x ms)",
@@ -96,7 +103,8 @@ def _latency_section(tables: Mapping[str, pd.DataFrame]) -> Section:
         "latency",
         "Latency",
         "Percentiles of the time from a request's last packet to its "
-        "answer's first packet, by where the request went and who sent it.",
+        f"answer's first packet, by where the request went and who sent it; {SUPPORT_RULE}. "
+        "A request counts once in each table (by topic: once in each topic it names).",
         [
             Table("Broker × API", latency_by(tables, "broker_api")),
             Table("By API and version", latency_by(tables, "api_version"), collapsed=True),
@@ -138,7 +146,7 @@ def _timeseries_section(tables: Mapping[str, pd.DataFrame]) -> Section:
     return Section(
         "timeseries",
         "Traffic over time",
-        f"Per {step} s step, by request time.",
+        f"Per {step} s step, by request time (answer time for an answer whose request was not captured).",
         [
             *_figure(
                 "Requests, bytes, latency and errors over time",
@@ -171,6 +179,8 @@ def _errors_section(tables: Mapping[str, pd.DataFrame]) -> Section:
 
 def _groups_section(tables: Mapping[str, pd.DataFrame]) -> Section:
     timeline = groups.timeline(tables)
+    placed = timeline.assign(request_ts=moment(timeline))  # a request not captured: at its answer's time
+    placed = placed[placed["request_ts"].notna()]
     fetch_lag = lag.fetch_lag(tables)
     return Section(
         "groups",
@@ -179,7 +189,7 @@ def _groups_section(tables: Mapping[str, pd.DataFrame]) -> Section:
         "KIP-848 ConsumerGroupHeartbeat); lag is the Fetch answer's high watermark minus the offset "
         "the consumer fetched from.",
         [
-            *_figure("Group requests over time", timeline, plots.group_timeline),
+            *_figure("Group requests over time", placed, plots.group_timeline),
             Table("Rebalances", groups.rebalances(tables)),
             Table("Group errors", groups.group_errors(tables)),
             Table("Member epochs (KIP-848)", groups.member_epochs(tables), max_rows=LISTING_ROWS),

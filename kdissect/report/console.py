@@ -32,7 +32,7 @@ def headline(f: RollingFigures, elapsed: float) -> str:
     latency = f"p50 {ms_text(pct[0])} ms, p99 {ms_text(pct[1])} ms" if pct else "no latency yet"
     return (
         f"{elapsed:,.0f}s: {f.packets:,} packets, {f.exchanges:,} exchanges, {req_s:,.1f} req/s, "
-        f"{byte_rate_text(bytes_s)}, {latency}, {f.statuses['error']:,} errors, "
+        f"{byte_rate_text(bytes_s)}, {latency}, {f.failed:,} errors, "
         f"{f.open_connections} open connections, {f.kernel_drops:,} kernel drops, {f.gaps:,} gaps"
     )
 

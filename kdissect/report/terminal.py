@@ -9,6 +9,7 @@ from __future__ import annotations
 import shlex
 from collections.abc import Sequence
 
+from kdissect.analysis.expected import WAIT_ON_PURPOSE
 from kdissect.analysis.summary import Summary
 from kdissect.report.render import safe_text
 from kdissect.report.units import ms_text
@@ -50,8 +51,6 @@ _TCP = {
 }
 
 
-# APIs whose latency is mostly waiting by design, and what they wait for
-WAIT_ON_PURPOSE = {"Fetch": "long poll up to max_wait_ms", "JoinGroup": "rebalance"}
 _API_COLUMNS = ("api", "count", "p50 ms", "p90 ms", "p99 ms", "max ms", "errors", "unanswered")
 
 
@@ -71,7 +70,7 @@ def _table(header: Sequence[str], rows: list[Sequence[str]]) -> list[str]:
 
 
 def summary_lines(s: Summary, captures: Sequence[str] = ()) -> list[str]:
-    """Exchanges by API (slowest p99 first) with latency percentiles and error counts, errors by name,
+    """Exchanges by API (slowest first) with latency percentiles and error counts, errors by name,
     then what went wrong, what the capture and TCP layers counted, and where to read more
     (``captures``: the report command's inputs, as the user named them).
 

@@ -213,7 +213,8 @@ def test_time_series_and_overview(tables: dict[str, pd.DataFrame], capture: Path
     series = timeseries.time_series(tables)
     assert series["requests"].sum() == 31 and series["errors"].sum() == 4
     first = series.iloc[0]
-    assert first["requests"] == 16 and first["p99_ms"] > 1000  # the 1.5 s Fetch was sent in the first second
+    assert first["requests"] == 16 and first["p50_ms"] is not None
+    assert first["p99_ms"] is None  # 16 latencies do not support a p99 (MIN_SAMPLES)
     o = overview(tables, local.analyze([capture]).summary, files=[str(capture)])
     assert (o.brokers, o.exchanges, o.errors, o.expected_errors, o.kafka_connections) == (3, 31, 4, 1, 8)
 

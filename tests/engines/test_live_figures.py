@@ -35,6 +35,7 @@ def _ex(
         50,
         list(errors),
         ["orders"],
+        status == "error",
     )
 
 
@@ -113,7 +114,13 @@ def test_replayed_capture_feeds_figures_and_metrics_like_the_tables():
         run.feed_segment(seg)
     run.finish()
     assert run.figures.exchanges == 76 and run.figures.statuses == {"ok": 75, "error": 1}
-    assert run.figures.errors == {"MEMBER_ID_REQUIRED": 1}
+    # a first join's MEMBER_ID_REQUIRED is a normal step (kdissect.analysis.expected): no error in any face
+    assert run.figures.errors == {} and run.figures.failed == 0
+    samples = [s for m in metrics.registry.collect() for s in m.samples]
+    assert not [s for s in samples if s.name == "kdissect_request_errors_total"]
+    assert [(s.labels["error"], s.value) for s in samples if s.name == "kdissect_expected_answers_total"] == [
+        ("MEMBER_ID_REQUIRED", 1.0)
+    ]
     assert run.figures.topics["orders"] == 46
     client_ids = {
         s.labels["client_id"] for m in metrics.registry.collect() if m.name == "kdissect_requests" for s in m.samples

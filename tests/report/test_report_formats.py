@@ -120,9 +120,10 @@ def test_numbers_carry_their_units_in_html_and_markdown_and_stay_numbers_in_json
     assert re.fullmatch(r"[\d.,]+ (B|kB|MB)/s", throughput["bytes_per_s"]), throughput
     assert re.fullmatch(r"[\d.,]+ (B|kB|MB)", throughput["bytes"]) and throughput["records_per_s"].endswith("/s")
     step = _md_table(reports["md"], "Per step")[0]
-    assert re.fullmatch(r"[\d.]+ (ms|s)", step["p99_ms"]) and step["error_rate"].endswith("%"), step
+    assert re.fullmatch(r"[\d.]+ (ms|s)", step["p50_ms"]) and step["error_rate"].endswith("%"), step
+    assert step["p99_ms"] == ""  # too few latencies in one step for a p99 (MIN_SAMPLES): left empty
     latency = _md_table(reports["md"], "By broker", "## Latency")[0]
-    assert all(re.fullmatch(r"[\d.]+ (ms|s)", latency[p]) for p in ("p50", "p99", "max")), latency
+    assert all(re.fullmatch(r"[\d.]+ (ms|s)", latency[p]) for p in ("p50", "max")), latency
     assert f"<td class=\"num\">{throughput['bytes_per_s']}</td>" in reports["html"]
     doc = json.loads(reports["json"])
     by_topic = next(t for s in doc["sections"] if s["id"] == "throughput" for t in s["tables"])
