@@ -18,6 +18,7 @@ from kdissect.analysis.latency import percentiles
 from kdissect.sources.shapes import SourceStats
 from kdissect.tables.columns import TCP_COUNTERS, cells
 from kdissect.tables.sink import Columns
+from kdissect.tls import DECRYPTED
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +62,8 @@ class Summary:
     packets: int = 0
     connections: int = 0
     kafka_connections: int = 0
+    tls_connections: int = 0  # encrypted (the TLS stage read them)...
+    decrypted_connections: int = 0  # ...and of those, decrypted (from their handshake or by trial)
     exchanges: int = 0
     apis: list[ApiFigures] = field(default_factory=list)  # slowest first (ApiFigures.tail_ms)
     errors: list[ErrorFigures] = field(default_factory=list)  # real errors (most first), then normal steps
@@ -81,6 +84,7 @@ class Figures:
 
     def __init__(self) -> None:
         self._connections = self._kafka_connections = self._exchanges = 0
+        self._tls = self._decrypted = 0
         self._api: dict[str, list[int]] = {}  # API name -> [exchanges, errors, unanswered], first seen first
         self._latency: dict[str, array[float]] = {}  # API name -> latencies (ms) of its answered exchanges
         self._errors: Counter[tuple[str, str]] = Counter()  # (API name, error name) of exchanges in error
@@ -96,6 +100,8 @@ class Figures:
         elif name == "connections":
             self._connections += len(cells(columns["connection_id"]))
             self._kafka_connections += sum(1 for v in cells(columns["is_kafka"]) if v)
+            self._tls += sum(1 for v in cells(columns["encrypted"]) if v)
+            self._decrypted += sum(1 for v in cells(columns["decryption"]) if v in DECRYPTED)
             for counter in TCP_COUNTERS:
                 for side in ("to_broker", "to_client"):
                     self._tcp[counter] += sum(v or 0 for v in cells(columns[f"tcp_{counter}_{side}"]))
@@ -138,6 +144,8 @@ class Figures:
         a sum or a multiset of latencies, so merged parts give exactly the figures of the whole."""
         self._connections += other._connections
         self._kafka_connections += other._kafka_connections
+        self._tls += other._tls
+        self._decrypted += other._decrypted
         self._exchanges += other._exchanges
         for name, (count, errors, unanswered) in other._api.items():
             figures = self._api.get(name)
@@ -163,6 +171,7 @@ class Figures:
         out = Summary(packets=source.packets, capture={f.name: getattr(source, f.name) for f in fields(SourceStats)})
         if "connections" in self.seen:
             out.connections, out.kafka_connections = self._connections, self._kafka_connections
+            out.tls_connections, out.decrypted_connections = self._tls, self._decrypted
             out.tcp = {name: self._tcp[name] for name in TCP_COUNTERS}
         out.tcp["stray_segments"] = stray_segments
         if "exchanges" in self.seen:
