@@ -112,12 +112,14 @@ def _cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def timed(argv: list[str]) -> tuple[float, float, float, float, str]:
+def timed(argv: list[str], code: Path | None = None) -> tuple[float, float, float, float, str]:
     """Wall seconds, peak RSS (MB) of the process and of its JVM, CPU seconds of the process and
     every descendant (the JVM, Spark's Python workers; sampled, so a last fraction of a second of
-    each is missed), stdout (Linux /proc)."""
+    each is missed), stdout (Linux /proc). With ``code``, kdissect is imported from that directory."""
+    env = None if code is None else {**os.environ, "PYTHONPATH": str(code)}
     start = time.perf_counter()
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env,
+                            cwd=code)  # fmt: skip
     driver = jvm = 0
     cpu: dict[int, float] = {}
     while proc.poll() is None:
@@ -135,11 +137,12 @@ def timed(argv: list[str]) -> tuple[float, float, float, float, str]:
 
 def stages(files: list[str], master: str, out: Path) -> dict[str, float]:
     """Seconds per stage in one session, after a first job has started the JVM and Python workers."""
-    from kdissect.engines.spark import by_connection, decode, expand_paths, segment_rows, session
+    from kdissect.engines.paths import list_captures
+    from kdissect.engines.spark import by_connection, decode, segment_rows, session
 
     spark = session(master)
     try:
-        found = expand_paths(files)
+        found = list_captures(files)
         parts = max(2, 2 * spark.sparkContext.defaultParallelism)
         segment_rows(spark, found[:1]).write.format("noop").mode("overwrite").save()  # warm-up
         t0 = time.perf_counter()
@@ -167,6 +170,9 @@ def main() -> None:
     ap.add_argument("--file-megabytes", type=float, default=25, help="size of each rotated file")
     ap.add_argument("--engines", default="local,local[1],local[2]", help="local[*] is local[2] on two cores")
     ap.add_argument("--stages", default="local[2]", help="masters to split the time of into stages")
+    ap.add_argument("--baseline", type=Path, help="another version of the code to time beside this one, each "
+                    "engine right after this one's run: a directory holding its kdissect/ (e.g. `git archive REV "
+                    "kdissect | tar -x -C DIR`, plus the built extension copied in)")
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="bench-spark-"))
     try:
@@ -180,16 +186,18 @@ def main() -> None:
         print(f"{'engine':<12} {'wall s':>8} {'MB/s':>8} {'fixed s':>8} {'marginal MB/s':>14} {'driver MB':>10} "
               f"{'JVM MB':>8} {'CPU s':>8} {'cores':>6}")  # fmt: skip
         cli = [sys.executable, "-m", "kdissect.cli", "analyze"]
+        versions = [("", None)] + ([("base ", args.baseline.resolve())] if args.baseline else [])
         for engine in args.engines.split(","):
-            out = work / f"out-{engine}"
-            extra = [] if engine == "local" else ["--engine", "spark", "--master", engine]
-            fixed = timed([*cli, str(SMALL), "--out", str(out), *extra])[0]
-            shutil.rmtree(out, ignore_errors=True)
-            wall, driver, jvm, cpu, _ = timed([*cli, *files, "--out", str(out), *extra])
-            marginal = total / (wall - fixed) if wall > fixed else float("inf")
-            print(f"{engine:<12} {wall:>8.1f} {total / wall:>8.1f} {fixed:>8.1f} {marginal:>14.1f} {driver:>10.0f} "
-                  f"{jvm:>8.0f} {cpu:>8.1f} {cpu / wall:>6.2f}", flush=True)  # fmt: skip
-            shutil.rmtree(out, ignore_errors=True)
+            for label, code in versions:
+                out = work / f"out-{engine}"
+                extra = [] if engine == "local" else ["--engine", "spark", "--master", engine]
+                fixed = timed([*cli, str(SMALL), "--out", str(out), *extra], code)[0]
+                shutil.rmtree(out, ignore_errors=True)
+                wall, driver, jvm, cpu, _ = timed([*cli, *files, "--out", str(out), *extra], code)
+                marginal = total / (wall - fixed) if wall > fixed else float("inf")
+                print(f"{label + engine:<12} {wall:>8.1f} {total / wall:>8.1f} {fixed:>8.1f} {marginal:>14.1f} "
+                      f"{driver:>10.0f} {jvm:>8.0f} {cpu:>8.1f} {cpu / wall:>6.2f}", flush=True)  # fmt: skip
+                shutil.rmtree(out, ignore_errors=True)
         for master in filter(None, args.stages.split(",")):
             split = stages(files, master, work / "out-stages")
             print(f"{master} stages (s): " + ", ".join(f"{k} {v:.1f}" for k, v in split.items()), flush=True)

@@ -22,6 +22,7 @@ from kdissect.decoders import DecodeError, apis, decode_request, decode_response
 from kdissect.decoders.jsonable import to_jsonable
 from kdissect.decoders.records import LENGTHS_ONLY, Limits, Payloads
 from kdissect.decoders.sasl import redact_frame_body
+from kdissect.engines import EngineSetupError
 from kdissect.options import DEFAULT_PORTS, Options
 from kdissect.report.render import safe_text, tree_lines
 from kdissect.sources.shapes import CaptureFormatError
@@ -188,22 +189,26 @@ def _hint_spark(paths: list[Path]) -> None:
 
 
 def _spark_paths(args: argparse.Namespace) -> list[str]:
-    """The Spark engine's inputs: URIs (hdfs://, s3a://) and globs as given, for Spark to list;
-    local files and directories as the local engine takes them (a missing one is a usage error)."""
-    import glob
+    """The Spark engine's inputs: as the local engine's, and remote URIs (hdfs://, s3a://) and globs."""
+    from kdissect.engines.paths import list_captures
 
-    from kdissect.engines import local
+    try:
+        return [path for path, _ in list_captures(args.captures, uris=True)]
+    except OSError as exc:  # a missing path, a directory without captures, a file system out of reach
+        raise UsageError(str(exc)) from None
 
-    out: list[str] = []
-    for arg in args.captures:
-        if "://" in arg or glob.has_magic(arg):
-            out.append(arg)
-        else:
-            try:
-                out += [str(p) for p in local.capture_paths([arg])]
-            except OSError as exc:
-                raise UsageError(str(exc)) from None
-    return out
+
+def _spark_conf(args: argparse.Namespace) -> dict[str, str]:
+    """The Spark settings given by ``--conf KEY=VALUE`` and ``--archives``."""
+    conf: dict[str, str] = {}
+    for setting in args.conf:
+        key, sep, value = setting.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"--conf takes KEY=VALUE, not {setting!r}")
+        conf[key.strip()] = value
+    if args.archives:
+        conf["spark.archives"] = ",".join(filter(None, (conf.get("spark.archives"), args.archives)))
+    return conf
 
 
 def _quiet_spark(args: argparse.Namespace) -> None:
@@ -222,7 +227,8 @@ def _analyze_spark(args: argparse.Namespace, wanted: list[str], options: Options
     if (args.format or "parquet") != "parquet":
         raise UsageError("--engine spark writes parquet only")
     captures = _spark_paths(args)
-    run = analyze(captures, master=args.master, out=args.out, tables=wanted, options=options, verbose=args.verbose)
+    run = analyze(captures, master=args.master, out=args.out, tables=wanted, options=options, verbose=args.verbose,
+                  conf=_spark_conf(args))
     if run.unreadable and len(run.unreadable) == run.files:
         raise local.no_capture(run.unreadable)
     if run.summary.packets == 0 and run.summary.capture.get("anomalies"):
@@ -451,7 +457,8 @@ def cmd_report(args: argparse.Namespace) -> int:
         from kdissect.engines.spark import report_input
 
         names = _spark_paths(args)
-        spark = report_input(names, master=args.master, options=options, verbose=args.verbose)
+        spark = report_input(names, master=args.master, options=options, verbose=args.verbose,
+                             conf=_spark_conf(args))
         if spark.unreadable and len(spark.unreadable) == spark.files:
             raise local.no_capture(spark.unreadable)
         frames, summary, unreadable = spark.frames, spark.summary, spark.unreadable
@@ -476,6 +483,14 @@ def _engine_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("-v", "--verbose", action="store_true",
                    help="with --engine spark: also show Spark's log, progress bars and PySpark's warnings "
                         "(default: errors only)")
+    p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                   help="a Spark setting for --engine spark, as spark-submit's (repeatable), e.g. "
+                        "spark.executor.memory=4g or spark.pyspark.python=./kd/bin/python (default: none; "
+                        "kdissect's own: driver memory 2g, web UI off)")
+    p.add_argument("--archives", metavar="ARCHIVE#NAME,...",
+                   help="archives Spark unpacks on every executor (spark.archives), e.g. a packed environment "
+                        "holding kdissect: kd.tar.gz#kd with --conf spark.pyspark.python=./kd/bin/python "
+                        "(default: none)")
 
 
 def _tls_args(p: argparse.ArgumentParser) -> None:
@@ -636,7 +651,7 @@ def main(argv: list[str] | None = None) -> int:
         for line in [f"kdissect: --filter: {exc}", *(f"  {line}" for line in exc.pointer())]:
             print(safe_text(line), file=sys.stderr)
         return EXIT_USAGE
-    except UsageError as exc:
+    except (UsageError, EngineSetupError) as exc:
         print(f"kdissect: {safe_text(str(exc))}", file=sys.stderr)
         return EXIT_USAGE
     except (NothingRead, CaptureFormatError) as exc:

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 
 from kdissect.analysis.expected import is_expected
-from kdissect.analysis.latency import Percentiles, percentiles
+from kdissect.analysis.latency import percentiles
 from kdissect.sources.shapes import SourceStats
 from kdissect.tables.columns import TCP_COUNTERS, cells
 from kdissect.tables.sink import Columns
@@ -87,7 +87,6 @@ class Figures:
         self._tls = self._decrypted = 0
         self._api: dict[str, list[int]] = {}  # API name -> [exchanges, errors, unanswered], first seen first
         self._latency: dict[str, array[float]] = {}  # API name -> latencies (ms) of its answered exchanges
-        self._percentiles: dict[str, Percentiles] = {}  # API name -> percentiles computed elsewhere (Spark)
         self._errors: Counter[tuple[str, str]] = Counter()  # (API name, error name) of exchanges in error
         self._statuses: Counter[str] = Counter()
         self._anomalies: dict[str, list[int]] = {}  # kind -> [anomalies, bytes]; a row may stand for several
@@ -140,27 +139,31 @@ class Figures:
         figures[1] += n if status == "error" and not is_expected(name, error) else 0
         figures[2] += n if status == "unanswered" else 0
 
-    def add_counted(self, outcomes: Mapping[tuple, int], latency: Mapping[str, Percentiles],
-                    connections: tuple[int, int, int, int, Mapping[str, int]],
-                    anomalies: Mapping[str, tuple[int, int]]) -> None:  # fmt: skip
-        """Figures an engine counted itself (the Spark engine, in Spark SQL): exchanges by (API, status,
-        error name), each API's latency percentiles (the definition of :mod:`kdissect.analysis.latency`),
-        (connections, Kafka connections, TLS connections, decrypted ones, TCP counters summed) and
-        anomalies by kind (count, bytes)."""
-        for (name, status, error), n in outcomes.items():
-            self._outcome(name, status, error, n)
-        self._percentiles.update(latency)
-        n, kafka, tls, decrypted, tcp = connections
-        self._connections += n
-        self._kafka_connections += kafka
-        self._tls += tls
-        self._decrypted += decrypted
-        self._tcp.update(tcp)
-        for kind, (count, length) in anomalies.items():
+    def merge(self, other: Figures) -> None:
+        """Add the figures of another part of the run (a Spark task's): every figure here is a count,
+        a sum or a multiset of latencies, so merged parts give exactly the figures of the whole."""
+        self._connections += other._connections
+        self._kafka_connections += other._kafka_connections
+        self._tls += other._tls
+        self._decrypted += other._decrypted
+        self._exchanges += other._exchanges
+        for name, (count, errors, unanswered) in other._api.items():
+            figures = self._api.get(name)
+            if figures is None:
+                figures = self._api[name] = [0, 0, 0]
+                self._latency[name] = array("d")
+            figures[0] += count
+            figures[1] += errors
+            figures[2] += unanswered
+            self._latency[name].extend(other._latency[name])
+        self._errors.update(other._errors)
+        self._statuses.update(other._statuses)
+        for kind, (count, length) in other._anomalies.items():
             totals = self._anomalies.setdefault(kind, [0, 0])
             totals[0] += count
             totals[1] += length
-        self.seen.update(("exchanges", "connections", "anomalies"))
+        self._tcp.update(other._tcp)
+        self.seen |= other.seen
 
     def summary(self, source: SourceStats, stray_segments: int = 0) -> Summary:
         """The figures of everything added, with the sources' counters and the segments the
@@ -187,7 +190,7 @@ class Figures:
         return out
 
     def _api_figures(self, name: str) -> ApiFigures:
-        p = self._percentiles[name] if name in self._percentiles else percentiles(self._latency[name])
+        p = percentiles(self._latency[name])
         count, errors, unanswered = self._api[name]
         return ApiFigures(name, count, p.p50, p.p90, p.p99, p.max, errors, unanswered)
 

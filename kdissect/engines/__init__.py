@@ -26,9 +26,14 @@ bounded; ended and idle connections leave the pipeline with their rows.
 The Spark engine (``spark.py``, the only module importing pyspark) runs one pipeline and one
 sink per task over the segments of the connections that task owns (shuffled by 4-tuple, so no
 connection is split; read tasks in ``units.py``, decode tasks in ``partition.py``), returns the
-columns as Arrow pieces joined by ``tables.merge``, and tallies the summary in Spark
-(``analysis.summary.Tallies`` -> ``summary_of``, the local engine's figures). Every engine names
+columns as Arrow pieces joined by ``tables.merge``, and counts the summary's figures in each task
+with the local engine's ``Figures``, merged on the driver (``Figures.merge``). Every engine names
 each connection's input (``KafkaPipeline(opened=sink.connection_sources)`` and ``pipeline.source``)
 for the ``source_file`` columns. Bounds on memory and time live in the core, so all three engines
 inherit them.
 """
+
+
+class EngineSetupError(Exception):
+    """An engine cannot run as it is set up (a Spark cluster whose executors cannot import kdissect):
+    one line that names the fix, for the faces to print (defined here so they need not import the engine)."""

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, Protocol
 
 from kdissect.analysis.summary import Figures, Summary
+from kdissect.engines.paths import list_captures
 from kdissect.events import Anomaly, Exchange, KafkaEvent
 from kdissect.kafka.pipeline import KafkaPipeline
 from kdissect.options import Options
@@ -40,32 +41,14 @@ ALWAYS = ("connections", "anomalies")  # tables every run keeps: the summary rea
 # figure that needs another table (a report's top partitions, say) adds that table here, and
 # ``analysis.summary.Figures.add`` takes its pieces as they are handed over.
 SUMMARY_TABLES = ("exchanges", "connections", "anomalies")
-CAPTURE_SUFFIXES = (".pcap", ".pcapng", ".cap")  # what a directory argument is searched for (also + ".gz")
 UNREADABLE_FILE = "unreadable_file"  # the anomaly kind of a file that is not a capture
 
 
 def capture_paths(paths: Iterable[PathArg]) -> list[Path]:
-    """The capture files named: a directory stands for the capture files in it (by suffix, sorted by
-    name). Raises ``FileNotFoundError`` for a path that does not exist, ``IsADirectoryError`` for a
-    directory holding no capture file, so a bad argument fails at once, not at the first read."""
-    out: list[Path] = []
-    for arg in paths:
-        path = Path(arg)
-        if path.is_dir():
-            found = sorted(p for p in path.iterdir() if p.is_file() and _is_capture_name(p.name))
-            if not found:
-                suffixes = ", ".join(f"*{s}" for s in CAPTURE_SUFFIXES)
-                raise IsADirectoryError(f"{path} is a directory with no capture file ({suffixes}, or .gz of them)")
-            out.extend(found)
-        elif path.is_file():
-            out.append(path)
-        else:
-            raise FileNotFoundError(f"{path}: no such file")
-    return out
-
-
-def _is_capture_name(name: str) -> bool:
-    return name.lower().removesuffix(".gz").endswith(CAPTURE_SUFFIXES)
+    """The capture files named (:func:`kdissect.engines.paths.list_captures`: a directory stands for
+    its capture files). Raises ``FileNotFoundError`` or ``IsADirectoryError`` for a bad argument, so
+    it fails at once, not at the first read."""
+    return [Path(path) for path, _ in list_captures(paths)]
 
 
 class Writer(Protocol):

@@ -15,14 +15,20 @@ connections opened before it), unnamed topic ids, and where brokers and topic na
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import json
+import pickle
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
 
+import numpy as np
 import pyarrow as pa
 
+from kdissect.analysis.summary import Figures
+from kdissect.engines.local import SUMMARY_TABLES
 from kdissect.engines.storage import open_input, open_output
-from kdissect.engines.units import ANOMALY, SEGMENT, MappedFiles
+from kdissect.engines.units import ANOMALY, RUN, RUN_HEADER, SEGMENT, MappedFiles
 from kdissect.events import Anomaly
 from kdissect.kafka.pipeline import KafkaPipeline
 from kdissect.options import Options
@@ -82,12 +88,40 @@ def read_pieces(data: bytes | None, path: str | None) -> Iterator[pa.Table]:
     with open_input(path) as f, pa.ipc.open_stream(f) as reader:
         for batch in reader:
             yield pa.Table.from_batches([batch])
-SUMMARY_TABLES = ("exchanges", "connections", "anomalies")  # what the summary reads: always decoded
 _FINISHING = 1 << 62  # events of the end of input come after every segment
 
 
+def _by_time(header: tuple) -> tuple[int, int]:
+    return header[1], header[0]
+
+
+class _Run:
+    """A ``RUN`` row's segments (one 4-tuple's, from one unit), handed out one at a time."""
+
+    __slots__ = ("at", "ends", "file_index", "headers")
+
+    def __init__(self, c: dict[str, list], i: int, by_time: bool) -> None:
+        self.headers = np.frombuffer(c["run"][i], RUN_HEADER).tolist()
+        if by_time:  # in the order of units.segment_order: (ts, pos)
+            self.headers.sort(key=_by_time)
+        self.ends = (c["src_ip"][i], c["src_port"][i], c["dst_ip"][i], c["dst_port"][i])
+        self.file_index = c["file_index"][i]
+        self.at = 0
+
+    def segment(self, mapped: MappedFiles) -> TcpSegment:
+        """The next segment, its payload read from where it lies in the file."""
+        _, ts, seq, ack, flags, window, payload_len, captured, at, forward = self.headers[self.at]
+        self.at += 1
+        payload = mapped.payload(self.file_index, at, captured) if at >= 0 else b""
+        a_ip, a_port, b_ip, b_port = self.ends
+        if forward:
+            return TcpSegment(ts, a_ip, a_port, b_ip, b_port, seq, ack, flags, window, payload, payload_len)
+        return TcpSegment(ts, b_ip, b_port, a_ip, a_port, seq, ack, flags, window, payload, payload_len)
+
+
 class PartitionDecoder:
-    """Feed segment rows (``units.SEGMENT_SCHEMA``) in ``pos`` order; collect envelope rows."""
+    """Feed segment rows (``units.SEGMENT_SCHEMA``: segments, runs of them, anomalies, counters) in
+    ``pos`` order; collect envelope rows."""
 
     def __init__(self, files: list[str], options: Options, tables: Iterable[str],
                  pieces: InlinePieces | StagedPieces | None = None, task: int = 0, spill_rows: int = 10_000
@@ -106,32 +140,60 @@ class PartitionDecoder:
         self.stats: list[tuple[int, str]] = []  # (file index, counters as JSON) per unit
         self.task = task  # this task's number among the run's (records rows are numbered by it)
         self.records = 0  # records rows spilled so far
-        self.journal: list[tuple[int, tuple]] = []  # (pos, call) of the transaction rules' inputs
+        self.journal: list[tuple[int, tuple]] = []  # (pos, call) of the transaction rules' inputs not yet put
+        self.journaled = 0  # calls put in pieces so far
         self.sink.transactions.journal = []
+        self.figures = Figures()  # the summary's figures of this task's rows, merged on the driver
+        self.by_time = len(files) > 1  # segments come in order of (ts, pos), else pos (units.segment_order)
+        self.waiting: list[tuple[object, int, _Run]] = []  # (next segment's place, order, run): a heap
+        self.runs = itertools.count()
         self.out: list[Envelope] = []
 
     def feed(self, batch: pa.RecordBatch) -> None:
+        """Rows in the order of ``units.segment_order``; a run's segments are fed as their places come
+        (merged with every other run's: a run waits only while a row before its next segment may come)."""
         c = batch.to_pydict()
         for i, kind in enumerate(c["kind"]):
             pos = c["pos"][i]
-            source = self.files[c["file_index"][i]]
-            if kind == SEGMENT:
-                self.pipeline.source = source
-                payload = c["payload"][i]
-                if payload is None:  # by reference
-                    payload = self.mapped.payload(c["file_index"][i], c["payload_at"][i], c["captured"][i])
-                events = self.pipeline.feed(TcpSegment(
+            if not self.by_time:
+                self._release(pos)
+            elif c["ts"][i] is not None:  # rows without a time sort first, before any run
+                self._release((c["ts"][i], pos))
+            if kind == RUN:
+                run = _Run(c, i, self.by_time)
+                heapq.heappush(self.waiting, (self._place(run.headers[0]), next(self.runs), run))
+            elif kind == SEGMENT:  # a payload that travels inline
+                self._segment(TcpSegment(
                     c["ts"][i], c["src_ip"][i], c["src_port"][i], c["dst_ip"][i], c["dst_port"][i], c["seq"][i],
-                    c["ack"][i], c["flags"][i], c["window"][i], payload, c["payload_len"][i]))  # fmt: skip
-                opened = self.sink.connection_sources
-                while len(self.opened_at) < len(opened):
-                    self.opened_at.append(pos)
-                self._consume(events, pos)
+                    c["ack"][i], c["flags"][i], c["window"][i], c["payload"][i], c["payload_len"][i]),
+                    pos, c["file_index"][i])  # fmt: skip
             elif kind == ANOMALY:
                 self.sink.consume(Anomaly(c["anomaly"][i], None, None, c["offset"][i], None, c["ts"][i],
-                                          c["detail"][i], source))  # fmt: skip
+                                          c["detail"][i], self.files[c["file_index"][i]]))  # fmt: skip
             else:
                 self.stats.append((c["file_index"][i], c["detail"][i]))
+
+    def _place(self, header: tuple) -> object:
+        return (header[1], header[0]) if self.by_time else header[0]
+
+    def _release(self, before: object) -> None:
+        """Feed the waiting runs' segments placed before ``before`` (all: None)."""
+        waiting = self.waiting
+        while waiting and (before is None or waiting[0][0] < before):
+            _, order, run = heapq.heappop(waiting)
+            pos = run.headers[run.at][0]
+            segment = run.segment(self.mapped)
+            if run.at < len(run.headers):
+                heapq.heappush(waiting, (self._place(run.headers[run.at]), order, run))
+            self._segment(segment, pos, run.file_index)
+
+    def _segment(self, segment: TcpSegment, pos: int, file_index: int) -> None:
+        self.pipeline.source = self.files[file_index]
+        events = self.pipeline.feed(segment)
+        opened = self.sink.connection_sources
+        while len(self.opened_at) < len(opened):
+            self.opened_at.append(pos)
+        self._consume(events, pos)
 
     def _consume(self, events: list, pos: int) -> None:
         for ev in events:
@@ -142,13 +204,23 @@ class PartitionDecoder:
         if calls:
             self.journal += [(pos, call) for call in calls]
             calls.clear()
+            if len(self.journal) >= merge.JOURNAL_CALLS:
+                self._put_journal()
+
+    def _put_journal(self) -> None:
+        if self.journal:
+            self.out += self.pieces.put(merge.JOURNAL, merge.journal_piece(self.task, self.journaled, self.journal))
+            self.journaled += len(self.journal)
+            self.journal = []
 
     def finish(self) -> None:
+        self._release(None)
         self.mapped.close()
         self._consume(self.pipeline.finish(), _FINISHING)
         for name in self.wanted:
             if len(self.sink.rows[name]) or name not in SPILLABLE:
                 self._spill(name, self.sink.take(name))
+        self._put_journal()
         self.out += self.pieces.close()
         self.out.append((OPENED, ipc_bytes(pa.table({"pos": pa.array(self.opened_at, pa.int64())})), None))
         ids = [str(t) for t in self.sink.topic_names]
@@ -158,13 +230,14 @@ class PartitionDecoder:
             "seen": pa.array(self.topic_seen, pa.int64())})), None))  # fmt: skip
         stray = self.pipeline.reassembler.ignored_segments  # segments of no connection: additive over tasks
         self.out.append((STATS, json.dumps({"units": self.stats, "stray": stray}).encode(), None))
-        self.out.append((merge.JOURNAL, merge.journal_bytes(self.task, self.journal), None))
+        self.out.append((merge.FIGURES, pickle.dumps(self.figures), None))
 
     def take(self) -> Iterator[Envelope]:
         out, self.out = self.out, []
         return iter(out)
 
     def _spill(self, name: str, columns: Columns) -> None:
+        self.figures.add(name, columns)
         table = to_arrow(name, columns)
         positions = pa.array(self.opened_at, pa.int64())
         if "connection_id" in table.column_names:

@@ -23,13 +23,14 @@ order to mark aborted records whose outcome another task decoded).
 from __future__ import annotations
 
 import atexit
-import glob
 import json
 import os
+import pickle
+import re
 import shutil
 import sys
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from functools import partial
@@ -38,23 +39,25 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
+from py4j.protocol import Py4JJavaError
 from pyspark import StorageLevel, TaskContext
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.errors import PySparkException
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from pyspark.sql.pandas.types import from_arrow_schema
 
 from kdissect.analysis.frames import ANALYSED_RECORDS
-from kdissect.analysis.latency import QUANTILES, Percentiles
 from kdissect.analysis.summary import Figures, Summary
+from kdissect.engines import EngineSetupError
 from kdissect.engines.partition import (
     ENVELOPE_SCHEMA,
-    SUMMARY_TABLES,
     InlinePieces,
     StagedPieces,
     decode_partition,
     read_pieces,
 )
+from kdissect.engines.paths import list_captures
 from kdissect.engines.spark_quiet import quiet_conf
 from kdissect.engines.storage import file_system, remove_tree
 from kdissect.engines.units import SEGMENT_SCHEMA, UNIT_SCHEMA, Unit, plan_units, read_units, segment_order
@@ -63,9 +66,8 @@ from kdissect.sources.files import in_time_order
 from kdissect.sources.shapes import SourceStats
 from kdissect.tables import merge
 from kdissect.tables.arrow import to_arrow
-from kdissect.tables.columns import TABLES, TCP_COUNTERS
+from kdissect.tables.columns import TABLES
 from kdissect.tables.frames import from_arrow
-from kdissect.tls import DECRYPTED
 
 SPLIT_BYTES = 128 << 20  # pcap files larger than this are read as several ranges
 ARROW_BATCH_BYTES = 32 << 20
@@ -100,55 +102,61 @@ def _arrow_to_spark(table: pa.Table) -> pa.Table:
     return pa.Table.from_arrays(columns, names=table.column_names)
 
 
-def expand_paths(paths: Iterable[str]) -> list[tuple[str, int | None]]:
-    """Captures given as files, directories (their files, sorted) and globs, with their sizes (None
-    when unknown: such a file is reported by name when its task fails to read it). Remote URIs are
-    listed through pyarrow's file systems (directories; globs are local only)."""
-    from pyarrow import fs
+def session(master: str = "local[*]", conf: Mapping[str, str] | None = None, verbose: bool = True) -> SparkSession:
+    """A SparkSession for the command line; ``conf`` (``--conf KEY=VALUE``) wins over every default here.
 
-    found: list[tuple[str, int | None]] = []
-    for given in paths:
-        if "://" in given:
-            filesystem, inner = fs.FileSystem.from_uri(given)
-            info = filesystem.get_file_info(inner)
-            if info.type == fs.FileType.Directory:
-                infos = filesystem.get_file_info(fs.FileSelector(inner, recursive=False))
-                scheme = given.split("://", 1)[0]
-                found += [(f"{scheme}://{i.path}", i.size) for i in sorted(infos, key=lambda i: i.path)
-                          if i.type == fs.FileType.File]  # fmt: skip
-            else:
-                found.append((given, info.size if info.type == fs.FileType.File else None))
-        elif os.path.isdir(given):
-            names = sorted(os.listdir(given))
-            found += [(p, os.path.getsize(p)) for p in (os.path.join(given, n) for n in names) if os.path.isfile(p)]
-        elif glob.has_magic(given) and (matches := sorted(glob.glob(given))):
-            found += [(p, os.path.getsize(p)) for p in matches if os.path.isfile(p)]
-        else:
-            found.append((given, os.path.getsize(given) if os.path.isfile(given) else None))
-    return found
-
-
-def session(master: str = "local[*]", driver_memory: str = "2g", verbose: bool = True) -> SparkSession:
-    """A SparkSession for the command line. Executors on this machine run this Python (a cluster's
-    executors need kdissect installed: see docs/spark.md). ``verbose=False`` hides Spark's chatter
-    (``spark_quiet``)."""
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    conf = {} if verbose else quiet_conf()
-    java_options = [conf.pop("spark.driver.extraJavaOptions", "")]
+    Executors on this machine run this Python; a cluster's need kdissect installed, or shipped as a
+    packed environment (``spark.archives``) whose Python ``spark.pyspark.python`` names (docs/spark.md).
+    When Spark runs on this machine (``local[...]`` or a master on loopback), its services, web UIs
+    included, listen on 127.0.0.1 unless ``SPARK_LOCAL_IP`` says otherwise: nothing to reach from outside.
+    ``verbose=False`` hides Spark's chatter (``spark_quiet``)."""
+    settings = {"spark.driver.memory": "2g", "spark.ui.enabled": "false", "spark.sql.session.timeZone": "UTC",
+                **({} if verbose else quiet_conf())}  # fmt: skip
+    java_options = [settings.pop("spark.driver.extraJavaOptions", "")]
     if _on_this_machine(master):
         # The driver is also the executor, and its work here is moving small rows: the JIT's
         # optimizing tier costs about ten CPU seconds per run and never pays back (bench_spark.py).
         java_options.append("-XX:TieredStopAtLevel=1")
-    builder = SparkSession.builder.master(master).appName("kdissect")
-    for key, value in conf.items():
-        builder = builder.config(key, value)
+    given = dict(conf or {})
+    java_options.append(given.pop("spark.driver.extraJavaOptions", ""))  # the JVM takes the last of a flag given twice
+    settings.update(given)
     if any(java_options):
-        builder = builder.config("spark.driver.extraJavaOptions", " ".join(filter(None, java_options)))
-    return (builder
-            .config("spark.driver.memory", driver_memory)
-            .config("spark.ui.enabled", "false")
-            .config("spark.sql.session.timeZone", "UTC")
-            .getOrCreate())  # fmt: skip
+        settings["spark.driver.extraJavaOptions"] = " ".join(filter(None, java_options))
+    # The executors' Python is the one the driver names in each job (not read from the conf by Spark
+    # when the driver is this process, not spark-submit's).
+    os.environ["PYSPARK_PYTHON"] = settings.get("spark.pyspark.python") or os.environ.get("PYSPARK_PYTHON",
+                                                                                            sys.executable)
+    if _on_this_machine(master) or _on_loopback(master):
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    builder = SparkSession.builder.master(master).appName("kdissect")
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    return builder.getOrCreate()
+
+
+def _on_loopback(master: str) -> bool:
+    """Whether a master URL (``spark://host:port``) names this machine's loopback interface."""
+    host = master.split("://", 1)[-1].rsplit(":", 1)[0].strip("[]")
+    return host == "localhost" or host.startswith("127.") or host == "::1"
+
+
+_MISSING_MODULE = re.compile(r"No module named '([\w.]+)'")
+
+
+@contextmanager
+def executors_set_up() -> Iterator[None]:
+    """A job that fails because the executors' Python lacks a module (kdissect, most often) ends in
+    one line naming the fix instead of a Java and a Python stack trace."""
+    try:
+        yield
+    except (PySparkException, Py4JJavaError) as exc:
+        missing = _MISSING_MODULE.search(str(exc))
+        if missing is None:
+            raise
+        raise EngineSetupError(
+            f"the Spark executors' Python cannot import {missing.group(1)}: install kdissect (and its "
+            "dependencies) there, or ship a packed environment with --archives ENV.tar.gz#env "
+            "--conf spark.pyspark.python=./env/bin/python (see docs/spark.md)") from None
 
 
 @dataclass
@@ -162,6 +170,7 @@ class Decoded:
     settled: merge.Settled  # connection ids, topic names, aborted transactions
     unit_stats: list[tuple[int, dict]]  # (file index, counters) per work unit
     stray_segments: int  # segments the tasks' reassemblers could place in no connection
+    figures: Figures  # the summary's figures, merged from the tasks'
     _broadcast: object = field(default=None, repr=False)
 
     @property
@@ -233,60 +242,11 @@ class Decoded:
         return out
 
     def summary(self) -> Summary:
-        """The summary's figures, counted in Spark in one job: exact percentiles (the local engine's
-        one definition, :func:`kdissect.analysis.latency.quantile`, as a Spark SQL expression)."""
-        small = self.envelope.filter(F.col("table").isin(*SUMMARY_TABLES))
-        exchanges = self.table("exchanges", small).select("api_name", "status", "error_name", "latency_ms")
-        outcomes = exchanges.groupBy("api_name", "status", "error_name").agg(
-            F.count("*").alias("n"), F.collect_list("latency_ms").alias("lat"))
-        lat = F.array_sort(F.flatten(F.collect_list("lat")))
-        by_api = (outcomes.where(F.col("api_name").isNotNull()).groupBy("api_name").agg(lat.alias("lat"))
-                  .select("api_name", F.size("lat").alias("n"), *(_quantile("lat", q).alias(f"q{i}")
-                                                                  for i, q in enumerate(QUANTILES)),
-                          F.try_element_at("lat", F.lit(-1)).alias("max")))  # fmt: skip
-        tcp = [F.sum(F.coalesce(F.col(f"tcp_{n}_to_broker"), F.lit(0)) + F.coalesce(F.col(f"tcp_{n}_to_client"),
-                                                                                    F.lit(0)))
-               for n in TCP_COUNTERS]  # fmt: skip
-        connections = self.table("connections", small).agg(F.count("*").alias("n"),
-                                                            F.sum(F.col("is_kafka").cast("long")).alias("kafka"),
-                                                            F.sum(F.col("encrypted").cast("long")).alias("tls"),
-                                                            F.sum(F.col("decryption").isin(*DECRYPTED)
-                                                                  .cast("long")).alias("decrypted"),
-                                                            *(c.alias(n) for c, n in zip(tcp, TCP_COUNTERS,
-                                                                                         strict=True)))  # fmt: skip
-        counted = F.sum(F.coalesce("count", F.lit(1))).alias("n")  # a row may stand for several
-        kinds = self.table("anomalies", small).groupBy("kind").agg(
-            counted, F.sum(F.coalesce("length", F.lit(0))).alias("bytes"))
-        rows = (_figure_rows("outcome", outcomes.select("api_name", "status", "error_name", "n"), 3)
-                .unionByName(_figure_rows("latency", by_api, 1))
-                .unionByName(_figure_rows("connections", connections, 0))
-                .unionByName(_figure_rows("anomalies", kinds, 1)).collect())  # fmt: skip
-        got: dict[str, list] = {"outcome": [], "latency": [], "connections": [], "anomalies": []}
-        for row in rows:
-            got[row["figure"]].append((tuple(row["keys"]), row["values"]))
-        latency = {keys[0]: Percentiles.supported(int(v[0]), v[1:-1], v[-1]) for keys, v in got["latency"]}
-        n, kafka, tls, decrypted, *sums = got["connections"][0][1]
-        figures = Figures()
-        figures.add_counted({keys: int(v[0]) for keys, v in got["outcome"]}, latency,
-                            (int(n), int(kafka or 0), int(tls or 0), int(decrypted or 0),
-                             {name: int(x or 0) for name, x in zip(TCP_COUNTERS, sums, strict=True)}),
-                            {keys[0]: (int(v[0]), int(v[1])) for keys, v in got["anomalies"]})  # fmt: skip
-        return figures.summary(self.source, self.stray_segments)
+        """The summary's figures: each task's, counted by the local engine's code as it decoded, merged."""
+        return self.figures.summary(self.source, self.stray_segments)
 
     def close(self) -> None:
         self.envelope.unpersist()
-
-
-def _quantile(sorted_values: str, q: float) -> Column:
-    """:func:`kdissect.analysis.latency.quantile` in Spark SQL: the same operations in the same order,
-    so the same double (None for no values)."""
-    values = F.col(sorted_values)
-    n = F.size(values)
-    h = (n - 1).cast("double") * F.lit(q)
-    lo = F.floor(h).cast("int")
-    hi = F.least(lo + 1, n - 1)
-    low = values[lo]
-    return F.when(n > 0, low + (h - lo.cast("double")) * (values[hi] - low))
 
 
 def _analysed_pieces(batches: Iterable[pa.RecordBatch], settled: object) -> Iterator[pa.RecordBatch]:
@@ -295,15 +255,6 @@ def _analysed_pieces(batches: Iterable[pa.RecordBatch], settled: object) -> Iter
             table = table.filter(pc.equal(table[ANALYSED_RECORDS], True))
         if table.num_rows or name == "brokers":
             yield pa.RecordBatch.from_pylist([{"table": name, "data": merge.ipc_bytes(table)}], schema=_PIECES)
-
-
-def _figure_rows(figure: str, frame: DataFrame, keys: int) -> DataFrame:
-    """A figure's rows in one shape, so every figure comes back in one job: the first ``keys``
-    columns as text, the rest as doubles (counts are far below 2**53; latencies are doubles)."""
-    columns = frame.columns
-    return frame.select(F.lit(figure).alias("figure"),
-                        F.array(*(F.col(c).cast("string") for c in columns[:keys])).cast("array<string>").alias("keys"),
-                        F.array(*(F.col(c).cast("double") for c in columns[keys:])).alias("values"))  # fmt: skip
 
 
 def _empty(name: str) -> dict[str, list]:
@@ -398,7 +349,7 @@ def decode(spark: SparkSession, paths: Iterable[str], *, options: Options | None
     # 10,000 rows of them (the default bound) fill the JVM heap.
     spark.conf.set("spark.sql.execution.arrow.maxBytesPerBatch", str(ARROW_BATCH_BYTES))
     spark.conf.set("spark.sql.inMemoryColumnarStorage.batchSize", "16")  # cached pieces: a few MB each
-    found = expand_paths(paths)
+    found = list_captures(paths, uris=True, missing_ok=True)
     sizes = dict(found)
     found = [(path, sizes[path]) for path in in_time_order([path for path, _ in found])]  # as the local engine
     files = [path for path, _ in found]
@@ -410,12 +361,17 @@ def decode(spark: SparkSession, paths: Iterable[str], *, options: Options | None
     side = envelope.filter(F.col("table").startswith("_")).collect()
     opened = [merge.read_ipc(r["data"])["pos"].to_numpy() for r in side if r["table"] == merge.OPENED]
     topics = merge.topic_names(merge.read_ipc(r["data"]) for r in side if r["table"] == merge.TOPICS)
-    aborted = merge.aborted_marks((r["data"] for r in side if r["table"] == merge.JOURNAL), topics)
+    aborted = merge.aborted_marks((read_pieces(r["data"], r["path"]) for r in side if r["table"] == merge.JOURNAL),
+                                  topics)  # fmt: skip
     task_stats = [json.loads(r["data"]) for r in side if r["table"] == merge.STATS]
     unit_stats = [(i, json.loads(s)) for task in task_stats for i, s in task["units"]]
     ordered = np.sort(np.concatenate(opened)) if opened else np.zeros(0, np.int64)
+    figures = Figures()
+    for r in side:
+        if r["table"] == merge.FIGURES:
+            figures.merge(pickle.loads(r["data"]))
     return Decoded(spark, envelope, files, wanted, merge.Settled(ordered, topics, aborted), unit_stats,
-                   sum(t["stray"] for t in task_stats))
+                   sum(t["stray"] for t in task_stats), figures)
 
 
 def _decode_task(batches: Iterable[pa.RecordBatch], files: list[str], options: Options, tables: list[str],
@@ -447,8 +403,9 @@ def read_captures(
         staging = _temporary_staging(spark)
         if staging is not None:
             atexit.register(shutil.rmtree, staging, True)
-    decoded = decode(spark, [paths] if isinstance(paths, str) else paths, options=options, split_bytes=split_bytes,
-                     staging=staging)  # fmt: skip
+    with executors_set_up():
+        decoded = decode(spark, [paths] if isinstance(paths, str) else paths, options=options,
+                         split_bytes=split_bytes, staging=staging)  # fmt: skip
     return {name: decoded.table(name) for name in TABLES}
 
 
@@ -473,9 +430,9 @@ class SparkRun:
 
 
 def analyze(captures: list[str], *, master: str, out: str | None, tables: list[str], options: Options,
-            verbose: bool = True) -> SparkRun:  # fmt: skip
+            verbose: bool = True, conf: Mapping[str, str] | None = None) -> SparkRun:  # fmt: skip
     """The command line's run: decode, figures, Parquet under ``out``; the session is stopped after."""
-    with _decoded(captures, master, out, tables, options, verbose) as decoded:
+    with _decoded(captures, master, conf, out, tables, options, verbose) as decoded:
         written = decoded.write(out, tables) if out else []
         return SparkRun(decoded.summary(), len(decoded.files), decoded.unreadable, written)
 
@@ -490,27 +447,29 @@ class SparkReport:
     unreadable: list[tuple[str, str]]  # (file, why)
 
 
-def report_input(captures: list[str], *, master: str, options: Options, verbose: bool = True) -> SparkReport:
+def report_input(captures: list[str], *, master: str, options: Options, verbose: bool = True,
+                 conf: Mapping[str, str] | None = None) -> SparkReport:  # fmt: skip
     """The report's tables decoded on Spark and brought to the driver (the report's figures are then
-    computed there, by the same code as with the local engine), and the summary counted in Spark."""
-    with _decoded(captures, master, None, list(TABLES), options, verbose) as decoded:
+    computed there, by the same code as with the local engine), and the summary from the tasks' figures."""
+    with _decoded(captures, master, conf, None, list(TABLES), options, verbose) as decoded:
         return SparkReport(decoded.frames(), decoded.summary(), len(decoded.files), decoded.unreadable)
 
 
 @contextmanager
-def _decoded(captures: list[str], master: str, out: str | None, tables: list[str], options: Options,
-             verbose: bool) -> Iterator[Decoded]:  # fmt: skip
+def _decoded(captures: list[str], master: str, conf: Mapping[str, str] | None, out: str | None, tables: list[str],
+             options: Options, verbose: bool) -> Iterator[Decoded]:  # fmt: skip
     """A session and the captures decoded on it, for one command; all of it gone after."""
-    spark = session(master, verbose=verbose)
+    spark = session(master, conf, verbose)
     # Pieces staged in this machine's temp directory in local mode, beside the output on a cluster
     # (which its executors write anyway), or with neither, in Spark's cache.
     staging = _temporary_staging(spark) or (f"{out.rstrip('/')}/_staging" if out else None)
     try:
-        decoded = decode(spark, captures, options=options, tables=tables, staging=staging)
-        try:
-            yield decoded
-        finally:
-            decoded.close()
+        with executors_set_up():
+            decoded = decode(spark, captures, options=options, tables=tables, staging=staging)
+            try:
+                yield decoded
+            finally:
+                decoded.close()
     finally:
         if staging is not None:
             remove_tree(staging)

@@ -8,8 +8,14 @@ or a capture-level anomaly, or the unit's counters. No pyspark here: a Spark tas
 
 A segment's payload travels by reference when its bytes lie as they are in a local file
 (``payload_at``: their offset there; :class:`MappedFiles` reads them back after the shuffle), and
-inline otherwise (gzip, remote URIs, datagrams rebuilt from fragments): the shuffle then moves
-about a hundred bytes per segment instead of every payload byte.
+inline otherwise (gzip, remote URIs, datagrams rebuilt from fragments).
+
+Segments that travel by reference (and those without payload) are packed: a ``RUN`` row holds up
+to ``RUN_SEGMENTS`` segments of one 4-tuple from one unit as an array of fixed-size headers
+(``RUN_HEADER``), so Spark moves, shuffles and sorts a row per run instead of a row per segment,
+which cost several times the packing (``bench/bench_spark_rows.py``). A run's ``pos`` is its first
+segment's and its ``ts`` its earliest segment's, so it sorts (``segment_order``) before every one of its
+segments; a decode task merges the runs back into that order (:mod:`kdissect.engines.partition`).
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from typing import BinaryIO
 
+import numpy as np
 import pyarrow as pa
 
 from kdissect.engines.local import unreadable_file
@@ -41,15 +48,23 @@ from kdissect.sources.shapes import (
 )
 from kdissect.sources.split import PcapLayout, chain_span, pcap_layout, prove_boundary
 
-SEGMENT, ANOMALY, DONE = 0, 1, 2  # row kinds
+SEGMENT, ANOMALY, DONE, RUN = 0, 1, 2, 3  # row kinds
 SEGMENT_SCHEMA = pa.schema([
     ("key", pa.int64()), ("pos", pa.int64()), ("kind", pa.int8()), ("file_index", pa.int32()),
     ("ts", pa.int64()), ("src_ip", pa.string()), ("src_port", pa.int32()), ("dst_ip", pa.string()),
     ("dst_port", pa.int32()), ("seq", pa.int64()), ("ack", pa.int64()), ("flags", pa.int32()),
     ("window", pa.int32()), ("payload", pa.binary()), ("payload_len", pa.int32()),
     ("anomaly", pa.string()), ("offset", pa.int64()), ("detail", pa.string()),
-    ("payload_at", pa.int64()), ("captured", pa.int32()),
+    ("payload_at", pa.int64()), ("captured", pa.int32()), ("run", pa.binary()),
 ])  # fmt: skip
+# A run's segments: place in capture order, TCP header fields, where the payload lies (-1: none),
+# and whether the segment goes from the run's source (the 4-tuple of the row) or back to it.
+RUN_HEADER = np.dtype([("pos", "<i8"), ("ts", "<i8"), ("seq", "<i8"), ("ack", "<i8"), ("flags", "<i4"),
+                       ("window", "<i4"), ("payload_len", "<i4"), ("captured", "<i4"), ("payload_at", "<i8"),
+                       ("forward", "i1")])  # fmt: skip
+RUN_SEGMENTS = 4096
+
+
 def segment_order(files: int) -> tuple[str, ...]:
     """The columns a connection's segment rows are fed in order of: file order for one file; merged by
     capture time for several, as the local engine merges them (:mod:`kdissect.sources.interleave`), so a
@@ -117,10 +132,10 @@ class MappedFiles:
         self._maps.clear()
 
 
-def connection_key(seg: TcpSegment) -> int:
+def connection_key(src_ip: str, src_port: int, dst_ip: str, dst_port: int) -> int:
     """The same number for both directions of a 4-tuple: what sends a connection's segments from
     every file to one task (a collision only puts two connections in the same task)."""
-    a, b = f"{seg.src_ip}|{seg.src_port}", f"{seg.dst_ip}|{seg.dst_port}"
+    a, b = f"{src_ip}|{src_port}", f"{dst_ip}|{dst_port}"
     return zlib.crc32((f"{a}|{b}" if a <= b else f"{b}|{a}").encode())
 
 
@@ -255,34 +270,58 @@ def _payload_at(data: mmap.mmap | None, record: CaptureRecord | None, payload: b
 
 
 class _Rows:
-    """Segment rows being gathered column by column."""
+    """Segment rows being gathered column by column, and runs being gathered per 4-tuple."""
 
     def __init__(self, unit: Unit) -> None:
         self.unit = unit
         self.base = unit.index << 32
         self.n = 0
         self.columns: dict[str, list] = {name: [] for name in SEGMENT_SCHEMA.names}
+        self.runs: dict[tuple, list[tuple]] = {}  # (src ip, port, dst ip, port) of its first -> headers
         self.bytes = 0
 
     def _add(self, key: int, kind: int, values: dict) -> None:
         c = self.columns
         c["key"].append(key)
-        c["pos"].append(self.base + self.n)
+        c["pos"].append(values["pos"] if kind == RUN else self.base + self.n)
         c["kind"].append(kind)
         c["file_index"].append(self.unit.file_index)
         for name in ("ts", "src_ip", "src_port", "dst_ip", "dst_port", "seq", "ack", "flags", "window", "payload",
-                     "payload_len", "anomaly", "offset", "detail", "payload_at", "captured"):  # fmt: skip
+                     "payload_len", "anomaly", "offset", "detail", "payload_at", "captured", "run"):  # fmt: skip
             c[name].append(values.get(name))
-        self.n += 1
+        if kind != RUN:
+            self.n += 1
 
     def segment(self, s: TcpSegment, at: int | None) -> None:
-        self._add(connection_key(s), SEGMENT, {
-            "ts": s.ts_ns, "src_ip": s.src_ip, "src_port": s.src_port, "dst_ip": s.dst_ip, "dst_port": s.dst_port,
-            "seq": s.seq, "ack": s.ack, "flags": s.flags, "window": s.window,
-            "payload": s.payload if at is None else None, "payload_len": s.payload_len, "payload_at": at,
-            "captured": len(s.payload),
-        })  # fmt: skip
-        self.bytes += (len(s.payload) if at is None else 0) + 64
+        """A segment: a row of its own if its payload travels inline, else a header in its 4-tuple's run."""
+        if at is None and s.payload:
+            self._add(connection_key(s.src_ip, s.src_port, s.dst_ip, s.dst_port), SEGMENT, {
+                "ts": s.ts_ns, "src_ip": s.src_ip, "src_port": s.src_port, "dst_ip": s.dst_ip,
+                "dst_port": s.dst_port, "seq": s.seq, "ack": s.ack, "flags": s.flags, "window": s.window,
+                "payload": s.payload, "payload_len": s.payload_len, "captured": len(s.payload),
+            })  # fmt: skip
+            self.bytes += len(s.payload) + 64
+            return
+        ends = (s.src_ip, s.src_port, s.dst_ip, s.dst_port)
+        forward = ends in self.runs
+        if not forward and (s.dst_ip, s.dst_port, s.src_ip, s.src_port) not in self.runs:
+            self.runs[ends] = []
+            forward = True
+        run = self.runs[ends if forward else (s.dst_ip, s.dst_port, s.src_ip, s.src_port)]
+        run.append((self.base + self.n, s.ts_ns, s.seq, s.ack, s.flags, s.window, s.payload_len, len(s.payload),
+                    -1 if at is None else at, forward))  # fmt: skip
+        self.n += 1
+        self.bytes += RUN_HEADER.itemsize
+        if len(run) >= RUN_SEGMENTS:
+            self._run(ends if forward else (s.dst_ip, s.dst_port, s.src_ip, s.src_port))
+
+    def _run(self, ends: tuple) -> None:
+        headers = self.runs.pop(ends)
+        src_ip, src_port, dst_ip, dst_port = ends
+        self._add(connection_key(*ends), RUN, {  # placed (pos, ts) no later than any of its segments
+            "pos": headers[0][0], "ts": min(h[1] for h in headers), "src_ip": src_ip, "src_port": src_port,
+            "dst_ip": dst_ip, "dst_port": dst_port,
+            "run": np.array(headers, RUN_HEADER).tobytes()})  # fmt: skip
 
     def anomaly(self, a: SourceAnomaly) -> None:
         self._add(self.unit.file_index, ANOMALY, {"ts": a.ts_ns, "offset": a.offset, "anomaly": a.kind,
@@ -293,6 +332,9 @@ class _Rows:
         self._add(self.unit.file_index, DONE, {"detail": json.dumps(counters)})
 
     def take(self) -> pa.RecordBatch:
+        """The rows gathered, runs included (a connection's run goes on in the next batch)."""
+        for ends in list(self.runs):
+            self._run(ends)
         batch = pa.RecordBatch.from_pydict(self.columns, schema=SEGMENT_SCHEMA)
         self.columns = {name: [] for name in SEGMENT_SCHEMA.names}
         self.bytes = 0

@@ -15,10 +15,12 @@ A task cannot know three things the whole run settles, so it leaves them in hidd
 
 from __future__ import annotations
 
+import heapq
 import json
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from operator import itemgetter
 
 import numpy as np
 import pyarrow as pa
@@ -28,7 +30,7 @@ from .arrow import arrow_schema, with_pandas_metadata
 from .columns import TABLES
 from .transactions import ABORT_MARKER, replay
 
-OPENED, TOPICS, STATS, JOURNAL = "_opened", "_topics", "_stats", "_journal"  # side pieces of a task
+OPENED, TOPICS, STATS, JOURNAL, FIGURES = "_opened", "_topics", "_stats", "_journal", "_figures"  # a task's side pieces
 ROW = "_row"  # a records row's number in the whole run: task << ROW_BITS | row in the task
 ROW_BITS = 40
 TOPIC_ID = "_topic_id"  # unnamed topic ids of a piece's rows (text)
@@ -76,21 +78,37 @@ class Settled:
     aborted: list[tuple[int, int, str]]  # (first ROW, rows, rule) of records of aborted transactions
 
 
-def journal_bytes(task: int, calls: list[tuple[int, tuple]]) -> bytes:
-    """A task's journal of transaction calls, each with the ``pos`` it came at (rows as ROW)."""
+JOURNAL_CALLS = 4096  # calls a task holds before handing them over as a piece: its journal's memory bound
+_JOURNAL_SCHEMA = pa.schema([("pos", pa.int64()), ("task", pa.int64()), ("seq", pa.int64()), ("call", pa.string())])
+
+
+def journal_piece(task: int, first: int, calls: list[tuple[int, tuple]]) -> pa.Table:
+    """Calls ``first``, ``first + 1``, ... of task ``task``'s journal of transaction calls, each with
+    the ``pos`` it came at (rows renumbered as ``ROW``), as a piece: a task's pieces follow each
+    other in capture order."""
     out = []
-    for seq, (pos, call) in enumerate(calls):
+    for _, call in calls:
         if call[0] == "opened":
             *head, row, n = call
             call = (*head, task << ROW_BITS | row, n)
-        out.append([pos, task, seq, *(str(v) if isinstance(v, uuid.UUID) else v for v in call)])
-    return json.dumps(out).encode()
+        out.append(json.dumps([str(v) if isinstance(v, uuid.UUID) else v for v in call]))
+    return pa.table([pa.array([pos for pos, _ in calls], pa.int64()), pa.array([task] * len(calls), pa.int64()),
+                     pa.array(range(first, first + len(calls)), pa.int64()), pa.array(out, pa.string())],
+                    schema=_JOURNAL_SCHEMA)  # fmt: skip
 
 
-def aborted_marks(journals: Iterable[bytes], topics: Mapping[str, str]) -> list[tuple[int, int, str]]:
-    """Every task's journal merged in capture order and replayed by the one set of rules."""
-    calls = sorted((c for j in journals for c in json.loads(j)), key=lambda c: (c[0], c[1], c[2]))
-    return replay((tuple(c[3:]) for c in calls), topics)  # type: ignore[arg-type]
+def aborted_marks(journals: Iterable[Iterable[pa.Table]], topics: Mapping[str, str]) -> list[tuple[int, int, str]]:
+    """Journals (each a sequence of pieces in capture order, read as they are needed) merged in
+    capture order and replayed by the one set of rules: streamed, so what is held at once is a
+    piece per journal and the rules' own bounded state, whatever the number of calls."""
+    merged = heapq.merge(*(_calls(pieces) for pieces in journals), key=itemgetter(0))
+    return replay((call for _, call in merged), topics)  # type: ignore[arg-type]
+
+
+def _calls(pieces: Iterable[pa.Table]) -> Iterator[tuple[tuple[int, int, int], tuple]]:
+    for piece in pieces:
+        for pos, task, seq, call in zip(*(piece[c].to_pylist() for c in _JOURNAL_SCHEMA.names), strict=True):
+            yield (pos, task, seq), tuple(json.loads(call))
 
 
 def finish_piece(name: str, piece: pa.Table, settled: Settled) -> pa.Table:

@@ -62,7 +62,8 @@ def simulate(paths: list[str], split_bytes: int = 1 << 40, partitions: int = 3) 
     pieces = [(n, d) for b in envelope for n, d in zip(b["table"].to_pylist(), b["data"].to_pylist(), strict=True)]
     opened = np.sort(np.concatenate([merge.read_ipc(d)["pos"].to_numpy() for n, d in pieces if n == merge.OPENED]))
     topics = merge.topic_names(merge.read_ipc(d) for n, d in pieces if n == merge.TOPICS)
-    settled = merge.Settled(opened, topics, merge.aborted_marks((d for n, d in pieces if n == merge.JOURNAL), topics))
+    journals = ([merge.read_ipc(d)] for n, d in pieces if n == merge.JOURNAL)
+    settled = merge.Settled(opened, topics, merge.aborted_marks(journals, topics))
     tables = {}
     for name in TABLES:
         done = [merge.finish_piece(name, merge.read_ipc(d), settled) for n, d in pieces if n == name]

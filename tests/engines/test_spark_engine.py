@@ -4,6 +4,7 @@ unsplit file, and bad files reported without failing the job. One SparkSession f
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import random
 import subprocess
@@ -34,15 +35,42 @@ from tests.engines.spark_helpers import (
     rows,
 )
 
+UI_PORT, DRIVER_PORT = 19740, 19741  # this test's range (Spark moves on to the next free port if taken)
 JVM_NOTICE = "WARNING: Using incubator modules: jdk.incubator.vector"
 
 
 @pytest.fixture(scope="module")
 def spark() -> Iterator:
     require_tool("java")
-    s = session("local[2]")
+    s = session("local[2]", {"spark.ui.enabled": "true", "spark.ui.port": str(UI_PORT),
+                             "spark.driver.port": str(DRIVER_PORT)})  # fmt: skip
     yield s
     s.stop()
+
+
+def listening_on(port: int) -> set[str]:
+    """The addresses TCP sockets listen on at ``port`` (``/proc/net/tcp{,6}``; IPv4-mapped IPv6 addresses
+    as IPv4; 0.0.0.0 or ``::``: every interface)."""
+    found = set()
+    for table in ("tcp", "tcp6"):
+        for line in Path(f"/proc/net/{table}").read_text().splitlines()[1:]:
+            local, state = line.split()[1], line.split()[3]
+            address, at = local.split(":")
+            if state != "0A" or int(at, 16) != port:  # 0A: LISTEN
+                continue
+            raw = b"".join(bytes.fromhex(address[i : i + 8])[::-1] for i in range(0, len(address), 8))
+            ip = ipaddress.ip_address(raw)
+            found.add(str(getattr(ip, "ipv4_mapped", None) or ip))
+    return found
+
+
+def test_spark_s_services_listen_on_loopback_only_and_settings_given_win(spark) -> None:
+    conf = spark.sparkContext.getConf()
+    assert conf.get("spark.ui.enabled") == "true"  # a setting given (the CLI's --conf) won over the default
+    ui_port = int(spark.sparkContext.uiWebUrl.rsplit(":", 1)[1])
+    driver_port = int(conf.get("spark.driver.port"))
+    assert UI_PORT <= ui_port < UI_PORT + 17 and DRIVER_PORT <= driver_port < DRIVER_PORT + 17
+    assert listening_on(ui_port) == {"127.0.0.1"} and listening_on(driver_port) == {"127.0.0.1"}
 
 
 def written(decoded: Decoded, out: Path) -> dict:
@@ -117,6 +145,39 @@ def test_rotated_files_and_byte_ranges_decode_as_the_unsplit_capture(spark, tmp_
             decoded.close()
         for name in TABLES:
             assert rows(got[name], ("source_file",)) == rows(want[name], ("source_file",)), name
+
+
+def production_shapes(capture: str, out: Path) -> dict[str, list[str]]:
+    """The shapes real capture sets take, made from a real capture (classic pcap): cut at both ends
+    (begun mid-conversation, ended mid-record), rotated files given out of order, and rotated files
+    that overlap (a record range in two files, as when two capture processes ran at once)."""
+    data = Path(capture).read_bytes()
+    ends = record_ends(data)
+    out.mkdir()
+    cut = out / "cut.pcap"
+    cut.write_bytes(data[:24] + data[ends[len(ends) // 5] : ends[-len(ends) // 5] + 9])
+    rotated = rotate(capture, out / "rotated", cuts=5, seed=11)
+    third, two_thirds = ends[len(ends) // 3], ends[2 * len(ends) // 3]
+    overlapping = [out / "first.pcap", out / "second.pcap"]
+    overlapping[0].write_bytes(data[:two_thirds])
+    overlapping[1].write_bytes(data[:24] + data[third:])
+    return {"cut": [str(cut)], "rotated out of order": [rotated[i] for i in (3, 0, 5, 1, 4, 2)],
+            "overlapping": [str(p) for p in overlapping]}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", ["librdkafka-produce-consume.pcap", "librdkafka-transactions.pcap"])
+def test_production_shapes_give_the_local_engine_s_tables_and_figures(spark, tmp_path: Path, name: str) -> None:
+    capture = next(p for p in REAL_CAPTURES if p.endswith(name))
+    for shape, paths in production_shapes(capture, tmp_path / "shapes").items():
+        want, figures = local_tables(paths)
+        decoded = decode(spark, paths, partitions=3)
+        try:
+            got = written(decoded, tmp_path / shape)
+            summary = decoded.summary()
+        finally:
+            decoded.close()
+        assert want["exchanges"].num_rows and summary == figures, shape
+        assert_same_tables(got, want)
 
 
 def test_a_capture_read_with_a_copy_of_part_of_it_gives_the_local_engine_s_tables(spark, tmp_path: Path) -> None:
@@ -194,6 +255,20 @@ def test_read_captures_gives_every_table_as_a_dataframe(spark) -> None:
     assert sorted(map(tuple, got)) == sorted(
         zip(*(want["exchanges"][c].to_pylist() for c in ("connection_id", "correlation_id", "api_name")), strict=True)
     )
+
+
+def test_a_directory_stands_for_its_capture_files_only(spark, tmp_path: Path) -> None:
+    """As with the local engine: the README, JSON and scripts beside the captures are not read."""
+    capture = Path(next(p for p in REAL_CAPTURES if "kafka-python-admin" in p))
+    (tmp_path / capture.name).write_bytes(capture.read_bytes())
+    for name in ("README.md", "kafka-python-admin.truth.json", "make_captures.py"):
+        (tmp_path / name).write_text("not a capture\n")
+    decoded = decode(spark, [str(tmp_path)])
+    try:
+        assert decoded.files == [str(tmp_path / capture.name)] and decoded.unreadable == []
+        assert decoded.summary() == local_tables([str(capture)])[1]
+    finally:
+        decoded.close()
 
 
 def test_the_report_on_spark_is_the_local_engine_s_report(tmp_path: Path) -> None:

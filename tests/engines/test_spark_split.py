@@ -7,13 +7,25 @@ import gzip
 import os
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
+import pytest
 
-from kdissect.engines.units import SEGMENT, UNIT_SCHEMA, MappedFiles, plan_units, read_unit, read_units
+from kdissect.engines.units import (
+    RUN,
+    RUN_HEADER,
+    SEGMENT,
+    UNIT_SCHEMA,
+    MappedFiles,
+    plan_units,
+    read_unit,
+    read_units,
+)
 from kdissect.sources.files import iter_capture
 from kdissect.sources.segment import TcpSegment
 from kdissect.sources.shapes import SourceStats
 from kdissect.sources.split import pcap_layout, prove_boundary
+from kdissect.tables import merge
 from kdissect.testing.packets import Encapsulation
 from kdissect.testing.pcapwrite import write_capture
 from kdissect.testing.synthetic import conversation
@@ -58,14 +70,24 @@ def test_byte_ranges_read_apart_give_the_file_s_segments() -> None:
         assert got == whole, split
 
 
-def payload_rows(paths: list[str], split: int = 1 << 40) -> list[dict]:
-    """The segment rows with payload bytes of ``paths`` read as the Spark engine's units."""
+def unit_batch(paths: list[str], split: int) -> pa.RecordBatch:
     units = plan_units([(p, os.path.getsize(p)) for p in paths], split)
-    batch = pa.RecordBatch.from_pylist([{"index": u.index, "file_index": u.file_index, "path": u.path,
-                                         "start": u.start, "end": u.end} for u in units],
-                                       schema=UNIT_SCHEMA)  # fmt: skip
-    rows = pa.Table.from_batches(list(read_units([batch]))).to_pylist()
-    return [r for r in rows if r["kind"] == SEGMENT and r["captured"]]
+    return pa.RecordBatch.from_pylist([{"index": u.index, "file_index": u.file_index, "path": u.path,
+                                        "start": u.start, "end": u.end} for u in units],
+                                      schema=UNIT_SCHEMA)  # fmt: skip
+
+
+def payload_rows(paths: list[str], split: int = 1 << 40) -> list[dict]:
+    """The segments with payload bytes of ``paths`` read as the Spark engine's units (rows of their
+    own, and the segments packed in runs), in capture order."""
+    rows = pa.Table.from_batches(list(read_units([unit_batch(paths, split)]))).to_pylist()
+    segments = [r for r in rows if r["kind"] == SEGMENT]
+    for run in (r for r in rows if r["kind"] == RUN):  # by-reference segments travel packed in runs
+        for header in np.frombuffer(run["run"], RUN_HEADER).tolist():
+            fields = dict(zip(RUN_HEADER.names, header, strict=True))
+            segments.append({**fields, "file_index": run["file_index"], "payload": None,
+                             "payload_at": None if fields["payload_at"] < 0 else fields["payload_at"]})  # fmt: skip
+    return sorted((r for r in segments if r["captured"]), key=lambda r: r["pos"])
 
 
 def resolved(paths: list[str], rows: list[dict]) -> list[bytes]:
@@ -83,6 +105,9 @@ def test_payloads_travel_by_reference_to_where_they_lie_in_local_files() -> None
         want = [s.payload for s in iter_capture(paths[0]) if isinstance(s, TcpSegment) and s.payload]
         rows = payload_rows(paths, split)
         assert all(r["payload"] is None and r["payload_at"] is not None for r in rows)
+        packed = [r for r in pa.Table.from_batches(list(read_units([unit_batch(paths, split)]))).to_pylist()
+                  if r["kind"] == RUN]  # fmt: skip
+        assert packed and len(packed) < len(rows) // 2  # a row per run of a 4-tuple's segments, not per segment
         assert resolved(paths, rows) == want
 
 
@@ -158,9 +183,12 @@ def test_source_file_names_the_file_a_connection_opened_in(tmp_path: Path) -> No
         assert opened[conn] == source
 
 
-def test_records_of_aborted_transactions_are_marked_across_tasks() -> None:
+@pytest.mark.parametrize("journal_calls", [merge.JOURNAL_CALLS, 1])
+def test_records_of_aborted_transactions_are_marked_across_tasks(journal_calls: int, monkeypatch) -> None:
     """A transaction's records, its ABORT marker and its EndTxn travel on different connections, decoded
-    in different tasks: the journals replayed in capture order mark what the local engine marks."""
+    in different tasks: the journals replayed in capture order mark what the local engine marks, also
+    when each task hands its journal over a call at a time (the driver merging the pieces as a stream)."""
+    monkeypatch.setattr(merge, "JOURNAL_CALLS", journal_calls)
     capture = next(p for p in REAL_CAPTURES if p.endswith("librdkafka-transactions.pcap"))
     want = local_tables([capture])[0]["records"]
 
