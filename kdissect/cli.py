@@ -448,6 +448,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         if run.stats.nothing_read:
             raise _nothing_read(captures)
         frames, summary, unreadable = analysis_frames(run.tables), run.summary, run.stats.unreadable
+        del run  # its column lists weigh as much as the frames: their memory serves the report instead
     _report_unreadable(unreadable)
     out = write_report(frames, summary, names, output, fmt)
     print(f"wrote {safe_text(str(out))} ({out.stat().st_size:,} bytes)")
