@@ -11,7 +11,7 @@ from collections.abc import Mapping, MutableMapping
 from typing import TYPE_CHECKING
 
 from kdissect.tables.columns import TABLES, cells
-from kdissect.tables.frames import to_dataframe
+from kdissect.tables.frames import taken_dataframe
 from kdissect.tables.sink import Columns
 
 if TYPE_CHECKING:
@@ -28,8 +28,8 @@ def taken_frames(tables: MutableMapping[str, Columns]) -> dict[str, pd.DataFrame
     once its frame is made, so a fleet's tables are never held twice (the report's peak memory)."""
     out = {}
     for name in list(tables):
-        columns = tables.pop(name)
-        out[name] = to_dataframe(name, _transactional(columns) if name == "records" else columns)
+        columns = dict(tables.pop(name))  # the only reference left to its lists
+        out[name] = taken_dataframe(name, _transactional(columns) if name == "records" else columns)
         del columns
     return out
 
