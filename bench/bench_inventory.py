@@ -42,12 +42,12 @@ def one_connection() -> list:
     return [s for s in segs if {(s.src_ip, s.src_port), (s.dst_ip, s.dst_port)} == ends]
 
 
-def make_capture(clients: int) -> Path:
-    """A pcap of ``clients`` connections, each from its own address (kept in bench/out/ for reuse)."""
-    path = OUT / f"inventory-{clients}.pcap"
+def make_capture(clients: int, folder: Path = OUT) -> Path:
+    """A pcap of ``clients`` connections, each from its own address (kept in ``folder`` for reuse)."""
+    path = folder / f"inventory-{clients}.pcap"
     if path.exists():
         return path
-    OUT.mkdir(exist_ok=True)
+    folder.mkdir(exist_ok=True)
     conn = one_connection()
     stream = replay(conn, {BROKER_PORT}, clients)
     with path.open("wb") as out:

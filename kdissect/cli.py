@@ -441,7 +441,7 @@ def cmd_live(args: argparse.Namespace) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
-    from kdissect.analysis.frames import analysis_frames
+    from kdissect.analysis.frames import taken_frames
     from kdissect.engines import local
     from kdissect.report.build import format_for, write_report
 
@@ -469,7 +469,9 @@ def cmd_report(args: argparse.Namespace) -> int:
         run = local.analyze(captures, options)
         if run.stats.nothing_read:
             raise _nothing_read(captures)
-        frames, summary, unreadable = analysis_frames(run.tables), run.summary, run.stats.unreadable
+        tables, summary, unreadable = run.tables, run.summary, run.stats.unreadable
+        del run  # the tables' column lists are freed one by one as they become frames
+        frames = taken_frames(tables)
     _report_unreadable(unreadable)
     out = write_report(frames, summary, names, output, fmt)
     print(f"wrote {safe_text(str(out))} ({out.stat().st_size:,} bytes)")

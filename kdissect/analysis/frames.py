@@ -7,11 +7,11 @@ convert than to decode, and their counts are in ``batches``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, MutableMapping
 from typing import TYPE_CHECKING
 
 from kdissect.tables.columns import TABLES, cells
-from kdissect.tables.frames import to_dataframe
+from kdissect.tables.frames import taken_dataframe
 from kdissect.tables.sink import Columns
 
 if TYPE_CHECKING:
@@ -20,9 +20,17 @@ if TYPE_CHECKING:
 
 def analysis_frames(tables: Mapping[str, Columns]) -> dict[str, pd.DataFrame]:
     """Every table of a run (``kdissect.engines.local.analyze(...).tables``) as a DataFrame."""
-    out = {name: to_dataframe(name, columns) for name, columns in tables.items() if name != "records"}
-    if "records" in tables:
-        out["records"] = to_dataframe("records", _transactional(tables["records"]))
+    return taken_frames(dict(tables))
+
+
+def taken_frames(tables: MutableMapping[str, Columns]) -> dict[str, pd.DataFrame]:
+    """:func:`analysis_frames`, emptying ``tables`` as it goes: each table's column lists are freed
+    once its frame is made, so a fleet's tables are never held twice (the report's peak memory)."""
+    out = {}
+    for name in list(tables):
+        columns = dict(tables.pop(name))  # the only reference left to its lists
+        out[name] = taken_dataframe(name, _transactional(columns) if name == "records" else columns)
+        del columns
     return out
 
 

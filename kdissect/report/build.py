@@ -4,10 +4,11 @@
 
 from __future__ import annotations
 
+import io
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TextIO
 
 from kdissect.analysis import (
     clients,
@@ -308,20 +309,27 @@ def build_document(tables: Mapping[str, pd.DataFrame], summary: Summary, files: 
     return Document("kdissect report", _facts(o), sections)
 
 
-def render(document: Document, fmt: str) -> bytes:
+def writer(fmt: str) -> Callable[[Document, TextIO], object]:
+    """What writes a document in ``fmt``; JSON goes piece by piece (see :func:`.jsonout.write_json`)."""
     if fmt == "html":
         from .html import render_html
 
-        return render_html(document).encode("utf-8")
+        return lambda document, out: out.write(render_html(document))
     if fmt == "md":
         from .markdown import render_markdown
 
-        return render_markdown(document).encode("utf-8")
+        return lambda document, out: out.write(render_markdown(document))
     if fmt == "json":
-        from .jsonout import render_json
+        from .jsonout import write_json
 
-        return render_json(document).encode("utf-8")
+        return write_json
     raise ValueError(f"unknown report format {fmt!r} (known: {', '.join(FORMATS)})")
+
+
+def render(document: Document, fmt: str) -> bytes:
+    text = io.StringIO()
+    writer(fmt)(document, text)
+    return text.getvalue().encode("utf-8")
 
 
 SUFFIXES = {".html": "html", ".htm": "html", ".md": "md", ".markdown": "md", ".json": "json"}
@@ -345,5 +353,8 @@ def write_report(
     tables: Mapping[str, pd.DataFrame], summary: Summary, files: Sequence[str], out: Path, fmt: str | None = None
 ) -> Path:
     """Build the report and write it to ``out`` in ``fmt`` (default: from the file name)."""
-    out.write_bytes(render(build_document(tables, summary, files), format_for(out, fmt)))
+    write = writer(format_for(out, fmt))  # an unknown format fails before the file is touched
+    document = build_document(tables, summary, files)
+    with out.open("w", encoding="utf-8", newline="") as text:
+        write(document, text)
     return out

@@ -5,9 +5,10 @@ Non-ASCII and control characters are written as ``\\uXXXX`` escapes, so the file
 
 from __future__ import annotations
 
+import io
 import json
 import math
-from typing import Any
+from typing import Any, TextIO
 
 from kdissect.decoders.jsonable import to_jsonable
 
@@ -46,6 +47,15 @@ def _table(t: Table) -> dict:
 
 
 def render_json(document: Document) -> str:
+    out = io.StringIO()
+    write_json(document, out)
+    return out.getvalue()
+
+
+def write_json(document: Document, out: TextIO) -> None:
+    """Write the report to ``out`` piece by piece: ``json.dumps`` with an indent joins every piece
+    into one string first (millions of small strings at a fleet's client inventory), which once
+    cost more memory than the tables the report is made from."""
     payload = {
         "title": document.title,
         "facts": {label: value for label, value in document.facts},
@@ -60,4 +70,5 @@ def render_json(document: Document) -> str:
             for s in document.sections
         ],
     }
-    return json.dumps(payload, indent=1, ensure_ascii=True, allow_nan=False)
+    for piece in json.JSONEncoder(indent=1, ensure_ascii=True, allow_nan=False).iterencode(payload):
+        out.write(piece)

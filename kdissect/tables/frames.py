@@ -6,7 +6,7 @@ Only the library API and the text output formats load pandas; Parquet goes throu
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, MutableMapping
 from typing import Any
 
 import numpy as np
@@ -37,7 +37,13 @@ def to_dataframe(table: str, columns: Mapping[str, list[Any] | Runs | Parts]) ->
 
     Timestamps are given as integer nanoseconds since the epoch (UTC).
     """
-    data = {name: _column(kind, columns[name]) for name, kind in TABLES[table]}
+    return taken_dataframe(table, dict(columns))
+
+
+def taken_dataframe(table: str, columns: MutableMapping[str, list[Any] | Runs | Parts]) -> pd.DataFrame:
+    """:func:`to_dataframe`, taking each column out of ``columns`` as it goes: its values are freed
+    once its array is made, so a fleet's big table is never held twice (the report's peak memory)."""
+    data = {name: _column(kind, columns.pop(name)) for name, kind in TABLES[table]}
     return pd.DataFrame(data, columns=list(data), copy=False)
 
 
