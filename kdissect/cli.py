@@ -158,9 +158,17 @@ def _captures(args: argparse.Namespace) -> list[Path]:
     from kdissect.engines import local
 
     try:
-        return local.capture_paths(args.captures)
+        captures, repeats = local.distinct_files(local.capture_paths(args.captures))
     except OSError as exc:  # a missing path, or a directory without captures: a bad argument
         raise UsageError(str(exc)) from None
+    _report_repeats(repeats)
+    return captures
+
+
+def _report_repeats(repeats: list[tuple[str, str]]) -> None:
+    """Files named more than once (read once): one line each."""
+    for path, same in repeats:
+        print(f"kdissect: {safe_text(path)} is {safe_text(same)} again: read once", file=sys.stderr)
 
 
 # From this much input on, a Spark cluster is worth suggesting: a Spark run costs ~17 s before any byte
@@ -187,16 +195,19 @@ def _spark_paths(args: argparse.Namespace) -> list[str]:
 
     from kdissect.engines import local
 
-    out: list[str] = []
+    out: list[str | Path] = []
     for arg in args.captures:
         if "://" in arg or glob.has_magic(arg):
             out.append(arg)
         else:
             try:
-                out += [str(p) for p in local.capture_paths([arg])]
+                out += local.capture_paths([arg])
             except OSError as exc:
                 raise UsageError(str(exc)) from None
-    return out
+    files, repeats = local.distinct_files(p for p in out if isinstance(p, Path))
+    _report_repeats(repeats)
+    kept = {id(p) for p in files}
+    return [str(p) for p in out if not isinstance(p, Path) or id(p) in kept]
 
 
 def _quiet_spark(args: argparse.Namespace) -> None:
@@ -404,6 +415,12 @@ def cmd_live(args: argparse.Namespace) -> int:
             reason = run_loop(source, run, view, stop, duration=args.duration)
         finally:
             view.close()
+    skipped = getattr(source, "skipped", [])
+    _report_unreadable(skipped)
+    if skipped and len(skipped) == len(source.files_read):
+        from kdissect.engines import local
+
+        raise local.no_capture(skipped)
     for line in summary_lines(run.figures, time.monotonic() - start, reason):
         print(line)
     if recorder is not None:

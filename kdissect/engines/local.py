@@ -22,7 +22,7 @@ from kdissect.options import Options
 from kdissect.sources.files import iter_capture, timeline
 from kdissect.sources.interleave import merge_by_time
 from kdissect.sources.segment import TcpSegment
-from kdissect.sources.shapes import CaptureFormatError, SourceAnomaly, SourceEvent, SourceStats
+from kdissect.sources.shapes import AnomalyKind, CaptureFormatError, SourceAnomaly, SourceEvent, SourceStats
 from kdissect.tables.columns import TABLES
 from kdissect.tables.sink import Columns, TableSink, exchange_row, exchange_topics
 
@@ -34,7 +34,7 @@ ALWAYS = ("connections", "anomalies")  # tables every run keeps: the summary rea
 # ``analysis.summary.Figures.add`` takes its pieces as they are handed over.
 SUMMARY_TABLES = ("exchanges", "connections", "anomalies")
 CAPTURE_SUFFIXES = (".pcap", ".pcapng", ".cap")  # what a directory argument is searched for (also + ".gz")
-UNREADABLE_FILE = "unreadable_file"  # the anomaly kind of a file that is not a capture
+UNREADABLE_FILE = AnomalyKind.UNREADABLE_FILE  # the anomaly kind of a file that is not a capture
 
 
 def capture_paths(paths: Iterable[PathArg]) -> list[Path]:
@@ -55,6 +55,24 @@ def capture_paths(paths: Iterable[PathArg]) -> list[Path]:
         else:
             raise FileNotFoundError(f"{path}: no such file")
     return out
+
+
+def distinct_files(paths: Iterable[Path]) -> tuple[list[Path], list[tuple[str, str]]]:
+    """The files once each, and (name, the name it repeats) of each later name of a file already
+    listed (the same file named twice, a directory and a file in it, a link to it). Told apart by the
+    file, not its name: a file read twice would repeat all its packets under one input's name, which
+    the duplicate-packet rule (:mod:`kdissect.sources.duplicates`) cannot see."""
+    kept: list[Path] = []
+    first: dict[tuple[int, int], Path] = {}
+    repeats: list[tuple[str, str]] = []
+    for path in paths:
+        st = path.stat()
+        seen = first.setdefault((st.st_dev, st.st_ino), path)
+        if seen is path:
+            kept.append(path)
+        else:
+            repeats.append((str(path), str(seen)))
+    return kept, repeats
 
 
 def _is_capture_name(name: str) -> bool:
