@@ -131,7 +131,8 @@ def test_a_file_of_a_rotated_set_that_is_not_a_capture_is_named_and_skipped(tmp_
                           capture_output=True, timeout=60)  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert done.stderr.decode().splitlines() == [
-        f"kdissect: skipped {tmp_path / 'cap.pcap1'}: not a pcap or pcapng capture: starts with 23 20 6e 6f 74 65 73 0a",
+        f"kdissect: skipped {tmp_path / 'cap.pcap1'}: not a pcap or pcapng capture: "
+        "starts with 23 20 6e 6f 74 65 73 0a",
         f"kdissect: skipped {tmp_path / 'cap.pcap2'}: empty capture file",
     ]
     packets = sum(len(_records(p)) for p in (PCAP, PCAPNG))
