@@ -286,7 +286,10 @@ def _readable_args(given: list[str], unreadable: list[tuple[str, str]]) -> list[
     """The captures as the user named them (a directory stays one name), less files just reported
     unreadable: what the summary's ``kdissect report`` hint repeats."""
     skipped = {os.path.normpath(path) for path, _ in unreadable}
-    return [arg for arg in given if os.path.normpath(arg) not in skipped]
+    named: dict[str, str] = {}
+    for arg in given:  # a name given twice, once
+        named.setdefault(os.path.normpath(arg), arg)
+    return [arg for norm, arg in named.items() if norm not in skipped]
 
 
 def _print_run(summary: Summary, captures: list[str], written: list[tuple[object, int]]) -> int:

@@ -238,6 +238,8 @@ def test_the_same_file_named_twice_is_read_once_and_said_so(tmp_path: Path) -> N
         assert out.returncode == 0, out.stderr
         assert out.stdout.splitlines()[0] == once.stdout.splitlines()[0]  # same packets and exchanges
         assert out.stderr.splitlines() == [f"kdissect: {args[1]} is {folder / 'a.pcap'} again: read once"]
+        hint = [line for line in out.stdout.splitlines() if "kdissect report" in line]
+        assert hint and hint[0].count(str(args[1])) == 1  # the report hint names a file once
 
 
 def test_the_spark_engine_is_given_each_file_once(tmp_path: Path) -> None:
