@@ -12,10 +12,13 @@ import sys
 import tempfile
 from pathlib import Path
 
-from kdissect.testing import shapes
-from kdissect.testing.shape_runs import command_failures, figure_failures, write_shape
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # the harness's runners live with the tests (tests/shapes)
 
-CAPTURES = Path(__file__).resolve().parents[1] / "captures"
+from kdissect.testing import shapes  # noqa: E402
+from tests.shapes.shape_runs import command_failures, figure_failures, write_shape  # noqa: E402
+
+CAPTURES = ROOT / "captures"
 
 
 def main() -> int:

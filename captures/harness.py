@@ -66,10 +66,11 @@ class Broker:
     NODE_ID = 111
     CLUSTER_ID = "tansu_cluster"
 
-    def __init__(self, port: int, log: Path, authentication: bool = False) -> None:
+    def __init__(self, port: int, log: Path, authentication: bool = False, advertised: int | None = None) -> None:
         self.port = port
         self.log = log
         self.authentication = authentication  # SASL/SCRAM required (no users exist: every login fails)
+        self.advertised = advertised or port  # behind a TLS terminator: the terminator's port
         self.proc: subprocess.Popen | None = None
 
     @property
@@ -82,7 +83,8 @@ class Broker:
         env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
         with self.log.open("w") as log:
             self.proc = subprocess.Popen(
-                [str(TANSU), "broker", "--listener-url", self.url, "--advertised-listener-url", self.url,
+                [str(TANSU), "broker", "--listener-url", self.url,
+                 "--advertised-listener-url", f"tcp://{HOST}:{self.advertised}",
                  "--storage-engine", "memory://tansu/", *(["--authentication"] if self.authentication else [])],
                 stdout=log, stderr=subprocess.STDOUT, env=env)
         wait_for(lambda: "ready in" in self.log.read_text() or self.proc.poll() is not None, 15, "tansu to start")

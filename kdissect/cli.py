@@ -113,6 +113,13 @@ def _options(args: argparse.Namespace) -> Options:
         if args.preview < 0:
             raise UsageError("--preview takes a number of bytes >= 0")
         knobs["payloads"] = Payloads.preview(args.preview)
+    if getattr(args, "tls_keylog", None) is not None:
+        from kdissect.engines.keylog_file import load_keylog
+
+        keylog = knobs["tls_keylog"] = load_keylog(args.tls_keylog)
+        if keylog.junk_lines or not len(keylog):  # counts only: the lines themselves may hold secrets
+            print(f"kdissect: {safe_text(args.tls_keylog)}: {len(keylog)} TLS sessions, {keylog.junk_lines} lines "
+                  "that are no key log lines (skipped)", file=sys.stderr)
     return Options(**knobs)
 
 
@@ -389,7 +396,15 @@ def cmd_live(args: argparse.Namespace) -> int:
         _check_directory(args.out, "--out")
     if args.port:  # ``--port P`` (repeatable), the spelling before ``--ports P,P``
         args.ports = ",".join([*filter(None, [args.ports]), *map(str, args.port)])
+    keylog_path, args.tls_keylog = args.tls_keylog, None  # followed below, not read once
     options = _options(args)
+    keys = None
+    if keylog_path is not None:  # clients append to it as they connect (it may not exist yet): read on
+        from kdissect.engines.keylog_file import KeyLogFile
+
+        keys = KeyLogFile(keylog_path)
+        keys.follow()
+        options = replace(options, tls_keylog=keys.keylog)
     source, title = _live_source(args, options.ports)
     metrics = None
     if args.metrics_port is not None:
@@ -415,7 +430,7 @@ def cmd_live(args: argparse.Namespace) -> int:
     start = time.monotonic()
     with StopSignals(on_second=recorder.flush if recorder else None) as stop:
         try:
-            reason = run_loop(source, run, view, stop, duration=args.duration)
+            reason = run_loop(source, run, view, stop, duration=args.duration, keys=keys.follow if keys else None)
         finally:
             view.close()
     skipped = getattr(source, "skipped", [])
@@ -481,6 +496,12 @@ def _engine_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("-v", "--verbose", action="store_true",
                    help="with --engine spark: also show Spark's log, progress bars and PySpark's warnings "
                         "(default: errors only)")
+
+
+def _tls_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--tls-keylog", metavar="FILE",
+                   help="decrypt TLS with this key log (NSS format, what SSLKEYLOGFILE writes; default: none, "
+                        "only the capture's own pcapng Decryption Secrets Blocks). Keys are never shown")  # fmt: skip
 
 
 def _capture_args(p: argparse.ArgumentParser) -> None:
@@ -549,6 +570,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="cap on one record batch's decompressed size (default: 67108864, 64 MiB); beyond it: an "
                         "anomaly row")
     _engine_args(a)
+    _tls_args(a)
     a.set_defaults(func=cmd_analyze)
 
     s = sub.add_parser("show", help="print decoded requests with their responses",
@@ -564,6 +586,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--save-frames", metavar="DIR",
                    help="write each shown frame to DIR/c<connection>-<correlation id>-<request|response>.bin "
                         "(size prefix included), for `kdissect decode @FILE` (default: none)")
+    _tls_args(s)
     s.set_defaults(func=cmd_show)
 
     li = sub.add_parser("live", help="watch a broker or client in real time (a device, or a growing capture)")
@@ -608,6 +631,7 @@ def build_parser() -> argparse.ArgumentParser:
                                                                     "(default: kept whole)")
     li.add_argument("--max-decompressed", type=int, metavar="BYTES", help="cap on one batch's decompressed size "
                                                                          "(default: 64 MiB)")
+    _tls_args(li)
     li.set_defaults(func=cmd_live, no_auto_detect=False)
 
     r = sub.add_parser("report", help="write a report: latency, errors, groups, lag, transactions, topology, plots")
@@ -616,6 +640,7 @@ def build_parser() -> argparse.ArgumentParser:
                                                                          "(required; no default)")
     r.add_argument("--format", choices=("html", "md", "json"), help="default: from FILE's extension, else html")
     _engine_args(r)
+    _tls_args(r)
     r.set_defaults(func=cmd_report)
     return ap
 

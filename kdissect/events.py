@@ -103,6 +103,13 @@ class ConnectionSummary:
     retransmissions: int = 0
     skipped_bytes: int = 0
     end_reason: str = ""
+    # TLS (kdissect.tls fills these on encrypted connections): names and outcomes, never key material.
+    tls_version: str | None = None
+    cipher_suite: str | None = None
+    sni: str | None = None
+    alpn: str | None = None
+    tls_resumed: bool | None = None
+    decryption: str | None = None  # handshake, trial, no key, no handshake, failed
     # The reassembler's counters per direction (client to broker, broker to client), once ended.
     tcp: tuple[DirectionStats, DirectionStats] | None = None
 

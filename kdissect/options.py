@@ -13,11 +13,12 @@ only payload bytes were dropped. The defaults keep peak RSS under 1 GB for any i
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from kdissect.decoders.records import DEFAULT_LIMITS, FULL, Limits, Payloads
 from kdissect.sources.defrag import DefragLimits
 from kdissect.sources.gunzip import GUNZIP_FREE, GUNZIP_RATIO
+from kdissect.tls.keylog import KeyLog
 
 MiB = 1 << 20
 _DEFRAG = DefragLimits()  # the sources stage cannot see these options: its own defaults are the run's
@@ -66,6 +67,14 @@ class Options:
     max_connections: int = 16_384  # tracked at once (~8 KB each); more end the least recently active
     idle_ns: int = 600_000_000_000  # silent this long (Kafka's connections.max.idle.ms): ended
     ooo_bytes: int = 8 * MiB  # out-of-order bytes held per direction
+
+    # -- TLS ------------------------------------------------------------------------------------
+    # The key log (``--tls-keylog``; pcapng Decryption Secrets Blocks add to it). Kept out of repr and
+    # comparisons: key material never reaches an output, and two runs differ in keys, not in options.
+    tls_keylog: KeyLog | None = field(default=None, repr=False, compare=False)
+    tls_trial_connection: int = 1_000_000  # trial decryption attempts per connection (TLS 1.3 without handshake)
+    tls_trial_run: int = 10_000_000  # ...and for the whole run (one attempt: a record open, about 2 µs)
+    tls_trial_max_seq: int = 1 << 20  # the highest record sequence number tried
 
     # -- Kafka layer ------------------------------------------------------------------------
     pending_requests: int = DEFAULT_PENDING_REQUESTS

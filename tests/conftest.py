@@ -32,6 +32,8 @@ class SystemTool:
 # each package, so the README's test command passes on a fresh Debian/Ubuntu machine.
 SYSTEM_TOOLS = {
     "tshark": SystemTool("tshark", lambda: shutil.which("tshark") is not None),
+    # editcap --inject-secrets (pcapng Decryption Secrets Blocks): wireshark-common, which tshark brings
+    "editcap": SystemTool("tshark", lambda: shutil.which("editcap") is not None),
     "chromium": SystemTool("chromium", lambda: bool(shutil.which("chromium") or shutil.which("chromium-browser"))),
     "java": SystemTool("default-jre-headless", lambda: shutil.which("java") is not None),
     # libpcap: how `kdissect live` opens a device (through scapy); tcpdump's package brings it.

@@ -20,15 +20,16 @@ PACKAGE = Path(__file__).resolve().parents[1] / "kdissect"
 # analysis -> report; decoders serve every stage; engines wire; cli and capture are the faces).
 ALLOWED: dict[str, set[str]] = {
     "decoders": set(),
-    "options": {"decoders", "sources"},  # sources: the defrag/gunzip bounds' defaults, written once there
+    "options": {"decoders", "sources", "tls"},  # sources: the defrag/gunzip bounds' defaults; tls: the KeyLog type
     "sources": set(),
     "reassembly": {"sources"},
     "events": {"reassembly"},
-    "kafka": {"decoders", "options", "events", "reassembly", "sources"},
+    "tls": {"events", "reassembly"},  # between reassembly and kafka: byte runs in, decrypted runs out
+    "kafka": {"decoders", "options", "events", "reassembly", "sources", "tls"},  # the pipeline wraps TLS connections
     "tables": {"decoders", "options", "events", "reassembly"},
-    "analysis": {"decoders", "tables", "sources"},
+    "analysis": {"decoders", "tables", "sources", "tls"},  # tls: which decryption outcomes count as decrypted
     "report": {"analysis", "decoders", "events"},
-    "engines": {"decoders", "options", "events", "sources", "kafka", "tables", "analysis"},
+    "engines": {"decoders", "options", "events", "sources", "kafka", "tables", "analysis", "tls"},
     "capture": {"engines", "options", "events", "tables"},
     "cli": {"__init__", "engines", "report", "analysis", "tables", "options", "decoders", "sources", "output_paths"},
     "output_paths": set(),

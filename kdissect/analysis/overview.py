@@ -23,6 +23,8 @@ class Overview:
     packets: int
     connections: int
     kafka_connections: int
+    tls_connections: int
+    decrypted_connections: int
     clients: int  # distinct client ids
     brokers: int  # distinct node ids the cluster described
     exchanges: int
@@ -47,6 +49,8 @@ def overview(tables: Mapping[str, pd.DataFrame], summary: Summary, files: Sequen
         packets=summary.packets,
         connections=summary.connections,
         kafka_connections=summary.kafka_connections,
+        tls_connections=summary.tls_connections,
+        decrypted_connections=summary.decrypted_connections,
         clients=int(ex["client_id"].nunique()),
         brokers=int(tables["brokers"]["node_id"].nunique()),
         exchanges=summary.exchanges,

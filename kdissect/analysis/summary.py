@@ -18,6 +18,7 @@ from kdissect.analysis.latency import Percentiles, percentiles
 from kdissect.sources.shapes import SourceStats
 from kdissect.tables.columns import TCP_COUNTERS, cells
 from kdissect.tables.sink import Columns
+from kdissect.tls import DECRYPTED
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +62,8 @@ class Summary:
     packets: int = 0
     connections: int = 0
     kafka_connections: int = 0
+    tls_connections: int = 0  # encrypted (the TLS stage read them)...
+    decrypted_connections: int = 0  # ...and of those, decrypted (from their handshake or by trial)
     exchanges: int = 0
     apis: list[ApiFigures] = field(default_factory=list)  # slowest first (ApiFigures.tail_ms)
     errors: list[ErrorFigures] = field(default_factory=list)  # real errors (most first), then normal steps
@@ -81,6 +84,7 @@ class Figures:
 
     def __init__(self) -> None:
         self._connections = self._kafka_connections = self._exchanges = 0
+        self._tls = self._decrypted = 0
         self._api: dict[str, list[int]] = {}  # API name -> [exchanges, errors, unanswered], first seen first
         self._latency: dict[str, array[float]] = {}  # API name -> latencies (ms) of its answered exchanges
         self._percentiles: dict[str, Percentiles] = {}  # API name -> percentiles computed elsewhere (Spark)
@@ -97,6 +101,8 @@ class Figures:
         elif name == "connections":
             self._connections += len(cells(columns["connection_id"]))
             self._kafka_connections += sum(1 for v in cells(columns["is_kafka"]) if v)
+            self._tls += sum(1 for v in cells(columns["encrypted"]) if v)
+            self._decrypted += sum(1 for v in cells(columns["decryption"]) if v in DECRYPTED)
             for counter in TCP_COUNTERS:
                 for side in ("to_broker", "to_client"):
                     self._tcp[counter] += sum(v or 0 for v in cells(columns[f"tcp_{counter}_{side}"]))
@@ -135,17 +141,20 @@ class Figures:
         figures[2] += n if status == "unanswered" else 0
 
     def add_counted(self, outcomes: Mapping[tuple, int], latency: Mapping[str, Percentiles],
-                    connections: tuple[int, int, Mapping[str, int]], anomalies: Mapping[str, tuple[int, int]]
-                    ) -> None:  # fmt: skip
+                    connections: tuple[int, int, int, int, Mapping[str, int]],
+                    anomalies: Mapping[str, tuple[int, int]]) -> None:  # fmt: skip
         """Figures an engine counted itself (the Spark engine, in Spark SQL): exchanges by (API, status,
         error name), each API's latency percentiles (the definition of :mod:`kdissect.analysis.latency`),
-        (connections, Kafka connections, TCP counters summed) and anomalies by kind (count, bytes)."""
+        (connections, Kafka connections, TLS connections, decrypted ones, TCP counters summed) and
+        anomalies by kind (count, bytes)."""
         for (name, status, error), n in outcomes.items():
             self._outcome(name, status, error, n)
         self._percentiles.update(latency)
-        n, kafka, tcp = connections
+        n, kafka, tls, decrypted, tcp = connections
         self._connections += n
         self._kafka_connections += kafka
+        self._tls += tls
+        self._decrypted += decrypted
         self._tcp.update(tcp)
         for kind, (count, length) in anomalies.items():
             totals = self._anomalies.setdefault(kind, [0, 0])
@@ -159,6 +168,7 @@ class Figures:
         out = Summary(packets=source.packets, capture={f.name: getattr(source, f.name) for f in fields(SourceStats)})
         if "connections" in self.seen:
             out.connections, out.kafka_connections = self._connections, self._kafka_connections
+            out.tls_connections, out.decrypted_connections = self._tls, self._decrypted
             out.tcp = {name: self._tcp[name] for name in TCP_COUNTERS}
         out.tcp["stray_segments"] = stray_segments
         if "exchanges" in self.seen:

@@ -26,7 +26,7 @@ from typing import Any, Protocol
 
 from kdissect.analysis.rolling import RollingFigures
 from kdissect.engines.live_exchanges import ExchangeReader
-from kdissect.engines.local import source_anomaly
+from kdissect.engines.local import feed_item
 from kdissect.events import Anomaly, ConnectionSummary, Exchange, KafkaEvent
 from kdissect.kafka.pipeline import KafkaPipeline
 from kdissect.options import Options
@@ -223,12 +223,8 @@ class LiveRun:
                 decode(record, segments)
             else:
                 segments.append(record)
-        feed = self.pipeline.feed
         for item in segments:
-            if type(item) is TcpSegment:
-                self.events(feed(item))
-            else:
-                self.events([source_anomaly(item, self.pipeline.source)])
+            self.events(feed_item(self.pipeline, item))
         if self.metrics is not None and records:
             self.metrics.packets.inc(sum(1 for r in records if type(r) is CaptureRecord))
             self.metrics.bytes.inc(sum(len(r.data) for r in records if type(r) is CaptureRecord))
@@ -291,10 +287,7 @@ class LiveRun:
         rest: list = []
         self.packets.flush(rest)
         for item in rest:
-            if type(item) is TcpSegment:
-                self.events(self.pipeline.feed(item))
-            else:
-                self.events([source_anomaly(item, self.pipeline.source)])
+            self.events(feed_item(self.pipeline, item))
         self.events(self.pipeline.finish())
         self._count()
         if self.recorder is not None:
@@ -346,9 +339,11 @@ def run_loop(
     duration: float | None = None,
     refresh_s: float = 1.0,
     clock: Callable[[], float] = time.monotonic,
+    keys: Callable[[], object] | None = None,
 ) -> str:
     """Read ``source`` into ``run`` until a stop; refresh ``view`` every ``refresh_s``. Returns why
-    it stopped ("SIGINT", "SIGTERM", "duration", "end of input")."""
+    it stopped ("SIGINT", "SIGTERM", "duration", "end of input"). ``keys`` reads what was appended to
+    the key log, before each batch (a client writes its keys as it connects, before its records)."""
     start = clock()
     next_refresh = start + refresh_s
     reason = "end of input"
@@ -364,6 +359,8 @@ def run_loop(
         limit = next_refresh if duration is None else min(next_refresh, start + duration)
         records = source.poll(max(0.0, limit - now))
         run.pipeline.source = getattr(source, "name", None)  # the file (or device) they came from
+        if keys is not None:
+            keys()
         run.feed(records)
         if source.ended:
             break

@@ -22,7 +22,15 @@ from kdissect.options import Options
 from kdissect.sources.files import iter_capture, timeline
 from kdissect.sources.interleave import merge_by_time
 from kdissect.sources.segment import TcpSegment
-from kdissect.sources.shapes import AnomalyKind, CaptureFormatError, SourceAnomaly, SourceEvent, SourceStats
+from kdissect.sources.shapes import (
+    TLS_KEY_LOG,
+    AnomalyKind,
+    CaptureFormatError,
+    DecryptionSecrets,
+    SourceAnomaly,
+    SourceEvent,
+    SourceStats,
+)
 from kdissect.tables.columns import TABLES
 from kdissect.tables.sink import Columns, TableSink, exchange_row, exchange_topics
 
@@ -172,16 +180,28 @@ def _read_file(path: PathArg, options: Options, stats: RunStats, progress: Progr
     stats.add(source_stats)
 
 
+def feed_item(pipeline: KafkaPipeline, item: SourceEvent) -> list[KafkaEvent]:
+    """One source event into the core: a segment, key material for the TLS stage, or an anomaly row."""
+    if type(item) is TcpSegment:
+        return pipeline.feed(item)
+    if type(item) is DecryptionSecrets:
+        if item.secrets_type == TLS_KEY_LOG:
+            pipeline.add_secrets(item.data)
+        return []
+    assert isinstance(item, SourceAnomaly)
+    return [source_anomaly(item, pipeline.source)]
+
+
 def _time_of(item: SourceEvent) -> int | None:
-    return item.ts_ns
+    return None if type(item) is DecryptionSecrets else item.ts_ns  # a secrets block has no time
 
 
 def _feed(pipeline: KafkaPipeline, items: Iterable[SourceEvent], source: str | None) -> Iterator[KafkaEvent]:
     for item in items:
-        if isinstance(item, TcpSegment):
-            yield from pipeline.feed(item)
-        else:
+        if type(item) is SourceAnomaly:
             yield source_anomaly(item, source)
+        else:
+            yield from feed_item(pipeline, item)
 
 
 def _finish(pipeline: KafkaPipeline, stats: RunStats | None) -> Iterator[KafkaEvent]:
@@ -231,10 +251,7 @@ def events(
     else:
         for i, item in merge_by_time(inputs, _time_of):
             pipeline.source = names[i]
-            if isinstance(item, TcpSegment):
-                yield from pipeline.feed(item)
-            else:
-                yield source_anomaly(item, names[i])
+            yield from feed_item(pipeline, item)
     if stats.unreadable and len(stats.unreadable) == stats.files:  # only when no file is a capture
         raise no_capture(stats.unreadable)
     yield from _finish(pipeline, stats)

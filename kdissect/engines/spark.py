@@ -65,6 +65,7 @@ from kdissect.tables import merge
 from kdissect.tables.arrow import to_arrow
 from kdissect.tables.columns import TABLES, TCP_COUNTERS
 from kdissect.tables.frames import from_arrow
+from kdissect.tls import DECRYPTED
 
 SPLIT_BYTES = 128 << 20  # pcap files larger than this are read as several ranges
 ARROW_BATCH_BYTES = 32 << 20
@@ -248,6 +249,9 @@ class Decoded:
                for n in TCP_COUNTERS]  # fmt: skip
         connections = self.table("connections", small).agg(F.count("*").alias("n"),
                                                             F.sum(F.col("is_kafka").cast("long")).alias("kafka"),
+                                                            F.sum(F.col("encrypted").cast("long")).alias("tls"),
+                                                            F.sum(F.col("decryption").isin(*DECRYPTED)
+                                                                  .cast("long")).alias("decrypted"),
                                                             *(c.alias(n) for c, n in zip(tcp, TCP_COUNTERS,
                                                                                          strict=True)))  # fmt: skip
         counted = F.sum(F.coalesce("count", F.lit(1))).alias("n")  # a row may stand for several
@@ -261,11 +265,11 @@ class Decoded:
         for row in rows:
             got[row["figure"]].append((tuple(row["keys"]), row["values"]))
         latency = {keys[0]: Percentiles.supported(int(v[0]), v[1:-1], v[-1]) for keys, v in got["latency"]}
-        n, kafka, *sums = got["connections"][0][1]
+        n, kafka, tls, decrypted, *sums = got["connections"][0][1]
         figures = Figures()
         figures.add_counted({keys: int(v[0]) for keys, v in got["outcome"]}, latency,
-                            (int(n), int(kafka or 0), {name: int(x or 0) for name, x in zip(TCP_COUNTERS, sums,
-                                                                                          strict=True)}),
+                            (int(n), int(kafka or 0), int(tls or 0), int(decrypted or 0),
+                             {name: int(x or 0) for name, x in zip(TCP_COUNTERS, sums, strict=True)}),
                             {keys[0]: (int(v[0]), int(v[1])) for keys, v in got["anomalies"]})  # fmt: skip
         return figures.summary(self.source, self.stray_segments)
 

@@ -31,7 +31,14 @@ from kdissect.sources.files import iter_capture
 from kdissect.sources.gunzip import GZIP_MAGIC
 from kdissect.sources.pcap import GLOBAL_HEADER_LEN
 from kdissect.sources.segment import TcpSegment
-from kdissect.sources.shapes import CaptureFormatError, CaptureRecord, SourceAnomaly, SourceEvent, SourceStats
+from kdissect.sources.shapes import (
+    CaptureFormatError,
+    CaptureRecord,
+    DecryptionSecrets,
+    SourceAnomaly,
+    SourceEvent,
+    SourceStats,
+)
 from kdissect.sources.split import PcapLayout, chain_span, pcap_layout, prove_boundary
 
 SEGMENT, ANOMALY, DONE = 0, 1, 2  # row kinds
@@ -204,6 +211,8 @@ def _unit_rows(unit: Unit) -> Iterator[pa.RecordBatch]:
                     record = ev
                 elif type(ev) is TcpSegment:
                     rows.segment(ev, _payload_at(data, record, ev.payload) if ev.payload else None)
+                elif type(ev) is DecryptionSecrets:
+                    pass  # the driver ships the key material to tasks (Options.tls_keylog)
                 else:
                     rows.anomaly(ev)  # type: ignore[arg-type]
                 if rows.bytes >= _BATCH_BYTES:

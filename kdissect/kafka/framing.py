@@ -19,7 +19,7 @@ from __future__ import annotations
 import heapq
 import struct
 from bisect import bisect_right
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from kdissect.decoders.scan import size_fields
@@ -127,16 +127,14 @@ class FrameSplitter:
         max_frame: int = DEFAULT_MAX_FRAME,
         max_hunt: int = DEFAULT_MAX_HUNT,
         min_frame: int = 4,
-        on_desync: Callable[[bytes], bool] | None = None,
     ) -> None:
         self.validator = validator
         self.max_frame = max_frame
         self.max_hunt = max_hunt
         self.min_frame = min_frame
-        self.on_desync = on_desync  # lets the owner recognise TLS etc. in a bad size field
         self.vetting = True  # ask validator.sane() about each in-sync frame (off for raw SASL tokens)
         self.hunting = False
-        self.stopped = False  # the owner gave up on this direction (encrypted, not Kafka)
+        self.stopped = False  # the owner gave up on this direction (not Kafka)
         self._buf = bytearray()
         self._start = 0  # stream offset of _buf[0]
         self._pos = 0  # read position inside _buf
@@ -351,7 +349,7 @@ class FrameSplitter:
         return self._drain()
 
     def stop(self) -> int:
-        """Give up on this direction (encrypted or not Kafka); returns bytes dropped."""
+        """Give up on this direction (not Kafka); returns bytes dropped."""
         dropped = len(self._buf) - self._pos
         self._cut = None
         self._buf.clear()
@@ -382,9 +380,6 @@ class FrameSplitter:
             return False
         (size,) = _SIZE.unpack_from(buf, pos)
         if size < self.min_frame or size > self.max_frame:
-            head = bytes(buf[pos : pos + 8])
-            if self.on_desync is not None and self.on_desync(head):
-                return False  # the owner stopped us (e.g. TLS)
             return self._desync(events, f"desync: size {size}")
         end = pos + 4 + size
         if self.vetting:

@@ -4,7 +4,6 @@
 ``KAFKA``: the roles are known (a broker port, or a proven request); frames are decoded and paired.
 ``SASL_RAW``: after an accepted SaslHandshake v0, bare size-prefixed SASL tokens travel until a
 frame decodes as a Kafka request again (back to ``KAFKA``).
-``ENCRYPTED``: TLS records where Kafka was expected and none was decoded yet: nothing more is read.
 ``NOT_KAFKA``: probing found no Kafka request within the probe limit: nothing more is read.
 ``CLOSED``: the TCP connection ended; its summary has been emitted.
 """
@@ -18,22 +17,20 @@ class State(Enum):
     PROBING = "probing"
     KAFKA = "kafka"
     SASL_RAW = "sasl-raw"
-    ENCRYPTED = "encrypted"
     NOT_KAFKA = "not-kafka"
     CLOSED = "closed"
 
 
 # Where each state may go next; staying put is always allowed.
 RULES: dict[State, frozenset[State]] = {
-    State.PROBING: frozenset({State.KAFKA, State.ENCRYPTED, State.NOT_KAFKA, State.CLOSED}),
-    State.KAFKA: frozenset({State.SASL_RAW, State.ENCRYPTED, State.CLOSED}),
-    State.SASL_RAW: frozenset({State.KAFKA, State.ENCRYPTED, State.CLOSED}),
-    State.ENCRYPTED: frozenset({State.CLOSED}),
+    State.PROBING: frozenset({State.KAFKA, State.NOT_KAFKA, State.CLOSED}),
+    State.KAFKA: frozenset({State.SASL_RAW, State.CLOSED}),
+    State.SASL_RAW: frozenset({State.KAFKA, State.CLOSED}),
     State.NOT_KAFKA: frozenset({State.CLOSED}),
     State.CLOSED: frozenset(),
 }
 # States in which no more bytes are decoded.
-FINAL = frozenset({State.ENCRYPTED, State.NOT_KAFKA, State.CLOSED})
+FINAL = frozenset({State.NOT_KAFKA, State.CLOSED})
 
 
 class Lifecycle:

@@ -1,8 +1,12 @@
 """The core pipeline as one sans-I/O object: TCP segments in, Kafka events out.
 
-reassembly (TCP, knows nothing of Kafka) -> one :class:`KafkaConnection` per connection
-(framing, decoding, pairing). Every engine — local files, live capture, Spark tasks —
-feeds segments here and hands the events to its sinks.
+reassembly (TCP, knows nothing of Kafka) -> [the TLS stage, for a connection that looks like TLS]
+-> one :class:`KafkaConnection` per connection (framing, decoding, pairing). Every engine — local
+files, live capture, Spark tasks — feeds segments here and hands the events to its sinks.
+
+Whether a connection goes through the TLS stage is decided at its first event: first bytes that
+start a TLS record, or a direction picked up mid-stream (which may be TLS: the stage probes it and
+steps aside if it is not).
 """
 
 from __future__ import annotations
@@ -15,6 +19,13 @@ from kdissect.reassembly.reassembler import TcpReassembler
 from kdissect.reassembly.streams import StreamConflict, StreamData, StreamEnd, StreamGap, StreamStart
 from kdissect.sources.duplicates import DUPLICATE_PACKETS, DuplicateFilter
 from kdissect.sources.segment import TcpSegment
+from kdissect.tls.connection import TlsConnection
+from kdissect.tls.keylog import KeyLog
+from kdissect.tls.probe import MidstreamProbe
+from kdissect.tls.records import looks_like_tls
+from kdissect.tls.trial import TrialRun
+
+Connection = KafkaConnection | TlsConnection | MidstreamProbe
 
 
 class KafkaPipeline:
@@ -34,7 +45,11 @@ class KafkaPipeline:
         )
         # A connection's Kafka state is built at its first bytes: until then its start event stands
         # for it (SYN floods and scans cost a few hundred bytes each, not a Kafka connection).
-        self.connections: dict[int, KafkaConnection | StreamStart] = {}
+        self.connections: dict[int, Connection | StreamStart] = {}
+        # Key material for the TLS stage: the run's key log (a fresh one when none was given, so a
+        # pcapng's Decryption Secrets Blocks have somewhere to go) and the trial decryption budget.
+        self.keylog = opts.tls_keylog if opts.tls_keylog is not None else KeyLog()
+        self.trials = TrialRun(opts.tls_trial_connection, opts.tls_trial_run, opts.tls_trial_max_seq)
         # The engine names the input it is feeding (a capture file); with ``opened``, each connection's
         # id goes there with the name current when it opened, in opening order (``source_file`` columns).
         self.source: str | None = None
@@ -54,23 +69,42 @@ class KafkaPipeline:
                    for source, repeated, n in (self.duplicates.report() if self.duplicates else ()))  # fmt: skip
         return out
 
-    def _connection(self, conn_id: int) -> KafkaConnection | None:
+    def add_secrets(self, text: bytes) -> None:
+        """Key log text found in the input itself (a pcapng Decryption Secrets Block)."""
+        self.keylog.feed(text)
+        self.keylog.close()
+
+    def _connection(self, conn_id: int, first: StreamData | StreamGap | None = None) -> Connection | None:
+        """A connection's state, built at its first bytes (or its mid-stream start)."""
         conn = self.connections.get(conn_id)
         if isinstance(conn, StreamStart):
-            conn = self.connections[conn_id] = KafkaConnection(
-                conn_id, conn.a, conn.b, conn.ts_ns, conn.syn_seen, self.options
-            )
+            start = conn
+            kafka = KafkaConnection(conn_id, start.a, start.b, start.ts_ns, start.syn_seen, self.options)
+            midstream = isinstance(first, StreamGap) and first.reason == "midstream"
+            ports = self.options.ports
+
+            def tls(kafka: KafkaConnection = kafka, midstream: bool = midstream) -> TlsConnection:
+                return TlsConnection(conn_id, kafka, self.keylog, self.trials, midstream=midstream,
+                                     report=start.a[1] in ports or start.b[1] in ports)  # fmt: skip
+
+            if midstream:
+                conn = MidstreamProbe(conn_id, kafka, tls)
+            elif isinstance(first, StreamData) and looks_like_tls(first.data[:3]):
+                conn = tls()
+            else:
+                conn = kafka
+            self.connections[conn_id] = conn
         return conn
 
     def _dispatch(self, events: list) -> list[KafkaEvent]:
         out: list[KafkaEvent] = []
         for ev in events:
             if isinstance(ev, StreamData):
-                conn = self._connection(ev.conn_id)
+                conn = self._connection(ev.conn_id, ev)
                 if conn is not None:
                     out.extend(conn.data(ev.direction, ev.offset, ev.data, ev.ts_ns))
             elif isinstance(ev, StreamGap):
-                conn = self._connection(ev.conn_id)
+                conn = self._connection(ev.conn_id, ev)
                 if conn is not None:
                     out.extend(conn.gap(ev.direction, ev.offset, ev.length, ev.ts_ns, ev.reason))
             elif isinstance(ev, StreamConflict):

@@ -1,4 +1,4 @@
-"""One TCP connection seen as Kafka: roles, framing, decoding, SASL/TLS, pairing.
+"""One TCP connection seen as Kafka: roles, framing, decoding, SASL, pairing.
 
 Fed with the reassembler's byte runs and gaps for both directions, it emits exchanges,
 anomalies and, at the end, a connection summary. Pure: no I/O, no global state, so the
@@ -8,8 +8,11 @@ Roles: the broker is the endpoint on a configured port. On any other port the ro
 learned from the bytes: the first direction whose bytes decode as a complete Kafka request
 is the client's. A connection that shows no Kafka request within ``probe_limit`` bytes is
 declared not Kafka and dropped, so unrelated traffic costs little. Which of these phases a
-connection is in (probing, kafka, sasl-raw, encrypted, not-kafka, closed) is kept by a
+connection is in (probing, kafka, sasl-raw, not-kafka, closed) is kept by a
 :class:`~kdissect.kafka.lifecycle.Lifecycle`, whose rules are stated in that module.
+
+TLS is not this module's business: the pipeline wraps a connection that looks like TLS in the TLS
+stage (:mod:`kdissect.tls`), which feeds this one the decrypted bytes, if any.
 
 Anomalies are Kafka's only once the connection is: until a frame proves it, what framing gives up
 (gaps, skipped bytes) is held, with a bound, and reported only if Kafka turns up. A connection
@@ -54,11 +57,6 @@ def _cut_reason(frame: Frame) -> str:
     return f"only {len(frame.data) + 4} of {frame.wire_size + 4} bytes captured: body not decoded"
 
 
-def looks_like_tls(head: bytes) -> bool:
-    """A TLS record header: content type 20-23, protocol major version 3, minor 0-4."""
-    return len(head) >= 3 and 0x14 <= head[0] <= 0x17 and head[1] == 3 and head[2] <= 4
-
-
 class KafkaConnection:
     """The Kafka view of one TCP connection (both directions)."""
 
@@ -82,7 +80,6 @@ class KafkaConnection:
             conn_id=conn_id, client=None, broker=None, endpoints=(a, b), first_ts=ts_ns, last_ts=ts_ns, is_kafka=False
         )
         self.splitters = [self._make_splitter(d) for d in (0, 1)]
-        self._seen_data = [False, False]
         self._probed = [0, 0]
         self._undecodable_run = [0, 0]
         self._held: list[tuple[int, Skipped | Lost | StreamConflict]] = []  # anomalies before Kafka was proven
@@ -110,7 +107,6 @@ class KafkaConnection:
             validator,
             max_frame=self.options.max_frame,
             min_frame=4,
-            on_desync=lambda head, d=direction: self._check_tls(d, head),
         )
 
     def _set_roles(self, request_dir: int) -> None:
@@ -133,16 +129,10 @@ class KafkaConnection:
         if self.life.done:
             return []
         self.summary.last_ts = max(self.summary.last_ts, ts_ns)
-        if not self._seen_data[direction]:
-            self._seen_data[direction] = True
-            if looks_like_tls(data[:3]) and not self.summary.is_kafka:
-                return self._encrypted(direction, offset, ts_ns)
         if self.life.state is State.PROBING:
             self._probed[direction] += len(data)
         events = self._handle_framing(direction, self.splitters[direction].feed(offset, data, ts_ns))
         self._emit(events)
-        if self.summary.encrypted:  # a splitter found TLS records mid-stream
-            events.extend(self._encrypted(direction, offset, ts_ns))
         if (self.life.state is State.PROBING and sum(self._probed) > 2 * self.options.probe_limit
                 and not any(s.awaiting_candidate for s in self.splitters)):
             # A plausible frame still arriving (a big Produce picked up mid-stream) is waited
@@ -206,8 +196,6 @@ class KafkaConnection:
         self.summary.sasl = self.sasl.close()
         self.summary.skipped_bytes += skipped
         self.life.move(State.CLOSED)
-        for s in self.splitters:
-            s.on_desync = None  # its closure refers back to this connection: no cycle outlives it
         events.append(self.summary)
         return events
 
@@ -536,25 +524,6 @@ class KafkaConnection:
             self.splitters[self.request_dir].vetting = not raw
 
     # -- giving up ----------------------------------------------------------------------
-    def _check_tls(self, direction: int, head: bytes) -> bool:
-        """Called by a splitter on an absurd size field: TLS records explain it, unless Kafka
-        was already decoded here (Kafka has no STARTTLS: those bytes are garbage)."""
-        if looks_like_tls(head) and not self.summary.is_kafka:
-            self._stop_all()
-            self.summary.encrypted = True
-            return True
-        return False
-
-    def _encrypted(self, direction: int, offset: int, ts_ns: int) -> list[KafkaEvent]:
-        self.life.move(State.ENCRYPTED)  # nothing more to decode; end() still reports the summary
-        self._stop_all()
-        self.summary.encrypted = True
-        self.summary.is_kafka = self.request_dir is not None or self.summary.is_kafka
-        if not self.summary.is_kafka:  # TLS on a port nobody said was Kafka's: not a Kafka anomaly
-            return []
-        return [Anomaly("tls", self.conn_id, self._role(direction), offset, None, ts_ns,
-                        "TLS records on this connection: encrypted, not decoded")]
-
     def _not_kafka(self) -> list[KafkaEvent]:
         """Probing found no Kafka: the connections table says so (``is_kafka`` false); no anomaly."""
         self.life.move(State.NOT_KAFKA)

@@ -52,6 +52,8 @@ def _facts(o: Overview) -> list[tuple[str, str]]:
         ("time span", span),
         ("packets", f"{o.packets:,}"),
         ("TCP connections", f"{o.connections:,} ({o.kafka_connections:,} Kafka)"),
+        *([("TLS connections", f"{o.tls_connections:,} ({o.decrypted_connections:,} decrypted)")]
+          if o.tls_connections else []),  # a capture without TLS says nothing of it
         ("client ids", str(o.clients)),
         ("brokers", str(o.brokers)),
         ("exchanges", f"{o.exchanges:,}"),

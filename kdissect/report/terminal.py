@@ -24,7 +24,10 @@ ANOMALY_MEANING = {
     "resync": "bytes skipped while looking for the next provable frame",
     "overflow": "bytes given up while hunting (search window full)",
     "decode_error": "frames that did not decode",
-    "tls": "encrypted connections",
+    "tls_no_key": "TLS connections not decrypted (no key for them, or their handshake not captured)",
+    "tls_decrypt_error": "TLS records that did not authenticate with the key log's keys",
+    "tls_alert": "TLS alerts other than close_notify",
+    "tls_malformed": "bytes that are no valid TLS record or handshake message",
     "auth_failed": "SASL logins refused in SaslHandshake v0's bare-token framing (no exchange stands for them)",
     "not_kafka": "connections on Kafka ports that carried no Kafka",
     "truncated_file": "capture file cut short",
@@ -80,6 +83,10 @@ def summary_lines(s: Summary, captures: Sequence[str] = ()) -> list[str]:
         f"{s.packets:,} packets, {s.connections} TCP connections ({s.kafka_connections} Kafka), "
         f"{s.exchanges:,} exchanges"
     ]
+    if s.tls_connections:
+        lines.append(f"TLS: {s.tls_connections} encrypted connections, {s.decrypted_connections} decrypted"
+                     + ("" if s.decrypted_connections == s.tls_connections else " (why not: the connections "
+                        "table's decryption column; keys come from --tls-keylog FILE)"))  # fmt: skip
     if s.kafka_connections == 0 and not s.exchanges:
         lines.append("no Kafka traffic found")
     if s.apis:

@@ -10,7 +10,7 @@ from kdissect.sources.defrag import DefragLimits
 from kdissect.sources.packets import PacketDecoder
 from kdissect.sources.reader import CaptureParser
 from kdissect.sources.record_loop import ReaderLimits
-from kdissect.sources.shapes import CaptureRecord, RecordEvent, SourceEvent, SourceStats
+from kdissect.sources.shapes import CaptureRecord, DecryptionSecrets, RecordEvent, SourceEvent, SourceStats
 
 
 class CaptureDecoder:
@@ -57,6 +57,8 @@ class CaptureDecoder:
                 if keep:
                     out.append(event)
                 decode(event, out)
+            elif type(event) is DecryptionSecrets:
+                out.append(event)
             else:
                 self.stats.anomalies += 1
                 out.append(event)

@@ -3,7 +3,8 @@
 A Section Header Block fixes the byte order and forgets earlier interfaces; Interface
 Description Blocks give each interface its link type, snap length and timestamp unit
 (``if_tsresol``, ``if_tsoffset``). Packets come in Enhanced, Simple or obsolete Packet
-Blocks; every other block type is skipped.
+Blocks; Decryption Secrets Blocks (``editcap --inject-secrets``) are handed on as
+:class:`DecryptionSecrets`; every other block type is skipped.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from kdissect.sources.shapes import (
     AnomalyKind,
     CaptureFormatError,
     CaptureRecord,
+    DecryptionSecrets,
     RecordEvent,
     SourceAnomaly,
 )
@@ -33,6 +35,7 @@ IDB_TYPE = 1
 PB_TYPE = 2  # obsolete Packet Block
 SPB_TYPE = 3
 EPB_TYPE = 6
+DSB_TYPE = 10
 _KNOWN_TYPES = frozenset(
     # SHB, IDB, PB, SPB, NRB, ISB, EPB, systemd journal, DSB, the two custom block types
     {SHB_TYPE, IDB_TYPE, PB_TYPE, SPB_TYPE, 4, 5, EPB_TYPE, 9, 10, 0xBAD, 0x40000BAD}
@@ -112,6 +115,8 @@ class PcapngFormat(FramedFormat):
             self._simple_packet(codec, buf, body, body_end, offset, out)
         elif btype == PB_TYPE:
             self._obsolete_packet(codec, buf, body, body_end, offset, out)
+        elif btype == DSB_TYPE:
+            self._secrets(codec, buf, body, body_end, offset, out)
         return blen
 
     def _probe(self, buf: bytes, pos: int, final: bool) -> int:
@@ -189,6 +194,17 @@ class PcapngFormat(FramedFormat):
             return
         iface_id, ts_high, ts_low, caplen, orig = codec.epb.unpack_from(buf, body)
         self._packet(iface_id, ts_high << 32 | ts_low, buf, body + 20, body_end, caplen, orig, offset, out)
+
+    def _secrets(self, codec: _Codec, buf: bytes, body: int, body_end: int, offset: int,
+                 out: list[RecordEvent]) -> None:  # fmt: skip
+        if body_end - body < 8:
+            out.append(SourceAnomaly(AnomalyKind.BAD_RECORD, "decryption secrets block too short", offset))
+            return
+        secrets_type, length = codec.head.unpack_from(buf, body)
+        if length > body_end - body - 8:
+            out.append(SourceAnomaly(AnomalyKind.BAD_RECORD, "decryption secrets block longer than its block", offset))
+            return
+        out.append(DecryptionSecrets(secrets_type, bytes(buf[body + 8 : body + 8 + length])))
 
     def _obsolete_packet(
         self, codec: _Codec, buf: bytes, body: int, body_end: int, offset: int, out: list[RecordEvent]

@@ -6,7 +6,7 @@ without pulling in any parsing code.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from kdissect.sources.segment import TcpSegment
 
@@ -81,5 +81,16 @@ class SourceStats:
     anomalies: int = 0
 
 
-SourceEvent = TcpSegment | SourceAnomaly
-RecordEvent = CaptureRecord | SourceAnomaly
+@dataclass(frozen=True, slots=True)
+class DecryptionSecrets:
+    """Key material the capture carries (a pcapng Decryption Secrets Block): handed to the TLS
+    stage, never shown (``data`` is out of ``repr``)."""
+
+    secrets_type: int  # TLS_KEY_LOG for NSS key log text
+    data: bytes = field(repr=False)
+
+
+TLS_KEY_LOG = 0x544C534B  # "TLSK": the secrets type of NSS key log text (pcapng spec, DSB)
+
+SourceEvent = TcpSegment | SourceAnomaly | DecryptionSecrets
+RecordEvent = CaptureRecord | SourceAnomaly | DecryptionSecrets

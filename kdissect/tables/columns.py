@@ -112,6 +112,12 @@ TABLES: dict[str, list[tuple[str, str]]] = {
         ("sasl_reauths", "int32"),
         ("sasl_session_lifetime_ms", "int64"),
         ("end_reason", "category"),
+        ("tls_version", "category"),
+        ("cipher_suite", "category"),
+        ("sni", "string"),
+        ("alpn", "category"),
+        ("tls_resumed", "bool"),
+        ("decryption", "category"),
         *((f"tcp_{name}_{side}", "int64") for side in ("to_broker", "to_client") for name in TCP_COUNTERS),
     ],
     "brokers": [

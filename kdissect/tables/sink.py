@@ -369,6 +369,8 @@ class TableSink:
             "skipped_bytes": c.skipped_bytes, "client_ids": ",".join(c.client_ids) or None,
             "software_name": c.software_name, "software_version": c.software_version,
             "encrypted": c.encrypted, **_sasl_columns(c.sasl), "end_reason": c.end_reason,
+            "tls_version": c.tls_version, "cipher_suite": c.cipher_suite, "sni": c.sni, "alpn": c.alpn,
+            "tls_resumed": c.tls_resumed, "decryption": c.decryption,
             **_tcp_counters(c),
         })
 

@@ -14,7 +14,7 @@ import kdissect
 from kdissect.analysis import clients, groups, lag, throughput, transactions
 from kdissect.analysis.latency import latency_by
 from kdissect.decoders.apis import removed_version
-from kdissect.testing.invariants import ordered_percentiles
+from tests.shapes.invariants import ordered_percentiles
 
 CAPTURES = Path(__file__).resolve().parents[2] / "captures"
 

@@ -241,7 +241,7 @@ def test_http_on_a_kafka_port_is_reported_not_kafka() -> None:
 def test_tls_on_a_kafka_port_is_reported_encrypted() -> None:
     hello = b"\x16\x03\x01\x00\xc8\x01\x00\x00\xc4\x03\x03" + bytes(190)
     _events, sink = _run([(0, hello, T0), (1, b"\x16\x03\x03\x00\x40" + bytes(64), T0 + 1)])
-    assert _kinds(sink) == ["tls"]
+    assert _kinds(sink) == ["tls_no_key"]
     [conn] = _rows(sink, "connections")
     assert conn["encrypted"]
 

@@ -125,7 +125,7 @@ def test_tls_on_the_kafka_port_is_flagged_encrypted(tmp_path: Path) -> None:
     conn = cap.connections.iloc[0]
     assert bool(conn["encrypted"])
     assert len(cap.exchanges) == 0
-    assert "tls" in set(cap.anomalies["kind"].astype(str))
+    assert "tls_no_key" in set(cap.anomalies["kind"].astype(str))
 
 
 def test_garbage_on_the_kafka_port_never_crashes(tmp_path: Path) -> None:

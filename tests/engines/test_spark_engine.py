@@ -96,7 +96,7 @@ def test_every_real_capture_gives_the_local_engine_s_tables_and_figures(spark, t
 def test_damaged_synthetic_captures_match_the_local_engine(spark, tmp_path: Path) -> None:
     paths = damaged_captures(tmp_path)
     want, figures = local_tables(paths)
-    assert {"truncated_file", "corrupt_record", "gap", "tls"} <= set(want["anomalies"]["kind"].to_pylist())
+    assert {"truncated_file", "corrupt_record", "gap", "tls_no_key"} <= set(want["anomalies"]["kind"].to_pylist())
     decoded = decode(spark, paths, partitions=2)
     try:
         assert_same_tables(written(decoded, tmp_path / "out"), want)
@@ -210,3 +210,26 @@ def test_the_report_on_spark_is_the_local_engine_s_report(tmp_path: Path) -> Non
     assert [line for line in on_spark.stderr.splitlines() if line != JVM_NOTICE] == [], on_spark.stderr[-3000:]
     local_report = json.loads((tmp_path / "local.json").read_text())
     assert local_report["sections"] and json.loads((tmp_path / "spark.json").read_text()) == local_report
+
+
+def test_tls_decrypts_in_the_tasks_with_the_key_log_shipped(spark, tmp_path: Path) -> None:
+    """--tls-keylog on Spark: the key material travels to the tasks with the options, and the
+    decrypted tables and figures are the local engine's."""
+    from kdissect.engines import local
+    from kdissect.options import Options
+    from kdissect.tables.arrow import to_arrow
+    from kdissect.tls.keylog import KeyLog
+
+    folder = Path(REAL_CAPTURES[0]).parent / "tls"
+    names = ("kafka-python-tls13-aesgcm", "kafka-python-tls12-cbc")
+    paths = [str(folder / f"{n}.pcap") for n in names]
+    options = Options(tls_keylog=KeyLog(b"".join((folder / f"{n}.keys.log").read_bytes() for n in names)))
+    run = local.analyze(paths, options)
+    want = {name: to_arrow(name, run.tables[name]) for name in TABLES}
+    assert set(want["connections"]["decryption"].to_pylist()) == {"handshake"}
+    decoded = decode(spark, paths, options=options, partitions=2)
+    try:
+        assert_same_tables(written(decoded, tmp_path / "out"), want)
+        assert decoded.summary() == run.summary and run.summary.decrypted_connections == 8
+    finally:
+        decoded.close()

@@ -49,13 +49,6 @@ def test_sasl_v0_tokens_then_kafka_again() -> None:
     assert w.conn.life.state is State.KAFKA
 
 
-def test_tls_is_encrypted_and_nothing_more_is_read() -> None:
-    w = _wire()
-    w.send(0, b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03" + bytes(100), 1)
-    assert w.conn.life.state is State.ENCRYPTED and w.conn.life.done
-    assert w.conn.data(0, 111, metadata_request(1), 2) == []
-
-
 def test_no_request_within_the_probe_limit_is_not_kafka() -> None:
     w = _wire(broker=("10.0.0.2", 8080), probe_limit=1024)
     for i in range(10):

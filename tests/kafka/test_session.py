@@ -152,17 +152,6 @@ def test_sasl_handshake_v0_raw_tokens_do_not_desync() -> None:
     assert not [a for a in w.of(Anomaly) if a.kind == "decode_error"]
 
 
-def test_tls_on_a_kafka_port_is_reported_as_encrypted() -> None:
-    w = _conn()
-    w.send(0, b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03" + bytes(100), 1)
-    w.send(1, b"\x16\x03\x03\x00\x5a\x02" + bytes(90), 2)
-    w.close(3)
-    [summary] = w.of(ConnectionSummary)
-    assert summary.encrypted
-    assert not w.of(Exchange)
-    assert [a.kind for a in w.of(Anomaly)] == ["tls"]
-
-
 def test_non_kafka_bytes_on_an_unknown_port_are_given_up_quickly() -> None:
     w = _conn(broker=("10.0.0.2", 8080), probe_limit=4096)
     for i in range(20):

@@ -16,7 +16,7 @@ from kdissect.report.document import Table
 from kdissect.sources.shapes import SourceStats
 from kdissect.tables.columns import TABLES
 from kdissect.tables.frames import to_dataframe
-from kdissect.testing.invariants import ordered_percentiles, report_figures
+from tests.shapes.invariants import ordered_percentiles, report_figures
 
 T0 = 1_700_000_000 * 10**9
 APIS = ["Fetch", "Produce", "JoinGroup", "SyncGroup", "Heartbeat", "OffsetCommit", "EndTxn", "InitProducerId",

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from kdissect.testing import shapes
-from kdissect.testing.shape_runs import command_failures, figure_failures, write_shape
+from tests.shapes.shape_runs import command_failures, figure_failures, write_shape
 
 CAPTURES = Path(__file__).resolve().parents[2] / "captures"
 # A consumer group, commits and fetches (aiokafka), transactions (librdkafka): the shapes that broke the report.

@@ -4,7 +4,7 @@
 without ``--out`` in every format, ``show``, ``show --json``, ``report`` in every format, ``live
 --read ... --no-follow --report``) and says which ended otherwise than documented: a traceback,
 or an exit status other than 0 (the input was read). :func:`figure_failures` checks
-:mod:`kdissect.testing.invariants` on the run's tables, summary and live figures. Both return
+:mod:`tests.shapes.invariants` on the run's tables, summary and live figures. Both return
 sentences (empty: all well), so a test over many shapes can say which shape broke what.
 """
 
@@ -78,7 +78,7 @@ def figure_failures(files: Sequence[Path]) -> list[str]:
     from kdissect.analysis.frames import analysis_frames, in_capture_order
     from kdissect.engines import local
     from kdissect.engines.live import LiveOptions, LiveRun
-    from kdissect.testing import invariants
+    from tests.shapes import invariants
 
     run = local.analyze(files)
     tables = in_capture_order(analysis_frames(run.tables))
