@@ -166,9 +166,17 @@ def _captures(args: argparse.Namespace) -> list[Path]:
     from kdissect.engines import local
 
     try:
-        return local.capture_paths(args.captures)
+        captures, repeats = local.distinct_files(local.capture_paths(args.captures))
     except OSError as exc:  # a missing path, or a directory without captures: a bad argument
         raise UsageError(str(exc)) from None
+    _report_repeats(repeats)
+    return captures
+
+
+def _report_repeats(repeats: list[tuple[str, str]]) -> None:
+    """Files named more than once (read once): one line each."""
+    for path, same in repeats:
+        print(f"kdissect: {safe_text(path)} is {safe_text(same)} again: read once", file=sys.stderr)
 
 
 # From this much input on, a Spark cluster is worth suggesting: a Spark run costs ~17 s before any byte
@@ -190,12 +198,22 @@ def _hint_spark(paths: list[Path]) -> None:
 
 def _spark_paths(args: argparse.Namespace) -> list[str]:
     """The Spark engine's inputs: as the local engine's, and remote URIs (hdfs://, s3a://) and globs."""
+    import glob
+
+    from kdissect.engines import local
     from kdissect.engines.paths import list_captures
 
     try:
-        return [path for path, _ in list_captures(args.captures, uris=True)]
+        listed = [path for path, _ in list_captures(args.captures, uris=True)]
     except OSError as exc:  # a missing path, a directory without captures, a file system out of reach
         raise UsageError(str(exc)) from None
+    # A local file named twice (a directory and a file in it, a link) is read once, as the local engine reads it.
+    local_files = [Path(p) for p in listed if "://" not in p and not glob.has_magic(p)]
+    files, repeats = local.distinct_files(local_files)
+    _report_repeats(repeats)
+    kept = {id(p) for p in files}
+    out = iter(local_files)
+    return [p for p in listed if "://" in p or glob.has_magic(p) or id(next(out)) in kept]
 
 
 def _spark_conf(args: argparse.Namespace) -> dict[str, str]:
@@ -288,7 +306,10 @@ def _readable_args(given: list[str], unreadable: list[tuple[str, str]]) -> list[
     """The captures as the user named them (a directory stays one name), less files just reported
     unreadable: what the summary's ``kdissect report`` hint repeats."""
     skipped = {os.path.normpath(path) for path, _ in unreadable}
-    return [arg for arg in given if os.path.normpath(arg) not in skipped]
+    named: dict[str, str] = {}
+    for arg in given:  # a name given twice, once
+        named.setdefault(os.path.normpath(arg), arg)
+    return [arg for norm, arg in named.items() if norm not in skipped]
 
 
 def _print_run(summary: Summary, captures: list[str], written: list[tuple[object, int]]) -> int:
@@ -425,6 +446,12 @@ def cmd_live(args: argparse.Namespace) -> int:
             reason = run_loop(source, run, view, stop, duration=args.duration, keys=keys.follow if keys else None)
         finally:
             view.close()
+    skipped = getattr(source, "skipped", [])
+    _report_unreadable(skipped)
+    if skipped and len(skipped) == len(source.files_read):
+        from kdissect.engines import local
+
+        raise local.no_capture(skipped)
     for line in summary_lines(run.figures, time.monotonic() - start, reason):
         print(line)
     if recorder is not None:

@@ -25,6 +25,7 @@ from kdissect.sources.interleave import merge_by_time
 from kdissect.sources.segment import TcpSegment
 from kdissect.sources.shapes import (
     TLS_KEY_LOG,
+    AnomalyKind,
     CaptureFormatError,
     DecryptionSecrets,
     SourceAnomaly,
@@ -41,7 +42,7 @@ ALWAYS = ("connections", "anomalies")  # tables every run keeps: the summary rea
 # figure that needs another table (a report's top partitions, say) adds that table here, and
 # ``analysis.summary.Figures.add`` takes its pieces as they are handed over.
 SUMMARY_TABLES = ("exchanges", "connections", "anomalies")
-UNREADABLE_FILE = "unreadable_file"  # the anomaly kind of a file that is not a capture
+UNREADABLE_FILE = AnomalyKind.UNREADABLE_FILE  # the anomaly kind of a file that is not a capture
 
 
 def capture_paths(paths: Iterable[PathArg]) -> list[Path]:
@@ -49,6 +50,24 @@ def capture_paths(paths: Iterable[PathArg]) -> list[Path]:
     its capture files). Raises ``FileNotFoundError`` or ``IsADirectoryError`` for a bad argument, so
     it fails at once, not at the first read."""
     return [Path(path) for path, _ in list_captures(paths)]
+
+
+def distinct_files(paths: Iterable[Path]) -> tuple[list[Path], list[tuple[str, str]]]:
+    """The files once each, and (name, the name it repeats) of each later name of a file already
+    listed (the same file named twice, a directory and a file in it, a link to it). Told apart by the
+    file, not its name: a file read twice would repeat all its packets under one input's name, which
+    the duplicate-packet rule (:mod:`kdissect.sources.duplicates`) cannot see."""
+    kept: list[Path] = []
+    first: dict[tuple[int, int], Path] = {}
+    repeats: list[tuple[str, str]] = []
+    for path in paths:
+        st = path.stat()
+        seen = first.setdefault((st.st_dev, st.st_ino), path)
+        if seen is path:
+            kept.append(path)
+        else:
+            repeats.append((str(path), str(seen)))
+    return kept, repeats
 
 
 class Writer(Protocol):

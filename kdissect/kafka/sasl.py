@@ -15,15 +15,35 @@ re-authentication (KIP-368).
 
 from __future__ import annotations
 
+from kdissect.decoders import api as decode_api
 from kdissect.decoders import apis
 from kdissect.decoders.error_codes import error_name
-from kdissect.decoders.sasl import Token, decode_token, guess_mechanism
+from kdissect.decoders.sasl import Token, decode_token, guess_mechanism, redacted
+from kdissect.decoders.sasl.token import MAX_TOKEN
 from kdissect.events import Exchange, KafkaMessage, SaslFacts
 
 SASL_HANDSHAKE = apis.key_of("SaslHandshake")
 SASL_AUTHENTICATE = apis.key_of("SaslAuthenticate")
 SASL_APIS = frozenset({SASL_HANDSHAKE, SASL_AUTHENTICATE})
 NOT_KEPT = "bytes not kept: SASL tokens may hold credentials"
+_HEADROOM = 64  # a SaslAuthenticate answer's fields around its token, at most (error, message length, lifetime)
+
+
+def withheld(size: int) -> str:
+    """The warning of a frame whose bytes were not kept because they could be a SASL token."""
+    return f"could be a SASL token: {redacted(size)}"
+
+
+def answer_fits_sasl(data: bytes, size: int) -> bool:
+    """Whether a response no request explains could be a SaslAuthenticate answer (a SCRAM server
+    signature, a server token): its captured bytes, completed with zeros to the frame's ``size`` when
+    the snap length cut it, decode exactly as one at some version. Frames longer than any token the
+    decoders read are not tried (no padding of a huge cut frame)."""
+    if size > MAX_TOKEN + _HEADROOM:
+        return False
+    whole = data if len(data) >= size else data + bytes(size - len(data))
+    low, high = apis.version_range(SASL_AUTHENTICATE, "response")
+    return any(decode_api.frame_fits(whole, SASL_AUTHENTICATE, v, "response") for v in range(low, high + 1))
 
 
 class SaslSession:
@@ -32,6 +52,11 @@ class SaslSession:
     def __init__(self) -> None:
         self.facts = SaslFacts()
         self._pending = False  # an authentication began and has no outcome yet
+
+    @property
+    def pending(self) -> bool:
+        """An authentication began and has no outcome yet: any frame now may be a token."""
+        return self._pending
 
     # -- exchanges ------------------------------------------------------------------------
     def exchange(self, ex: Exchange) -> None:

@@ -39,7 +39,7 @@ from kdissect.kafka.framing import PROOF_CREDIT, Frame, FrameSplitter, FramingEv
 from kdissect.kafka.inference import Pair, infer_request
 from kdissect.kafka.lifecycle import Lifecycle, State
 from kdissect.kafka.pairing import Pairer, expects_response
-from kdissect.kafka.sasl import NOT_KEPT, SASL_HANDSHAKE, SaslSession
+from kdissect.kafka.sasl import SASL_APIS, SASL_HANDSHAKE, SaslSession, answer_fits_sasl, withheld
 from kdissect.kafka.validators import RequestValidator, ResponseValidator
 from kdissect.options import Options
 from kdissect.reassembly.streams import DirectionStats, StreamConflict
@@ -350,7 +350,7 @@ class KafkaConnection:
         if request is None:
             if self.life.state is State.SASL_RAW:
                 return self._raw_token(frame, False)
-            msg.raw = data
+            self._keep_raw(msg, data, frame.size)  # judged where it arrived in the SASL exchange
             if len(self._orphans) < MAX_HELD_ORPHANS and self._orphan_bytes + len(data) <= MAX_HELD_ORPHAN_BYTES:
                 self._orphans.append((msg, frame))  # inferred at the end, from every request seen
                 self._orphan_bytes += len(data)
@@ -367,7 +367,7 @@ class KafkaConnection:
     def _orphan(self, msg: KafkaMessage, frame: Frame) -> Exchange:
         """An orphan response, decoded when exactly one request explains it (marked ``inferred``)."""
         pair = infer_request(frame.data, self._pairs)
-        if pair is None:
+        if pair is None or (msg.raw is None and pair[0] not in SASL_APIS):  # withheld: not decoded either
             return Exchange(self.conn_id, None, msg, "orphan_response")
         msg.api_key, msg.api_version = pair
         decoded = decode_api.decode_response_frame(frame.data, *pair)
@@ -440,20 +440,28 @@ class KafkaConnection:
         self.sasl.cut_token()
         return []
 
-    def _keep_raw(self, msg: KafkaMessage, data: bytes) -> None:
-        """Keep an undecoded frame's bytes for show --raw, unless they look like a bare SASL token (a
-        v0 token whose SaslHandshake the capture missed): those may hold a password."""
-        if msg.is_request and guess_mechanism(data) is not None:
+    def _keep_raw(self, msg: KafkaMessage, data: bytes, size: int) -> None:
+        """Keep an undecoded frame's bytes for show --raw, unless they could be a SASL token (they may
+        hold a password, proof or signature): shown as ``redacted, N bytes`` instead."""
+        if self._could_be_token(msg.is_request, data, size):
             msg.raw = None
-            msg.warnings.append({"code": "sasl", "message": f"looks like a SASL token: {NOT_KEPT}"})
+            msg.warnings.append({"code": "sasl", "message": withheld(size)})
         else:
             msg.raw = data
 
+    def _could_be_token(self, is_request: bool, data: bytes, size: int) -> bool:
+        """By position: an authentication under way, or v0's bare tokens; by shape: a bare client
+        token (a v0 token whose SaslHandshake the capture missed), or an answer that fits
+        SaslAuthenticate (its request not captured, nor inferable)."""
+        if self.sasl.pending or self.life.state is State.SASL_RAW:
+            return True
+        return guess_mechanism(data) is not None if is_request else answer_fits_sasl(data, size)
+
     def _cut_message(self, frame: Frame, is_request: bool) -> KafkaMessage:
         msg = self._message(frame, is_request)
-        self._keep_raw(msg, frame.data)
         msg.error = _cut_reason(frame)
         msg.warnings = [{"code": "cut", "message": msg.error}]
+        self._keep_raw(msg, frame.data, frame.size)
         return msg
 
     def _head_lost(self, frame: Frame, role: str) -> Anomaly:
@@ -463,7 +471,7 @@ class KafkaConnection:
                        frame.ts_first, f"{_cut_reason(frame)}; too little to pair")
 
     def _undecodable(self, msg: KafkaMessage, frame: Frame, exc: DecodeError) -> list[KafkaEvent]:
-        self._keep_raw(msg, frame.data)
+        self._keep_raw(msg, frame.data, frame.size)
         msg.error = str(exc)
         role = "request" if msg.is_request else "response"
         events: list[KafkaEvent] = [

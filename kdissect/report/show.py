@@ -132,7 +132,9 @@ def exchange_text(ex: Exchange, row: dict, full: bool, raw: bool = False) -> Ite
         if msg.error:
             yield f"    undecodable: {safe_text(msg.error)}"
         elif msg.body is None:
-            yield "    not decoded: its request is not in the capture (its bytes: --raw or --save-frames)"
+            kept = " (its bytes: --raw or --save-frames)" if msg.raw is not None else ""
+            yield f"    not decoded: its request is not in the capture{kept}"
+        yield from (f"    {safe_text(w['message'])}" for w in msg.warnings if w.get("code") == "sasl")
         if msg.header is not None:  # a cut request still has its header and leading fields
             yield from tree_lines({"header": msg.header, "body": display_view(msg.body)}, "    ", limit)
         if msg.raw is not None and raw:

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from kdissect.sources.reader import CaptureParser
 from kdissect.sources.record_loop import ReaderLimits
-from kdissect.sources.shapes import CaptureFormatError, RecordEvent
+from kdissect.sources.shapes import AnomalyKind, CaptureFormatError, RecordEvent, SourceAnomaly
 
 CHUNK = 1 << 20
 _COMPRESSED = (".gz", ".zst", ".xz", ".bz2", ".zip")
@@ -75,6 +75,9 @@ class FollowedCapture:
         self.path, self.follow, self._limits, self._clock = path, follow, limits, clock
         self.bytes_read = 0
         self.files_read: list[str] = []
+        # (file, why) of each file of a rotated set not read: not a capture, or a second name of a file read
+        self.skipped: list[tuple[str, str]] = []
+        self._read_ids: dict[tuple[int, int], str] = {}
         self.ended = False
         self._dir = Path(path) if path != "-" and Path(path).is_dir() else None
         self._current: _Input | None = None
@@ -128,16 +131,33 @@ class FollowedCapture:
         except CaptureFormatError as exc:
             if self._dir is None:
                 raise
-            raise CaptureFormatError(f"{current.name}: {exc}") from None
+            return self._skip_current(str(exc))
+
+    def _skip_current(self, why: str) -> list[RecordEvent]:
+        """A file of a rotated set that is not a capture: named, and the set read on (as ``analyze``
+        skips such a file in a directory)."""
+        current, self._current = self._current, None
+        assert current is not None
+        os.close(current.fd)
+        self.skipped.append((current.name, why))
+        return [SourceAnomaly(AnomalyKind.UNREADABLE_FILE, f"{current.name}: {why}")]
 
     def _close_current(self) -> list[RecordEvent]:
         current, self._current = self._current, None
         if current is None:
             return []
-        if not current.stdin:
-            os.close(current.fd)
         if self._dir is None:
             self.ended = True
+        else:
+            try:
+                events = current.parser.close()
+            except CaptureFormatError as exc:  # too short to hold a capture header
+                self._current = current
+                return self._skip_current(str(exc))
+            os.close(current.fd)
+            return events
+        if not current.stdin:
+            os.close(current.fd)
         return current.parser.close()
 
     def _candidates(self) -> list[Path]:
@@ -152,12 +172,17 @@ class FollowedCapture:
     def _open_next(self) -> bool:
         if self._dir is None:
             return False
-        unread = self._unread()
-        if not unread:
-            return False
-        self._current = _Input(os.open(unread[0], os.O_RDONLY), str(unread[0]), self._limits)
-        self.files_read.append(str(unread[0]))
-        return True
+        for path in self._unread():
+            self.files_read.append(str(path))
+            fd = os.open(path, os.O_RDONLY)
+            st = os.fstat(fd)
+            same = self._read_ids.setdefault((st.st_dev, st.st_ino), str(path))
+            if same == str(path):
+                self._current = _Input(fd, str(path), self._limits)
+                return True
+            os.close(fd)  # another name of a file already read: its packets once
+            self.skipped.append((str(path), f"the same file as {same}: read once"))
+        return False
 
     def _later_file_exists(self) -> bool:
         return self._dir is not None and bool(self._unread())

@@ -48,6 +48,7 @@ class AnomalyKind:
     FRAGMENT_INCOMPLETE = "fragment_incomplete"  # a datagram given up (timeout, memory bound, end)
     DECOMPRESSION = "decompression"  # the compressed container is damaged
     CAP = "cap"  # a resource bound cut the input (the bounds: ``kdissect.options``)
+    UNREADABLE_FILE = "unreadable_file"  # a file of the inputs that is not a capture (skipped, the rest read)
 
 
 @dataclass(slots=True)

@@ -121,15 +121,43 @@ def test_a_stream_that_is_not_a_capture_is_one_line(tmp_path):
     ]
 
 
-def test_a_file_of_a_rotated_set_that_is_not_a_capture_is_named(tmp_path):
+def test_a_file_of_a_rotated_set_that_is_not_a_capture_is_named_and_skipped(tmp_path):
+    """As ``analyze`` does with a directory: the file is named on stderr, the rest is read, status 0."""
     (tmp_path / "cap.pcap").write_bytes(PCAP.read_bytes())
+    (tmp_path / "cap.pcap1").write_text("# notes\n")
+    (tmp_path / "cap.pcap2").write_bytes(b"")
+    (tmp_path / "cap.pcap3").write_bytes(PCAPNG.read_bytes())
+    done = subprocess.run([*KDISSECT, "live", "--read", str(tmp_path), "--no-follow", "--quiet"],
+                          capture_output=True, timeout=60)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.decode().splitlines() == [
+        f"kdissect: skipped {tmp_path / 'cap.pcap1'}: not a pcap or pcapng capture: "
+        "starts with 23 20 6e 6f 74 65 73 0a",
+        f"kdissect: skipped {tmp_path / 'cap.pcap2'}: empty capture file",
+    ]
+    packets = sum(len(_records(p)) for p in (PCAP, PCAPNG))
+    assert f"{packets:,} packets".encode() in done.stdout  # the file after the skipped ones was read too
+
+
+def test_a_rotated_set_with_no_capture_is_one_line_and_status_1(tmp_path):
     (tmp_path / "cap.pcap1").write_text("# notes\n")
     done = subprocess.run([*KDISSECT, "live", "--read", str(tmp_path), "--no-follow", "--quiet"],
                           capture_output=True, timeout=60)  # fmt: skip
     assert done.returncode == 1
-    assert done.stderr.decode().splitlines() == [
-        f"kdissect: {tmp_path / 'cap.pcap1'}: not a pcap or pcapng capture: starts with 23 20 6e 6f 74 65 73 0a"
-    ]
+    assert done.stderr.decode().splitlines()[-1].startswith(f"kdissect: {tmp_path / 'cap.pcap1'}: not a pcap")
+
+
+def test_a_second_name_of_a_file_in_a_rotated_set_is_read_once(tmp_path):
+    (tmp_path / "cap.pcap").write_bytes(PCAP.read_bytes())
+    (tmp_path / "cap.pcap1").symlink_to(tmp_path / "cap.pcap")
+    live = _live("--read", str(tmp_path), "--no-follow", "--out", str(tmp_path / "live"))
+    stdout, stderr = live.communicate(timeout=60)
+    assert live.returncode == 0, stderr
+    assert stderr.decode().splitlines() == [
+        f"kdissect: skipped {tmp_path / 'cap.pcap1'}: the same file as {tmp_path / 'cap.pcap'}: read once"]
+    assert f"{len(_records(PCAP)):,} packets".encode() in stdout
+    analyze(PCAP, tmp_path / "offline")
+    assert_same_tables(tmp_path / "live", tmp_path / "offline")
 
 
 def test_an_unknown_interface_is_one_line_and_status_2():

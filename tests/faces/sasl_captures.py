@@ -96,3 +96,33 @@ def sasl_successes(snaplen: int | None = None) -> bytes:
         segments += tcp_conversation(timed, client=("10.0.0.1", 40000 + n))
     ordered = sorted(segments, key=lambda s: s.ts_ns)
     return write_capture(ordered) if snaplen is None else write_capture(ordered, snaplen=snaplen)
+
+
+SERVER_SIGNATURE = b"scram-server-signature-32-bytes!"
+FUTURE_ERROR = 999  # an error code this build does not know (a newer broker's): inference refuses the answer
+
+
+def sasl_orphans(snaplen: int | None = None) -> bytes:
+    """SaslAuthenticate answers whose requests the capture does not hold (it started, or lost packets,
+    just before them): a SCRAM server-final (``v=`` signature) with an error code too new to infer its
+    request from, alone on one connection (a token by shape); after a
+    SaslHandshake on another, an answer that fits no SaslAuthenticate version (a token by position)."""
+    final = b"v=" + base64.b64encode(SERVER_SIGNATURE)
+    odd = encode_response(AUTHENTICATE, 1, {"error_code": 0, "auth_bytes": final, "session_lifetime_ms": 0},
+                          correlation_id=2) + b"\x00"  # a byte too many: no version fits
+    conversations = [
+        [(SERVER_TO_CLIENT, encode_response(AUTHENTICATE, 2, {"error_code": FUTURE_ERROR, "auth_bytes": final,
+                                                              "session_lifetime_ms": LIFETIME_MS},
+                                            correlation_id=7)), *_metadata(8)],
+        [(CLIENT_TO_SERVER, encode_request(HANDSHAKE, 1, {"mechanism": "SCRAM-SHA-256"}, correlation_id=1)),
+         (SERVER_TO_CLIENT, encode_response(HANDSHAKE, 1, {"error_code": 0, "mechanisms": ["SCRAM-SHA-256"]},
+                                            correlation_id=1)),
+         (SERVER_TO_CLIENT, odd), *_metadata(3)],
+    ]
+    segments = []
+    for n, messages in enumerate(conversations):
+        start = 1_700_000_000_000_000_000 + n * 1_000_000_000
+        timed = [(d, payload, start + i * 1_000_000) for i, (d, payload) in enumerate(messages)]
+        segments += tcp_conversation(timed, client=("10.0.0.1", 41000 + n))
+    ordered = sorted(segments, key=lambda s: s.ts_ns)
+    return write_capture(ordered) if snaplen is None else write_capture(ordered, snaplen=snaplen)

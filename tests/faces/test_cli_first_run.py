@@ -224,3 +224,29 @@ def test_a_large_input_gets_one_line_suggesting_the_spark_engine(monkeypatch, ca
     assert command_line.main(["analyze", capture]) == 0
     hints = [line for line in capsys.readouterr().err.splitlines() if "--engine spark" in line]
     assert len(hints) == 1 and hints[0].startswith("kdissect: hint:")
+
+
+def test_the_same_file_named_twice_is_read_once_and_said_so(tmp_path: Path) -> None:
+    """``a.pcap a.pcap``, a directory and a file in it, a link to it: one file, read once (#20)."""
+    folder = tmp_path / "caps"
+    folder.mkdir()
+    write(folder / "a.pcap", conversation(2))
+    (tmp_path / "link.pcap").symlink_to(folder / "a.pcap")
+    once = cli("analyze", str(folder / "a.pcap"))
+    for args in ([folder / "a.pcap", folder / "a.pcap"], [folder, folder / "a.pcap"], [folder, tmp_path / "link.pcap"]):
+        out = cli("analyze", *map(str, args))
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.splitlines()[0] == once.stdout.splitlines()[0]  # same packets and exchanges
+        assert out.stderr.splitlines() == [f"kdissect: {args[1]} is {folder / 'a.pcap'} again: read once"]
+        hint = [line for line in out.stdout.splitlines() if "kdissect report" in line]
+        assert hint and hint[0].count(str(args[1])) == 1  # the report hint names a file once
+
+
+def test_the_spark_engine_is_given_each_file_once(tmp_path: Path) -> None:
+    import argparse
+
+    from kdissect.cli import _spark_paths
+
+    write(tmp_path / "a.pcap", conversation(2))
+    args = argparse.Namespace(captures=[str(tmp_path), str(tmp_path / "a.pcap"), "hdfs://nn/caps/*.pcap"])
+    assert _spark_paths(args) == [str(tmp_path / "a.pcap"), "hdfs://nn/caps/*.pcap"]

@@ -14,7 +14,14 @@ from pathlib import Path
 import pytest
 
 from kdissect.cli import main
-from tests.faces.sasl_captures import OAUTH_SIGNATURE, PLAIN_PASSWORD, V0_PASSWORD, sasl_successes
+from tests.faces.sasl_captures import (
+    OAUTH_SIGNATURE,
+    PLAIN_PASSWORD,
+    SERVER_SIGNATURE,
+    V0_PASSWORD,
+    sasl_orphans,
+    sasl_successes,
+)
 
 CAPTURES = Path(__file__).resolve().parents[2] / "captures"
 SCRAM = CAPTURES / "sasl-scram-logins.pcap"
@@ -132,4 +139,31 @@ def test_frames_cut_inside_a_token_show_no_part_of_it(tmp_path: Path, snaplen: i
     printed = capsys.readouterr().out.encode()
     assert b"bytes captured: body not decoded" in printed  # frames were cut
     pieces = _windows(PLAIN_PASSWORD) + _windows(V0_PASSWORD)
+    assert _leaks([*pieces, *(p.hex().encode() for p in pieces)], printed, _files(frames)) == []
+
+
+def test_answers_whose_request_is_not_captured_keep_no_token_bytes(tmp_path: Path, capsys) -> None:
+    """A SCRAM server-final whose request the capture lacks (by shape), and an answer in the middle of an
+    authentication that fits no SaslAuthenticate version (by position): no output holds the signature."""
+    capture = tmp_path / "orphans.pcap"
+    capture.write_bytes(sasl_orphans())
+    out = tmp_path / "out"
+    printed = _run_every_face(capture, "9092", out, capsys)
+    files = _files(out)
+    assert _leaks(_forms(SERVER_SIGNATURE), printed, files) == []
+    assert printed.count(b"could be a SASL token: redacted, ") >= 4  # both answers, in show and show --json
+    assert b"metadata" in printed.lower()  # the rest of each connection is decoded as before
+
+
+@pytest.mark.parametrize("snaplen", [80, 100, 120])  # cut inside the server-final's signature
+def test_answers_cut_inside_a_token_whose_request_is_not_captured_show_no_part_of_it(
+        tmp_path: Path, snaplen: int, capsys) -> None:
+    capture = tmp_path / "cut.pcap"
+    capture.write_bytes(sasl_orphans(snaplen))
+    frames = tmp_path / "frames"
+    assert main(["show", str(capture), "--json", "--raw", "--save-frames", str(frames)]) == 0
+    assert main(["show", str(capture), "--raw", "--full"]) == 0
+    printed = capsys.readouterr().out.encode()
+    sig = base64.b64encode(SERVER_SIGNATURE)
+    pieces = _windows(sig) + _windows(SERVER_SIGNATURE)
     assert _leaks([*pieces, *(p.hex().encode() for p in pieces)], printed, _files(frames)) == []
