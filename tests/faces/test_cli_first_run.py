@@ -248,5 +248,8 @@ def test_the_spark_engine_is_given_each_file_once(tmp_path: Path) -> None:
     from kdissect.cli import _spark_paths
 
     write(tmp_path / "a.pcap", conversation(2))
-    args = argparse.Namespace(captures=[str(tmp_path), str(tmp_path / "a.pcap"), "hdfs://nn/caps/*.pcap"])
-    assert _spark_paths(args) == [str(tmp_path / "a.pcap"), "hdfs://nn/caps/*.pcap"]
+    (tmp_path / "remote").mkdir()
+    write(tmp_path / "remote" / "b.pcap", conversation(2))
+    uri = f"file://{tmp_path / 'remote'}"  # a URI is listed by its file system, and kept as a URI
+    args = argparse.Namespace(captures=[str(tmp_path), str(tmp_path / "a.pcap"), uri])
+    assert _spark_paths(args) == [str(tmp_path / "a.pcap"), f"file://{tmp_path / 'remote' / 'b.pcap'}"]
