@@ -23,6 +23,7 @@ order to mark aborted records whose outcome another task decoded).
 from __future__ import annotations
 
 import atexit
+import copy
 import json
 import os
 import pickle
@@ -32,7 +33,7 @@ import sys
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from functools import partial
 
 import numpy as np
@@ -60,7 +61,16 @@ from kdissect.engines.partition import (
 from kdissect.engines.paths import list_captures
 from kdissect.engines.spark_quiet import quiet_conf
 from kdissect.engines.storage import file_system, remove_tree
-from kdissect.engines.units import SEGMENT_SCHEMA, UNIT_SCHEMA, Unit, plan_units, read_units, segment_order
+from kdissect.engines.units import (
+    SECRETS,
+    SEGMENT_SCHEMA,
+    UNIT_SCHEMA,
+    Unit,
+    may_hold_secrets,
+    plan_units,
+    read_units,
+    segment_order,
+)
 from kdissect.options import Options
 from kdissect.sources.files import in_time_order
 from kdissect.sources.shapes import SourceStats
@@ -68,6 +78,7 @@ from kdissect.tables import merge
 from kdissect.tables.arrow import to_arrow
 from kdissect.tables.columns import TABLES
 from kdissect.tables.frames import from_arrow
+from kdissect.tls.keylog import KeyLog
 
 SPLIT_BYTES = 128 << 20  # pcap files larger than this are read as several ranges
 ARROW_BATCH_BYTES = 32 << 20
@@ -331,8 +342,27 @@ def segment_rows(spark: SparkSession, found: list[tuple[str, int | None]], split
 
 def by_connection(segments: DataFrame, partitions: int, files: int = 1) -> DataFrame:
     """Stage 2: each 4-tuple's rows from every file in one partition, in capture order (of ``files`` files:
-    ``units.segment_order``)."""
-    return segments.repartition(partitions, "key").sortWithinPartitions(*segment_order(files))
+    ``units.segment_order``). Secrets rows stay behind (the driver has read them)."""
+    rows = segments.filter(F.col("kind") != SECRETS)
+    return rows.repartition(partitions, "key").sortWithinPartitions(*segment_order(files))
+
+
+def with_capture_secrets(options: Options, segments: DataFrame, files: list[str]) -> tuple[Options, DataFrame]:
+    """The options with the captures' Decryption Secrets Blocks added to their key log, in capture order,
+    as the local engine adds them, and the segment rows to decode. Only when a file may hold such blocks
+    (pcapng or gzip) are the rows read ahead, once, and kept on disk for the decode stage to reuse; the
+    secrets' text reaches the driver and the tasks' options, never a row of the output."""
+    if not any(may_hold_secrets(path) for path in files):
+        return options, segments
+    segments = segments.persist(StorageLevel.DISK_ONLY)
+    blocks = segments.filter(F.col("kind") == SECRETS).select("pos", "payload").orderBy("pos").collect()
+    if not blocks:
+        return options, segments
+    keylog = copy.deepcopy(options.tls_keylog) if options.tls_keylog is not None else KeyLog()
+    for block in blocks:  # each block's text complete in itself, as KafkaPipeline.add_secrets reads it
+        keylog.feed(block["payload"])
+        keylog.close()
+    return replace(options, tls_keylog=keylog), segments
 
 
 def decode(spark: SparkSession, paths: Iterable[str], *, options: Options | None = None,
@@ -354,11 +384,13 @@ def decode(spark: SparkSession, paths: Iterable[str], *, options: Options | None
     found = [(path, sizes[path]) for path in in_time_order([path for path, _ in found])]  # as the local engine
     files = [path for path, _ in found]
     partitions = partitions or max(2, 2 * spark.sparkContext.defaultParallelism)
+    options, segments = with_capture_secrets(options, segment_rows(spark, found, split_bytes), files)
     task = partial(_decode_task, files=files, options=options, tables=wanted, staging=staging)
-    envelope = (by_connection(segment_rows(spark, found, split_bytes), partitions, len(files))
+    envelope = (by_connection(segments, partitions, len(files))
                 .mapInArrow(task, from_arrow_schema(ENVELOPE_SCHEMA))
                 .persist(StorageLevel.DISK_ONLY if staging is None else StorageLevel.MEMORY_AND_DISK))  # fmt: skip
     side = envelope.filter(F.col("table").startswith("_")).collect()
+    segments.unpersist()  # (kept, if at all, only for the decode stage)
     opened = [merge.read_ipc(r["data"])["pos"].to_numpy() for r in side if r["table"] == merge.OPENED]
     topics = merge.topic_names(merge.read_ipc(r["data"]) for r in side if r["table"] == merge.TOPICS)
     aborted = merge.aborted_marks((read_pieces(r["data"], r["path"]) for r in side if r["table"] == merge.JOURNAL),

@@ -37,8 +37,10 @@ from kdissect.sources.decoder import CaptureDecoder
 from kdissect.sources.files import iter_capture
 from kdissect.sources.gunzip import GZIP_MAGIC
 from kdissect.sources.pcap import GLOBAL_HEADER_LEN
+from kdissect.sources.pcapng import SHB_MAGIC
 from kdissect.sources.segment import TcpSegment
 from kdissect.sources.shapes import (
+    TLS_KEY_LOG,
     CaptureFormatError,
     CaptureRecord,
     DecryptionSecrets,
@@ -48,7 +50,7 @@ from kdissect.sources.shapes import (
 )
 from kdissect.sources.split import PcapLayout, chain_span, pcap_layout, prove_boundary
 
-SEGMENT, ANOMALY, DONE, RUN = 0, 1, 2, 3  # row kinds
+SEGMENT, ANOMALY, DONE, RUN, SECRETS = 0, 1, 2, 3, 4  # row kinds
 SEGMENT_SCHEMA = pa.schema([
     ("key", pa.int64()), ("pos", pa.int64()), ("kind", pa.int8()), ("file_index", pa.int32()),
     ("ts", pa.int64()), ("src_ip", pa.string()), ("src_port", pa.int32()), ("dst_ip", pa.string()),
@@ -227,7 +229,8 @@ def _unit_rows(unit: Unit) -> Iterator[pa.RecordBatch]:
                 elif type(ev) is TcpSegment:
                     rows.segment(ev, _payload_at(data, record, ev.payload) if ev.payload else None)
                 elif type(ev) is DecryptionSecrets:
-                    pass  # the driver ships the key material to tasks (Options.tls_keylog)
+                    if ev.secrets_type == TLS_KEY_LOG:  # (other kinds of secrets: unused, as locally)
+                        rows.secrets(ev.data)
                 else:
                     rows.anomaly(ev)  # type: ignore[arg-type]
                 if rows.bytes >= _BATCH_BYTES:
@@ -239,6 +242,17 @@ def _unit_rows(unit: Unit) -> Iterator[pa.RecordBatch]:
         error = str(why)
     rows.done(stats, error)
     yield rows.take()
+
+
+def may_hold_secrets(path: str) -> bool:
+    """Whether a file may carry Decryption Secrets Blocks (pcapng, or gzip that may hide one): only
+    then does the driver read the secrets before decoding (unreadable: no, reading reports it)."""
+    try:
+        with open_input(path) as f:
+            head = f.read(len(SHB_MAGIC))
+    except OSError:
+        return False
+    return head == SHB_MAGIC or head.startswith(GZIP_MAGIC)
 
 
 @contextmanager
@@ -326,6 +340,10 @@ class _Rows:
     def anomaly(self, a: SourceAnomaly) -> None:
         self._add(self.unit.file_index, ANOMALY, {"ts": a.ts_ns, "offset": a.offset, "anomaly": a.kind,
                                                   "detail": a.message})  # fmt: skip
+
+    def secrets(self, data: bytes) -> None:
+        self._add(self.unit.file_index, SECRETS, {"payload": data})
+        self.bytes += len(data)
 
     def done(self, stats: SourceStats, error: str | None) -> None:
         counters = {**asdict(stats), "error": error}

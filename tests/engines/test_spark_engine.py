@@ -308,3 +308,31 @@ def test_tls_decrypts_in_the_tasks_with_the_key_log_shipped(spark, tmp_path: Pat
         assert decoded.summary() == run.summary and run.summary.decrypted_connections == 8
     finally:
         decoded.close()
+
+
+def test_tls_decrypts_with_the_captures_own_decryption_secrets_blocks(spark, tmp_path: Path) -> None:
+    """pcapng files carrying their key logs (``editcap --inject-secrets``), no --tls-keylog: the read
+    tasks hand the blocks to the driver, the decode tasks get them, and tables and figures are the
+    local engine's, every connection decrypted."""
+    from kdissect.engines import local
+    from kdissect.options import Options
+    from kdissect.tables.arrow import to_arrow
+
+    require_tool("editcap")
+    folder = Path(REAL_CAPTURES[0]).parent / "tls"
+    paths = []
+    for name in ("kafka-python-tls13-aesgcm", "kafka-python-tls12-cbc"):
+        out = tmp_path / f"{name}.pcapng"
+        keys, capture = folder / f"{name}.keys.log", folder / f"{name}.pcap"
+        subprocess.run(["editcap", "--inject-secrets", f"tls,{keys}", str(capture), str(out)], check=True,
+                       capture_output=True)  # fmt: skip
+        paths.append(str(out))
+    run = local.analyze(paths, Options())
+    want = {name: to_arrow(name, run.tables[name]) for name in TABLES}
+    assert set(want["connections"]["decryption"].to_pylist()) == {"handshake"}
+    decoded = decode(spark, paths, partitions=2)
+    try:
+        assert_same_tables(written(decoded, tmp_path / "out"), want)
+        assert decoded.summary() == run.summary and run.summary.decrypted_connections == 8
+    finally:
+        decoded.close()
