@@ -37,6 +37,7 @@ from tests.engines.spark_helpers import (
 
 UI_PORT, DRIVER_PORT = 19740, 19741  # this test's range (Spark moves on to the next free port if taken)
 JVM_NOTICE = "WARNING: Using incubator modules: jdk.incubator.vector"
+TLS_CAPTURES = Path(REAL_CAPTURES[0]).parent / "tls"  # real TLS captures with their key logs
 
 
 @pytest.fixture(scope="module")
@@ -290,47 +291,41 @@ def test_the_report_on_spark_is_the_local_engine_s_report(tmp_path: Path) -> Non
 def test_tls_decrypts_in_the_tasks_with_the_key_log_shipped(spark, tmp_path: Path) -> None:
     """--tls-keylog on Spark: the key material travels to the tasks with the options, and the
     decrypted tables and figures are the local engine's."""
-    from kdissect.engines import local
     from kdissect.options import Options
-    from kdissect.tables.arrow import to_arrow
     from kdissect.tls.keylog import KeyLog
 
-    folder = Path(REAL_CAPTURES[0]).parent / "tls"
     names = ("kafka-python-tls13-aesgcm", "kafka-python-tls12-cbc")
-    paths = [str(folder / f"{n}.pcap") for n in names]
-    options = Options(tls_keylog=KeyLog(b"".join((folder / f"{n}.keys.log").read_bytes() for n in names)))
-    run = local.analyze(paths, options)
-    want = {name: to_arrow(name, run.tables[name]) for name in TABLES}
-    assert set(want["connections"]["decryption"].to_pylist()) == {"handshake"}
-    decoded = decode(spark, paths, options=options, partitions=2)
-    try:
-        assert_same_tables(written(decoded, tmp_path / "out"), want)
-        assert decoded.summary() == run.summary and run.summary.decrypted_connections == 8
-    finally:
-        decoded.close()
+    paths = [str(TLS_CAPTURES / f"{n}.pcap") for n in names]
+    options = Options(tls_keylog=KeyLog(b"".join((TLS_CAPTURES / f"{n}.keys.log").read_bytes() for n in names)))
+    assert_decrypted_as_locally(spark, tmp_path, paths, options)
 
 
 def test_tls_decrypts_with_the_captures_own_decryption_secrets_blocks(spark, tmp_path: Path) -> None:
     """pcapng files carrying their key logs (``editcap --inject-secrets``), no --tls-keylog: the read
     tasks hand the blocks to the driver, the decode tasks get them, and tables and figures are the
     local engine's, every connection decrypted."""
-    from kdissect.engines import local
     from kdissect.options import Options
-    from kdissect.tables.arrow import to_arrow
 
     require_tool("editcap")
-    folder = Path(REAL_CAPTURES[0]).parent / "tls"
     paths = []
     for name in ("kafka-python-tls13-aesgcm", "kafka-python-tls12-cbc"):
         out = tmp_path / f"{name}.pcapng"
-        keys, capture = folder / f"{name}.keys.log", folder / f"{name}.pcap"
+        keys, capture = TLS_CAPTURES / f"{name}.keys.log", TLS_CAPTURES / f"{name}.pcap"
         subprocess.run(["editcap", "--inject-secrets", f"tls,{keys}", str(capture), str(out)], check=True,
                        capture_output=True)  # fmt: skip
         paths.append(str(out))
-    run = local.analyze(paths, Options())
+    assert_decrypted_as_locally(spark, tmp_path, paths, Options())
+
+
+def assert_decrypted_as_locally(spark, tmp_path: Path, paths: list[str], options) -> None:
+    """Spark's tables and summary for ``paths`` are the local engine's, and every connection (8) decrypted."""
+    from kdissect.engines import local
+    from kdissect.tables.arrow import to_arrow
+
+    run = local.analyze(paths, options)
     want = {name: to_arrow(name, run.tables[name]) for name in TABLES}
     assert set(want["connections"]["decryption"].to_pylist()) == {"handshake"}
-    decoded = decode(spark, paths, partitions=2)
+    decoded = decode(spark, paths, options=options, partitions=2)
     try:
         assert_same_tables(written(decoded, tmp_path / "out"), want)
         assert decoded.summary() == run.summary and run.summary.decrypted_connections == 8
