@@ -89,13 +89,7 @@ def sasl_successes(snaplen: int | None = None) -> bytes:
         [*_login("OAUTHBEARER", oauth, 1), *_metadata(3)],
         _v0_plain(),
     ]
-    segments = []
-    for n, messages in enumerate(conversations):
-        start = 1_700_000_000_000_000_000 + n * 1_000_000_000
-        timed = [(d, payload, start + i * 1_000_000) for i, (d, payload) in enumerate(messages)]
-        segments += tcp_conversation(timed, client=("10.0.0.1", 40000 + n))
-    ordered = sorted(segments, key=lambda s: s.ts_ns)
-    return write_capture(ordered) if snaplen is None else write_capture(ordered, snaplen=snaplen)
+    return _capture(conversations, 40000, snaplen)
 
 
 SERVER_SIGNATURE = b"scram-server-signature-32-bytes!"
@@ -119,10 +113,15 @@ def sasl_orphans(snaplen: int | None = None) -> bytes:
                                             correlation_id=1)),
          (SERVER_TO_CLIENT, odd), *_metadata(3)],
     ]
+    return _capture(conversations, 41000, snaplen)
+
+
+def _capture(conversations: list, first_port: int, snaplen: int | None) -> bytes:
+    """One connection per conversation (client ports from ``first_port``), a second apart, merged by time."""
     segments = []
     for n, messages in enumerate(conversations):
         start = 1_700_000_000_000_000_000 + n * 1_000_000_000
         timed = [(d, payload, start + i * 1_000_000) for i, (d, payload) in enumerate(messages)]
-        segments += tcp_conversation(timed, client=("10.0.0.1", 41000 + n))
+        segments += tcp_conversation(timed, client=("10.0.0.1", first_port + n))
     ordered = sorted(segments, key=lambda s: s.ts_ns)
     return write_capture(ordered) if snaplen is None else write_capture(ordered, snaplen=snaplen)
