@@ -7,7 +7,7 @@ import base64
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import kdissect
@@ -126,6 +126,8 @@ _SECRET = st.text(st.characters(min_codepoint=0x21, max_codepoint=0x7E), min_siz
 @settings(max_examples=200, deadline=None)
 @given(password=_SECRET, user=st.text(st.characters(min_codepoint=0x61, max_codepoint=0x7A), min_size=1, max_size=8))
 def test_plain_never_shows_the_password(password: str, user: str) -> None:
+    # A password that is part of the view's own wording ("initial-resp...") would be found there without a leak.
+    assume(password not in str(decode_token("PLAIN", f"\0{user}\0-".encode(), True).view()))
     view = str(decode_token("PLAIN", f"\0{user}\0{password}".encode(), True).view())
     assert password not in view and password.encode().hex() not in view
 
