@@ -40,37 +40,48 @@ SMALL = HERE.parent / "captures" / "kafka-python-admin.pcap"  # a few KB: what a
 
 def rotated_files(capture: Path, out: Path, file_bytes: int, copies: int) -> list[Path]:
     """The capture cut at record boundaries into files of about ``file_bytes``; each extra copy has
-    its IPv4 addresses' second byte changed (Ethernet/IPv4 or loopback, checksums are not checked)."""
+    its IPv4 addresses' second byte changed (Ethernet/IPv4 or loopback, checksums are not checked).
+    Files are named ``<capture>-copy<N>-part<M>.pcap`` so the cuts of several captures share a folder."""
     data = capture.read_bytes()
     parser = CaptureParser()
     records = [ev for ev in parser.feed(data) + parser.close() if isinstance(ev, CaptureRecord)]
-    header, files = data[:24], []
+    header, cuts, first = data[:24], [], 0  # cuts: (start byte, end byte, its records)
+    for i, record in enumerate(records):
+        end = record.offset + 16 + len(record.data)
+        start = cuts[-1][1] if cuts else 24
+        if end - start >= file_bytes or i == len(records) - 1:
+            cuts.append((start, end, records[first : i + 1]))
+            first = i + 1
+    files = []
     for copy in range(copies + 1):
-        start, index = 24, 0
-        for i, record in enumerate(records):
-            end = record.offset + 16 + len(record.data)
-            if end - start >= file_bytes or i == len(records) - 1:
-                body = data[start:end] if copy == 0 else _moved(data[start:end], start, records, copy)
-                path = out / f"copy{copy}-part{index:04d}.pcap"
-                path.write_bytes(header + body)
-                files.append(path)
-                start, index = end, index + 1
+        for index, (start, end, inside) in enumerate(cuts):
+            body = data[start:end] if copy == 0 else _moved(data[start:end], start, inside, copy)
+            path = out / f"{capture.stem}-copy{copy}-part{index:04d}.pcap"
+            path.write_bytes(header + body)
+            files.append(path)
     return files
 
 
 def _moved(body: bytes, base: int, records: list[CaptureRecord], copy: int) -> bytes:
-    """``body`` (records from ``base``) with 127.x.y.z / 10.x.y.z addresses moved to x = 100 + copy."""
+    """``body`` (``records``, from ``base``) with 127.x.y.z / 10.x.y.z addresses moved to x = 100 + copy."""
     out = bytearray(body)
     for record in records:
-        at = record.offset - base
-        if not 0 <= at < len(out):
-            continue
-        packet = at + 16
+        packet = record.offset - base + 16
         ip = packet + (14 if record.link_type == 1 else 4 if record.link_type == 0 else 0)
         if out[ip] >> 4 == 4:
             out[ip + 13] = (100 + copy) & 0xFF
             out[ip + 17] = (100 + copy) & 0xFF
     return bytes(out)
+
+
+def corpus(captures: list[Path], out: Path, file_bytes: int, copies: int) -> list[Path]:
+    """The rotated files of every capture in ``out``; an ``out`` that already holds .pcap files is reused
+    as it is (a corpus built once, e.g. /work/benchdata/mixed-1g, serves many runs)."""
+    kept = sorted(out.glob("*.pcap"))
+    if kept:
+        return kept
+    out.mkdir(parents=True, exist_ok=True)
+    return [path for capture in captures for path in rotated_files(capture, out, file_bytes, copies)]
 
 
 def _rss(pid: int) -> int:
@@ -165,7 +176,10 @@ def stages(files: list[str], master: str, out: Path) -> dict[str, float]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("capture", type=Path, help="a classic pcap of real traffic (bench/make_large_capture.py)")
+    ap.add_argument("captures", type=Path, nargs="+", help="classic pcaps of real traffic (bench/make_large_capture.py)"
+                    "; several captures on distinct server ports mix their traffic in one corpus")
+    ap.add_argument("--corpus", type=Path, help="keep the rotated files in this folder (built if it holds no .pcap, "
+                    "reused as it is otherwise) instead of a temporary one")
     ap.add_argument("--copies", type=int, default=0, help="extra copies of the traffic on other addresses")
     ap.add_argument("--file-megabytes", type=float, default=25, help="size of each rotated file")
     ap.add_argument("--engines", default="local,local[1],local[2]", help="local[*] is local[2] on two cores")
@@ -176,18 +190,18 @@ def main() -> None:
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="bench-spark-"))
     try:
-        corpus = work / "corpus"
-        corpus.mkdir()
-        files = [str(p) for p in rotated_files(args.capture, corpus, int(args.file_megabytes * MB), args.copies)]
+        paths = corpus(args.captures, args.corpus or work / "corpus", int(args.file_megabytes * MB), args.copies)
+        files = [str(p) for p in paths]
         total = sum(os.path.getsize(p) for p in files) / MB
-        segments = sum(1 for p in files[: max(1, len(files) // (args.copies + 1))] for ev in iter_capture(p)
-                       if isinstance(ev, TcpSegment)) * (args.copies + 1)  # fmt: skip
-        print(f"corpus: {len(files)} files, {total:,.1f} MB, about {segments:,} TCP segments")
+        firsts = [p for p in paths if "-copy0-" in p.name] or paths
+        segments = sum(1 for p in firsts for ev in iter_capture(str(p)) if isinstance(ev, TcpSegment)) * len(paths)
+        segments //= len(firsts)
+        print(f"corpus: {len(files)} files, {total:,.1f} MB, about {segments:,} TCP segments", flush=True)
         print(f"{'engine':<12} {'wall s':>8} {'MB/s':>8} {'fixed s':>8} {'marginal MB/s':>14} {'driver MB':>10} "
               f"{'JVM MB':>8} {'CPU s':>8} {'cores':>6}")  # fmt: skip
         cli = [sys.executable, "-m", "kdissect.cli", "analyze"]
         versions = [("", None)] + ([("base ", args.baseline.resolve())] if args.baseline else [])
-        for engine in args.engines.split(","):
+        for engine in filter(None, args.engines.split(",")):
             for label, code in versions:
                 out = work / f"out-{engine}"
                 extra = [] if engine == "local" else ["--engine", "spark", "--master", engine]
