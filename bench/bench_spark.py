@@ -107,43 +107,64 @@ def _descendants(pid: int) -> list[int]:
     return found
 
 
-def _is_java(pid: int) -> bool:
+def _kind(pid: int, driver: int) -> str:
+    """Which process a pid is now: the driver's Python, Spark's Python daemon and workers
+    (``python -m pyspark.daemon``), or the JVM (with the launcher scripts that become it)."""
+    if pid == driver:
+        return "driver"
     try:
-        return Path(f"/proc/{pid}/comm").read_text().strip() == "java"
+        args = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
     except OSError:
-        return False
+        return "jvm"
+    return "workers" if b"-m" in args[:2] and args[args.index(b"-m") + 1].endswith(b"daemon") else "jvm"
 
 
-def _cpu_s(pid: int) -> float:
-    """User + system CPU seconds of one process so far (its own threads, not its children)."""
+def _cpu_s(pid: int, reaped: bool = False) -> float:
+    """User + system CPU seconds of one process so far (its own threads; with ``reaped``, plus its
+    children that ended and were waited for)."""
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     except OSError:
         return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    ticks = int(fields[11]) + int(fields[12]) + (int(fields[13]) + int(fields[14]) if reaped else 0)
+    return ticks / os.sysconf("SC_CLK_TCK")
 
 
-def timed(argv: list[str], code: Path | None = None) -> tuple[float, float, float, float, str]:
+KINDS = ("driver", "jvm", "workers")
+
+
+def timed(argv: list[str], code: Path | None = None) -> tuple[float, float, float, dict[str, float], str]:
     """Wall seconds, peak RSS (MB) of the process and of its JVM, CPU seconds of the process and
-    every descendant (the JVM, Spark's Python workers; sampled, so a last fraction of a second of
-    each is missed), stdout (Linux /proc). With ``code``, kdissect is imported from that directory."""
+    every descendant per kind (``KINDS``: this Python, the JVM, Spark's Python workers; sampled, so a
+    last fraction of a second of each is missed), stdout (Linux /proc). With ``code``, kdissect is
+    imported from that directory."""
     env = None if code is None else {**os.environ, "PYTHONPATH": str(code)}
     start = time.perf_counter()
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env,
                             cwd=code)  # fmt: skip
     driver = jvm = 0
-    cpu: dict[int, float] = {}
+    kind_of: dict[int, str] = {}  # (a process's kind may change when it execs: the JVM starts as a fork)
+    cpu: dict[int, float] = {}  # driver and JVM processes: each one's last reading
+    workers = 0.0  # Spark's Python daemon reaps its workers: the most its live processes have done
     while proc.poll() is None:
         driver = max(driver, _rss(proc.pid))
-        kids = _descendants(proc.pid)
-        jvm = max([jvm, *(_rss(k) for k in kids if _is_java(k))])
-        for pid in (proc.pid, *kids):
+        now = 0.0
+        for pid in (proc.pid, *_descendants(proc.pid)):
+            kind = kind_of[pid] = _kind(pid, proc.pid)
+            if kind == "workers":
+                now += _cpu_s(pid, reaped=True)
+                continue
             cpu[pid] = max(cpu.get(pid, 0.0), _cpu_s(pid))
-        time.sleep(0.2)
+            if kind == "jvm":
+                jvm = max(jvm, _rss(pid))
+        workers = max(workers, now)
+        time.sleep(0.1)
     out = proc.stdout.read() if proc.stdout else ""
     if proc.returncode:
         raise SystemExit(f"{argv} failed ({proc.returncode})")
-    return time.perf_counter() - start, driver / MB, jvm / MB, sum(cpu.values()), out
+    kinds = {kind: sum(c for pid, c in cpu.items() if kind_of[pid] == kind) for kind in KINDS}
+    kinds["workers"] = workers
+    return time.perf_counter() - start, driver / MB, jvm / MB, kinds, out
 
 
 def stages(files: list[str], master: str, out: Path) -> dict[str, float]:
@@ -198,19 +219,21 @@ def main() -> None:
         segments //= len(firsts)
         print(f"corpus: {len(files)} files, {total:,.1f} MB, about {segments:,} TCP segments", flush=True)
         print(f"{'engine':<12} {'wall s':>8} {'MB/s':>8} {'fixed s':>8} {'marginal MB/s':>14} {'driver MB':>10} "
-              f"{'JVM MB':>8} {'CPU s':>8} {'cores':>6}")  # fmt: skip
+              f"{'JVM MB':>8} {'CPU s':>8} {'cores':>6}  CPU s by process (fixed; corpus)")  # fmt: skip
         cli = [sys.executable, "-m", "kdissect.cli", "analyze"]
         versions = [("", None)] + ([("base ", args.baseline.resolve())] if args.baseline else [])
         for engine in filter(None, args.engines.split(",")):
             for label, code in versions:
                 out = work / f"out-{engine}"
                 extra = [] if engine == "local" else ["--engine", "spark", "--master", engine]
-                fixed = timed([*cli, str(SMALL), "--out", str(out), *extra], code)[0]
+                fixed, _, _, fixed_cpu, _ = timed([*cli, str(SMALL), "--out", str(out), *extra], code)
                 shutil.rmtree(out, ignore_errors=True)
-                wall, driver, jvm, cpu, _ = timed([*cli, *files, "--out", str(out), *extra], code)
+                wall, driver, jvm, kinds, _ = timed([*cli, *files, "--out", str(out), *extra], code)
+                cpu = sum(kinds.values())
                 marginal = total / (wall - fixed) if wall > fixed else float("inf")
+                split = " ".join(f"{k} {fixed_cpu[k]:.1f};{kinds[k]:.1f}" for k in KINDS if kinds[k] or fixed_cpu[k])
                 print(f"{label + engine:<12} {wall:>8.1f} {total / wall:>8.1f} {fixed:>8.1f} {marginal:>14.1f} "
-                      f"{driver:>10.0f} {jvm:>8.0f} {cpu:>8.1f} {cpu / wall:>6.2f}", flush=True)  # fmt: skip
+                      f"{driver:>10.0f} {jvm:>8.0f} {cpu:>8.1f} {cpu / wall:>6.2f}  {split}", flush=True)  # fmt: skip
                 shutil.rmtree(out, ignore_errors=True)
         for master in filter(None, args.stages.split(",")):
             split = stages(files, master, work / "out-stages")

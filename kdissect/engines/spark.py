@@ -41,7 +41,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 from py4j.protocol import Py4JJavaError
-from pyspark import StorageLevel, TaskContext
+from pyspark import SparkContext, StorageLevel, TaskContext
 from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -59,6 +59,7 @@ from kdissect.engines.partition import (
     read_pieces,
 )
 from kdissect.engines.paths import list_captures
+from kdissect.engines.spark_classes import ClassArchive, class_archive, finish
 from kdissect.engines.spark_quiet import quiet_conf
 from kdissect.engines.storage import file_system, remove_tree
 from kdissect.engines.units import (
@@ -113,8 +114,10 @@ def _arrow_to_spark(table: pa.Table) -> pa.Table:
     return pa.Table.from_arrays(columns, names=table.column_names)
 
 
-def session(master: str = "local[*]", conf: Mapping[str, str] | None = None, verbose: bool = True) -> SparkSession:
+def session(master: str = "local[*]", conf: Mapping[str, str] | None = None, verbose: bool = True,
+            classes: ClassArchive | None = None) -> SparkSession:  # fmt: skip
     """A SparkSession for the command line; ``conf`` (``--conf KEY=VALUE``) wins over every default here.
+    ``classes``: the class archive its JVM maps or writes (:mod:`kdissect.engines.spark_classes`).
 
     Executors on this machine run this Python; a cluster's need kdissect installed, or shipped as a
     packed environment (``spark.archives``) whose Python ``spark.pyspark.python`` names (docs/spark.md).
@@ -128,6 +131,8 @@ def session(master: str = "local[*]", conf: Mapping[str, str] | None = None, ver
         # The driver is also the executor, and its work here is moving small rows: the JIT's
         # optimizing tier costs about ten CPU seconds per run and never pays back (bench_spark.py).
         java_options.append("-XX:TieredStopAtLevel=1")
+    if classes is not None:
+        java_options += classes.java_options()
     given = dict(conf or {})
     java_options.append(given.pop("spark.driver.extraJavaOptions", ""))  # the JVM takes the last of a flag given twice
     settings.update(given)
@@ -491,7 +496,8 @@ def report_input(captures: list[str], *, master: str, options: Options, verbose:
 def _decoded(captures: list[str], master: str, conf: Mapping[str, str] | None, out: str | None, tables: list[str],
              options: Options, verbose: bool) -> Iterator[Decoded]:  # fmt: skip
     """A session and the captures decoded on it, for one command; all of it gone after."""
-    spark = session(master, conf, verbose)
+    classes = class_archive() if _on_this_machine(master) and SparkContext._gateway is None else None
+    spark = session(master, conf, verbose, classes)
     # Pieces staged in this machine's temp directory in local mode, beside the output on a cluster
     # (which its executors write anyway), or with neither, in Spark's cache.
     staging = _temporary_staging(spark) or (f"{out.rstrip('/')}/_staging" if out else None)
@@ -506,3 +512,4 @@ def _decoded(captures: list[str], master: str, conf: Mapping[str, str] | None, o
         if staging is not None:
             remove_tree(staging)
         spark.stop()
+        finish(classes)

@@ -1,0 +1,85 @@
+"""A class-data-sharing archive of the classes a local Spark run loads, kept in the user's cache.
+
+Starting Spark's JVM is most of a small run's cost, and most of that is loading and verifying some
+ten thousand classes. The JVM can map them from an archive instead (AppCDS): with it, the JVM of a
+local-mode run uses about half the CPU seconds (``bench/bench_spark.py``). Java 17 writes such an
+archive when a JVM that was started with ``-XX:ArchiveClassesAtExit`` exits normally, so the first
+local run on a machine asks for one and then lets its JVM exit instead of leaving it to die with
+the Python process (a once-only wait of some seconds); the runs after it map the archive. The JVM
+checks the archive itself (its JDK, its class path) and starts without it if it does not fit; the
+archive's name holds the JDK and the Spark version so that a new one is written when they change.
+``--conf spark.driver.extraJavaOptions=-Xshare:off`` turns it off for a run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from subprocess import TimeoutExpired
+
+_QUIET = "-Xlog:cds*=off"  # a stale or missing archive is not worth a warning
+_EXIT_WAIT_S = 300  # writing the archive takes seconds to tens of seconds on a busy machine
+
+
+@dataclass(frozen=True)
+class ClassArchive:
+    """Where the archive for this JDK and Spark lies, and whether this run writes it."""
+
+    path: Path
+    writing: Path | None  # the file this run's JVM writes at exit (renamed to ``path`` when complete)
+
+    def java_options(self) -> list[str]:
+        if self.writing is not None:
+            return [f"-XX:ArchiveClassesAtExit={self.writing}", _QUIET]
+        return [f"-XX:SharedArchiveFile={self.path}", _QUIET]
+
+
+def class_archive() -> ClassArchive | None:
+    """The archive to use or write for a JVM about to start, or None (no ``java`` found, no cache)."""
+    import pyspark
+
+    java = shutil.which("java", path=os.path.join(os.environ["JAVA_HOME"], "bin")) if "JAVA_HOME" in os.environ \
+        else shutil.which("java")  # fmt: skip
+    if java is None:
+        return None
+    real = os.path.realpath(java)
+    key = hashlib.sha256(f"{real}|{os.stat(real).st_mtime_ns}|{pyspark.__version__}|{pyspark.__file__}".encode())
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kdissect"
+    path = cache / f"spark-classes-{key.hexdigest()[:16]}.jsa"
+    if path.exists():
+        return ClassArchive(path, None)
+    try:
+        cache.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return None
+    return ClassArchive(path, path.with_name(f"{path.name}.{os.getpid()}.tmp"))
+
+
+def finish(archive: ClassArchive | None) -> None:
+    """After the session stopped: if this run's JVM is to write the archive, let it exit and keep
+    what it wrote. The next session in this process starts a new JVM."""
+    if archive is None or archive.writing is None:
+        return
+    from py4j.protocol import Py4JError
+    from pyspark import SparkContext
+
+    gateway = SparkContext._gateway
+    proc = getattr(gateway, "proc", None)
+    if proc is None:
+        return
+    print("kdissect: writing Spark's class archive (once, to start later runs faster) ...", file=sys.stderr)
+    SparkContext._gateway = SparkContext._jvm = None
+    try:
+        gateway.shutdown()
+        proc.stdin.close()  # the JVM exits when its standard input ends
+        proc.wait(_EXIT_WAIT_S)
+        if proc.returncode == 0 and archive.writing.exists():
+            os.replace(archive.writing, archive.path)
+    except (OSError, TimeoutExpired, Py4JError):  # a faster start later is not worth failing this run
+        proc.kill()
+    finally:
+        archive.writing.unlink(missing_ok=True)
