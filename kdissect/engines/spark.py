@@ -65,8 +65,6 @@ from kdissect.engines.storage import file_system, remove_tree
 from kdissect.engines.units import (
     SECRETS,
     SEGMENT_SCHEMA,
-    UNIT_SCHEMA,
-    Unit,
     may_hold_secrets,
     plan_units,
     read_units,
@@ -339,10 +337,13 @@ def segment_rows(spark: SparkSession, found: list[tuple[str, int | None]], split
                  ) -> DataFrame:  # fmt: skip
     """Stage 1: one task per work unit of the files ``found`` (path, size), segment rows out."""
     units = plan_units(found, split_bytes)
-    unit_rows = spark.sparkContext.parallelize([_unit_tuple(u) for u in units], max(1, len(units)))
-    return spark.createDataFrame(unit_rows, from_arrow_schema(UNIT_SCHEMA)).mapInArrow(
-        read_units, from_arrow_schema(SEGMENT_SCHEMA)
-    )
+    task = partial(_read_task, units=spark.sparkContext.broadcast(units))  # sent once to each executor
+    return spark.range(0, len(units), 1, max(1, len(units))).mapInArrow(task, from_arrow_schema(SEGMENT_SCHEMA))
+
+
+def _read_task(batches: Iterable[pa.RecordBatch], units: object) -> Iterator[pa.RecordBatch]:
+    """Stage 1's task: the units its partition names (one), from the broadcast plan."""
+    return read_units(batches, units.value)  # type: ignore[attr-defined]
 
 
 def by_connection(segments: DataFrame, partitions: int, files: int = 1) -> DataFrame:
@@ -417,10 +418,6 @@ def _decode_task(batches: Iterable[pa.RecordBatch], files: list[str], options: O
     task = f"task-{context.partitionId():05d}-{context.attemptNumber()}"
     pieces = InlinePieces() if staging is None else StagedPieces(staging, task)
     yield from decode_partition(batches, files, options, tables, pieces, context.partitionId())
-
-
-def _unit_tuple(unit: Unit) -> tuple:
-    return (unit.index, unit.file_index, unit.path, unit.start, unit.end)
 
 
 def read_captures(

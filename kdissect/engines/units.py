@@ -74,8 +74,6 @@ def segment_order(files: int) -> tuple[str, ...]:
     return ("ts", "pos") if files > 1 else ("pos",)
 
 
-UNIT_SCHEMA = pa.schema([("index", pa.int32()), ("file_index", pa.int32()), ("path", pa.string()),
-                         ("start", pa.int64()), ("end", pa.int64())])  # fmt: skip
 _WINDOW = 4 << 20  # bytes read at a time while looking for a proven record boundary
 _CHUNK = 1 << 20
 _BATCH_BYTES = 8 << 20  # payload bytes per Arrow batch handed to Spark
@@ -209,11 +207,12 @@ def _read_range(f: BinaryIO, layout: PcapLayout, start: int, end: int, stats: So
     stats.bytes_read -= GLOBAL_HEADER_LEN
 
 
-def read_units(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """Unit rows (``UNIT_SCHEMA``) in, segment rows (``SEGMENT_SCHEMA``) out: a Spark task's read."""
+def read_units(batches: Iterable[pa.RecordBatch], units: list[Unit]) -> Iterator[pa.RecordBatch]:
+    """Rows naming units by their index (column ``id``: Spark's ``range``, so that no Python job
+    makes them) in, segment rows (``SEGMENT_SCHEMA``) out: a Spark task's read."""
     for batch in batches:
-        for row in batch.to_pylist():
-            yield from _unit_rows(Unit(**row))
+        for index in batch.column("id").to_pylist():
+            yield from _unit_rows(units[index])
 
 
 def _unit_rows(unit: Unit) -> Iterator[pa.RecordBatch]:

@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 from kdissect.analysis.summary import Summary
 from kdissect.engines import local
 from kdissect.engines.partition import decode_partition
-from kdissect.engines.units import UNIT_SCHEMA, plan_units, read_units, segment_order
+from kdissect.engines.units import plan_units, read_units, segment_order
 from kdissect.options import Options
 from kdissect.sources.files import in_time_order
 from kdissect.sources.reader import CaptureParser
@@ -49,10 +49,7 @@ def simulate(paths: list[str], split_bytes: int = 1 << 40, partitions: int = 3) 
     each partition decoded apart, the pieces merged."""
     paths = in_time_order(list(paths))  # as the Spark engine plans them
     units = plan_units([(p, os.path.getsize(p)) for p in paths], split_bytes)
-    unit_batch = pa.RecordBatch.from_pylist(
-        [{"index": u.index, "file_index": u.file_index, "path": u.path, "start": u.start, "end": u.end}
-         for u in units], schema=UNIT_SCHEMA)  # fmt: skip
-    segments = pa.Table.from_batches(list(read_units([unit_batch])))
+    segments = pa.Table.from_batches(list(read_units([pa.record_batch({"id": range(len(units))})], units)))
     keys = np.asarray(segments["key"])
     order = segment_order(len(paths))
     envelope = []

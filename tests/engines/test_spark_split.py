@@ -15,7 +15,6 @@ from kdissect.engines.units import (
     RUN,
     RUN_HEADER,
     SEGMENT,
-    UNIT_SCHEMA,
     MappedFiles,
     plan_units,
     read_unit,
@@ -70,17 +69,16 @@ def test_byte_ranges_read_apart_give_the_file_s_segments() -> None:
         assert got == whole, split
 
 
-def unit_batch(paths: list[str], split: int) -> pa.RecordBatch:
+def read_all(paths: list[str], split: int) -> list[dict]:
+    """The segment rows of every unit of ``paths`` cut at ``split`` bytes."""
     units = plan_units([(p, os.path.getsize(p)) for p in paths], split)
-    return pa.RecordBatch.from_pylist([{"index": u.index, "file_index": u.file_index, "path": u.path,
-                                        "start": u.start, "end": u.end} for u in units],
-                                      schema=UNIT_SCHEMA)  # fmt: skip
+    return pa.Table.from_batches(list(read_units([pa.record_batch({"id": range(len(units))})], units))).to_pylist()
 
 
 def payload_rows(paths: list[str], split: int = 1 << 40) -> list[dict]:
     """The segments with payload bytes of ``paths`` read as the Spark engine's units (rows of their
     own, and the segments packed in runs), in capture order."""
-    rows = pa.Table.from_batches(list(read_units([unit_batch(paths, split)]))).to_pylist()
+    rows = read_all(paths, split)
     segments = [r for r in rows if r["kind"] == SEGMENT]
     for run in (r for r in rows if r["kind"] == RUN):  # by-reference segments travel packed in runs
         for header in np.frombuffer(run["run"], RUN_HEADER).tolist():
@@ -105,8 +103,7 @@ def test_payloads_travel_by_reference_to_where_they_lie_in_local_files() -> None
         want = [s.payload for s in iter_capture(paths[0]) if isinstance(s, TcpSegment) and s.payload]
         rows = payload_rows(paths, split)
         assert all(r["payload"] is None and r["payload_at"] is not None for r in rows)
-        packed = [r for r in pa.Table.from_batches(list(read_units([unit_batch(paths, split)]))).to_pylist()
-                  if r["kind"] == RUN]  # fmt: skip
+        packed = [r for r in read_all(paths, split) if r["kind"] == RUN]
         assert packed and len(packed) < len(rows) // 2  # a row per run of a 4-tuple's segments, not per segment
         assert resolved(paths, rows) == want
 
