@@ -1,6 +1,6 @@
 """The read side of a distributed run: capture files -> work units -> ordered segment rows.
 
-A unit is a whole file, or a byte range of a large classic pcap file (see
+A unit is a whole file, or a byte range of a large classic pcap file or local pcapng file (see
 :mod:`kdissect.sources.split`). Reading one yields Arrow batches of rows, each a TCP segment with
 its connection key and its place in capture order (``pos``: unit index, then order in the unit),
 or a capture-level anomaly, or the unit's counters. No pyspark here: a Spark task calls
@@ -48,7 +48,7 @@ from kdissect.sources.shapes import (
     SourceEvent,
     SourceStats,
 )
-from kdissect.sources.split import PcapLayout, chain_span, pcap_layout, prove_boundary
+from kdissect.sources.split import PcapLayout, chain_span, pcap_layout, pcapng_cuts, prove_boundary
 
 SEGMENT, ANOMALY, DONE, RUN, SECRETS = 0, 1, 2, 3, 4  # row kinds
 SEGMENT_SCHEMA = pa.schema([
@@ -85,28 +85,51 @@ _MAPPED_FILES = 64  # files a decoding task keeps mapped at once
 @dataclass(frozen=True, slots=True)
 class Unit:
     """Bytes ``[start, end)`` of file ``path`` (``end`` -1: to its end); ``index`` orders units in
-    capture order (files in the order given, ranges in file order)."""
+    capture order (files in the order given, ranges in file order). A range of a pcapng file
+    starts on a proven block and is read after the blocks of its section that ``section`` spans."""
 
     index: int
     file_index: int
     path: str
     start: int
     end: int
+    section: tuple[tuple[int, int], ...] | None = None  # (offset, length) per block; None: not pcapng
 
 
 def plan_units(files: Iterable[tuple[str, int | None]], split_bytes: int) -> list[Unit]:
     """Units for ``(path, size)`` pairs (size None when unknown): files above ``split_bytes`` become
-    ranges of about that size. Which ranges hold records is found when they are read: a file that
-    turns out not to be splittable is read whole by its first range, the others yield nothing."""
+    ranges of about that size. A local pcapng file is cut here, where its blocks are proven; for
+    the others, which ranges hold records is found when they are read: a file that turns out not
+    to be splittable is read whole by its first range, the others yield nothing."""
     units: list[Unit] = []
     for file_index, (path, size) in enumerate(files):
         if size is None or size <= split_bytes:
             units.append(Unit(len(units), file_index, path, 0, -1))
             continue
+        cuts = _block_cuts(path, split_bytes)
+        if cuts is not None:
+            starts = [(0, ()), *((cut.at, cut.section) for cut in cuts)]
+            for (start, section), (end, _) in zip(starts, [*starts[1:], (-1, ())], strict=True):
+                units.append(Unit(len(units), file_index, path, start, end, section))
+            continue
         for start in range(0, size, split_bytes):
             end = min(start + split_bytes, size)
             units.append(Unit(len(units), file_index, path, start, -1 if end == size else end))
     return units
+
+
+def _block_cuts(path: str, split_bytes: int) -> list | None:
+    """The proven cuts of a local pcapng file (``split.pcapng_cuts``), or None for any other file."""
+    if not is_local(path):
+        return None
+    try:
+        with open(local_path(path), "rb") as f:
+            if f.read(len(SHB_MAGIC)) != SHB_MAGIC:
+                return None
+            with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
+                return pcapng_cuts(data, split_bytes)
+    except (OSError, ValueError):  # unreadable: reading it reports that
+        return None
 
 
 class MappedFiles:
@@ -146,6 +169,11 @@ def read_unit(unit: Unit, stats: SourceStats, records: bool = False) -> Iterator
     with open_input(unit.path) as f:
         layout = pcap_layout(f.read(GLOBAL_HEADER_LEN))
         f.seek(0)
+        if unit.section is not None and (unit.start, unit.end) != (0, -1):  # a range of a pcapng file
+            size = f.seek(0, 2)
+            end = size if unit.end < 0 else unit.end
+            yield from _read_range(f, _blocks(f, unit.section), unit.start, end, stats, end < size, records)
+            return
         if unit.start == 0 and (unit.end < 0 or layout is None):
             yield from iter_capture(f, stats=stats, records=records)  # a whole file (gzip, pcapng, or small)
             return
@@ -154,7 +182,15 @@ def read_unit(unit: Unit, stats: SourceStats, records: bool = False) -> Iterator
         size = f.seek(0, 2)
         start = GLOBAL_HEADER_LEN if unit.start == 0 else _boundary(f, layout, unit.start, size)
         end = size if unit.end < 0 else _boundary(f, layout, unit.end, size)
-        yield from _read_range(f, layout, start, end, stats, end < size, records)
+        yield from _read_range(f, layout.header, start, end, stats, end < size, records)
+
+
+def _blocks(f: BinaryIO, spans: tuple[tuple[int, int], ...]) -> bytes:
+    out = []
+    for at, length in spans:
+        f.seek(at)
+        out.append(f.read(length))
+    return b"".join(out)
 
 
 def _boundary(f: BinaryIO, layout: PcapLayout, at: int, size: int) -> int:
@@ -173,14 +209,15 @@ def _boundary(f: BinaryIO, layout: PcapLayout, at: int, size: int) -> int:
     return size
 
 
-def _read_range(f: BinaryIO, layout: PcapLayout, start: int, end: int, stats: SourceStats, more: bool,
+def _read_range(f: BinaryIO, header: bytes, start: int, end: int, stats: SourceStats, more: bool,
                 records: bool) -> Iterator[SourceEvent | CaptureRecord]:  # fmt: skip
-    """Records ``[start, end)`` read as the file's header followed by them; anomaly offsets are the
-    file's, and the header's own anomalies are left to the file's first range. When ``more`` of the
-    file follows, ``end`` is a proven record start: a resync still going on there ends there."""
+    """Records ``[start, end)`` read after ``header`` (a pcap file's header; a pcapng section's header
+    and interface blocks, or nothing at the file's start); anomaly offsets are the file's, and the
+    header's own anomalies are left to the range that holds it. When ``more`` of the file follows,
+    ``end`` is a proven record start: a resync still going on there ends there."""
     decoder = CaptureDecoder(stats=stats, records=records)
-    later = start > GLOBAL_HEADER_LEN
-    shift = start - GLOBAL_HEADER_LEN
+    later = start > len(header)
+    shift = start - len(header)
 
     def placed(events: list) -> Iterator[SourceEvent | CaptureRecord]:
         for ev in events:
@@ -189,12 +226,14 @@ def _read_range(f: BinaryIO, layout: PcapLayout, start: int, end: int, stats: So
                 yield ev
             elif type(ev) is not SourceAnomaly:
                 yield ev
-            elif ev.offset is None or ev.offset >= GLOBAL_HEADER_LEN:
+            elif ev.offset is None or ev.offset >= len(header):
                 yield ev if ev.offset is None else SourceAnomaly(ev.kind, ev.message, ev.offset + shift, ev.ts_ns)
             elif not later:
                 yield ev
+            else:
+                stats.anomalies -= 1  # (counted by the range that holds the header)
 
-    yield from placed(decoder.feed(layout.header))
+    yield from placed(decoder.feed(header))
     f.seek(start)
     at = start
     while at < end and (chunk := f.read(min(_CHUNK, end - at))):
@@ -204,7 +243,7 @@ def _read_range(f: BinaryIO, layout: PcapLayout, start: int, end: int, stats: So
         if more and type(ev) is SourceAnomaly and ev.message.startswith(_RESYNC_AT_END):
             ev = SourceAnomaly(ev.kind, ev.message.removeprefix(_RESYNC_AT_END), ev.offset, ev.ts_ns)
         yield ev
-    stats.bytes_read -= GLOBAL_HEADER_LEN
+    stats.bytes_read -= len(header)
 
 
 def read_units(batches: Iterable[pa.RecordBatch], units: list[Unit]) -> Iterator[pa.RecordBatch]:

@@ -36,12 +36,12 @@ PB_TYPE = 2  # obsolete Packet Block
 SPB_TYPE = 3
 EPB_TYPE = 6
 DSB_TYPE = 10
-_KNOWN_TYPES = frozenset(
+KNOWN_TYPES = frozenset(
     # SHB, IDB, PB, SPB, NRB, ISB, EPB, systemd journal, DSB, the two custom block types
     {SHB_TYPE, IDB_TYPE, PB_TYPE, SPB_TYPE, 4, 5, EPB_TYPE, 9, 10, 0xBAD, 0x40000BAD}
 )
 BYTE_ORDER_MAGIC = 0x1A2B3C4D
-_BYTE_ORDERS = {BYTE_ORDER_MAGIC.to_bytes(4, "little"): "<", BYTE_ORDER_MAGIC.to_bytes(4, "big"): ">"}
+BYTE_ORDERS = {BYTE_ORDER_MAGIC.to_bytes(4, "little"): "<", BYTE_ORDER_MAGIC.to_bytes(4, "big"): ">"}
 _MIN_BLOCK = 12
 _MIN_SHB = 28
 OPT_TSRESOL = 9
@@ -74,7 +74,7 @@ class _Codec:
         self.i64 = Struct(order + "q")
 
 
-_CODECS = {order: _Codec(order) for order in _BYTE_ORDERS.values()}
+_CODECS = {order: _Codec(order) for order in BYTE_ORDERS.values()}
 
 
 class PcapngFormat(FramedFormat):
@@ -127,7 +127,7 @@ class PcapngFormat(FramedFormat):
         if codec is None:
             return REJECT
         btype, blen = codec.head.unpack_from(buf, pos)
-        if btype not in _KNOWN_TYPES or not self._length_ok(btype, blen):
+        if btype not in KNOWN_TYPES or not self._length_ok(btype, blen):
             return REJECT
         if btype == EPB_TYPE and codec.u32.unpack_from(buf, pos + 8)[0] >= len(self._interfaces):
             return REJECT
@@ -139,7 +139,7 @@ class PcapngFormat(FramedFormat):
         """The byte order of the block at ``pos``: a section header names its own."""
         if buf[pos : pos + 4] != SHB_MAGIC:
             return self._codec
-        order = _BYTE_ORDERS.get(buf[pos + 8 : pos + 12])
+        order = BYTE_ORDERS.get(buf[pos + 8 : pos + 12])
         return None if order is None else _CODECS[order]
 
     def _length_ok(self, btype: int, blen: int) -> bool:

@@ -5,8 +5,15 @@ record headers that agree with each other and with the file (captured length wit
 length and below the wire length, a valid fraction of a second, timestamps going forward within
 a tolerance) that ends on another header or exactly at the end of the file. The chance that packet
 bytes look like eight such headers in a row is negligible; two readers looking for the boundary
-after the same offset find the same one, so neighbouring ranges meet exactly. pcapng and gzip
-files are not split (an interface list or a compressed stream needs what came before).
+after the same offset find the same one, so neighbouring ranges meet exactly.
+
+A pcapng file is cut where a walk over its block heads from the start of the file proves a block
+starts: every block on the way of a known type, its leading and trailing lengths agreeing and the
+block inside the file. A range read apart needs its section's Section Header Block and Interface
+Description Blocks, which lie before it; the walk notes where they are (:class:`BlockCut`), and the
+range is read as those blocks followed by its own. The walk reads eight bytes per block and needs
+the file at hand (a local file, mapped); a remote pcapng file is read whole by one task, as a gzip
+file always is (a compressed stream needs what came before).
 """
 
 from __future__ import annotations
@@ -15,6 +22,7 @@ from dataclasses import dataclass
 from struct import Struct
 
 from kdissect.sources.pcap import GLOBAL_HEADER_LEN, record_layout
+from kdissect.sources.pcapng import BYTE_ORDERS, IDB_TYPE, KNOWN_TYPES, SHB_TYPE
 
 CHAIN = 8  # consecutive agreeing record headers that prove a boundary
 # A stored length may exceed the snap length a little (a 65535 snap length on loopback holds
@@ -91,3 +99,42 @@ def _proven(layout: PcapLayout, window: bytes, at: int, end: int, at_eof: bool) 
         if at > end:
             return False
     return True
+
+
+@dataclass(frozen=True, slots=True)
+class BlockCut:
+    """A proven block start of a pcapng file, and the (offset, length) of each block its section's
+    reader needs first: the Section Header Block and the Interface Description Blocks before it (none
+    when the cut is itself a Section Header Block)."""
+
+    at: int
+    section: tuple[tuple[int, int], ...]
+
+
+def pcapng_cuts(data: bytes | memoryview, every: int) -> list[BlockCut]:
+    """Cuts of a pcapng file (``data``: its bytes, e.g. mapped) about ``every`` bytes apart, at block
+    starts proven by the walk from the file's start; the walk stops at the first block it cannot
+    prove, and the rest of the file then stays with the last range."""
+    cuts: list[BlockCut] = []
+    size, at, order, section, due = len(data), 0, None, [], every
+    head = None
+    while at + 12 <= size:
+        if int.from_bytes(data[at : at + 4], "little") == SHB_TYPE:
+            order = BYTE_ORDERS.get(bytes(data[at + 8 : at + 12]))
+            head = None if order is None else Struct(order + "II")
+        if head is None:
+            break
+        btype, length = head.unpack_from(data, at)
+        end = at + length
+        if btype not in KNOWN_TYPES or length < 12 or length % 4 or end > size or \
+                head.unpack_from(data, end - 8)[1] != length:  # fmt: skip
+            break
+        if at >= due:
+            cuts.append(BlockCut(at, () if btype == SHB_TYPE else tuple(section)))
+            due = at + every
+        if btype == SHB_TYPE:
+            section = [(at, length)]
+        elif btype == IDB_TYPE:
+            section.append((at, length))
+        at = end
+    return cuts

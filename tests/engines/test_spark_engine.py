@@ -136,9 +136,10 @@ def test_damaged_synthetic_captures_match_the_local_engine(spark, tmp_path: Path
 
 def test_rotated_files_and_byte_ranges_decode_as_the_unsplit_capture(spark, tmp_path: Path) -> None:
     capture = next(p for p in REAL_CAPTURES if p.endswith("librdkafka-produce-consume.pcap"))
-    want, _ = local_tables([capture])
+    pcapng = next(p for p in REAL_CAPTURES if p.endswith(".pcapng"))
     files = rotate(capture, tmp_path / "rotated", cuts=7, seed=3)
-    for paths, split in ((files, 1 << 30), ([capture], 4000)):
+    for paths, split, whole in ((files, 1 << 30, capture), ([capture], 4000, capture), ([pcapng], 4000, pcapng)):
+        want, _ = local_tables([whole])
         decoded = decode(spark, paths, split_bytes=split, partitions=3)
         try:
             got = written(decoded, tmp_path / f"out{split}")

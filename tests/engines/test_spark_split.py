@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -23,10 +24,10 @@ from kdissect.engines.units import (
 from kdissect.sources.files import iter_capture
 from kdissect.sources.segment import TcpSegment
 from kdissect.sources.shapes import SourceStats
-from kdissect.sources.split import pcap_layout, prove_boundary
+from kdissect.sources.split import pcap_layout, pcapng_cuts, prove_boundary
 from kdissect.tables import merge
 from kdissect.testing.packets import Encapsulation
-from kdissect.testing.pcapwrite import write_capture
+from kdissect.testing.pcapwrite import Interface, pcapng_section, segment_frame_list, write_capture
 from kdissect.testing.synthetic import conversation
 from tests.engines.spark_helpers import (
     REAL_CAPTURES,
@@ -54,10 +55,64 @@ def test_a_proven_boundary_is_a_record_start() -> None:
         assert not any(at <= s < at + found for s in starts), "the first boundary after the offset"
 
 
-def test_pcapng_and_gzip_are_not_split() -> None:
+def test_only_classic_pcap_is_cut_by_its_records() -> None:
     pcapng = next(p for p in REAL_CAPTURES if p.endswith(".pcapng"))
     assert pcap_layout(Path(pcapng).read_bytes()) is None
     assert pcap_layout(b"\x1f\x8b" + bytes(40)) is None
+
+
+def sections(tmp: Path) -> Path:
+    """A pcapng file of two sections (little- then big-endian), each with two interfaces of other
+    timestamp units whose packets alternate, so a range needs its own section's interfaces."""
+    first = [replace(f, interface=i % 2) for i, f in enumerate(segment_frame_list(conversation(6, client_port=41000)))]
+    second = [replace(f, interface=1 - i % 2)
+              for i, f in enumerate(segment_frame_list(conversation(6, client_port=42000)))]  # fmt: skip
+    path = tmp / "sections.pcapng"
+    path.write_bytes(pcapng_section(first, [Interface(1, 0, 6), Interface(1, 0, 9, tsoffset=5)])
+                     + pcapng_section(second, [Interface(1, 0, 0x80 | 20), Interface(1, 0, 6)], byteorder="big"))
+    return path
+
+
+def block_starts(data: bytes) -> list[int]:
+    """Every block's offset, walking the lengths in each section's byte order."""
+    starts, at, order = [], 0, "little"
+    while at < len(data):
+        if data[at : at + 4] == bytes.fromhex("0a0d0d0a"):
+            order = "little" if data[at + 8 : at + 12] == bytes.fromhex("4d3c2b1a") else "big"
+        starts.append(at)
+        at += int.from_bytes(data[at + 4 : at + 8], order)
+    return starts
+
+
+def test_pcapng_ranges_start_on_proven_blocks_and_read_as_the_whole_file(tmp_path: Path) -> None:
+    pcapng = next(p for p in REAL_CAPTURES if p.endswith(".pcapng"))
+    for path in (str(sections(tmp_path)), pcapng):
+        data = Path(path).read_bytes()
+        whole_stats = SourceStats()
+        whole = list(iter_capture(path, stats=whole_stats))
+        starts = set(block_starts(data))
+        for split in (999, 4096, len(data) // 3):
+            units = plan_units([(path, len(data))], split)
+            assert len(units) > 2 and {u.start for u in units} <= starts
+            stats = [SourceStats() for _ in units]
+            got = [ev for u, st in zip(units, stats, strict=True) for ev in read_unit(u, st)]
+            assert got == whole, (path, split)
+            for name in ("packets", "tcp_segments", "anomalies", "bytes_read", "captured_bytes"):
+                assert sum(getattr(st, name) for st in stats) == getattr(whole_stats, name), name
+
+
+def test_a_pcapng_walk_stops_at_a_block_it_cannot_prove(tmp_path: Path) -> None:
+    data = bytearray(sections(tmp_path).read_bytes())
+    cuts = pcapng_cuts(bytes(data), 999)
+    bad = cuts[len(cuts) // 2].at
+    data[bad + 4 : bad + 8] = (0x7FFF_FFF0).to_bytes(4, "little")  # a leading length the trailing one denies
+    assert [c.at for c in pcapng_cuts(bytes(data), 999)] == [c.at for c in cuts if c.at < bad]
+
+
+def test_byte_ranges_of_a_pcapng_file_decode_as_the_whole(tmp_path: Path) -> None:
+    for capture in (str(sections(tmp_path)), next(p for p in REAL_CAPTURES if p.endswith(".pcapng"))):
+        want, _ = local_tables([capture])
+        assert_same_tables(simulate([capture], split_bytes=3000, partitions=2), want)
 
 
 def test_byte_ranges_read_apart_give_the_file_s_segments() -> None:
