@@ -167,32 +167,57 @@ def timed(argv: list[str], code: Path | None = None) -> tuple[float, float, floa
     return time.perf_counter() - start, driver / MB, jvm / MB, kinds, out
 
 
-def stages(files: list[str], master: str, out: Path) -> dict[str, float]:
-    """Seconds per stage in one session, after a first job has started the JVM and Python workers."""
+def _tree_cpu(root: int) -> dict[str, float]:
+    """CPU seconds so far per kind (``KINDS``) of ``root`` and its descendants (workers with those their
+    daemon reaped)."""
+    cpu = dict.fromkeys(KINDS, 0.0)
+    for pid in (root, *_descendants(root)):
+        kind = _kind(pid, root)
+        cpu[kind] += _cpu_s(pid, reaped=kind == "workers")
+    return cpu
+
+
+def stages(files: list[str], master: str, out: Path) -> dict[str, tuple[float, dict[str, float]]]:
+    """Wall and CPU seconds per kind for each stage in one session, after a first job has started the
+    JVM and Python workers: reading (stage 1 alone), the shuffle (stages 1-2 minus 1), decoding (the
+    decoded pieces minus 1-2), writing and the summary's figures."""
     from kdissect.engines.paths import list_captures
     from kdissect.engines.spark import by_connection, decode, segment_rows, session
 
     spark = session(master)
+    marks: list[tuple[float, dict[str, float]]] = []
+
+    def mark() -> None:
+        marks.append((time.perf_counter(), _tree_cpu(os.getpid())))
+
     try:
         found = list_captures(files)
         parts = max(2, 2 * spark.sparkContext.defaultParallelism)
         segment_rows(spark, found[:1]).write.format("noop").mode("overwrite").save()  # warm-up
-        t0 = time.perf_counter()
+        mark()
         segment_rows(spark, found).write.format("noop").mode("overwrite").save()
-        t1 = time.perf_counter()
+        mark()
         by_connection(segment_rows(spark, found), parts).write.format("noop").mode("overwrite").save()
-        t2 = time.perf_counter()
+        mark()
         decoded = decode(spark, files, staging=str(out / "_staging"))
-        t3 = time.perf_counter()
+        mark()
         decoded.write(str(out), decoded.tables)
-        t4 = time.perf_counter()
+        mark()
         decoded.summary()
-        t5 = time.perf_counter()
+        mark()
         decoded.close()
     finally:
         spark.stop()
-    return {"read": t1 - t0, "shuffle": (t2 - t1) - (t1 - t0), "decode": (t3 - t2) - (t2 - t1), "write": t4 - t3,
-            "summary": t5 - t4}
+    (w0, c0), (w1, c1), (w2, c2), (w3, c3), (w4, c4), (w5, c5) = marks
+
+    def minus(a: tuple[float, dict], b: tuple[float, dict]) -> tuple[float, dict[str, float]]:
+        return a[0] - b[0], {k: a[1][k] - b[1][k] for k in KINDS}
+
+    read = minus((w1, c1), (w0, c0))
+    both = minus((w2, c2), (w1, c1))
+    decoded_all = minus((w3, c3), (w2, c2))
+    return {"read": read, "shuffle": minus(both, read), "decode": minus(decoded_all, both),
+            "write": minus((w4, c4), (w3, c3)), "summary": minus((w5, c5), (w4, c4))}
 
 
 def main() -> None:
@@ -236,8 +261,9 @@ def main() -> None:
                       f"{driver:>10.0f} {jvm:>8.0f} {cpu:>8.1f} {cpu / wall:>6.2f}  {split}", flush=True)  # fmt: skip
                 shutil.rmtree(out, ignore_errors=True)
         for master in filter(None, args.stages.split(",")):
-            split = stages(files, master, work / "out-stages")
-            print(f"{master} stages (s): " + ", ".join(f"{k} {v:.1f}" for k, v in split.items()), flush=True)
+            for stage, (wall, cpu) in stages(files, master, work / "out-stages").items():
+                print(f"{master} {stage:<8} wall {wall:7.1f} s, CPU s " + " ".join(f"{k} {cpu[k]:.1f}" for k in KINDS),
+                      flush=True)  # fmt: skip
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
