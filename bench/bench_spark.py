@@ -107,15 +107,19 @@ def _descendants(pid: int) -> list[int]:
     return found
 
 
-def _kind(pid: int, driver: int) -> str:
-    """Which process a pid is now: the driver's Python, Spark's Python daemon and workers
-    (``python -m pyspark.daemon``), or the JVM (with the launcher scripts that become it)."""
-    if pid == driver:
-        return "driver"
+def _kind(pid: int, driver: int, was: str | None) -> str:
+    """Which process a pid is now (``was``: what it was at the last look): the driver's Python, Spark's
+    Python daemon and workers (``python -m pyspark.daemon``), or the JVM (with the launcher scripts
+    that become it). A worker stays one: an ended worker's command line reads empty, and its CPU
+    is its daemon's to count."""
+    if pid == driver or was == "workers":
+        return was or "driver"
     try:
         args = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
     except OSError:
-        return "jvm"
+        return was or "jvm"
+    if args == [b""]:
+        return was or "jvm"
     return "workers" if b"-m" in args[:2] and args[args.index(b"-m") + 1].endswith(b"daemon") else "jvm"
 
 
@@ -150,7 +154,7 @@ def timed(argv: list[str], code: Path | None = None) -> tuple[float, float, floa
         driver = max(driver, _rss(proc.pid))
         now = 0.0
         for pid in (proc.pid, *_descendants(proc.pid)):
-            kind = kind_of[pid] = _kind(pid, proc.pid)
+            kind = kind_of[pid] = _kind(pid, proc.pid, kind_of.get(pid))
             if kind == "workers":
                 now += _cpu_s(pid, reaped=True)
                 continue
@@ -172,7 +176,7 @@ def _tree_cpu(root: int) -> dict[str, float]:
     daemon reaped)."""
     cpu = dict.fromkeys(KINDS, 0.0)
     for pid in (root, *_descendants(root)):
-        kind = _kind(pid, root)
+        kind = _kind(pid, root, None)
         cpu[kind] += _cpu_s(pid, reaped=kind == "workers")
     return cpu
 
