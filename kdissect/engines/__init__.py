@@ -33,7 +33,19 @@ for the ``source_file`` columns. Bounds on memory and time live in the core, so 
 inherit them.
 """
 
+from kdissect.sources.shapes import CaptureFormatError
+
 
 class EngineSetupError(Exception):
     """An engine cannot run as it is set up (a Spark cluster whose executors cannot import kdissect):
     one line that names the fix, for the faces to print (defined here so they need not import the engine)."""
+
+
+class NothingReadable(CaptureFormatError):
+    """No input could be read (no file is a capture, or no packet of them could be read): one line,
+    for the faces to print (``kdissect.engines.run.check_readable`` is the rule)."""
+
+
+class RequestError(ValueError):
+    """A request an engine cannot run as given (a path that does not exist, a device it cannot open,
+    a port it cannot serve on): one line, for the faces to print as a usage error."""
