@@ -8,13 +8,16 @@ The core an engine drives, and the surface every engine shares:
 - ``KafkaPipeline(options)`` (``kdissect.kafka.pipeline``): sans-I/O, ``feed(segment)`` and
   ``finish()`` return Kafka events (exchanges, anomalies, connection summaries). One pipeline
   per independent stream of segments: a local run, a live capture, a Spark task's share.
-- ``TableSink(tables, options, spill=...)`` (``kdissect.tables.sink``) turns events into the
-  columns of the tables defined once in ``kdissect.tables.columns``, handing each table's rows
-  over in pieces as it grows; ``Figures`` (``kdissect.analysis.summary``) adds those pieces up
-  into the headline figures (``summarize(columns, source stats)`` for whole tables).
+- ``TableRun`` (``run.py``, the one run module) wires events to tables: a ``TableSink``
+  (``kdissect.tables.sink``) makes the columns of the tables defined once in
+  ``kdissect.tables.columns`` and hands each table over in pieces as it grows, to the one figures
+  hook (``Figures.add``, ``kdissect.analysis.summary``) and to a writer. ``run.py`` also holds
+  the unreadable-file rule and ``RunResult``, the result every engine returns.
+- The faces make one call: ``request.run(Request)`` (a batch run, local or Spark),
+  ``request.Shown`` (``show``), ``live.watch(LiveRequest, view)`` or ``frame.decode_frame``.
 - ``local.events(paths, options, stats=, progress=)`` -> events; ``local.exchanges(paths,
   options, where=)`` -> (exchange, row) for ``show``; ``local.analyze(paths, options, tables=,
-  writer=, progress=)`` -> ``RunResult`` (stats, columns, summary, files written);
+  writer=, progress=)`` -> ``RunResult`` (stats, summary, files written, columns);
   ``local.summary(paths, options)`` -> the figures alone, building only ``SUMMARY_TABLES``. The CLI,
   ``kdissect.open_capture``, the fuzz targets and the benchmarks each make one of these calls.
 

@@ -272,7 +272,8 @@ def _analyze(run: Callable[[dict[int, str | None]], Iterator[KafkaEvent]], optio
     wanted = list(tables) if tables is not None else list(TABLES)
     summed = [name for name in TABLES if name in wanted or name in ALWAYS]  # what the figures count
     figures = Figures()
-    wiring = TableRun(options or Options(), wanted, kept=summed, written=wanted, writer=writer, figures=figures,
+    wiring = TableRun(options or Options(), wanted, kept=summed, written=wanted, figures=figures,
+                      writer=writer.write if writer is not None else None,
                       spill=writer is not None or not keep, record_anomalies=record_anomalies)  # fmt: skip
     wiring.sink.consume_all(run(wiring.sink.connection_sources))
     rest = wiring.finish()

@@ -134,7 +134,7 @@ class PartitionDecoder:
         self.mapped = MappedFiles(files)
         self.wanted = [t for t in TABLES if t in set(tables) or t in SUMMARY_TABLES]
         self.figures = Figures()  # the summary's figures of this task's rows, merged on the driver
-        self.run = TableRun(options, self.wanted, written=self.wanted, writer=self, figures=self.figures,
+        self.run = TableRun(options, self.wanted, written=self.wanted, writer=self.write, figures=self.figures,
                             resolve_topics=False)  # fmt: skip
         self.sink = self.run.sink
         self.pipeline = KafkaPipeline(options, opened=self.sink.connection_sources, several_inputs=len(files) > 1)

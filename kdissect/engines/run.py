@@ -12,25 +12,18 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, fields
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from kdissect.analysis.summary import Figures, Summary
 from kdissect.engines import NothingReadable
 from kdissect.options import Options
 from kdissect.sources.shapes import AnomalyKind, CaptureFormatError, SourceAnomaly, SourceStats
-from kdissect.tables.sink import Columns, TableSink
+from kdissect.tables.sink import Columns, Spill, TableSink
 
 if TYPE_CHECKING:
     import pandas as pd
 
 UNREADABLE_FILE = AnomalyKind.UNREADABLE_FILE  # the anomaly kind of a file that is not a capture
-
-
-class Writer(Protocol):
-    """Where a run's tables go (``kdissect.tables.writer.TableWriter``, a Spark task's pieces):
-    pieces as they grow, then the rest."""
-
-    def write(self, name: str, columns: Columns) -> None: ...
 
 
 @dataclass(slots=True)
@@ -61,16 +54,30 @@ class RunStats:
 
 
 @dataclass(slots=True)
+class LiveOutcome:
+    """How a live run went: its rolling figures (``analysis.rolling.RollingFigures``), how long it ran,
+    why it stopped, and the packets its raw copy holds (None: no copy written)."""
+
+    figures: Any
+    elapsed: float
+    reason: str
+    packets_written: int | None = None
+
+
+@dataclass(slots=True)
 class RunResult:
-    """A finished run, whichever engine ran it: what was read, the headline figures, the files
-    written, and the tables kept in memory (``tables``: columns, rows already handed to a writer or
-    to the figures are not among them; ``frames``: the report's DataFrames, for a report run)."""
+    """A finished run, whichever engine ran it: what was read, the headline figures (a batch run's;
+    None for a live run, whose figures roll over: ``live``), the files written, and the tables kept in
+    memory (``tables``: columns, rows already handed to a writer or to the figures are not among them;
+    ``frames``: the report's DataFrames, for a report run)."""
 
     stats: RunStats
-    summary: Summary
+    summary: Summary | None
     written: list[tuple[Any, int]] = field(default_factory=list)  # (path, rows) per table file
     tables: dict[str, Columns] = field(default_factory=dict)
     frames: dict[str, pd.DataFrame] | None = None
+    live: LiveOutcome | None = None
+    inputs: list[str] = field(default_factory=list)  # the files read, as named (set by a request's run)
 
     @property
     def unreadable(self) -> list[tuple[str, str]]:
@@ -105,7 +112,8 @@ def check_readable(stats: RunStats, names: Sequence[object]) -> None:
 class TableRun:
     """The wiring of events to tables: a sink building ``tables``, whose pieces (as they grow with
     ``spill``, and at :meth:`finish` the rest of the ``kept`` ones, default ``tables``) are counted
-    into ``figures`` and the ``written`` ones handed to ``writer``."""
+    into ``figures`` and the ``written`` ones handed to ``writer`` (a ``TableWriter``'s ``write``, a
+    Spark task's Arrow pieces, a live run's spill)."""
 
     def __init__(
         self,
@@ -114,7 +122,7 @@ class TableRun:
         *,
         kept: Iterable[str] | None = None,
         written: Iterable[str] = (),
-        writer: Writer | None = None,
+        writer: Spill | None = None,
         figures: Figures | None = None,
         spill: bool = True,
         resolve_topics: bool = True,
@@ -140,7 +148,7 @@ class TableRun:
 
     def write(self, name: str, columns: Columns) -> None:
         if name in self.written:
-            self.writer.write(name, columns)  # type: ignore[union-attr]
+            self.writer(name, columns)  # type: ignore[misc]
 
     def spill(self, name: str) -> None:
         """Hand over what ``name`` holds now."""
