@@ -1,6 +1,7 @@
 """The local engine: capture files -> sources -> the Kafka pipeline -> table sink -> figures.
 
-The one place a run is wired. ``analyze`` is a whole run (tables, files, figures); ``events``
+Its runs are wired by the run module (:mod:`kdissect.engines.run`), as the live engine's and the
+Spark tasks' are. ``analyze`` is a whole run (tables, files, figures); ``events``
 and ``exchanges`` stream the same core's output for ``show`` and for library users. Files
 are read in chunks and streamed, so a multi-GB capture never sits in memory.
 """
