@@ -1,5 +1,6 @@
-"""Command line: parses arguments, makes one call into an engine (local, live or Spark) or the
-decoders, prints the report; never decodes or wires stages itself.
+"""Command line: turns arguments into one request, makes one engine call (``engines.request.run``,
+``request.Shown``, ``live.watch`` or ``frame.decode_frame``) and prints its one result; it never
+decodes or wires stages itself, and imports no stage's internals (tests/test_architecture.py).
 
 Exit status, defined once here (and in ``--help`` and the README): 0 when the input could be read
 (whatever it held), 1 when nothing could be read (no file is a capture, or a frame does not
