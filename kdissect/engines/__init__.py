@@ -1,6 +1,6 @@
 """Engines are the only wiring: they feed a source's TCP segments to the core and its events to sinks.
 
-Exports nothing itself; import the engine you need (``kdissect.engines.local``) so that
+Exports only the errors the faces print; import the engine you need (``kdissect.engines.local``) so that
 ``import kdissect`` loads no engine's dependencies.
 
 The core an engine drives, and the surface every engine shares:
@@ -18,8 +18,8 @@ The core an engine drives, and the surface every engine shares:
 - ``local.events(paths, options, stats=, progress=)`` -> events; ``local.exchanges(paths,
   options, where=)`` -> (exchange, row) for ``show``; ``local.analyze(paths, options, tables=,
   writer=, progress=)`` -> ``RunResult`` (stats, summary, files written, columns);
-  ``local.summary(paths, options)`` -> the figures alone, building only ``SUMMARY_TABLES``. The CLI,
-  ``kdissect.open_capture``, the fuzz targets and the benchmarks each make one of these calls.
+  ``local.summary(paths, options)`` -> the figures alone, building only ``SUMMARY_TABLES``. The request
+  module, ``kdissect.open_capture``, the fuzz targets and the benchmarks each make one of these calls.
 
 The live engine (``live.py``) feeds one pipeline for the whole session, record by record, from a
 libpcap device or a followed capture stream; its sink hands every table out in pieces
