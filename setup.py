@@ -1,8 +1,8 @@
 """Build hook for the optional native (C) parts; all other metadata lives in pyproject.toml.
 
 One extension per stage with a native part, beside that stage's Python reference: the decoder
-(``decoders/_native.c``) and the sources' record and header walk (``sources/_native.c``,
-``sources/_headers.c``). ``optional=True``: without a C compiler or Python headers the build of an
+(``decoders/_native.c``), the sources' record and header walk (``sources/_native.c``,
+``sources/_headers.c``) and reassembly's in-order lanes (``reassembly/_native.c``). ``optional=True``: without a C compiler or Python headers the build of an
 extension is skipped with a warning and kdissect runs on its Python path (``kdissect/native.py``).
 """
 
@@ -13,6 +13,11 @@ setup(
         Extension(
             "kdissect.decoders._native",
             ["kdissect/decoders/_native.c"],
+            optional=True,
+        ),
+        Extension(
+            "kdissect.reassembly._native",
+            ["kdissect/reassembly/_native.c"],
             optional=True,
         ),
         Extension(

@@ -43,6 +43,7 @@ ALWAYS = ("connections", "anomalies")  # tables every run keeps: the summary rea
 # ``analysis.summary.Figures.add`` takes its pieces as they are handed over.
 SUMMARY_TABLES = ("exchanges", "connections", "anomalies")
 UNREADABLE_FILE = AnomalyKind.UNREADABLE_FILE  # the anomaly kind of a file that is not a capture
+SEGMENT_BATCH = 256  # segments handed to the core at once (the native lanes take runs of them in one call)
 
 
 def capture_paths(paths: Iterable[PathArg]) -> list[Path]:
@@ -180,11 +181,24 @@ def _time_of(item: SourceEvent) -> int | None:
 
 
 def _feed(pipeline: KafkaPipeline, items: Iterable[SourceEvent], source: str | None) -> Iterator[KafkaEvent]:
+    """Segments go to the core in batches (``KafkaPipeline.feed_many``); the events keep their order."""
+    batch: list[TcpSegment] = []
     for item in items:
+        if type(item) is TcpSegment:
+            batch.append(item)
+            if len(batch) == SEGMENT_BATCH:
+                yield from pipeline.feed_many(batch)
+                batch = []
+            continue
+        if batch:
+            yield from pipeline.feed_many(batch)
+            batch = []
         if type(item) is SourceAnomaly:
             yield source_anomaly(item, source)
         else:
             yield from feed_item(pipeline, item)
+    if batch:
+        yield from pipeline.feed_many(batch)
 
 
 def _finish(pipeline: KafkaPipeline, stats: RunStats | None) -> Iterator[KafkaEvent]:

@@ -1,0 +1,518 @@
+/* The reassembly stage's native path: in-order segments of settled connections ("lanes").
+ *
+ * The twin of reassembler.py's feed followed by halfstream.py's hot path and the pipeline's
+ * dispatch of the run, for the common segment: a connection the Python reassembler opened and
+ * settled hands both its directions to a lane (lanes.py says when), and from then on a segment of
+ * it that is exactly the next bytes of its direction (or a bare ACK) is taken here: the lane's
+ * counters advance and the bytes go straight to the connection's RunSink (its ``data``), with no
+ * StreamData and no Python frame per segment. Python (the reference) keeps everything else.
+ *
+ * Rules:
+ * - A lane holds only what the hot path changes: per direction the delivery point (next_off,
+ *   high_off), the peer's last ACK and window, the counters it advanced since adoption (segments,
+ *   bytes, keep-alives) and the last RECENT_CHUNKS delivered chunks (conflicts.py compares
+ *   retransmissions with them). The rest of the state stays in the Python objects, untouched while
+ *   the lane owns the connection: nothing held out of order, no FIN, base known (adoption's rule).
+ * - run() takes segments from a position and stops *before* the first one it does not take. A
+ *   segment of no lane is left as it is; a segment of a lane that is not the hot case (SYN, FIN,
+ *   RST, a hole, a retransmission, a 1-byte or padded or cut payload, an ACK that proves a loss, a
+ *   zero window) first *releases* its lane: the lane's state is handed back (release() in lanes.py
+ *   writes it into the Python objects) and the lane is forgotten, so the reference sees exactly the
+ *   state it would have built itself. A segment at or past the idle sweep time is left to Python
+ *   without releasing (the caller releases every lane: the sweep may end any of them).
+ * - What a taken segment does equals the reference, in the same order: the connection's last_ts
+ *   and its place in the reassembler's least-recently-active order (move_to_end), the sender's
+ *   segment count, the peer's ACK and window, then the bytes delivered to the sink.
+ * - Memory: one lane per open connection (the reassembler's max_connections bounds them), and per
+ *   direction at most RECENT_CHUNKS references to payloads of at most RECENT_CHUNK bytes.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+
+#define SEQ_MASK 0xFFFFFFFFu
+#define MAX_AHEAD (1u << 30) /* halfstream.MAX_AHEAD */
+#define RECENT_CHUNKS 4      /* conflicts.RECENT_CHUNKS */
+#define RECENT_CHUNK 4096    /* conflicts.RECENT_CHUNK */
+#define F_FIN 0x01
+#define F_SYN 0x02
+#define F_RST 0x04
+#define F_ACK 0x10
+
+/* ---- one lane ---------------------------------------------------------------------------- */
+
+typedef struct {
+    uint32_t base;
+    long long next_off, high_off;
+    int has_peer_ack, has_peer_window;
+    uint32_t peer_ack;
+    long long peer_window;
+    long long segments, bytes, keepalives; /* advanced since adoption */
+    int recent_n, recent_head;             /* ring of the last delivered chunks, oldest at head */
+    long long recent_off[RECENT_CHUNKS];
+    PyObject *recent_data[RECENT_CHUNKS];
+} Direction;
+
+typedef struct {
+    PyObject *conn_id;  /* int */
+    PyObject *conn;     /* the reassembler's _Connection (its last_ts) */
+    PyObject *sink;     /* the RunSink's bound data(), or None when the pipeline tracks no connection */
+    PyObject *keys[2];  /* FlowKey of each direction */
+    Direction dir[2];
+} Lane;
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *flows; /* FlowKey -> int (lane index * 2 + direction) */
+    Lane **lanes;    /* NULL slots are free */
+    Py_ssize_t size;
+} Lanes;
+
+static PyObject *s_ts_ns, *s_src_ip, *s_src_port, *s_dst_ip, *s_dst_port, *s_seq, *s_ack, *s_flags, *s_window,
+    *s_payload, *s_payload_len, *s_last_ts;
+
+static void
+lane_free(Lane *lane)
+{
+    Py_XDECREF(lane->conn_id);
+    Py_XDECREF(lane->conn);
+    Py_XDECREF(lane->sink);
+    Py_XDECREF(lane->keys[0]);
+    Py_XDECREF(lane->keys[1]);
+    for (int d = 0; d < 2; d++)
+        for (int i = 0; i < lane->dir[d].recent_n; i++)
+            Py_DECREF(lane->dir[d].recent_data[(lane->dir[d].recent_head + i) % RECENT_CHUNKS]);
+    PyMem_Free(lane);
+}
+
+static void
+recent_push(Direction *dir, long long off, PyObject *data)
+{
+    int slot;
+    if (dir->recent_n == RECENT_CHUNKS) {
+        slot = dir->recent_head;
+        Py_DECREF(dir->recent_data[slot]);
+        dir->recent_head = (dir->recent_head + 1) % RECENT_CHUNKS;
+    } else {
+        slot = (dir->recent_head + dir->recent_n) % RECENT_CHUNKS;
+        dir->recent_n++;
+    }
+    dir->recent_off[slot] = off;
+    dir->recent_data[slot] = Py_NewRef(data);
+}
+
+/* (next_off, high_off, peer_ack, peer_window, segments, bytes, keepalives, [(offset, bytes), ...]) */
+static PyObject *
+direction_state(const Direction *dir)
+{
+    PyObject *recent = PyList_New(dir->recent_n);
+    if (recent == NULL)
+        return NULL;
+    for (int i = 0; i < dir->recent_n; i++) {
+        int slot = (dir->recent_head + i) % RECENT_CHUNKS;
+        PyObject *item = Py_BuildValue("(LO)", dir->recent_off[slot], dir->recent_data[slot]);
+        if (item == NULL) {
+            Py_DECREF(recent);
+            return NULL;
+        }
+        PyList_SET_ITEM(recent, i, item);
+    }
+    PyObject *ack = dir->has_peer_ack ? PyLong_FromUnsignedLong(dir->peer_ack) : Py_NewRef(Py_None);
+    PyObject *window = dir->has_peer_window ? PyLong_FromLongLong(dir->peer_window) : Py_NewRef(Py_None);
+    PyObject *state = NULL;
+    if (ack != NULL && window != NULL)
+        state = Py_BuildValue("(LLOOLLLO)", dir->next_off, dir->high_off, ack, window, dir->segments, dir->bytes,
+                              dir->keepalives, recent);
+    Py_XDECREF(ack);
+    Py_XDECREF(window);
+    Py_DECREF(recent);
+    return state;
+}
+
+/* ---- the lane table ---------------------------------------------------------------------- */
+
+/* Forget lane ``i``; returns (conn_id, (state of direction 0, state of direction 1)). */
+static PyObject *
+release_lane(Lanes *self, Py_ssize_t i)
+{
+    Lane *lane = self->lanes[i];
+    PyObject *s0 = direction_state(&lane->dir[0]), *s1 = s0 ? direction_state(&lane->dir[1]) : NULL;
+    PyObject *result = s1 ? Py_BuildValue("(O(OO))", lane->conn_id, s0, s1) : NULL;
+    Py_XDECREF(s0);
+    Py_XDECREF(s1);
+    if (result == NULL)
+        return NULL;
+    for (int d = 0; d < 2; d++)
+        if (PyDict_DelItem(self->flows, lane->keys[d]) < 0) {
+            Py_DECREF(result);
+            return NULL;
+        }
+    self->lanes[i] = NULL;
+    lane_free(lane);
+    return result;
+}
+
+static int
+read_direction(PyObject *state, Direction *dir)
+{
+    /* (base, next_off, high_off, peer_ack or None, peer_window or None) */
+    PyObject *ack, *window;
+    unsigned long base;
+    if (!PyArg_ParseTuple(state, "kLLOO", &base, &dir->next_off, &dir->high_off, &ack, &window))
+        return -1;
+    dir->base = (uint32_t)base;
+    dir->has_peer_ack = ack != Py_None;
+    dir->peer_ack = dir->has_peer_ack ? (uint32_t)PyLong_AsUnsignedLong(ack) : 0;
+    dir->has_peer_window = window != Py_None;
+    dir->peer_window = dir->has_peer_window ? PyLong_AsLongLong(window) : 0;
+    return PyErr_Occurred() ? -1 : 0;
+}
+
+/* adopt(conn_id, conn, key0, key1, sink, state0, state1): the connection's directions become a lane. */
+static PyObject *
+lanes_adopt(Lanes *self, PyObject *args)
+{
+    PyObject *conn_id, *conn, *keys[2], *sink, *states[2];
+    Py_ssize_t i;
+    if (!PyArg_ParseTuple(args, "OOO!O!OO!O!", &conn_id, &conn, &PyTuple_Type, &keys[0], &PyTuple_Type, &keys[1],
+                          &sink, &PyTuple_Type, &states[0], &PyTuple_Type, &states[1]))
+        return NULL;
+    Lane *lane = PyMem_Calloc(1, sizeof(Lane));
+    if (lane == NULL)
+        return PyErr_NoMemory();
+    if (read_direction(states[0], &lane->dir[0]) < 0 || read_direction(states[1], &lane->dir[1]) < 0) {
+        PyMem_Free(lane);
+        return NULL;
+    }
+    for (i = 0; i < self->size && self->lanes[i] != NULL; i++)
+        ;
+    if (i == self->size) {
+        Py_ssize_t size = self->size ? self->size * 2 : 64;
+        Lane **grown = PyMem_Realloc(self->lanes, (size_t)size * sizeof(Lane *));
+        if (grown == NULL) {
+            PyMem_Free(lane);
+            return PyErr_NoMemory();
+        }
+        for (Py_ssize_t k = self->size; k < size; k++)
+            grown[k] = NULL;
+        self->lanes = grown;
+        self->size = size;
+    }
+    for (int d = 0; d < 2; d++) {
+        PyObject *where = PyLong_FromSsize_t(i * 2 + d);
+        if (where == NULL || PyDict_SetItem(self->flows, keys[d], where) < 0) {
+            Py_XDECREF(where);
+            if (d == 1)
+                PyDict_DelItem(self->flows, keys[0]);
+            PyMem_Free(lane);
+            return NULL;
+        }
+        Py_DECREF(where);
+    }
+    lane->conn_id = Py_NewRef(conn_id);
+    lane->conn = Py_NewRef(conn);
+    lane->sink = Py_NewRef(sink);
+    lane->keys[0] = Py_NewRef(keys[0]);
+    lane->keys[1] = Py_NewRef(keys[1]);
+    self->lanes[i] = lane;
+    Py_RETURN_NONE;
+}
+
+/* release_all() -> [(conn_id, states), ...]: every lane handed back (idle sweep, eviction, end of input). */
+static PyObject *
+lanes_release_all(Lanes *self, PyObject *unused)
+{
+    PyObject *out = PyList_New(0);
+    if (out == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < self->size; i++) {
+        if (self->lanes[i] == NULL)
+            continue;
+        PyObject *state = release_lane(self, i);
+        if (state == NULL || PyList_Append(out, state) < 0) {
+            Py_XDECREF(state);
+            Py_DECREF(out);
+            return NULL;
+        }
+        Py_DECREF(state);
+    }
+    return out;
+}
+
+/* ---- one segment ------------------------------------------------------------------------- */
+
+typedef struct {
+    long long ts, payload_len, window;
+    unsigned long seq, ack, flags;
+    PyObject *payload; /* borrowed from the segment's attribute (held by the caller's reference) */
+} Segment;
+
+enum { TAKE = 0, RELEASE = 1, SWEEP = 2 };
+
+/* Whether the reference would take its hot path for this segment of ``lane`` sent in direction ``d``. */
+static int
+judge(const Lane *lane, int d, const Segment *s, int has_sweep, long long next_sweep)
+{
+    const Direction *me = &lane->dir[d], *peer = &lane->dir[d ^ 1];
+    if (has_sweep && s->ts >= next_sweep)
+        return SWEEP;
+    if (s->flags & (F_SYN | F_FIN | F_RST))
+        return RELEASE;
+    if (s->flags & F_ACK) { /* peer.acknowledge: only an ACK that proves no loss */
+        uint32_t gap = ((uint32_t)s->ack - peer->base - (uint32_t)peer->next_off) & SEQ_MASK;
+        if (gap != 0 && gap <= MAX_AHEAD && gap != 1)
+            return RELEASE;
+    }
+    if (s->payload_len != PyBytes_GET_SIZE(s->payload))
+        return RELEASE; /* link padding or a snap-length cut */
+    if (s->payload_len == 0)
+        return me->has_peer_window && me->peer_window == 0 ? RELEASE : TAKE; /* zero-window probing */
+    if (s->payload_len == 1)
+        return RELEASE;
+    return ((uint32_t)s->seq - me->base - (uint32_t)me->next_off) & SEQ_MASK ? RELEASE : TAKE;
+}
+
+/* The reference's effects of a taken segment, in its order; appends the sink's events to ``out``. */
+static int
+take(Lane *lane, int d, const Segment *s, PyObject *ts, PyObject *move_to_end, PyObject *out)
+{
+    Direction *me = &lane->dir[d], *peer = &lane->dir[d ^ 1];
+    if (PyObject_SetAttr(lane->conn, s_last_ts, ts) < 0)
+        return -1;
+    PyObject *moved = PyObject_CallOneArg(move_to_end, lane->conn_id);
+    if (moved == NULL)
+        return -1;
+    Py_DECREF(moved);
+    me->segments++;
+    if (s->flags & F_ACK) {
+        peer->has_peer_ack = peer->has_peer_window = 1;
+        peer->peer_ack = (uint32_t)s->ack;
+        peer->peer_window = s->window;
+    }
+    if (s->payload_len == 0) {
+        uint32_t sent = (me->base + (uint32_t)(me->high_off > me->next_off ? me->high_off : me->next_off)) & SEQ_MASK;
+        if ((uint32_t)s->seq == ((sent - 1) & SEQ_MASK))
+            me->keepalives++;
+        return 0;
+    }
+    long long off = me->next_off;
+    if (s->payload_len <= RECENT_CHUNK)
+        recent_push(me, off, s->payload);
+    me->bytes += s->payload_len;
+    me->next_off = me->high_off = off + s->payload_len;
+    if (lane->sink == Py_None)
+        return 0;
+    PyObject *direction = PyLong_FromLong(d), *offset = PyLong_FromLongLong(off), *events = NULL;
+    if (direction != NULL && offset != NULL) {
+        PyObject *call[4] = {direction, offset, s->payload, ts};
+        events = PyObject_Vectorcall(lane->sink, call, 4, NULL);
+    }
+    Py_XDECREF(direction);
+    Py_XDECREF(offset);
+    if (events == NULL)
+        return -1;
+    int rc = 0;
+    if (PyList_CheckExact(events)) {
+        if (PyList_GET_SIZE(events))
+            rc = PyList_SetSlice(out, PY_SSIZE_T_MAX, PY_SSIZE_T_MAX, events);
+    } else {
+        PyErr_SetString(PyExc_TypeError, "a RunSink's data() returns a list");
+        rc = -1;
+    }
+    Py_DECREF(events);
+    return rc;
+}
+
+static int
+read_segment(PyObject *obj, Segment *s, PyObject **ts)
+{
+    PyObject *v;
+#define READ(name, field, conv)                                                                                  \
+    if ((v = PyObject_GetAttr(obj, name)) == NULL)                                                               \
+        return -1;                                                                                               \
+    s->field = conv(v);                                                                                          \
+    Py_DECREF(v);
+    READ(s_seq, seq, PyLong_AsUnsignedLong)
+    READ(s_ack, ack, PyLong_AsUnsignedLong)
+    READ(s_flags, flags, PyLong_AsUnsignedLong)
+    READ(s_window, window, PyLong_AsLongLong)
+    READ(s_payload_len, payload_len, PyLong_AsLongLong)
+#undef READ
+    if (PyErr_Occurred())
+        return -1;
+    if ((*ts = PyObject_GetAttr(obj, s_ts_ns)) == NULL)
+        return -1;
+    s->ts = PyLong_AsLongLong(*ts);
+    if ((s->payload = PyObject_GetAttr(obj, s_payload)) == NULL)
+        return -1;
+    Py_DECREF(s->payload); /* the segment holds it */
+    if (!PyBytes_CheckExact(s->payload)) {
+        PyErr_SetString(PyExc_TypeError, "a segment's payload is bytes");
+        return -1;
+    }
+    return PyErr_Occurred() ? -1 : 0;
+}
+
+/* The lane entry (index * 2 + direction) of a segment's 4-tuple, or -1 (none), -2 (error). */
+static Py_ssize_t
+lookup(Lanes *self, PyObject *obj)
+{
+    PyObject *key = PyTuple_New(4);
+    if (key == NULL)
+        return -2;
+    PyObject *names[4] = {s_src_ip, s_src_port, s_dst_ip, s_dst_port};
+    for (int k = 0; k < 4; k++) {
+        PyObject *v = PyObject_GetAttr(obj, names[k]);
+        if (v == NULL) {
+            Py_DECREF(key);
+            return -2;
+        }
+        PyTuple_SET_ITEM(key, k, v);
+    }
+    PyObject *found = PyDict_GetItemWithError(self->flows, key);
+    Py_DECREF(key);
+    if (found == NULL)
+        return PyErr_Occurred() ? -2 : -1;
+    return PyLong_AsSsize_t(found);
+}
+
+/* run(segments, start, out, next_sweep, move_to_end) -> (index, released):
+ * takes segments from ``start`` until one it does not take (``index``, or len(segments));
+ * ``released`` is that segment's lane handed back, or None (no lane, or the sweep is due). */
+static PyObject *
+lanes_run(Lanes *self, PyObject *args)
+{
+    PyObject *segments, *out, *sweep, *move_to_end;
+    Py_ssize_t i, n;
+    long long next_sweep = 0;
+    if (!PyArg_ParseTuple(args, "O!nO!OO", &PyList_Type, &segments, &i, &PyList_Type, &out, &sweep, &move_to_end))
+        return NULL;
+    int has_sweep = sweep != Py_None;
+    if (has_sweep && (next_sweep = PyLong_AsLongLong(sweep)) == -1 && PyErr_Occurred())
+        return NULL;
+    n = PyList_GET_SIZE(segments);
+    if (i < 0)
+        i = 0;
+    for (; i < n; i++) {
+        PyObject *obj = PyList_GET_ITEM(segments, i), *ts = NULL;
+        Segment s;
+        Py_ssize_t where = lookup(self, obj);
+        if (where == -2)
+            return NULL;
+        if (where < 0 || where / 2 >= self->size || self->lanes[where / 2] == NULL)
+            break;
+        Lane *lane = self->lanes[where / 2];
+        int d = (int)(where % 2);
+        Py_INCREF(obj); /* the sink may drop the caller's list entries; keep the segment alive */
+        if (read_segment(obj, &s, &ts) < 0) {
+            Py_XDECREF(ts);
+            Py_DECREF(obj);
+            return NULL;
+        }
+        int verdict = judge(lane, d, &s, has_sweep, next_sweep);
+        if (verdict == RELEASE) {
+            Py_DECREF(ts);
+            Py_DECREF(obj);
+            PyObject *released = release_lane(self, where / 2);
+            return released ? Py_BuildValue("(nN)", i, released) : NULL;
+        }
+        if (verdict == SWEEP) {
+            Py_DECREF(ts);
+            Py_DECREF(obj);
+            break;
+        }
+        int rc = take(lane, d, &s, ts, move_to_end, out);
+        Py_DECREF(ts);
+        Py_DECREF(obj);
+        if (rc < 0)
+            return NULL;
+    }
+    return Py_BuildValue("(nO)", i, Py_None);
+}
+
+static Py_ssize_t
+lanes_len(Lanes *self)
+{
+    Py_ssize_t n = 0;
+    for (Py_ssize_t i = 0; i < self->size; i++)
+        n += self->lanes[i] != NULL;
+    return n;
+}
+
+/* ---- the type and the module ------------------------------------------------------------- */
+
+static PyObject *
+lanes_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    Lanes *self = (Lanes *)type->tp_alloc(type, 0);
+    if (self == NULL)
+        return NULL;
+    self->flows = PyDict_New();
+    if (self->flows == NULL) {
+        Py_DECREF(self);
+        return NULL;
+    }
+    return (PyObject *)self;
+}
+
+static void
+lanes_dealloc(Lanes *self)
+{
+    for (Py_ssize_t i = 0; i < self->size; i++)
+        if (self->lanes[i] != NULL)
+            lane_free(self->lanes[i]);
+    PyMem_Free(self->lanes);
+    Py_XDECREF(self->flows);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyMethodDef lanes_methods[] = {
+    {"adopt", (PyCFunction)lanes_adopt, METH_VARARGS,
+     "adopt(conn_id, conn, key0, key1, sink, state0, state1): a settled connection becomes a lane."},
+    {"run", (PyCFunction)lanes_run, METH_VARARGS,
+     "run(segments, start, out, next_sweep, move_to_end) -> (index, released or None)."},
+    {"release_all", (PyCFunction)lanes_release_all, METH_NOARGS, "Every lane handed back: [(conn_id, states)]."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PySequenceMethods lanes_as_sequence = {.sq_length = (lenfunc)lanes_len};
+
+static PyTypeObject LanesType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "kdissect.reassembly._native.Lanes",
+    .tp_basicsize = sizeof(Lanes),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Settled connections whose in-order segments are taken natively.",
+    .tp_new = lanes_new,
+    .tp_dealloc = (destructor)lanes_dealloc,
+    .tp_methods = lanes_methods,
+    .tp_as_sequence = &lanes_as_sequence,
+};
+
+static struct PyModuleDef module_def = {
+    PyModuleDef_HEAD_INIT, "kdissect.reassembly._native", "Native path of the reassembly stage.", -1, NULL,
+};
+
+PyMODINIT_FUNC
+PyInit__native(void)
+{
+    struct {
+        PyObject **slot;
+        const char *text;
+    } names[] = {{&s_ts_ns, "ts_ns"},     {&s_src_ip, "src_ip"},   {&s_src_port, "src_port"},
+                 {&s_dst_ip, "dst_ip"},   {&s_dst_port, "dst_port"}, {&s_seq, "seq"},
+                 {&s_ack, "ack"},         {&s_flags, "flags"},     {&s_window, "window"},
+                 {&s_payload, "payload"}, {&s_payload_len, "payload_len"}, {&s_last_ts, "last_ts"}};
+    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
+        if ((*names[k].slot = PyUnicode_InternFromString(names[k].text)) == NULL)
+            return NULL;
+    if (PyType_Ready(&LanesType) < 0)
+        return NULL;
+    PyObject *m = PyModule_Create(&module_def);
+    if (m == NULL)
+        return NULL;
+    if (PyModule_AddObjectRef(m, "Lanes", (PyObject *)&LanesType) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}
