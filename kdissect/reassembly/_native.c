@@ -323,14 +323,17 @@ take(Lane *lane, int d, const Segment *s, PyObject *ts, PyObject *move_to_end, P
     return rc;
 }
 
+/* Reads a segment's fields: 0, or 1 when one is not what the sources build (the reference takes it), -1 on error. */
 static int
 read_segment(PyObject *obj, Segment *s, PyObject **ts)
 {
     PyObject *v;
+    int unusual = 0;
 #define READ(name, field, conv)                                                                                  \
     if ((v = PyObject_GetAttr(obj, name)) == NULL)                                                               \
         return -1;                                                                                               \
-    s->field = conv(v);                                                                                          \
+    s->field = PyLong_CheckExact(v) ? conv(v) : 0;                                                               \
+    unusual |= !PyLong_CheckExact(v);                                                                            \
     Py_DECREF(v);
     READ(s_seq, seq, PyLong_AsUnsignedLong)
     READ(s_ack, ack, PyLong_AsUnsignedLong)
@@ -338,19 +341,19 @@ read_segment(PyObject *obj, Segment *s, PyObject **ts)
     READ(s_window, window, PyLong_AsLongLong)
     READ(s_payload_len, payload_len, PyLong_AsLongLong)
 #undef READ
-    if (PyErr_Occurred())
-        return -1;
     if ((*ts = PyObject_GetAttr(obj, s_ts_ns)) == NULL)
         return -1;
-    s->ts = PyLong_AsLongLong(*ts);
+    s->ts = PyLong_CheckExact(*ts) ? PyLong_AsLongLong(*ts) : 0;
+    unusual |= !PyLong_CheckExact(*ts);
     if ((s->payload = PyObject_GetAttr(obj, s_payload)) == NULL)
         return -1;
     Py_DECREF(s->payload); /* the segment holds it */
-    if (!PyBytes_CheckExact(s->payload)) {
-        PyErr_SetString(PyExc_TypeError, "a segment's payload is bytes");
-        return -1;
+    unusual |= !PyBytes_CheckExact(s->payload);
+    if (PyErr_Occurred()) { /* a number out of range */
+        PyErr_Clear();
+        unusual = 1;
     }
-    return PyErr_Occurred() ? -1 : 0;
+    return unusual || s->seq > SEQ_MASK || s->ack > SEQ_MASK;
 }
 
 /* The lane entry (index * 2 + direction) of a segment's 4-tuple, or -1 (none), -2 (error). */
@@ -404,12 +407,13 @@ lanes_run(Lanes *self, PyObject *args)
         Lane *lane = self->lanes[where / 2];
         int d = (int)(where % 2);
         Py_INCREF(obj); /* the sink may drop the caller's list entries; keep the segment alive */
-        if (read_segment(obj, &s, &ts) < 0) {
+        int unusual = read_segment(obj, &s, &ts);
+        if (unusual < 0) {
             Py_XDECREF(ts);
             Py_DECREF(obj);
             return NULL;
         }
-        int verdict = judge(lane, d, &s, has_sweep, next_sweep);
+        int verdict = unusual ? RELEASE : judge(lane, d, &s, has_sweep, next_sweep);
         if (verdict == RELEASE) {
             Py_DECREF(ts);
             Py_DECREF(obj);
