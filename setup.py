@@ -2,8 +2,8 @@
 
 One extension per stage with a native part, beside that stage's Python reference: the decoder
 (``decoders/_native.c``), the sources' record and header walk (``sources/_native.c``,
-``sources/_headers.c``) and reassembly's in-order lanes (``reassembly/_native.c``).
-``optional=True``: without a C compiler or Python headers the build of an extension is skipped
+``sources/_headers.c``) and the native lanes: in-order reassembly (``reassembly/_native.c``)
+with Kafka framing (``kafka/_framing.c``). ``optional=True``: without a C compiler or Python headers the build of an extension is skipped
 with a warning and kdissect runs on its Python path (``kdissect/native.py``).
 """
 
@@ -18,7 +18,8 @@ setup(
         ),
         Extension(
             "kdissect.reassembly._native",
-            ["kdissect/reassembly/_native.c"],
+            ["kdissect/reassembly/_native.c", "kdissect/kafka/_framing.c"],
+            depends=["kdissect/kafka/_framing.h"],
             optional=True,
         ),
         Extension(

@@ -30,6 +30,8 @@
 #include <Python.h>
 #include <stdint.h>
 
+#include "../kafka/_framing.h"
+
 #define SEQ_MASK 0xFFFFFFFFu
 #define MAX_AHEAD (1u << 30) /* halfstream.MAX_AHEAD */
 #define RECENT_CHUNKS 4      /* conflicts.RECENT_CHUNKS */
@@ -59,6 +61,13 @@ typedef struct {
     PyObject *sink;     /* the RunSink's bound data(), or None when the pipeline tracks no connection */
     PyObject *keys[2];  /* FlowKey of each direction */
     Direction dir[2];
+    /* Framing (kafka/_framing.c), when the connection's Kafka state let the lane take it over: the runs
+     * become frames here and go to the connection's frames() instead of data(). */
+    int framed, request_dir;
+    Framer framer[2];
+    PyObject *frames;     /* KafkaConnection.frames */
+    PyObject *summary;    /* its ConnectionSummary (last_ts) */
+    PyObject *frame_type; /* framing.Frame */
 } Lane;
 
 typedef struct {
@@ -79,6 +88,12 @@ lane_free(Lane *lane)
     Py_XDECREF(lane->sink);
     Py_XDECREF(lane->keys[0]);
     Py_XDECREF(lane->keys[1]);
+    Py_XDECREF(lane->frames);
+    Py_XDECREF(lane->summary);
+    Py_XDECREF(lane->frame_type);
+    if (lane->framed)
+        for (int d = 0; d < 2; d++)
+            framer_clear(&lane->framer[d]);
     for (int d = 0; d < 2; d++)
         for (int i = 0; i < lane->dir[d].recent_n; i++)
             Py_DECREF(lane->dir[d].recent_data[(lane->dir[d].recent_head + i) % RECENT_CHUNKS]);
@@ -131,15 +146,29 @@ direction_state(const Direction *dir)
 
 /* ---- the lane table ---------------------------------------------------------------------- */
 
-/* Forget lane ``i``; returns (conn_id, (state of direction 0, state of direction 1)). */
+/* Forget lane ``i``; returns (conn_id, (state of direction 0, state of direction 1), framing) with framing
+ * None or (framer state of direction 0, of direction 1). */
 static PyObject *
 release_lane(Lanes *self, Py_ssize_t i)
 {
     Lane *lane = self->lanes[i];
     PyObject *s0 = direction_state(&lane->dir[0]), *s1 = s0 ? direction_state(&lane->dir[1]) : NULL;
-    PyObject *result = s1 ? Py_BuildValue("(O(OO))", lane->conn_id, s0, s1) : NULL;
+    PyObject *framing = NULL, *result = NULL;
+    if (s1 != NULL) {
+        if (lane->framed) {
+            PyObject *f0 = framer_state(&lane->framer[0]), *f1 = f0 ? framer_state(&lane->framer[1]) : NULL;
+            framing = f1 ? Py_BuildValue("(OO)", f0, f1) : NULL;
+            Py_XDECREF(f0);
+            Py_XDECREF(f1);
+        } else {
+            framing = Py_NewRef(Py_None);
+        }
+    }
+    if (framing != NULL)
+        result = Py_BuildValue("(O(OO)O)", lane->conn_id, s0, s1, framing);
     Py_XDECREF(s0);
     Py_XDECREF(s1);
+    Py_XDECREF(framing);
     if (result == NULL)
         return NULL;
     for (int d = 0; d < 2; d++)
@@ -168,20 +197,45 @@ read_direction(PyObject *state, Direction *dir)
     return PyErr_Occurred() ? -1 : 0;
 }
 
-/* adopt(conn_id, conn, key0, key1, sink, state0, state1): the connection's directions become a lane. */
+/* framing: (frames, summary, frame_type, request_dir, min_frame, max_frame, (frame_at, sane), (frame_at, sane)) */
+static int
+read_framing(PyObject *framing, Lane *lane)
+{
+    PyObject *frames, *summary, *frame_type, *sane[2];
+    long long frame_at[2], max_frame;
+    int request_dir, min_frame;
+    if (!PyArg_ParseTuple(framing, "OOOiiL(LO)(LO)", &frames, &summary, &frame_type, &request_dir, &min_frame,
+                          &max_frame, &frame_at[0], &sane[0], &frame_at[1], &sane[1]))
+        return -1;
+    if (request_dir < 0 || request_dir > 1 || min_frame < 0) {
+        PyErr_SetString(PyExc_ValueError, "bad request direction or frame bound");
+        return -1;
+    }
+    for (int d = 0; d < 2; d++)
+        framer_init(&lane->framer[d], frame_at[d], min_frame, max_frame, sane[d]);
+    lane->framed = 1;
+    lane->request_dir = request_dir;
+    lane->frames = Py_NewRef(frames);
+    lane->summary = Py_NewRef(summary);
+    lane->frame_type = Py_NewRef(frame_type);
+    return 0;
+}
+
+/* adopt(conn_id, conn, key0, key1, sink, state0, state1, framing or None): the connection becomes a lane. */
 static PyObject *
 lanes_adopt(Lanes *self, PyObject *args)
 {
-    PyObject *conn_id, *conn, *keys[2], *sink, *states[2];
+    PyObject *conn_id, *conn, *keys[2], *sink, *states[2], *framing;
     Py_ssize_t i;
-    if (!PyArg_ParseTuple(args, "OOO!O!OO!O!", &conn_id, &conn, &PyTuple_Type, &keys[0], &PyTuple_Type, &keys[1],
-                          &sink, &PyTuple_Type, &states[0], &PyTuple_Type, &states[1]))
+    if (!PyArg_ParseTuple(args, "OOO!O!OO!O!O", &conn_id, &conn, &PyTuple_Type, &keys[0], &PyTuple_Type, &keys[1],
+                          &sink, &PyTuple_Type, &states[0], &PyTuple_Type, &states[1], &framing))
         return NULL;
     Lane *lane = PyMem_Calloc(1, sizeof(Lane));
     if (lane == NULL)
         return PyErr_NoMemory();
-    if (read_direction(states[0], &lane->dir[0]) < 0 || read_direction(states[1], &lane->dir[1]) < 0) {
-        PyMem_Free(lane);
+    if (read_direction(states[0], &lane->dir[0]) < 0 || read_direction(states[1], &lane->dir[1]) < 0
+        || (framing != Py_None && read_framing(framing, lane) < 0)) {
+        lane_free(lane);
         return NULL;
     }
     for (i = 0; i < self->size && self->lanes[i] != NULL; i++)
@@ -190,7 +244,7 @@ lanes_adopt(Lanes *self, PyObject *args)
         Py_ssize_t size = self->size ? self->size * 2 : 64;
         Lane **grown = PyMem_Realloc(self->lanes, (size_t)size * sizeof(Lane *));
         if (grown == NULL) {
-            PyMem_Free(lane);
+            lane_free(lane);
             return PyErr_NoMemory();
         }
         for (Py_ssize_t k = self->size; k < size; k++)
@@ -204,7 +258,7 @@ lanes_adopt(Lanes *self, PyObject *args)
             Py_XDECREF(where);
             if (d == 1)
                 PyDict_DelItem(self->flows, keys[0]);
-            PyMem_Free(lane);
+            lane_free(lane);
             return NULL;
         }
         Py_DECREF(where);
@@ -247,11 +301,12 @@ typedef struct {
     PyObject *payload; /* borrowed from the segment's attribute (held by the caller's reference) */
 } Segment;
 
-enum { TAKE = 0, RELEASE = 1, SWEEP = 2 };
+enum { TAKE = 0, RELEASE = 1, SWEEP = 2, FAILED = -1 };
 
-/* Whether the reference would take its hot path for this segment of ``lane`` sent in direction ``d``. */
+/* Whether the reference would take its hot path for this segment of ``lane`` sent in direction ``d``
+ * (and, on a framed lane, keep both directions in sync with no event but frames). */
 static int
-judge(const Lane *lane, int d, const Segment *s, int has_sweep, long long next_sweep)
+judge(Lane *lane, int d, const Segment *s, int has_sweep, long long next_sweep)
 {
     const Direction *me = &lane->dir[d], *peer = &lane->dir[d ^ 1];
     if (has_sweep && s->ts >= next_sweep)
@@ -269,10 +324,63 @@ judge(const Lane *lane, int d, const Segment *s, int has_sweep, long long next_s
         return me->has_peer_window && me->peer_window == 0 ? RELEASE : TAKE; /* zero-window probing */
     if (s->payload_len == 1)
         return RELEASE;
-    return ((uint32_t)s->seq - me->base - (uint32_t)me->next_off) & SEQ_MASK ? RELEASE : TAKE;
+    if (((uint32_t)s->seq - me->base - (uint32_t)me->next_off) & SEQ_MASK)
+        return RELEASE;
+    if (!lane->framed)
+        return TAKE;
+    Py_ssize_t frames;
+    int ok = framer_check(&lane->framer[d], (const unsigned char *)PyBytes_AS_STRING(s->payload),
+                          PyBytes_GET_SIZE(s->payload), &frames);
+    if (ok < 0)
+        return FAILED;
+    /* A response whose request is not pending makes the session doubt the request direction's
+     * unfinished frame: only the Python splitter can, so it must hold that frame. */
+    if (!ok || (frames && d != lane->request_dir && framer_pending(&lane->framer[lane->request_dir])))
+        return RELEASE;
+    return TAKE;
 }
 
-/* The reference's effects of a taken segment, in its order; appends the sink's events to ``out``. */
+/* summary.last_ts = max(summary.last_ts, ts), as KafkaConnection.data does first. */
+static int
+touch_summary(PyObject *summary, PyObject *ts)
+{
+    PyObject *last = PyObject_GetAttr(summary, s_last_ts);
+    if (last == NULL)
+        return -1;
+    int later = PyObject_RichCompareBool(ts, last, Py_GT);
+    Py_DECREF(last);
+    return later <= 0 ? later : PyObject_SetAttr(summary, s_last_ts, ts);
+}
+
+/* The connection's frames(direction, frames) -> (events, settled): events appended to ``out``;
+ * returns 1 when the connection left what a lane may frame, 0 if not, -1 on error. */
+static int
+deliver_frames(Lane *lane, int d, PyObject *frames, PyObject *out)
+{
+    PyObject *direction = PyLong_FromLong(d), *result = NULL;
+    if (direction != NULL) {
+        PyObject *call[2] = {direction, frames};
+        result = PyObject_Vectorcall(lane->frames, call, 2, NULL);
+        Py_DECREF(direction);
+    }
+    if (result == NULL)
+        return -1;
+    PyObject *events, *settled;
+    if (!PyTuple_CheckExact(result) || PyTuple_GET_SIZE(result) != 2
+        || !PyList_CheckExact(events = PyTuple_GET_ITEM(result, 0))) {
+        Py_DECREF(result);
+        PyErr_SetString(PyExc_TypeError, "frames() returns (events, settled)");
+        return -1;
+    }
+    settled = PyTuple_GET_ITEM(result, 1);
+    int rc = PyList_GET_SIZE(events) ? PyList_SetSlice(out, PY_SSIZE_T_MAX, PY_SSIZE_T_MAX, events) : 0;
+    int left = rc < 0 ? -1 : !PyObject_IsTrue(settled);
+    Py_DECREF(result);
+    return left;
+}
+
+/* The reference's effects of a taken segment, in its order; appends the sink's events to ``out``.
+ * Returns 0, 1 when the lane must be handed back after it (its connection left the common case), -1. */
 static int
 take(Lane *lane, int d, const Segment *s, PyObject *ts, PyObject *move_to_end, PyObject *out)
 {
@@ -302,6 +410,18 @@ take(Lane *lane, int d, const Segment *s, PyObject *ts, PyObject *move_to_end, P
     me->next_off = me->high_off = off + s->payload_len;
     if (lane->sink == Py_None)
         return 0;
+    if (lane->framed) {
+        if (touch_summary(lane->summary, ts) < 0)
+            return -1;
+        PyObject *frames = PyList_New(0);
+        if (frames == NULL)
+            return -1;
+        int rc = framer_take(&lane->framer[d], s->payload, off, ts, lane->frame_type, frames);
+        if (rc == 0 && PyList_GET_SIZE(frames))
+            rc = deliver_frames(lane, d, frames, out);
+        Py_DECREF(frames);
+        return rc;
+    }
     PyObject *direction = PyLong_FromLong(d), *offset = PyLong_FromLongLong(off), *events = NULL;
     if (direction != NULL && offset != NULL) {
         PyObject *call[4] = {direction, offset, s->payload, ts};
@@ -379,9 +499,12 @@ lookup(Lanes *self, PyObject *obj)
     return PyLong_AsSsize_t(found);
 }
 
-/* run(segments, start, out, next_sweep, move_to_end) -> (index, released):
- * takes segments from ``start`` until one it does not take (``index``, or len(segments));
- * ``released`` is that segment's lane handed back, or None (no lane, or the sweep is due). */
+/* run(segments, start, out, next_sweep, move_to_end) -> (index, released, before):
+ * takes segments from ``start`` until one it does not take, or until a taken one made its connection
+ * leave the common case. With ``before`` True, ``index`` is the segment not taken (len(segments) when
+ * all were) and ``released`` its lane, handed back, or None (no lane, or the sweep is due); with
+ * ``before`` False, the segments before ``index`` were taken and ``released`` is the lane the last one
+ * left, handed back after it. */
 static PyObject *
 lanes_run(Lanes *self, PyObject *args)
 {
@@ -408,30 +531,22 @@ lanes_run(Lanes *self, PyObject *args)
         int d = (int)(where % 2);
         Py_INCREF(obj); /* the sink may drop the caller's list entries; keep the segment alive */
         int unusual = read_segment(obj, &s, &ts);
-        if (unusual < 0) {
-            Py_XDECREF(ts);
-            Py_DECREF(obj);
-            return NULL;
-        }
-        int verdict = unusual ? RELEASE : judge(lane, d, &s, has_sweep, next_sweep);
-        if (verdict == RELEASE) {
-            Py_DECREF(ts);
-            Py_DECREF(obj);
-            PyObject *released = release_lane(self, where / 2);
-            return released ? Py_BuildValue("(nN)", i, released) : NULL;
-        }
-        if (verdict == SWEEP) {
-            Py_DECREF(ts);
-            Py_DECREF(obj);
-            break;
-        }
-        int rc = take(lane, d, &s, ts, move_to_end, out);
-        Py_DECREF(ts);
+        int verdict = unusual < 0 ? FAILED : unusual ? RELEASE : judge(lane, d, &s, has_sweep, next_sweep);
+        int rc = verdict == TAKE ? take(lane, d, &s, ts, move_to_end, out) : 0;
+        Py_XDECREF(ts);
         Py_DECREF(obj);
-        if (rc < 0)
+        if (verdict == FAILED || rc < 0)
             return NULL;
+        if (verdict == SWEEP)
+            break;
+        if (verdict == RELEASE || rc == 1) {
+            PyObject *released = release_lane(self, where / 2);
+            int before = verdict == RELEASE;
+            return released ? Py_BuildValue("(nNO)", before ? i : i + 1, released, before ? Py_True : Py_False)
+                            : NULL;
+        }
     }
-    return Py_BuildValue("(nO)", i, Py_None);
+    return Py_BuildValue("(nOO)", i, Py_None, Py_True);
 }
 
 static Py_ssize_t

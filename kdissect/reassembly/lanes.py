@@ -45,7 +45,7 @@ class NativeLanes:
         assert _native is not None
         self._lanes = _native.Lanes()
         self._reassembler = reassembler
-        self._owned: dict[int, _Connection] = {}
+        self._owned: dict[int, tuple[_Connection, Any]] = {}  # conn_id -> (connection, its RunSink or None)
 
     @staticmethod
     def available() -> bool:
@@ -59,18 +59,24 @@ class NativeLanes:
         the index of the first one not taken (``len(segments)`` when all were), whose lane (if it had
         one) is already handed back, so the reference can take it."""
         r = self._reassembler
-        index, released = self._lanes.run(segments, start, out, r._next_sweep if r._idle_ns is not None else None,
-                                          r._active.move_to_end)  # fmt: skip
-        if released is not None:
-            self._hand_back(*released)
-        elif index < len(segments) and self._owned and (
+        while True:
+            index, released, before = self._lanes.run(
+                segments, start, out, r._next_sweep if r._idle_ns is not None else None, r._active.move_to_end)
+            if released is not None:
+                self._hand_back(*released)
+            if before:
+                break
+            start = index  # the lane was handed back after the segment before: go on with the rest
+        if released is None and index < len(segments) and self._owned and (
                 r.open_connections >= r._max_connections
                 or (r._idle_ns is not None and segments[index].ts_ns >= r._next_sweep)):
             self.release_all()  # the segment may evict, or the sweep end, any connection
         return index
 
     def offer(self, seg: TcpSegment, connections: dict[int, Any]) -> None:
-        """After the reference took ``seg``: its connection becomes a lane if it is in the common case."""
+        """After the reference took ``seg``: its connection becomes a lane if it is in the common case.
+        A sink that can have its framing done by the lane says so (``lane_framing``: the Kafka
+        connection, ``kafka/session.py``); the lane then hands it frames instead of bytes."""
         found = self._reassembler._flows.get((seg.src_ip, seg.src_port, seg.dst_ip, seg.dst_port))
         if found is None:
             return
@@ -85,18 +91,22 @@ class NativeLanes:
         sink = connections.get(conn.conn_id)
         if isinstance(sink, StreamStart):
             return  # its state is built at its first bytes, by the reference
-        self._lanes.adopt(conn.conn_id, conn, *conn.keys, None if sink is None else sink.data, *states)
-        self._owned[conn.conn_id] = conn
+        framing_of = getattr(sink, "lane_framing", None)
+        framing = framing_of((states[0][1], states[1][1])) if framing_of is not None else None
+        self._lanes.adopt(conn.conn_id, conn, *conn.keys, None if sink is None else sink.data, *states, framing)
+        self._owned[conn.conn_id] = (conn, sink)
 
     def release_all(self) -> None:
-        for conn_id, states in self._lanes.release_all():
-            self._hand_back(conn_id, states)
+        for released in self._lanes.release_all():
+            self._hand_back(*released)
 
-    def _hand_back(self, conn_id: int, states: tuple[_State, _State]) -> None:
-        conn = self._owned.pop(conn_id)
+    def _hand_back(self, conn_id: int, states: tuple[_State, _State], framing: tuple | None) -> None:
+        conn, sink = self._owned.pop(conn_id)
         for half, state in zip(conn.halves, states, strict=True):
             half.next_off, half.high_off, half.peer_ack, half.peer_window, segments, nbytes, keepalives, recent = state
             half.stats.segments += segments
             half.stats.bytes += nbytes
             half.stats.keepalives += keepalives
             half._recent.extend(recent)
+        if framing is not None:
+            sink.release_framing(framing)

@@ -157,10 +157,10 @@ def test_a_broken_hand_back_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
     segments = _connection(0, 6, 200, close=True)
     hand_back = NativeLanes._hand_back
 
-    def off_by_one(self: NativeLanes, conn_id: int, states: tuple) -> None:
+    def off_by_one(self: NativeLanes, conn_id: int, states: tuple, framing: tuple | None) -> None:
         state = list(states[0])
         state[4] += 1  # one segment too many counted in direction 0
-        hand_back(self, conn_id, (tuple(state), states[1]))
+        hand_back(self, conn_id, (tuple(state), states[1]), framing)
 
     monkeypatch.setattr(NativeLanes, "_hand_back", off_by_one)
     assert _events(segments, Options(), [64]) != _events(segments, Options(), None)
