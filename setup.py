@@ -3,8 +3,9 @@
 One extension per stage with a native part, beside that stage's Python reference: the decoder
 (``decoders/_native.c``), the sources' record and header walk (``sources/_native.c``,
 ``sources/_headers.c``) and the native lanes: in-order reassembly (``reassembly/_native.c``)
-with Kafka framing (``kafka/_framing.c``). ``optional=True``: without a C compiler or Python headers the build of an extension is skipped
-with a warning and kdissect runs on its Python path (``kdissect/native.py``).
+with Kafka framing (``kafka/_framing.c``). ``optional=True``: without a C compiler or Python
+headers the build of an extension is skipped with a warning and kdissect runs on its Python
+path (``kdissect/native.py``).
 """
 
 from setuptools import Extension, setup

@@ -18,6 +18,7 @@ from kdissect.options import Options
 from kdissect.reassembly.lanes import NativeLanes
 from kdissect.sources.segment import ACK, RST, TcpSegment
 from kdissect.testing.conversation import tcp_conversation
+from kdissect.testing.encoder import encode_request, encode_response
 from kdissect.testing.kafka_frames import metadata_request, metadata_response, produce_request, produce_response
 
 pytestmark = pytest.mark.skipif(not NativeLanes.available(), reason="the native path is not built")
@@ -124,6 +125,55 @@ def test_each_damage_at_each_place(kind: str) -> None:
             segments = list(clean)
             damage(segments, i, kind, amount)
             _same(segments, Options(), [7])
+
+
+def _frames(kind: str, cid: int) -> list[tuple[int, bytes]]:
+    """The frames (direction, bytes) of one exchange of ``kind``: common ones, and the ones that take a
+    connection out of the common case at the Kafka layer."""
+    if kind == "metadata":
+        return [(0, metadata_request(cid)), (1, metadata_response(cid))]
+    if kind == "produce":
+        return [(0, produce_request(cid, records=b"r" * (cid * 37 % 900))), (1, produce_response(cid))]
+    if kind == "big_answer":  # over 64 KiB: the response's head is vetted by the pairer
+        return [(0, metadata_request(cid)), (1, metadata_response(cid, topics=[f"t{i:05}" * 40 for i in range(300)]))]
+    if kind == "undecodable":  # a request head Kafka could send, a body that does not decode
+        return [(0, metadata_request(cid)[:12] + b"\xff" * 30)]
+    if kind == "orphan":  # an answer to no request seen
+        return [(1, metadata_response(cid + 1000))]
+    if kind == "bad_size":  # a size field no frame has: the direction hunts
+        return [(0, b"\x7f\xff\xff\xff" + b"\0" * 8)]
+    if kind == "insane":  # a size that fits, a head no request has: the direction hunts
+        return [(0, b"\0\0\0\x14\x7f\x7f" + b"\0" * 18)]
+    if kind == "sasl_v0":  # SaslHandshake v0, then bare tokens
+        return [(0, encode_request(17, 0, {"mechanism": "PLAIN"}, correlation_id=cid)),
+                (1, encode_response(17, 0, {"error_code": 0, "mechanisms": ["PLAIN"]}, correlation_id=cid)),
+                (0, len(b"\0u\0p").to_bytes(4, "big") + b"\0u\0p"), (1, b"\0\0\0\0")]
+    raise AssertionError(kind)
+
+
+EXCHANGES = ("metadata", "produce", "big_answer", "undecodable", "orphan", "bad_size", "insane", "sasl_v0")
+
+
+@st.composite
+def kafka_streams(draw) -> list[TcpSegment]:
+    """One Kafka connection whose byte streams are cut anywhere: frames split over segments, several in one."""
+    kinds = ["metadata", "metadata", *draw(st.lists(st.sampled_from(EXCHANGES), min_size=1, max_size=12))]
+    frames = [f for cid, kind in enumerate(kinds) for f in _frames(kind, cid)]
+    pending, messages = [b"", b""], []
+    for n, (direction, frame) in enumerate(frames):
+        pending[direction] += frame
+        # mostly what is pending (whole frames: how lanes start), else anywhere in it
+        cut = draw(st.one_of(st.just(len(pending[direction])), st.integers(0, len(pending[direction]))))
+        messages.append((direction, pending[direction][:cut], n * MS))
+        pending[direction] = pending[direction][cut:]
+    messages += [(d, pending[d], (len(frames) + d) * MS) for d in (0, 1) if pending[d]]
+    return tcp_conversation(messages, mss=draw(st.sampled_from([1448, 65483])))
+
+
+@settings(max_examples=300, deadline=None)
+@given(kafka_streams(), st.lists(st.integers(1, 40), min_size=1, max_size=4))
+def test_framing_lanes_give_the_reference_events(segments: list[TcpSegment], batches: list[int]) -> None:
+    _same(segments, Options(), batches)
 
 
 options_strategy = st.builds(
