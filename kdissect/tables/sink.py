@@ -193,8 +193,11 @@ class TableSink:
         a transaction is open only at ``OPEN_TXN_HOLD`` times that, so its abort can still mark them)."""
         assert self.spill is not None
         big, limit = self._payload_held >= self.options.spill_bytes, self.options.spill_rows
+        tables = self.rows
         for name in SPILLABLE:
-            rows = len(self.rows[name])
+            rows = tables[name].length  # (an attribute, not len(): this runs once per event for every table)
+            if rows < limit and not (big and rows and name == "records"):
+                continue
             hold = name == "records" and self.transactions.open and rows < OPEN_TXN_HOLD * limit
             if (rows >= limit and not hold) or (big and name == "records" and rows):
                 self.spill(name, self.take(name))
