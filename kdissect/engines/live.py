@@ -27,7 +27,7 @@ from typing import Any, Protocol
 from kdissect.analysis.rolling import RollingFigures
 from kdissect.engines import NothingReadable, RequestError
 from kdissect.engines.live_exchanges import ExchangeReader
-from kdissect.engines.local import feed_item, tune_gc
+from kdissect.engines.local import feed_item, feed_items, tune_gc
 from kdissect.engines.run import LiveOutcome, RunResult, RunStats, TableRun
 from kdissect.events import Anomaly, ConnectionSummary, Exchange, KafkaEvent
 from kdissect.kafka.pipeline import KafkaPipeline
@@ -227,8 +227,7 @@ class LiveRun:
                 decode(record, segments)
             else:
                 segments.append(record)
-        for item in segments:
-            self.events(feed_item(self.pipeline, item))
+        self.events(list(feed_items(self.pipeline, segments, self.pipeline.source)))
         if self.metrics is not None and records:
             self.metrics.packets.inc(sum(1 for r in records if type(r) is CaptureRecord))
             self.metrics.bytes.inc(sum(len(r.data) for r in records if type(r) is CaptureRecord))

@@ -135,8 +135,9 @@ def _time_of(item: SourceEvent) -> int | None:
     return None if type(item) is DecryptionSecrets else item.ts_ns  # a secrets block has no time
 
 
-def _feed(pipeline: KafkaPipeline, items: Iterable[SourceEvent], source: str | None) -> Iterator[KafkaEvent]:
-    """Segments go to the core in batches (``KafkaPipeline.feed_many``); the events keep their order."""
+def feed_items(pipeline: KafkaPipeline, items: Iterable[SourceEvent], source: str | None) -> Iterator[KafkaEvent]:
+    """Source events into the core, in order (anomalies of ``source``): segments go in batches
+    (``KafkaPipeline.feed_many``, which the native lanes take in one call each); the events keep their order."""
     batch: list[TcpSegment] = []
     for item in items:
         if type(item) is TcpSegment:
@@ -175,7 +176,7 @@ def events_from(
     ``opened`` receives each connection's id and that name (a sink's ``connection_sources``)."""
     pipeline = KafkaPipeline(options, opened=opened)
     pipeline.source = source
-    yield from _feed(pipeline, items, source)
+    yield from feed_items(pipeline, items, source)
     yield from _finish(pipeline, stats)
 
 
@@ -199,7 +200,7 @@ def events(
     inputs = [(first, partial(_read_file, name, options, stats, progress)) for name, first in ordered]
     if len(inputs) == 1:  # the usual run: nothing to merge (merging costs a step per packet)
         pipeline.source = names[0]
-        yield from _feed(pipeline, inputs[0][1](), names[0])
+        yield from feed_items(pipeline, inputs[0][1](), names[0])
     else:
         for i, item in merge_by_time(inputs, _time_of):
             pipeline.source = names[i]
