@@ -145,7 +145,12 @@ class KafkaConnection:
         ``summary.last_ts``): what :meth:`data` does with the frames its splitter cuts. Also says whether
         the connection is still one a lane may frame (:meth:`framing_settled`)."""
         self.splitters[direction].frames += len(frames)
-        return self._emit(self._handle_framing(direction, frames)), self.framing_settled()
+        # _handle_framing then _frame would do just this: a lane frames a connection only once it is
+        # proven Kafka, roles known, no mid-stream start pending, and no frame brings any of that back.
+        events: list[KafkaEvent] = []
+        for frame in frames:
+            events.extend(self._decoded(direction, frame))
+        return self._emit(events), self.framing_settled()
 
     def framing_settled(self) -> bool:
         """Whether a native lane may frame this connection: Kafka proven, roles known, no mid-stream

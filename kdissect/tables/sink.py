@@ -155,6 +155,7 @@ class TableSink:
     def __init__(self, tables: Iterable[str] | None = None, options: Options | None = None,
                  spill: Spill | None = None, resolve_topics: bool = True, record_anomalies: bool = True) -> None:
         self.wanted = set(tables) if tables is not None else set(TABLES)
+        self._lean = not self.wanted & {"partitions", "records", "batches", "brokers"}  # no table walks requests
         options = options or Options()
         if options.limits.run is None:  # one decompression budget for the whole run
             options = replace(options, limits=replace(options.limits, run=RunMeter(options.decompressed_run)))
@@ -236,7 +237,7 @@ class TableSink:
         first = req or resp
         assert first is not None
         # Only the exchanges table: requests need no walk, responses only down to their errors.
-        lean = not self.wanted & {"partitions", "records", "batches", "brokers"}
+        lean = self._lean
         req_entries = _entries(req) if not lean or self._records_in(req) else []
         resp_records = self._records_in(resp)
         resp_entries = (_entries(resp, errors_only=lean and not resp_records)
