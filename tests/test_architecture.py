@@ -24,7 +24,7 @@ ALLOWED: dict[str, set[str]] = {
     "decoders": {"native"},
     "options": {"decoders", "sources", "tls"},  # sources: the defrag/gunzip bounds' defaults; tls: the KeyLog type
     "sources": {"native"},
-    "reassembly": {"sources"},
+    "reassembly": {"sources", "native"},
     "events": {"reassembly"},
     "tls": {"events", "reassembly"},  # between reassembly and kafka: byte runs in, decrypted runs out
     "kafka": {"decoders", "options", "events", "reassembly", "sources", "tls"},  # the pipeline wraps TLS connections
