@@ -214,3 +214,16 @@ def test_a_broken_hand_back_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(NativeLanes, "_hand_back", off_by_one)
     assert _events(segments, Options(), [64]) != _events(segments, Options(), None)
+
+
+@settings(max_examples=200, deadline=None)
+@given(kafka_streams(), st.lists(st.tuples(st.integers(0, 10**6), st.sampled_from(KINDS), st.integers(0, 9)),
+                                 max_size=5), options_strategy, st.lists(st.integers(1, 40), min_size=1, max_size=4))
+def test_damaged_framing_lanes_give_the_reference_events(segments: list[TcpSegment],
+                                                         damages: list[tuple[int, str, int]], options: Options,
+                                                         batches: list[int]) -> None:
+    """Both at once: TCP damage in Kafka streams cut anywhere, while lanes frame them."""
+    for where, kind, amount in damages:
+        if segments:
+            damage(segments, where % len(segments), kind, amount)
+    _same(segments, options, batches)
