@@ -1,8 +1,8 @@
 """The live engine: a capture device (libpcap) or a growing capture stream -> the core -> figures,
 tables, metrics and a raw copy, until Ctrl-C, SIGTERM, ``--duration`` or the end of the input.
 
-The only module that opens a capture device. It feeds the same core as the local engine, one
-record at a time: :class:`~kdissect.sources.packets.PacketDecoder` ->
+The only module that opens a capture device. It feeds the same core as the local engine, a poll's
+records at a time: :class:`~kdissect.sources.packets.PacketDecoder` (native for runs of common records) ->
 :class:`~kdissect.kafka.pipeline.KafkaPipeline` -> :class:`~kdissect.tables.sink.TableSink` and
 :class:`~kdissect.analysis.rolling.RollingFigures`. Memory stays bounded on a run of days:
 connections silent for ``options.idle_ns`` of capture time end (open requests become
@@ -215,14 +215,12 @@ class LiveRun:
 
     def feed(self, records: list[RecordEvent]) -> None:
         segments: list = []
-        decode, recorder = self.packets.decode, self.recorder
-        for record in records:
-            if type(record) is CaptureRecord:
-                if recorder is not None:
+        recorder = self.recorder
+        if recorder is not None:
+            for record in records:
+                if type(record) is CaptureRecord:
                     recorder.write(record)
-                decode(record, segments)
-            else:
-                segments.append(record)
+        self.packets.decode_all(records, segments)  # runs of common records in one native call
         for item in segments:
             self.events(feed_item(self.pipeline, item))
         if self.metrics is not None and records:

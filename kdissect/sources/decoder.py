@@ -18,7 +18,7 @@ from kdissect.sources.shapes import CaptureRecord, DecryptionSecrets, RecordEven
 class CaptureDecoder:
     """Feed pcap/pcapng bytes in any chunking; get events in stream order (with ``records``, each
     ``CaptureRecord`` too, before the events decoded from it). Unless ``records`` is asked for,
-    common classic pcap records take the native path when it is built (``native_records``).
+    common pcap records and pcapng packet blocks take the native path when it is built (``native_records``).
 
     Raises ``CaptureFormatError`` only when the stream is not a capture at all.
     """

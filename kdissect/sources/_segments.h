@@ -1,0 +1,31 @@
+/* One common-case frame -> one TcpSegment object appended to a list: what every native record walk
+ * (_native.c: classic pcap, _pcapng.c: pcapng blocks, _batch.c: a live engine's CaptureRecords) ends in.
+ * See _segments.c for the rules. */
+#ifndef KDISSECT_SOURCES_SEGMENTS_H
+#define KDISSECT_SOURCES_SEGMENTS_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include "_headers.h"
+
+/* Where one walk's segments go, and what it counted. */
+typedef struct {
+    PyObject *segment_type; /* kdissect.sources.segment.TcpSegment */
+    PyObject *out;          /* a list */
+    Py_ssize_t records;     /* records turned into segments */
+    long long captured;     /* their captured bytes */
+} Emitter;
+
+enum { EMIT_ERROR = -1 }; /* a Python exception is set */
+
+/* SEG_OK (a segment appended, counted), a SEG_DEFER_* value (nothing appended: the frame is the
+ * Python path's), or EMIT_ERROR. */
+int emit_segment(Emitter *em, long long ts_ns, int link_type, const unsigned char *frame, size_t captured,
+                 long long wire_len);
+
+/* The walks, each in its own file; the module (_native.c) lists them. */
+PyObject *pcapng_segments(PyObject *module, PyObject *args);
+PyObject *record_segments(PyObject *module, PyObject *args);
+
+#endif
