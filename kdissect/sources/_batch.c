@@ -70,7 +70,7 @@ record_segments(PyObject *module, PyObject *args)
             break;
         }
         rc = emit_segment(&em, ts_ns, (int)link, (const unsigned char *)PyBytes_AS_STRING(data),
-                          (size_t)PyBytes_GET_SIZE(data), orig);
+                          (size_t)PyBytes_GET_SIZE(data), orig, 0, 0);
         Py_DECREF(data);
         if (rc == EMIT_ERROR)
             return NULL;

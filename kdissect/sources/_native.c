@@ -29,20 +29,23 @@ u32(const unsigned char *s, int big_endian)
 
 enum { STOP_MORE = 0 }; /* needs more bytes (or the buffer ended); else a SEG_DEFER_* value */
 
-/* pcap_segments(buf, pos, big_endian, ns_per_unit, rec_len, max_caplen, link_type, segment_type, out)
- * -> (pos, records, captured_bytes, last_sec, stop): segments appended to out. */
+/* pcap_segments(buf, pos, big_endian, ns_per_unit, rec_len, max_caplen, link_type, segment_type, out,
+ *               base, record_type) -> (pos, records, captured_bytes, last_sec, stop): segments appended to
+ * out ((record, segment) pairs with a record_type; base is the stream offset of buf[0]). */
 static PyObject *
 pcap_segments(PyObject *module, PyObject *args)
 {
     Py_buffer view;
     Py_ssize_t pos;
     int big_endian, rec_len, link_type, stop = STOP_MORE;
-    long long ns_per_unit, max_caplen, last_sec = -1;
+    long long ns_per_unit, max_caplen, last_sec = -1, base;
     Emitter em = {0};
-    PyObject *result = NULL;
-    if (!PyArg_ParseTuple(args, "y*npLiLiOO!", &view, &pos, &big_endian, &ns_per_unit, &rec_len, &max_caplen,
-                          &link_type, &em.segment_type, &PyList_Type, &em.out))
+    PyObject *result = NULL, *record_type;
+    if (!PyArg_ParseTuple(args, "y*npLiLiOO!LO", &view, &pos, &big_endian, &ns_per_unit, &rec_len, &max_caplen,
+                          &link_type, &em.segment_type, &PyList_Type, &em.out, &base, &record_type))
         return NULL;
+    if (set_record_type(&em, record_type) < 0)
+        goto done;
     const unsigned char *b = view.buf;
     Py_ssize_t n = view.len;
     if (pos < 0 || rec_len < 16) {
@@ -60,7 +63,7 @@ pcap_segments(PyObject *module, PyObject *args)
         if (n - pos - rec_len < (Py_ssize_t)incl)
             break;
         int rc = emit_segment(&em, (long long)sec * 1000000000LL + (long long)frac * ns_per_unit, link_type,
-                              h + rec_len, incl, (long long)orig);
+                              h + rec_len, incl, (long long)orig, base + pos, 0);
         if (rc == EMIT_ERROR)
             goto done;
         if (rc != SEG_OK) {

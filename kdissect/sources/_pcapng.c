@@ -93,21 +93,24 @@ timestamp(const Interface *f, unsigned long long units, long long *ts_ns)
 
 enum { STOP_MORE = 0 };
 
-/* pcapng_segments(buf, pos, big_endian, interfaces, max_block_len, last_ts, segment_type, out)
- * -> (pos, records, captured_bytes, last_ts, stop): segments appended to out. */
+/* pcapng_segments(buf, pos, big_endian, interfaces, max_block_len, last_ts, segment_type, out, base,
+ *                 record_type) -> (pos, records, captured_bytes, last_ts, stop): segments appended to out
+ * ((record, segment) pairs with a record_type; base is the stream offset of buf[0]). */
 PyObject *
 pcapng_segments(PyObject *module, PyObject *args)
 {
     Py_buffer view;
     Py_ssize_t pos;
     int big_endian, stop = STOP_MORE, last_ok, overflow = 0;
-    long long max_block_len, last_ts;
-    PyObject *interfaces, *last_obj, *result = NULL;
+    long long max_block_len, last_ts, base;
+    PyObject *interfaces, *last_obj, *result = NULL, *record_type;
     Emitter em = {0};
     Interface f = {.id = -1};
-    if (!PyArg_ParseTuple(args, "y*npO!LOOO!", &view, &pos, &big_endian, &PyList_Type, &interfaces,
-                          &max_block_len, &last_obj, &em.segment_type, &PyList_Type, &em.out))
+    if (!PyArg_ParseTuple(args, "y*npO!LOOO!LO", &view, &pos, &big_endian, &PyList_Type, &interfaces,
+                          &max_block_len, &last_obj, &em.segment_type, &PyList_Type, &em.out, &base, &record_type))
         return NULL;
+    if (set_record_type(&em, record_type) < 0)
+        goto done;
     const unsigned char *b = view.buf;
     Py_ssize_t n = view.len;
     last_ts = PyLong_AsLongLongAndOverflow(last_obj, &overflow);
@@ -167,7 +170,7 @@ pcapng_segments(PyObject *module, PyObject *args)
                 break;
             }
         }
-        rc = emit_segment(&em, ts_ns, f.link_type, frame, caplen, orig);
+        rc = emit_segment(&em, ts_ns, f.link_type, frame, caplen, orig, base + pos, id);
         if (rc == EMIT_ERROR)
             goto done;
         if (rc != SEG_OK) {

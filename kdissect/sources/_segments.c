@@ -6,6 +6,8 @@
  *   seq, ack, flags, window, payload, payload_len); the caller computes ts_ns as its Python twin does.
  * - A frame _headers.c declines appends nothing: the caller stops before it and the Python path
  *   decodes and reports it.
+ * - With a record type, the record is built too (as pcap.py/pcapng.py build it) and the pair goes
+ *   out as one (record, segment) tuple: the Spark engine reads records to locate payloads.
  * - Address strings are cached (a small direct-mapped table), so a busy connection costs no string
  *   per packet.
  */
@@ -80,16 +82,57 @@ done:
     return seg;
 }
 
+static PyObject *
+make_record(PyObject *record_type, int link_type, long long ts_ns, const unsigned char *frame, size_t captured,
+            long long wire_len, long long offset, long long interface)
+{
+    PyObject *args[6] = {NULL}, *record = NULL;
+    args[0] = PyLong_FromLong(link_type);
+    args[1] = PyLong_FromLongLong(ts_ns);
+    args[2] = PyBytes_FromStringAndSize((const char *)frame, (Py_ssize_t)captured);
+    args[3] = PyLong_FromLongLong(wire_len);
+    args[4] = PyLong_FromLongLong(offset);
+    args[5] = PyLong_FromLongLong(interface);
+    for (int i = 0; i < 6; i++)
+        if (args[i] == NULL)
+            goto done;
+    record = PyObject_Vectorcall(record_type, args, 6, NULL);
+done:
+    for (int i = 0; i < 6; i++)
+        Py_XDECREF(args[i]);
+    return record;
+}
+
+int
+set_record_type(Emitter *em, PyObject *record_type)
+{
+    if (record_type == NULL || record_type == Py_None) {
+        em->record_type = NULL;
+        return 0;
+    }
+    if (!PyType_Check(record_type)) {
+        PyErr_SetString(PyExc_TypeError, "record_type must be a type or None");
+        return -1;
+    }
+    em->record_type = record_type;
+    return 0;
+}
+
 int
 emit_segment(Emitter *em, long long ts_ns, int link_type, const unsigned char *frame, size_t captured,
-             long long wire_len)
+             long long wire_len, long long offset, long long interface)
 {
     CommonSegment seg;
-    PyObject *obj;
+    PyObject *obj, *record;
     int rc = common_segment(link_type, frame, captured, wire_len, &seg);
     if (rc != SEG_OK)
         return rc;
     obj = make_segment(em->segment_type, ts_ns, frame, &seg);
+    if (obj != NULL && em->record_type != NULL) {
+        record = make_record(em->record_type, link_type, ts_ns, frame, captured, wire_len, offset, interface);
+        Py_SETREF(obj, record == NULL ? NULL : PyTuple_Pack(2, record, obj));
+        Py_XDECREF(record);
+    }
     if (obj == NULL || PyList_Append(em->out, obj) < 0) {
         Py_XDECREF(obj);
         return EMIT_ERROR;

@@ -12,6 +12,8 @@
 /* Where one walk's segments go, and what it counted. */
 typedef struct {
     PyObject *segment_type; /* kdissect.sources.segment.TcpSegment */
+    PyObject *record_type;  /* NULL or kdissect.sources.shapes.CaptureRecord: then each segment goes out as a
+                               (record, segment) pair, for a reader that also wants the records */
     PyObject *out;          /* a list */
     Py_ssize_t records;     /* records turned into segments */
     long long captured;     /* their captured bytes */
@@ -20,9 +22,13 @@ typedef struct {
 enum { EMIT_ERROR = -1 }; /* a Python exception is set */
 
 /* SEG_OK (a segment appended, counted), a SEG_DEFER_* value (nothing appended: the frame is the
- * Python path's), or EMIT_ERROR. */
+ * Python path's), or EMIT_ERROR. ``offset`` and ``interface`` are the record's (stream offset of its
+ * header or block, pcapng interface id), used only with a record_type. */
 int emit_segment(Emitter *em, long long ts_ns, int link_type, const unsigned char *frame, size_t captured,
-                 long long wire_len);
+                 long long wire_len, long long offset, long long interface);
+
+/* The optional last argument of a walk: None, or the CaptureRecord type. */
+int set_record_type(Emitter *em, PyObject *record_type);
 
 /* The walks, each in its own file; the module (_native.c) lists them. */
 PyObject *pcapng_segments(PyObject *module, PyObject *args);

@@ -26,11 +26,15 @@ _native = native_module("sources._native")
 
 
 class NativeRecords:
-    """Takes runs of common records for one capture stream; ``active`` is False while Python must go on."""
+    """Takes runs of common records for one capture stream; ``active`` is False while Python must go on.
 
-    __slots__ = ("active", "captured", "records")
+    With ``with_records`` each segment comes out as a ``(CaptureRecord, TcpSegment)`` pair, the record
+    built as the Python reader builds it (for a reader that wants both: the Spark engine's)."""
 
-    def __init__(self) -> None:
+    __slots__ = ("active", "captured", "record_type", "records")
+
+    def __init__(self, with_records: bool = False) -> None:
+        self.record_type = CaptureRecord if with_records else None
         self.active = True
         self.records = 0  # records taken since the owner last counted them
         self.captured = 0  # their captured bytes
@@ -39,23 +43,24 @@ class NativeRecords:
     def available() -> bool:
         return _native is not None
 
-    def take(self, buf: bytes, pos: int, big_endian: bool, ns_per_unit: int, rec_len: int, max_caplen: int,
-             link_type: int, out: list[RecordEvent]) -> tuple[int, int | None]:
-        """Segments of the common records from ``pos`` appended to ``out``: (bytes taken, the second of
-        the last record taken or None)."""
+    def take(self, buf: bytes, pos: int, base: int, big_endian: bool, ns_per_unit: int, rec_len: int,
+             max_caplen: int, link_type: int, out: list[RecordEvent]) -> tuple[int, int | None]:
+        """Segments of the common records from ``pos`` appended to ``out`` (``base``: the stream offset of
+        ``buf[0]``): (bytes taken, the second of the last record taken or None)."""
         assert _native is not None
         end, records, captured, last_sec, stop = _native.pcap_segments(
-            buf, pos, big_endian, ns_per_unit, rec_len, max_caplen, link_type, TcpSegment, out)
+            buf, pos, big_endian, ns_per_unit, rec_len, max_caplen, link_type, TcpSegment, out, base,
+            self.record_type)
         self._taken(records, captured, stop)
         return end - pos, (last_sec if records else None)
 
-    def take_pcapng(self, buf: bytes, pos: int, big_endian: bool, interfaces: list[Any], max_block_len: int,
-                    last_ts: int, out: list[RecordEvent]) -> tuple[int, int]:
+    def take_pcapng(self, buf: bytes, pos: int, base: int, big_endian: bool, interfaces: list[Any],
+                    max_block_len: int, last_ts: int, out: list[RecordEvent]) -> tuple[int, int]:
         """Segments of the common packet blocks from ``pos`` (``interfaces``: the section's, as
         ``pcapng.py`` read them) appended to ``out``: (bytes taken, the timestamp of the last one)."""
         assert _native is not None
         end, records, captured, last_ts, stop = _native.pcapng_segments(
-            buf, pos, big_endian, interfaces, max_block_len, last_ts, TcpSegment, out)
+            buf, pos, big_endian, interfaces, max_block_len, last_ts, TcpSegment, out, base, self.record_type)
         self._taken(records, captured, stop)
         return end - pos, last_ts
 

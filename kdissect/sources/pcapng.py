@@ -94,7 +94,7 @@ class PcapngFormat(FramedFormat):
     def _step(self, buf: bytes, pos: int, base: int, out: list[RecordEvent]) -> int:
         native, codec = self.native, self._codec
         if native is not None and native.active and codec is not None and self._interfaces:
-            taken, self._last_ts = native.take_pcapng(buf, pos, codec.big_endian, self._interfaces,
+            taken, self._last_ts = native.take_pcapng(buf, pos, base, codec.big_endian, self._interfaces,
                                                       self._limits.max_block_len, self._last_ts, out)
             if taken:
                 return taken

@@ -1,5 +1,6 @@
 """Shared by the native sources' differential tests: the extension swapped for a counting spy or
-for nothing (the Python reference), and a capture decoded both ways."""
+for nothing (the Python reference), and a capture decoded both ways, with and without its records
+(the Spark engine reads them to locate payloads)."""
 
 from __future__ import annotations
 
@@ -45,18 +46,23 @@ def extension(module) -> Iterator[None]:
         native_records._native = saved
 
 
-def decode(data: bytes, chunk: int | None = None) -> tuple[list, SourceStats]:
+def decode(data: bytes, chunk: int | None = None, records: bool = False) -> tuple[list, SourceStats]:
     """Events and counters of a capture (gzip or not) read ``chunk`` bytes at a time."""
     stats = SourceStats()
-    events = list(iter_capture(io.BytesIO(data), chunk_size=chunk or max(1, len(data)), stats=stats))
+    events = list(iter_capture(io.BytesIO(data), chunk_size=chunk or max(1, len(data)), stats=stats,
+                               records=records))
     return events, stats
 
 
 def both(data: bytes, chunk: int | None = None) -> tuple[tuple[list, SourceStats], tuple[list, SourceStats], int]:
-    """(native result, reference result, records the native path took)."""
+    """(native result, reference result, records the native path took); read with records too, the
+    two paths must also agree."""
     spy = Spy(native_records._native)
     with extension(spy):
         native = decode(data, chunk)
+    with extension(native_records._native):
+        with_records = decode(data, chunk, records=True)
     with extension(None):
         reference = decode(data, chunk)
+        assert with_records == decode(data, chunk, records=True)
     return native, reference, spy.taken
