@@ -1,9 +1,10 @@
 """Build hook for the optional native (C) parts; all other metadata lives in pyproject.toml.
 
 One extension per stage with a native part, beside that stage's Python reference: the decoder
-(``decoders/_native.c``) and the sources' record walks and header read (``sources/_native.c`` and
-the files it names). ``optional=True``: without a C compiler or Python headers the build of an
-extension is skipped with a warning and kdissect runs on its Python path (``kdissect/native.py``).
+(``decoders/_native.c``), the sources' record walks and header read (``sources/_native.c`` and
+the files it names) and the live engine's device read (``engines/_capture.c``). ``optional=True``:
+without a C compiler or Python headers the build of an extension is skipped with a warning and
+kdissect runs on its Python path (``kdissect/native.py``).
 """
 
 from setuptools import Extension, setup
@@ -25,6 +26,11 @@ setup(
                 "kdissect/sources/_headers.c",
             ],
             depends=["kdissect/sources/_headers.h", "kdissect/sources/_segments.h"],
+            optional=True,
+        ),
+        Extension(
+            "kdissect.engines._capture",
+            ["kdissect/engines/_capture.c"],
             optional=True,
         ),
     ]
