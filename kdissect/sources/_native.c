@@ -19,14 +19,6 @@
 
 /* ---- the record loop (pcap.py's _step) -------------------------------------------------- */
 
-static inline uint32_t
-u32(const unsigned char *s, int big_endian)
-{
-    if (big_endian)
-        return (uint32_t)s[0] << 24 | (uint32_t)s[1] << 16 | (uint32_t)s[2] << 8 | s[3];
-    return (uint32_t)s[3] << 24 | (uint32_t)s[2] << 16 | (uint32_t)s[1] << 8 | s[0];
-}
-
 enum { STOP_MORE = 0 }; /* needs more bytes (or the buffer ended); else a SEG_DEFER_* value */
 
 /* pcap_segments(buf, pos, big_endian, ns_per_unit, rec_len, max_caplen, link_type, segment_type, out,

@@ -20,14 +20,6 @@
 
 enum { SPB_TYPE = 3, EPB_TYPE = 6, MIN_BLOCK = 12, EPB_FIXED = 20, SPB_FIXED = 4 };
 
-static inline uint32_t
-u32(const unsigned char *s, int big_endian)
-{
-    if (big_endian)
-        return (uint32_t)s[0] << 24 | (uint32_t)s[1] << 16 | (uint32_t)s[2] << 8 | s[3];
-    return (uint32_t)s[3] << 24 | (uint32_t)s[2] << 16 | (uint32_t)s[1] << 8 | s[0];
-}
-
 /* One interface as the walk needs it; ok is 0 when its packets are pcapng.py's. */
 typedef struct {
     Py_ssize_t id; /* -1: not read yet */

@@ -9,6 +9,15 @@
 
 #include "_headers.h"
 
+/* A 32-bit field of a capture file in its byte order. */
+static inline uint32_t
+u32(const unsigned char *s, int big_endian)
+{
+    if (big_endian)
+        return (uint32_t)s[0] << 24 | (uint32_t)s[1] << 16 | (uint32_t)s[2] << 8 | s[3];
+    return (uint32_t)s[3] << 24 | (uint32_t)s[2] << 16 | (uint32_t)s[1] << 8 | s[0];
+}
+
 /* Where one walk's segments go, and what it counted. */
 typedef struct {
     PyObject *segment_type; /* kdissect.sources.segment.TcpSegment */
