@@ -133,7 +133,7 @@ class KafkaPipeline:
                     out.extend(conn.gap(ev.direction, ev.offset, ev.length, ev.ts_ns, ev.reason))
             elif isinstance(ev, StreamConflict):
                 conn = self.connections.get(ev.conn_id)
-                if conn is not None:
+                if conn is not None and not isinstance(conn, StreamStart):  # (not built: no bytes decoded yet)
                     out.extend(conn.conflict(ev))
             elif isinstance(ev, StreamStart):
                 if self.opened is not None:
