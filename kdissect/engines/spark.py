@@ -32,7 +32,7 @@ import shutil
 import sys
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import asdict, dataclass, field, replace
 from functools import partial
 
@@ -40,7 +40,8 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
-from py4j.protocol import Py4JJavaError
+import pyspark
+from py4j.protocol import Py4JError, Py4JJavaError
 from pyspark import SparkContext, StorageLevel, TaskContext
 from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
@@ -60,7 +61,7 @@ from kdissect.engines.partition import (
 )
 from kdissect.engines.paths import list_captures
 from kdissect.engines.run import RunResult, RunStats
-from kdissect.engines.spark_classes import ClassArchive, class_archive, finish
+from kdissect.engines.spark_classes import ClassArchive, class_archive, keep_written
 from kdissect.engines.spark_quiet import quiet_conf
 from kdissect.engines.storage import file_system, remove_tree
 from kdissect.engines.units import (
@@ -476,7 +477,8 @@ def report_input(captures: list[str], *, master: str, options: Options, verbose:
 def _decoded(captures: list[str], master: str, conf: Mapping[str, str] | None, out: str | None, tables: list[str],
              options: Options, verbose: bool) -> Iterator[Decoded]:  # fmt: skip
     """A session and the captures decoded on it, for one command; all of it gone after."""
-    classes = class_archive() if _on_this_machine(master) and SparkContext._gateway is None else None
+    fresh = _on_this_machine(master) and SparkContext._gateway is None  # (a JVM already running: as it is)
+    classes = class_archive(f"{pyspark.__version__}|{pyspark.__file__}") if fresh else None
     spark = session(master, conf, verbose, classes)
     # Pieces staged in this machine's temp directory in local mode, beside the output on a cluster
     # (which its executors write anyway), or with neither, in Spark's cache.
@@ -492,4 +494,14 @@ def _decoded(captures: list[str], master: str, conf: Mapping[str, str] | None, o
         if staging is not None:
             remove_tree(staging)
         spark.stop()
-        finish(classes)
+        if classes is not None and classes.writing is not None:
+            _jvm_exits(classes)
+
+
+def _jvm_exits(classes: ClassArchive) -> None:
+    """The JVM of this process ends now, writing the class archive; the next session starts another."""
+    gateway = SparkContext._gateway
+    SparkContext._gateway = SparkContext._jvm = None
+    with suppress(Py4JError):
+        gateway.shutdown()  # type: ignore[union-attr]
+    keep_written(classes, gateway.proc)  # type: ignore[union-attr]

@@ -19,7 +19,7 @@ import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from subprocess import TimeoutExpired
+from subprocess import Popen, TimeoutExpired
 
 _QUIET = "-Xlog:cds*=off"  # a stale or missing archive is not worth a warning
 _EXIT_WAIT_S = 300  # writing the archive takes seconds to tens of seconds on a busy machine
@@ -38,16 +38,15 @@ class ClassArchive:
         return [f"-XX:SharedArchiveFile={self.path}", _QUIET]
 
 
-def class_archive() -> ClassArchive | None:
-    """The archive to use or write for a JVM about to start, or None (no ``java`` found, no cache)."""
-    import pyspark
-
+def class_archive(spark_install: str) -> ClassArchive | None:
+    """The archive to use or write for a JVM about to start (``spark_install``: the pyspark version and
+    place), or None (no ``java`` found, no cache)."""
     java = shutil.which("java", path=os.path.join(os.environ["JAVA_HOME"], "bin")) if "JAVA_HOME" in os.environ \
         else shutil.which("java")  # fmt: skip
     if java is None:
         return None
     real = os.path.realpath(java)
-    key = hashlib.sha256(f"{real}|{os.stat(real).st_mtime_ns}|{pyspark.__version__}|{pyspark.__file__}".encode())
+    key = hashlib.sha256(f"{real}|{os.stat(real).st_mtime_ns}|{spark_install}".encode())
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kdissect"
     path = cache / f"spark-classes-{key.hexdigest()[:16]}.jsa"
     if path.exists():
@@ -59,27 +58,18 @@ def class_archive() -> ClassArchive | None:
     return ClassArchive(path, path.with_name(f"{path.name}.{os.getpid()}.tmp"))
 
 
-def finish(archive: ClassArchive | None) -> None:
-    """After the session stopped: if this run's JVM is to write the archive, let it exit and keep
-    what it wrote. The next session in this process starts a new JVM."""
-    if archive is None or archive.writing is None:
-        return
-    from py4j.protocol import Py4JError
-    from pyspark import SparkContext
-
-    gateway = SparkContext._gateway
-    proc = getattr(gateway, "proc", None)
-    if proc is None:
+def keep_written(archive: ClassArchive, jvm: Popen) -> None:
+    """After the session stopped and its gateway closed: let the JVM exit (it writes the archive as it
+    does) and keep what it wrote."""
+    if archive.writing is None:
         return
     print("kdissect: writing Spark's class archive (once, to start later runs faster) ...", file=sys.stderr)
-    SparkContext._gateway = SparkContext._jvm = None
     try:
-        gateway.shutdown()
-        proc.stdin.close()  # the JVM exits when its standard input ends
-        proc.wait(_EXIT_WAIT_S)
-        if proc.returncode == 0 and archive.writing.exists():
+        jvm.stdin.close()  # type: ignore[union-attr]  # the JVM exits when its standard input ends
+        jvm.wait(_EXIT_WAIT_S)
+        if jvm.returncode == 0 and archive.writing.exists():
             os.replace(archive.writing, archive.path)
-    except (OSError, TimeoutExpired, Py4JError):  # a faster start later is not worth failing this run
-        proc.kill()
+    except (OSError, TimeoutExpired):  # a faster start later is not worth failing this run
+        jvm.kill()
     finally:
         archive.writing.unlink(missing_ok=True)
