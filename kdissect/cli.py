@@ -469,6 +469,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
     from kdissect.analysis.frames import taken_frames
+    from kdissect.analysis.report_figures import ReportFigures
     from kdissect.engines import local
     from kdissect.report.build import format_for, write_report
 
@@ -488,19 +489,20 @@ def cmd_report(args: argparse.Namespace) -> int:
                              conf=_spark_conf(args))
         if spark.unreadable and len(spark.unreadable) == spark.files:
             raise local.no_capture(spark.unreadable)
-        frames, summary, unreadable = spark.frames, spark.summary, spark.unreadable
+        frames, summary, unreadable, figures = spark.frames, spark.summary, spark.unreadable, None
     else:
         captures = _captures(args)
         names = [str(c) for c in captures]
         local.tune_gc()
-        run = local.analyze(captures, options)
+        figures = ReportFigures()
+        run = local.analyze(captures, options, figures=figures)
         if run.stats.nothing_read:
             raise _nothing_read(captures)
         tables, summary, unreadable = run.tables, run.summary, run.stats.unreadable
         del run  # the tables' column lists are freed one by one as they become frames
         frames = taken_frames(tables)
     _report_unreadable(unreadable)
-    out = write_report(frames, summary, names, output, fmt)
+    out = write_report(frames, summary, names, output, fmt, figures)
     print(f"wrote {safe_text(str(out))} ({out.stat().st_size:,} bytes)")
     return 0
 

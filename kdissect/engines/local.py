@@ -267,12 +267,14 @@ def analyze(
     tables: Iterable[str] | None = None,
     writer: Writer | None = None,
     progress: Progress | None = None,
+    figures: Figures | None = None,
 ) -> RunResult:
     """A whole run over capture files: every event into a table sink, the ``tables`` asked for
     (default: all) written to ``writer`` if given (the big ones in pieces as they grow, so memory
-    stays flat), and the summary figures. Nothing is written when nothing could be read."""
+    stays flat), and the summary figures (counted by ``figures`` if given, e.g. the report's).
+    Nothing is written when nothing could be read."""
     stats = RunStats()
-    return _analyze(_reading(paths, options, stats, progress), options, tables, writer, stats)
+    return _analyze(_reading(paths, options, stats, progress), options, tables, writer, stats, figures=figures)
 
 
 def summary(
@@ -315,11 +317,11 @@ def analyze_items(
 
 def _analyze(run: Callable[[dict[int, str | None]], Iterator[KafkaEvent]], options: Options | None,
              tables: Iterable[str] | None, writer: Writer | None, stats: RunStats, keep: bool = True,
-             record_anomalies: bool = True) -> RunResult:  # fmt: skip
+             record_anomalies: bool = True, figures: Figures | None = None) -> RunResult:  # fmt: skip
     options = options or Options()
     wanted = list(tables) if tables is not None else list(TABLES)
     summed = {name for name in TABLES if name in wanted or name in ALWAYS}  # what the figures count
-    figures = Figures()
+    figures = figures if figures is not None else Figures()
 
     def hand_over(name: str, columns: Columns) -> None:
         if name in summed:

@@ -25,6 +25,7 @@ from kdissect.analysis.frames import in_capture_order
 from kdissect.analysis.latency import SUPPORT_RULE, latency_by
 from kdissect.analysis.moments import moment
 from kdissect.analysis.overview import Overview, overview
+from kdissect.analysis.report_figures import KEPT_KEYS, PERCENTILE_FORM, ReportFigures, figures_of
 from kdissect.analysis.summary import Summary
 from kdissect.decoders.apis import removed_version
 
@@ -69,7 +70,7 @@ def _facts(o: Overview) -> list[tuple[str, str]]:
     ]
 
 
-def _overview_section(tables: Mapping[str, pd.DataFrame], o: Overview) -> Section:
+def _overview_section(tables: Mapping[str, pd.DataFrame], o: Overview, figures: ReportFigures) -> Section:
     import pandas as pd
 
     ex = tables["exchanges"]
@@ -91,7 +92,7 @@ def _overview_section(tables: Mapping[str, pd.DataFrame], o: Overview) -> Sectio
                 plots.latency_cdf,
                 "Fetch and JoinGroup wait on purpose (long poll, rebalance): see Kafka-aware latency.",
             ),
-            Table("Latency by API", latency_by(tables, "api")),
+            Table("Latency by API", figures.latency_table("api")),
             Table(
                 "Anomalies: what could not be decoded",
                 anomalies,
@@ -101,19 +102,20 @@ def _overview_section(tables: Mapping[str, pd.DataFrame], o: Overview) -> Sectio
     )
 
 
-def _latency_section(tables: Mapping[str, pd.DataFrame]) -> Section:
+def _latency_section(tables: Mapping[str, pd.DataFrame], figures: ReportFigures) -> Section:
     return Section(
         "latency",
         "Latency",
         "Percentiles of the time from a request's last packet to its "
-        f"answer's first packet, by where the request went and who sent it; {SUPPORT_RULE}. "
-        "A request counts once in each table (by topic: once in each topic it names).",
+        f"answer's first packet, by where the request went and who sent it; {SUPPORT_RULE}; {PERCENTILE_FORM}. "
+        "A request counts once in each table (by topic: once in each topic it names). "
+        f"{KEPT_KEYS}",
         [
-            Table("Broker × API", latency_by(tables, "broker_api")),
-            Table("By API and version", latency_by(tables, "api_version"), collapsed=True),
-            Table("By broker", latency_by(tables, "broker")),
-            Table("By client id", latency_by(tables, "client_id")),
-            Table("By client host", latency_by(tables, "client_host")),
+            Table("Broker × API", figures.latency_table("broker_api")),
+            Table("By API and version", figures.latency_table("api_version"), collapsed=True),
+            Table("By broker", figures.latency_table("broker")),
+            Table("By client id", figures.latency_table("client_id")),
+            Table("By client host", figures.latency_table("client_host")),
             Table("By topic", latency_by(tables, "topic")),
             Table("By topic and partition", latency_by(tables, "partition"), collapsed=True),
         ],
@@ -287,15 +289,18 @@ def _anomaly_section(tables: Mapping[str, pd.DataFrame]) -> Section:
     )
 
 
-def build_document(tables: Mapping[str, pd.DataFrame], summary: Summary, files: Sequence[str]) -> Document:
-    """The report's content from a run's tables as DataFrames (:func:`kdissect.analysis.frames.analysis_frames`)
-    and its summary. Rows are taken in :func:`~kdissect.analysis.frames.in_capture_order`, so every
-    engine's tables give the same report."""
+def build_document(tables: Mapping[str, pd.DataFrame], summary: Summary, files: Sequence[str],
+                   figures: ReportFigures | None = None) -> Document:
+    """The report's content from a run's figures (:class:`~kdissect.analysis.report_figures.ReportFigures`,
+    computed from ``tables`` when not given), its tables as DataFrames
+    (:func:`kdissect.analysis.frames.analysis_frames`) and its summary. Rows are taken in
+    :func:`~kdissect.analysis.frames.in_capture_order`, so every engine's tables give the same report."""
     tables = in_capture_order(tables)
+    figures = figures if figures is not None else figures_of(tables)
     o = overview(tables, summary, files)
     sections = [
-        _overview_section(tables, o),
-        _latency_section(tables),
+        _overview_section(tables, o, figures),
+        _latency_section(tables, figures),
         _kafka_latency_section(tables),
         _timeseries_section(tables),
         _errors_section(tables),
@@ -350,11 +355,12 @@ def format_for(out: Path, fmt: str | None) -> str:
 
 
 def write_report(
-    tables: Mapping[str, pd.DataFrame], summary: Summary, files: Sequence[str], out: Path, fmt: str | None = None
+    tables: Mapping[str, pd.DataFrame], summary: Summary, files: Sequence[str], out: Path, fmt: str | None = None,
+    figures: ReportFigures | None = None,
 ) -> Path:
     """Build the report and write it to ``out`` in ``fmt`` (default: from the file name)."""
     write = writer(format_for(out, fmt))  # an unknown format fails before the file is touched
-    document = build_document(tables, summary, files)
+    document = build_document(tables, summary, files, figures)
     with out.open("w", encoding="utf-8", newline="") as text:
         write(document, text)
     return out

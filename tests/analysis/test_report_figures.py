@@ -1,0 +1,104 @@
+"""The report's latency figures as one mergeable value: equal to the tables' figures on every corpus
+capture, the same however a run's pieces are split and merged, and bounded on hostile many-keys input."""
+
+from __future__ import annotations
+
+import itertools
+import pickle
+import random
+from pathlib import Path
+
+import pytest
+
+from kdissect.analysis.frames import analysis_frames, in_capture_order
+from kdissect.analysis.latency import DIMENSIONS, latency_by
+from kdissect.analysis.report_figures import KEYED, OTHER, ReportFigures, figures_of
+from kdissect.engines import local
+from kdissect.tables.columns import TABLES, cells
+
+CAPTURES = sorted(p for p in (Path(__file__).parents[2] / "captures").iterdir() if ".pcap" in p.name)
+
+
+def _by_key(frame, dimension):
+    by = DIMENSIONS[dimension]
+    return frame.sort_values(by, key=lambda c: c.astype(str)).reset_index(drop=True).astype(str)
+
+
+@pytest.mark.parametrize("capture", CAPTURES, ids=lambda p: p.name)
+def test_the_figures_of_a_run_are_the_tables_figures(capture):
+    """Fed piece by piece by the run (the report's way), every latency table equals the one pandas
+    computes from the run's tables (``latency_by``), row for row."""
+    figures = ReportFigures()
+    run = local.analyze([capture], figures=figures)
+    tables = in_capture_order(analysis_frames(run.tables))
+    for dimension in KEYED:
+        want, got = latency_by(tables, dimension), figures.latency_table(dimension)
+        assert list(got.columns) == list(want.columns)
+        assert _by_key(got, dimension).equals(_by_key(want, dimension)), dimension
+        assert got["count"].sum() == tables["exchanges"]["latency_ms"].notna().sum()  # a complete breakdown
+
+
+def _pieces(columns: dict[str, list], cuts: list[int]) -> list[dict[str, list]]:
+    edges = [0, *cuts, len(next(iter(columns.values())))]
+    return [{c: v[a:b] for c, v in columns.items()} for a, b in itertools.pairwise(edges)]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_pieces_split_at_random_points_merge_into_the_figures_of_one_piece(seed):
+    rng = random.Random(seed)
+    capture = rng.choice(CAPTURES)
+    tables = {name: {c: list(cells(v)) for c, v in columns.items()}
+              for name, columns in local.analyze([capture]).tables.items()}
+    whole = ReportFigures()
+    for name, columns in tables.items():
+        whole.add(name, columns)
+    parts = [ReportFigures() for _ in range(rng.randrange(2, 6))]
+    for name, columns in tables.items():
+        n = len(next(iter(columns.values()), []))
+        cuts = sorted(rng.sample(range(n), min(n, rng.randrange(0, 8)))) if n else []
+        for piece in _pieces(columns, cuts) if n else [columns]:
+            rng.choice(parts).add(name, piece)
+    merged = ReportFigures()
+    for part in rng.sample(parts, len(parts)):
+        merged.merge(pickle.loads(pickle.dumps(part)))  # as Spark tasks' figures travel
+    for dimension in KEYED:
+        assert merged.latency[dimension] == whole.latency[dimension]
+        assert merged.latency_table(dimension).equals(whole.latency_table(dimension))
+    assert merged.summary(local.RunStats().source) == whole.summary(local.RunStats().source)
+
+
+def _hostile(n: int) -> dict[str, list]:
+    """``n`` exchanges, each from its own client address and client id (a fleet, or a forged one)."""
+    columns: dict[str, list] = {name: [None] * n for name, _ in TABLES["exchanges"]}
+    columns.update(api_name=["Metadata"] * n, api_version=[12] * n, status=["ok"] * n,
+                   broker_ip=["10.0.0.1"] * n, broker_port=[9092] * n,
+                   client_ip=[f"10.{i >> 16 & 255}.{i >> 8 & 255}.{i & 255}" for i in range(n)],
+                   client_id=[f"client-{i}" for i in range(n)], latency_ms=[float(i % 977) for i in range(n)])
+    return columns
+
+
+def test_many_keys_stay_bounded_and_the_rest_is_one_named_other_row():
+    limit, n = 50, 5000
+    figures = ReportFigures(limit)
+    columns = _hostile(n)
+    for piece in _pieces(columns, list(range(700, n, 700))):
+        figures.add("exchanges", piece)
+    for dimension in ("client_id", "client_host"):
+        assert len(figures.latency[dimension].groups) == limit
+        table = figures.latency_table(dimension)
+        assert len(table) == limit + 1 and table.iloc[-1, 0] == OTHER
+        assert table["count"].sum() == n  # nothing lost: the others are counted
+    # which keys are kept does not depend on the order the rows came in
+    reordered = ReportFigures(limit)
+    backwards = {c: v[::-1] for c, v in columns.items()}
+    reordered.add("exchanges", backwards)
+    assert reordered.latency["client_host"] == figures.latency["client_host"]
+
+
+def test_figures_of_frames_are_the_run_figures():
+    capture = CAPTURES[0]
+    figures = ReportFigures()
+    run = local.analyze([capture], figures=figures)
+    again = figures_of(in_capture_order(analysis_frames(run.tables)))
+    for dimension in KEYED:
+        assert again.latency_table(dimension).equals(figures.latency_table(dimension))
