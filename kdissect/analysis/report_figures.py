@@ -1,22 +1,22 @@
-"""The report's latency figures as one mergeable value, fed by the same pieces of table columns as
+"""The report's latency figures and client inventory as one mergeable value, fed by the same pieces of table columns as
 the summary's :class:`~kdissect.analysis.summary.Figures` (``add(name, columns)``), so a run never
 needs the exchanges' rows to show them and a Spark task's figures merge on the driver.
 
 What it keeps does not grow with the exchanges: per group of each latency dimension (API, API ×
 version, broker, broker × API, client id, client host) one
 :class:`~kdissect.analysis.distribution.Latencies`. A dimension keyed by what clients choose (client
-ids, client addresses, and broker addresses on hostile input) keeps at most :data:`KEY_LIMIT` keys:
-those whose CRC-32 is smallest, a choice that does not depend on the order pieces come in or how a
-run was split; every other key's latencies are counted in one :data:`OTHER` row that the report names.
+ids, client addresses, and broker addresses on hostile input) keeps at most
+:data:`~kdissect.analysis.bounded.KEY_LIMIT` keys (:class:`~kdissect.analysis.bounded.Groups`); every
+other key's latencies are counted in one :data:`~kdissect.analysis.bounded.OTHER` row that the report names.
 """
 
 from __future__ import annotations
 
-import heapq
-import zlib
-from collections.abc import Callable, Hashable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING
 
+from kdissect.analysis.bounded import KEY_LIMIT, OTHER, Groups
+from kdissect.analysis.client_figures import ClientFigures
 from kdissect.analysis.distribution import EXACT_VALUES, RELATIVE_ERROR, Latencies
 from kdissect.analysis.latency import DIMENSIONS, PERCENTILE_COLUMNS, broker_namer, of_latencies
 from kdissect.analysis.summary import Figures
@@ -26,10 +26,8 @@ from kdissect.tables.sink import Columns
 if TYPE_CHECKING:
     import pandas as pd
 
-KEY_LIMIT = 10_000  # groups kept per dimension; the rest are one OTHER row
-OTHER = "(other)"
-KEPT_KEYS = (f"A table keeps at most {KEY_LIMIT:,} groups (client ids, client hosts, brokers): past that, "
-             f"the rest are counted together in one {OTHER} row.")
+KEPT_KEYS = (f"A table keeps at most {KEY_LIMIT:,} groups of what clients choose (client ids, client hosts, "
+             f"brokers): past that, the rest are counted together in one {OTHER} row.")
 PERCENTILE_FORM = (f"percentiles are exact while a group has at most {EXACT_VALUES} distinct latencies, "
                    f"within {RELATIVE_ERROR:.1%} past that")
 # The dimensions this value computes, by the exchange columns that key them (broker: its address,
@@ -44,66 +42,7 @@ KEYED = {
 }
 
 
-def _rank(key: Hashable) -> tuple[int, str]:
-    """Which keys a bounded dimension keeps (the smallest): the same in every process and piece."""
-    text = repr(key)
-    return zlib.crc32(text.encode("utf-8", "backslashreplace")), text
-
-
-class _Kept:
-    """A kept key in a heap whose top is the key to evict first (the largest rank)."""
-
-    __slots__ = ("key", "rank")
-
-    def __init__(self, key: Hashable) -> None:
-        self.rank, self.key = _rank(key), key
-
-    def __lt__(self, other: _Kept) -> bool:
-        return self.rank > other.rank
-
-
-class Groups:
-    """Latencies per key, at most ``limit`` keys (the smallest :func:`_rank`), the rest in ``other``."""
-
-    __slots__ = ("_heap", "groups", "limit", "other")
-
-    def __init__(self, limit: int = KEY_LIMIT) -> None:
-        self.limit = limit
-        self.groups: dict[Hashable, Latencies] = {}
-        self.other = Latencies()
-        self._heap: list[_Kept] = []
-
-    def get(self, key: Hashable) -> Latencies:
-        """The latencies of ``key`` (``other``'s when it is not kept)."""
-        found = self.groups.get(key)
-        if found is not None:
-            return found
-        kept = _Kept(key)
-        if len(self.groups) >= self.limit:
-            if not self._heap or kept.rank >= self._heap[0].rank:
-                return self.other
-            evicted = heapq.heapreplace(self._heap, kept)
-            self.other.merge(self.groups.pop(evicted.key))
-        else:
-            heapq.heappush(self._heap, kept)
-        found = self.groups[key] = Latencies()
-        return found
-
-    def merge(self, other: Groups) -> None:
-        for key, latencies in other.groups.items():
-            self.get(key).merge(latencies)
-        self.other.merge(other.other)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Groups) and (self.groups, self.other) == (other.groups, other.other)
-
-    def __getstate__(self) -> tuple:
-        return self.limit, self.groups, self.other
-
-    def __setstate__(self, state: tuple) -> None:
-        self.limit, self.groups, self.other = state
-        self._heap = [_Kept(key) for key in self.groups]
-        heapq.heapify(self._heap)
+REPORT_FIGURES_ONLY = ("connections",)  # tables the report reads only through these figures: a run need not keep them
 
 
 class ReportFigures(Figures):
@@ -111,13 +50,17 @@ class ReportFigures(Figures):
 
     def __init__(self, limit: int = KEY_LIMIT) -> None:
         super().__init__()
-        self.latency = {dimension: Groups(limit) for dimension in KEYED}
+        self.latency = {dimension: Groups(Latencies, limit) for dimension in KEYED}
         self.brokers: dict[tuple[object, object, object, object], None] = {}  # (node, host, port, rack) seen
+        self.clients = ClientFigures(limit)
 
     def add(self, name: str, columns: Columns) -> None:
         super().add(name, columns)
         if name == "exchanges":
             self._add_latencies(columns)
+            self.clients.add_exchanges(columns)
+        elif name == "connections":
+            self.clients.add_connections(columns)
         elif name == "brokers":
             rows = zip(*(cells(columns[c]) for c in ("node_id", "host", "port", "rack")), strict=True)
             self.brokers.update(dict.fromkeys(rows))
@@ -137,6 +80,7 @@ class ReportFigures(Figures):
             for dimension, groups in other.latency.items():
                 self.latency[dimension].merge(groups)
             self.brokers.update(other.brokers)
+            self.clients.merge(other.clients)
 
     def latency_table(self, dimension: str) -> pd.DataFrame:
         """:func:`kdissect.analysis.latency.latency_by`'s table from the figures: one row per group
@@ -187,7 +131,7 @@ def _broker_namer(brokers: dict[tuple[object, object, object, object], None]) ->
 def figures_of(tables: Mapping[str, pd.DataFrame]) -> ReportFigures:
     """The report's figures of whole tables (what a run's hook would have added piece by piece)."""
     figures = ReportFigures()
-    for name in ("exchanges", "brokers"):
+    for name in ("exchanges", "connections", "brokers"):
         frame = tables[name]
         figures.add(name, {c: frame[c].astype(object).where(frame[c].notna(), None).tolist() for c in frame.columns})
     return figures

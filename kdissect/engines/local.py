@@ -33,7 +33,7 @@ from kdissect.sources.shapes import (
     SourceStats,
 )
 from kdissect.tables.columns import TABLES
-from kdissect.tables.sink import Columns, TableSink, exchange_row, exchange_topics
+from kdissect.tables.sink import SPILLABLE, Columns, TableSink, exchange_row, exchange_topics
 
 PathArg = str | PathLike[str]
 Progress = Callable[[int], None]  # called with bytes read since the last call
@@ -268,13 +268,16 @@ def analyze(
     writer: Writer | None = None,
     progress: Progress | None = None,
     figures: Figures | None = None,
+    counted_only: Iterable[str] = (),
 ) -> RunResult:
     """A whole run over capture files: every event into a table sink, the ``tables`` asked for
     (default: all) written to ``writer`` if given (the big ones in pieces as they grow, so memory
     stays flat), and the summary figures (counted by ``figures`` if given, e.g. the report's).
-    Nothing is written when nothing could be read."""
+    Tables in ``counted_only`` go into the figures as they grow and are not kept (the report's
+    connections). Nothing is written when nothing could be read."""
     stats = RunStats()
-    return _analyze(_reading(paths, options, stats, progress), options, tables, writer, stats, figures=figures)
+    return _analyze(_reading(paths, options, stats, progress), options, tables, writer, stats, figures=figures,
+                    counted_only=set(counted_only))  # fmt: skip
 
 
 def summary(
@@ -317,7 +320,8 @@ def analyze_items(
 
 def _analyze(run: Callable[[dict[int, str | None]], Iterator[KafkaEvent]], options: Options | None,
              tables: Iterable[str] | None, writer: Writer | None, stats: RunStats, keep: bool = True,
-             record_anomalies: bool = True, figures: Figures | None = None) -> RunResult:  # fmt: skip
+             record_anomalies: bool = True, figures: Figures | None = None,
+             counted_only: set[str] | frozenset[str] = frozenset()) -> RunResult:  # fmt: skip
     options = options or Options()
     wanted = list(tables) if tables is not None else list(TABLES)
     summed = {name for name in TABLES if name in wanted or name in ALWAYS}  # what the figures count
@@ -329,13 +333,16 @@ def _analyze(run: Callable[[dict[int, str | None]], Iterator[KafkaEvent]], optio
         if writer is not None and name in wanted:
             writer.write(name, columns)
 
-    spill = hand_over if writer is not None or not keep else None
-    sink = TableSink(wanted, options, spill=spill, record_anomalies=record_anomalies)
+    spills_all = writer is not None or not keep
+    spill = hand_over if spills_all or counted_only else None
+    sink = TableSink(wanted, options, spill=spill, record_anomalies=record_anomalies,
+                     spilled_tables=SPILLABLE if spills_all else counted_only)  # fmt: skip
     sink.consume_all(run(sink.connection_sources))
     rest = {name: sink.take(name) for name in TABLES if name in summed}
     for name, columns in rest.items():
         figures.add(name, columns)
-    result = RunResult(stats, rest if keep else {}, figures.summary(stats.source, stats.ignored_segments))
+    kept = {name: columns for name, columns in rest.items() if name not in counted_only} if keep else {}
+    result = RunResult(stats, kept, figures.summary(stats.source, stats.ignored_segments))
     if writer is not None:
         if not stats.nothing_read:
             for name in wanted:

@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from kdissect.analysis import (
-    clients,
     errors,
     groups,
     kafka_latency,
@@ -251,14 +250,14 @@ def _topology_section(tables: Mapping[str, pd.DataFrame]) -> Section:
     )
 
 
-def _clients_section(tables: Mapping[str, pd.DataFrame]) -> Section:
+def _clients_section(figures: ReportFigures) -> Section:
     return Section(
         "clients",
         "Clients",
         "Software from ApiVersions v3+; removed_versions lists API versions the "
-        "newest Kafka no longer accepts (Kafka 4.0 removed many old ones).",
+        f"newest Kafka no longer accepts (Kafka 4.0 removed many old ones). {KEPT_KEYS}",
         [
-            Table("Client inventory", clients.inventory(tables, removed_version)),
+            Table("Client inventory", figures.clients.inventory(removed_version)),
         ],
     )
 
@@ -307,7 +306,7 @@ def build_document(tables: Mapping[str, pd.DataFrame], summary: Summary, files: 
         _groups_section(tables),
         _transactions_section(tables),
         _topology_section(tables),
-        _clients_section(tables),
+        _clients_section(figures),
         _throughput_section(tables),
         _anomaly_section(tables),
     ]

@@ -10,10 +10,13 @@ from pathlib import Path
 
 import pytest
 
+from kdissect.analysis.clients import inventory
 from kdissect.analysis.frames import analysis_frames, in_capture_order
 from kdissect.analysis.latency import DIMENSIONS, latency_by
-from kdissect.analysis.report_figures import KEYED, OTHER, ReportFigures, figures_of
+from kdissect.analysis.report_figures import KEYED, OTHER, REPORT_FIGURES_ONLY, ReportFigures, figures_of
+from kdissect.decoders.apis import removed_version
 from kdissect.engines import local
+from kdissect.options import Options
 from kdissect.tables.columns import TABLES, cells
 
 CAPTURES = sorted(p for p in (Path(__file__).parents[2] / "captures").iterdir() if ".pcap" in p.name)
@@ -102,3 +105,42 @@ def test_figures_of_frames_are_the_run_figures():
     again = figures_of(in_capture_order(analysis_frames(run.tables)))
     for dimension in KEYED:
         assert again.latency_table(dimension).equals(figures.latency_table(dimension))
+
+
+def _inventory_by_key(frame):
+    return frame.sort_values(["client_id", "client_ip"], key=lambda c: c.astype(str)).reset_index(drop=True).astype(str)
+
+
+@pytest.mark.parametrize("spill_rows", [3, 50_000])
+@pytest.mark.parametrize("capture", CAPTURES, ids=lambda p: p.name)
+def test_the_inventory_from_figures_is_the_tables_inventory(capture, spill_rows):
+    """The report's run keeps no connection rows (they go into the figures as they grow: in pieces
+    of 3 rows, a connection's row comes before the last piece of its exchanges); its inventory is
+    the one pandas computes from the whole tables."""
+    figures = ReportFigures()
+    run = local.analyze([capture], Options(spill_rows=spill_rows), figures=figures, counted_only=REPORT_FIGURES_ONLY)
+    assert "connections" not in run.tables
+    tables = analysis_frames(local.analyze([capture]).tables)
+    want, got = inventory(tables, removed_version), figures.clients.inventory(removed_version)
+    assert list(got.columns) == list(want.columns)
+    assert _inventory_by_key(got).equals(_inventory_by_key(want))
+    assert list(got["requests"]) == sorted(got["requests"], reverse=True)
+
+
+def test_the_inventory_keeps_a_bounded_number_of_clients_and_counts_the_rest():
+    limit, n = 40, 3000
+    figures = ReportFigures(limit)
+    columns = _hostile(n)
+    columns["connection_id"] = list(range(n))
+    connections = {name: [None] * n for name, _ in TABLES["connections"]}
+    connections.update(connection_id=list(range(n)), is_kafka=[True] * n, software_name=["kcat"] * n,
+                       software_version=["1.7"] * n)
+    for exchanges, conns in zip(_pieces(columns, list(range(500, n, 500))),
+                                _pieces(connections, list(range(500, n, 500))), strict=True):
+        figures.add("connections", conns)  # the rows before their exchanges: waiting for one piece
+        figures.add("exchanges", exchanges)
+    table = figures.clients.inventory(removed_version)
+    assert len(table) == limit + 1 and table.iloc[-1]["client_id"] == OTHER
+    assert table["requests"].sum() == n and table["connections"].sum() == n
+    assert set(table["software"]) == {"kcat 1.7"}
+    assert len(figures.clients._open) == 0  # nothing left waiting
