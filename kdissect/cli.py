@@ -489,7 +489,7 @@ def cmd_report(args: argparse.Namespace) -> int:
                              conf=_spark_conf(args))
         if spark.unreadable and len(spark.unreadable) == spark.files:
             raise local.no_capture(spark.unreadable)
-        frames, summary, unreadable, figures = spark.frames, spark.summary, spark.unreadable, None
+        frames, summary, unreadable, figures = spark.frames, spark.summary, spark.unreadable, spark.figures
     else:
         captures = _captures(args)
         names = [str(c) for c in captures]

@@ -125,7 +125,8 @@ def _figures(latencies: Latencies) -> list[float | int | None]:
 def _broker_namer(brokers: dict[tuple[object, object, object, object], None]) -> Callable[[object, object], str | None]:
     import pandas as pd
 
-    return broker_namer(pd.DataFrame(list(brokers), columns=["node_id", "host", "port", "rack"]))
+    rows = sorted(brokers, key=lambda row: tuple(map(str, row)))  # one order, whatever order pieces came in
+    return broker_namer(pd.DataFrame(rows, columns=["node_id", "host", "port", "rack"]))
 
 
 def figures_of(tables: Mapping[str, pd.DataFrame]) -> ReportFigures:

@@ -124,8 +124,8 @@ class PartitionDecoder:
     ``pos`` order; collect envelope rows."""
 
     def __init__(self, files: list[str], options: Options, tables: Iterable[str],
-                 pieces: InlinePieces | StagedPieces | None = None, task: int = 0, spill_rows: int = 10_000
-                 ) -> None:  # fmt: skip
+                 pieces: InlinePieces | StagedPieces | None = None, task: int = 0, spill_rows: int = 10_000,
+                 figures: type[Figures] = Figures) -> None:  # fmt: skip
         # Inline pieces travel as single Arrow IPC blobs through the JVM: kept to a few MB each.
         options = replace(options, spill_rows=min(options.spill_rows, spill_rows))
         self.pieces = pieces or InlinePieces()
@@ -143,7 +143,7 @@ class PartitionDecoder:
         self.journal: list[tuple[int, tuple]] = []  # (pos, call) of the transaction rules' inputs not yet put
         self.journaled = 0  # calls put in pieces so far
         self.sink.transactions.journal = []
-        self.figures = Figures()  # the summary's figures of this task's rows, merged on the driver
+        self.figures = figures()  # the summary's (or report's) figures of this task's rows, merged on the driver
         self.by_time = len(files) > 1  # segments come in order of (ts, pos), else pos (units.segment_order)
         self.waiting: list[tuple[object, int, _Run]] = []  # (next segment's place, order, run): a heap
         self.runs = itertools.count()
@@ -257,11 +257,11 @@ class PartitionDecoder:
 
 
 def decode_partition(batches: Iterable[pa.RecordBatch], files: list[str], options: Options, tables: list[str],
-                     pieces: InlinePieces | StagedPieces | None = None, task: int = 0
-                     ) -> Iterator[pa.RecordBatch]:  # fmt: skip
+                     pieces: InlinePieces | StagedPieces | None = None, task: int = 0,
+                     figures: type[Figures] = Figures) -> Iterator[pa.RecordBatch]:  # fmt: skip
     """Segment batches of one partition (task number ``task``) in, envelope batches
-    (``ENVELOPE_SCHEMA``) out."""
-    decoder = PartitionDecoder(files, options, tables, pieces, task)
+    (``ENVELOPE_SCHEMA``) out; the task's ``figures`` among them."""
+    decoder = PartitionDecoder(files, options, tables, pieces, task, figures=figures)
     for batch in batches:
         decoder.feed(batch)
         yield from _envelope(decoder.take())

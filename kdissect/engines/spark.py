@@ -49,6 +49,7 @@ from pyspark.sql import types as T
 from pyspark.sql.pandas.types import from_arrow_schema
 
 from kdissect.analysis.frames import ANALYSED_RECORDS
+from kdissect.analysis.report_figures import REPORT_FIGURES_ONLY, ReportFigures
 from kdissect.analysis.summary import Figures, Summary
 from kdissect.engines import EngineSetupError
 from kdissect.engines.partition import (
@@ -367,7 +368,7 @@ def with_capture_secrets(options: Options, segments: DataFrame, files: list[str]
 
 def decode(spark: SparkSession, paths: Iterable[str], *, options: Options | None = None,
            tables: Iterable[str] | None = None, split_bytes: int = SPLIT_BYTES, partitions: int | None = None,
-           staging: str | None = None) -> Decoded:  # fmt: skip
+           staging: str | None = None, figures: type[Figures] = Figures) -> Decoded:  # fmt: skip
     """Read and decode ``paths`` (files, directories, globs, URIs) on ``spark``. The decoded pieces
     are kept in staged files under ``staging`` (a new directory every executor can write and read:
     local disk in local mode, HDFS, S3 or a shared file system on a cluster; the caller removes it
@@ -385,7 +386,7 @@ def decode(spark: SparkSession, paths: Iterable[str], *, options: Options | None
     files = [path for path, _ in found]
     partitions = partitions or max(2, 2 * spark.sparkContext.defaultParallelism)
     options, segments = with_capture_secrets(options, segment_rows(spark, found, split_bytes), files)
-    task = partial(_decode_task, files=files, options=options, tables=wanted, staging=staging)
+    task = partial(_decode_task, files=files, options=options, tables=wanted, staging=staging, figures=figures)
     envelope = (by_connection(segments, partitions, len(files))
                 .mapInArrow(task, from_arrow_schema(ENVELOPE_SCHEMA))
                 .persist(StorageLevel.DISK_ONLY if staging is None else StorageLevel.MEMORY_AND_DISK))  # fmt: skip
@@ -398,20 +399,20 @@ def decode(spark: SparkSession, paths: Iterable[str], *, options: Options | None
     task_stats = [json.loads(r["data"]) for r in side if r["table"] == merge.STATS]
     unit_stats = [(i, json.loads(s)) for task in task_stats for i, s in task["units"]]
     ordered = np.sort(np.concatenate(opened)) if opened else np.zeros(0, np.int64)
-    figures = Figures()
+    merged = figures()
     for r in side:
         if r["table"] == merge.FIGURES:
-            figures.merge(pickle.loads(r["data"]))
+            merged.merge(pickle.loads(r["data"]))
     return Decoded(spark, envelope, files, wanted, merge.Settled(ordered, topics, aborted), unit_stats,
-                   sum(t["stray"] for t in task_stats), figures)
+                   sum(t["stray"] for t in task_stats), merged)
 
 
 def _decode_task(batches: Iterable[pa.RecordBatch], files: list[str], options: Options, tables: list[str],
-                 staging: str | None) -> Iterator[pa.RecordBatch]:  # fmt: skip
+                 staging: str | None, figures: type[Figures] = Figures) -> Iterator[pa.RecordBatch]:  # fmt: skip
     context = TaskContext.get()
     task = f"task-{context.partitionId():05d}-{context.attemptNumber()}"
     pieces = InlinePieces() if staging is None else StagedPieces(staging, task)
-    yield from decode_partition(batches, files, options, tables, pieces, context.partitionId())
+    yield from decode_partition(batches, files, options, tables, pieces, context.partitionId(), figures)
 
 
 def _unit_tuple(unit: Unit) -> tuple:
@@ -477,19 +478,23 @@ class SparkReport:
     summary: Summary
     files: int
     unreadable: list[tuple[str, str]]  # (file, why)
+    figures: ReportFigures  # the tasks' report figures, merged
 
 
 def report_input(captures: list[str], *, master: str, options: Options, verbose: bool = True,
                  conf: Mapping[str, str] | None = None) -> SparkReport:  # fmt: skip
-    """The report's tables decoded on Spark and brought to the driver (the report's figures are then
-    computed there, by the same code as with the local engine), and the summary from the tasks' figures."""
-    with _decoded(captures, master, conf, None, list(TABLES), options, verbose) as decoded:
-        return SparkReport(decoded.frames(), decoded.summary(), len(decoded.files), decoded.unreadable)
+    """The report's figures, counted in the tasks by the local engine's code and merged (the summary
+    among them), and the tables the report still reads as rows, decoded on Spark and brought to the
+    driver (not ``REPORT_FIGURES_ONLY``: a fleet's connections stay in the tasks)."""
+    gathered = [name for name in TABLES if name not in REPORT_FIGURES_ONLY]
+    with _decoded(captures, master, conf, None, gathered, options, verbose, ReportFigures) as decoded:
+        return SparkReport(decoded.frames(), decoded.summary(), len(decoded.files), decoded.unreadable,
+                           decoded.figures)  # type: ignore[arg-type]
 
 
 @contextmanager
 def _decoded(captures: list[str], master: str, conf: Mapping[str, str] | None, out: str | None, tables: list[str],
-             options: Options, verbose: bool) -> Iterator[Decoded]:  # fmt: skip
+             options: Options, verbose: bool, figures: type[Figures] = Figures) -> Iterator[Decoded]:  # fmt: skip
     """A session and the captures decoded on it, for one command; all of it gone after."""
     spark = session(master, conf, verbose)
     # Pieces staged in this machine's temp directory in local mode, beside the output on a cluster
@@ -497,7 +502,7 @@ def _decoded(captures: list[str], master: str, conf: Mapping[str, str] | None, o
     staging = _temporary_staging(spark) or (f"{out.rstrip('/')}/_staging" if out else None)
     try:
         with executors_set_up():
-            decoded = decode(spark, captures, options=options, tables=tables, staging=staging)
+            decoded = decode(spark, captures, options=options, tables=tables, staging=staging, figures=figures)
             try:
                 yield decoded
             finally:
