@@ -1,13 +1,15 @@
-"""The report's latency figures and client inventory as one mergeable value, fed by the same pieces of table columns as
-the summary's :class:`~kdissect.analysis.summary.Figures` (``add(name, columns)``), so a run never
-needs the exchanges' rows to show them and a Spark task's figures merge on the driver.
+"""The report's figures as one mergeable value: latency by dimension, the client inventory
+(:mod:`.client_figures`) and traffic over time (:mod:`.time_figures`). Fed by the same pieces of
+table columns as the summary's :class:`~kdissect.analysis.summary.Figures` (``add(name, columns)``),
+so a run need not keep the rows they come from, and a Spark task's figures merge on the driver.
 
 What it keeps does not grow with the exchanges: per group of each latency dimension (API, API ×
 version, broker, broker × API, client id, client host) one
 :class:`~kdissect.analysis.distribution.Latencies`. A dimension keyed by what clients choose (client
 ids, client addresses, and broker addresses on hostile input) keeps at most
 :data:`~kdissect.analysis.bounded.KEY_LIMIT` keys (:class:`~kdissect.analysis.bounded.Groups`); every
-other key's latencies are counted in one :data:`~kdissect.analysis.bounded.OTHER` row that the report names.
+other key's latencies are counted in one :data:`~kdissect.analysis.bounded.OTHER` row that the report
+names.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from kdissect.analysis.client_figures import ClientFigures
 from kdissect.analysis.distribution import EXACT_VALUES, RELATIVE_ERROR, Latencies
 from kdissect.analysis.latency import DIMENSIONS, PERCENTILE_COLUMNS, broker_namer, of_latencies
 from kdissect.analysis.summary import Figures
+from kdissect.analysis.time_figures import TimeFigures
 from kdissect.tables.columns import cells
 from kdissect.tables.sink import Columns
 
@@ -53,12 +56,14 @@ class ReportFigures(Figures):
         self.latency = {dimension: Groups(Latencies, limit) for dimension in KEYED}
         self.brokers: dict[tuple[object, object, object, object], None] = {}  # (node, host, port, rack) seen
         self.clients = ClientFigures(limit)
+        self.time = TimeFigures()
 
     def add(self, name: str, columns: Columns) -> None:
         super().add(name, columns)
         if name == "exchanges":
             self._add_latencies(columns)
             self.clients.add_exchanges(columns)
+            self.time.add_exchanges(columns)
         elif name == "connections":
             self.clients.add_connections(columns)
         elif name == "brokers":
@@ -81,6 +86,7 @@ class ReportFigures(Figures):
                 self.latency[dimension].merge(groups)
             self.brokers.update(other.brokers)
             self.clients.merge(other.clients)
+            self.time.merge(other.time)
 
     def latency_table(self, dimension: str) -> pd.DataFrame:
         """:func:`kdissect.analysis.latency.latency_by`'s table from the figures: one row per group
@@ -134,5 +140,15 @@ def figures_of(tables: Mapping[str, pd.DataFrame]) -> ReportFigures:
     figures = ReportFigures()
     for name in ("exchanges", "connections", "brokers"):
         frame = tables[name]
-        figures.add(name, {c: frame[c].astype(object).where(frame[c].notna(), None).tolist() for c in frame.columns})
+        figures.add(name, {c: _column(frame[c]) for c in frame.columns})
     return figures
+
+
+def _column(series: pd.Series) -> list:
+    """A frame's column as the run hands it over: Python values, None for null, times in ns."""
+    import pandas as pd
+
+    if isinstance(series.dtype, pd.DatetimeTZDtype) or str(series.dtype).startswith("datetime64"):
+        ns = series.dt.as_unit("ns").array.asi8.tolist()
+        return [v if known else None for v, known in zip(ns, series.notna().tolist(), strict=True)]
+    return series.astype(object).where(series.notna(), None).tolist()

@@ -16,7 +16,6 @@ from kdissect.analysis import (
     kafka_latency,
     lag,
     throughput,
-    timeseries,
     topology,
     transactions,
 )
@@ -26,6 +25,7 @@ from kdissect.analysis.moments import moment
 from kdissect.analysis.overview import Overview, overview
 from kdissect.analysis.report_figures import KEPT_KEYS, PERCENTILE_FORM, ReportFigures, figures_of
 from kdissect.analysis.summary import Summary
+from kdissect.analysis.time_figures import BIN_LIMIT
 from kdissect.decoders.apis import removed_version
 
 from . import plots
@@ -144,13 +144,13 @@ def _kafka_latency_section(tables: Mapping[str, pd.DataFrame]) -> Section:
     )
 
 
-def _timeseries_section(tables: Mapping[str, pd.DataFrame]) -> Section:
-    step = timeseries.step_for(throughput.capture_span_s(tables))
-    series = timeseries.time_series(tables, step)
+def _timeseries_section(figures: ReportFigures) -> Section:
+    step, series = figures.time.step_s, figures.time.table()
     return Section(
         "timeseries",
         "Traffic over time",
-        f"Per {step} s step, by request time (answer time for an answer whose request was not captured).",
+        f"Per {step} s step, by request time (answer time for an answer whose request was not captured); "
+        f"the step doubles as often as it takes to keep at most {BIN_LIMIT} steps.",
         [
             *_figure(
                 "Requests, bytes, latency and errors over time",
@@ -301,7 +301,7 @@ def build_document(tables: Mapping[str, pd.DataFrame], summary: Summary, files: 
         _overview_section(tables, o, figures),
         _latency_section(tables, figures),
         _kafka_latency_section(tables),
-        _timeseries_section(tables),
+        _timeseries_section(figures),
         _errors_section(tables),
         _groups_section(tables),
         _transactions_section(tables),

@@ -14,6 +14,9 @@ from kdissect.analysis.clients import inventory
 from kdissect.analysis.frames import analysis_frames, in_capture_order
 from kdissect.analysis.latency import DIMENSIONS, latency_by
 from kdissect.analysis.report_figures import KEYED, OTHER, REPORT_FIGURES_ONLY, ReportFigures, figures_of
+from kdissect.analysis.throughput import capture_span_s
+from kdissect.analysis.time_figures import BIN_LIMIT, NS, TimeFigures
+from kdissect.analysis.timeseries import step_for, time_series
 from kdissect.decoders.apis import removed_version
 from kdissect.engines import local
 from kdissect.options import Options
@@ -144,3 +147,40 @@ def test_the_inventory_keeps_a_bounded_number_of_clients_and_counts_the_rest():
     assert table["requests"].sum() == n and table["connections"].sum() == n
     assert set(table["software"]) == {"kcat 1.7"}
     assert len(figures.clients._open) == 0  # nothing left waiting
+
+
+@pytest.mark.parametrize("capture", CAPTURES, ids=lambda p: p.name)
+def test_traffic_over_time_from_figures_is_the_tables_time_series(capture):
+    figures = ReportFigures()
+    run = local.analyze([capture], figures=figures)
+    tables = in_capture_order(analysis_frames(run.tables))
+    want = time_series(tables, step_for(capture_span_s(tables)))
+    assert figures.time.step_s == step_for(capture_span_s(tables))  # spans under BIN_LIMIT s: 1 s
+    assert figures.time.table().equals(want)
+
+
+def test_time_bins_stay_bounded_and_pieces_merge_into_the_whole():
+    rng = random.Random(5)
+    n = 4000
+    columns = _hostile(n)
+    start = 1_700_000_000 * NS
+    columns["request_ts"] = sorted(start + rng.randrange(30 * 86_400) * NS + rng.randrange(NS) for _ in range(n))
+    columns["request_bytes"] = [rng.randrange(1000) for _ in range(n)]
+    whole = TimeFigures()
+    whole.add_exchanges(columns)
+    assert len(whole.bins) <= BIN_LIMIT and whole.step_s & (whole.step_s - 1) == 0  # a power of two
+    assert (max(whole.bins) - min(whole.bins)) * whole.step_s >= 29 * 86_400 // 2
+    table = whole.table()
+    assert table["requests"].sum() == n and table["bytes_to_brokers"].sum() == sum(columns["request_bytes"])
+    for seed in range(4):
+        rng = random.Random(seed)
+        order = list(range(n))
+        rng.shuffle(order)  # pieces of any times, in any order
+        shuffled = {c: [v[i] for i in order] for c, v in columns.items()}
+        parts = [TimeFigures() for _ in range(3)]
+        for piece in _pieces(shuffled, sorted(rng.sample(range(1, n), 9))):
+            rng.choice(parts).add_exchanges(piece)
+        merged = TimeFigures()
+        for part in parts:
+            merged.merge(pickle.loads(pickle.dumps(part)))
+        assert merged == whole
