@@ -14,12 +14,14 @@ names.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING
 
+from kdissect.analysis.batch_figures import BatchFigures
 from kdissect.analysis.bounded import KEY_LIMIT, OTHER, Groups
 from kdissect.analysis.client_figures import ClientFigures
 from kdissect.analysis.distribution import EXACT_VALUES, RELATIVE_ERROR, Latencies
+from kdissect.analysis.errors import NO_ANSWER
 from kdissect.analysis.latency import DIMENSIONS, PERCENTILE_COLUMNS, broker_namer, of_latencies
 from kdissect.analysis.summary import Figures
 from kdissect.analysis.time_figures import TimeFigures
@@ -45,7 +47,9 @@ KEYED = {
 }
 
 
-REPORT_FIGURES_ONLY = ("connections",)  # tables the report reads only through these figures: a run need not keep them
+CLIENT_IDS_LIMIT = 100_000  # distinct client ids counted: past that the overview says "more than"
+# Tables the report reads only through these figures: its run need not keep their rows.
+REPORT_FIGURES_ONLY = ("connections", "batches")
 
 
 class ReportFigures(Figures):
@@ -57,6 +61,10 @@ class ReportFigures(Figures):
         self.brokers: dict[tuple[object, object, object, object], None] = {}  # (node, host, port, rack) seen
         self.clients = ClientFigures(limit)
         self.time = TimeFigures()
+        self.batches = BatchFigures(limit)
+        self.times: list[int | None] = [None, None, None, None]  # first request, last answer, first and last of both
+        self.client_ids: set[str] = set()  # distinct client ids, up to CLIENT_IDS_LIMIT
+        self.without_answer = 0  # exchanges without a usable answer
 
     def add(self, name: str, columns: Columns) -> None:
         super().add(name, columns)
@@ -64,6 +72,9 @@ class ReportFigures(Figures):
             self._add_latencies(columns)
             self.clients.add_exchanges(columns)
             self.time.add_exchanges(columns)
+            self._add_overview(columns)
+        elif name == "batches":
+            self.batches.add_batches(columns)
         elif name == "connections":
             self.clients.add_connections(columns)
         elif name == "brokers":
@@ -79,6 +90,34 @@ class ReportFigures(Figures):
             for dimension, key in KEYED.items():
                 self.latency[dimension].get(tuple(values[c][i] for c in key)).add(latency)
 
+    def _add_overview(self, ex: Columns) -> None:
+        requests, answers = cells(ex["request_ts"]), cells(ex["response_ts"])
+        known = [t for t in requests if t is not None], [t for t in answers if t is not None]
+        both = known[0] + known[1]
+        self._merge_times([min(known[0], default=None), max(known[1], default=None), min(both, default=None),
+                           max(both, default=None)])  # fmt: skip
+        self._see_clients(c for c in cells(ex["client_id"]) if c is not None)
+        self.without_answer += sum(1 for status in cells(ex["status"]) if status in NO_ANSWER)
+
+    def _merge_times(self, times: list[int | None]) -> None:
+        for i, (mine, theirs) in enumerate(zip(self.times, times, strict=True)):
+            pick = min if i in (0, 2) else max
+            self.times[i] = theirs if mine is None else mine if theirs is None else pick(mine, theirs)
+
+    def _see_clients(self, ids: Iterable[str]) -> None:
+        for client_id in ids:
+            if len(self.client_ids) >= CLIENT_IDS_LIMIT:
+                return
+            self.client_ids.add(client_id)
+
+    @property
+    def span_s(self) -> float:
+        """:func:`kdissect.analysis.throughput.capture_span_s` of the exchanges added."""
+        import pandas as pd
+
+        first, last = self.times[2], self.times[3]
+        return pd.Timedelta(last - first, unit="ns").total_seconds() if first is not None and last is not None else 0.0
+
     def merge(self, other: Figures) -> None:
         super().merge(other)
         if isinstance(other, ReportFigures):
@@ -87,6 +126,10 @@ class ReportFigures(Figures):
             self.brokers.update(other.brokers)
             self.clients.merge(other.clients)
             self.time.merge(other.time)
+            self.batches.merge(other.batches)
+            self._merge_times(other.times)
+            self._see_clients(other.client_ids)
+            self.without_answer += other.without_answer
 
     def latency_table(self, dimension: str) -> pd.DataFrame:
         """:func:`kdissect.analysis.latency.latency_by`'s table from the figures: one row per group
@@ -138,7 +181,7 @@ def _broker_namer(brokers: dict[tuple[object, object, object, object], None]) ->
 def figures_of(tables: Mapping[str, pd.DataFrame]) -> ReportFigures:
     """The report's figures of whole tables (what a run's hook would have added piece by piece)."""
     figures = ReportFigures()
-    for name in ("exchanges", "connections", "brokers"):
+    for name in ("exchanges", "connections", "brokers", "batches"):
         frame = tables[name]
         figures.add(name, {c: _column(frame[c]) for c in frame.columns})
     return figures

@@ -23,7 +23,7 @@ from kdissect.analysis.frames import in_capture_order
 from kdissect.analysis.latency import SUPPORT_RULE, latency_by
 from kdissect.analysis.moments import moment
 from kdissect.analysis.overview import Overview, overview
-from kdissect.analysis.report_figures import KEPT_KEYS, PERCENTILE_FORM, ReportFigures, figures_of
+from kdissect.analysis.report_figures import CLIENT_IDS_LIMIT, KEPT_KEYS, PERCENTILE_FORM, ReportFigures, figures_of
 from kdissect.analysis.summary import Summary
 from kdissect.analysis.time_figures import BIN_LIMIT
 from kdissect.decoders.apis import removed_version
@@ -55,7 +55,7 @@ def _facts(o: Overview) -> list[tuple[str, str]]:
         ("TCP connections", f"{o.connections:,} ({o.kafka_connections:,} Kafka)"),
         *([("TLS connections", f"{o.tls_connections:,} ({o.decrypted_connections:,} decrypted)")]
           if o.tls_connections else []),  # a capture without TLS says nothing of it
-        ("client ids", str(o.clients)),
+        ("client ids", str(o.clients) if o.clients < CLIENT_IDS_LIMIT else f"at least {o.clients:,}"),
         ("brokers", str(o.brokers)),
         ("exchanges", f"{o.exchanges:,}"),
         (
@@ -262,16 +262,17 @@ def _clients_section(figures: ReportFigures) -> Section:
     )
 
 
-def _throughput_section(tables: Mapping[str, pd.DataFrame]) -> Section:
+def _throughput_section(figures: ReportFigures) -> Section:
+    partitions = figures.batches.per_partition(figures.span_s)
     return Section(
         "throughput",
         "Throughput",
         "From record batches; rates over the capture's span. Fetched "
         "batches are data read again, so produce and fetch are kept apart.",
         [
-            Table("By topic", throughput.per_topic(tables)),
-            Table("By partition", throughput.per_partition(tables), collapsed=True),
-            Table("Compression by codec (ratio = decompressed / compressed)", throughput.compression(tables)),
+            Table("By topic", throughput.topic_sums(partitions)),
+            Table("By partition", partitions, collapsed=True),
+            Table("Compression by codec (ratio = decompressed / compressed)", figures.batches.compression()),
         ],
     )
 
@@ -296,7 +297,7 @@ def build_document(tables: Mapping[str, pd.DataFrame], summary: Summary, files: 
     :func:`~kdissect.analysis.frames.in_capture_order`, so every engine's tables give the same report."""
     tables = in_capture_order(tables)
     figures = figures if figures is not None else figures_of(tables)
-    o = overview(tables, summary, files)
+    o = overview(tables, summary, files, figures)
     sections = [
         _overview_section(tables, o, figures),
         _latency_section(tables, figures),
@@ -307,7 +308,7 @@ def build_document(tables: Mapping[str, pd.DataFrame], summary: Summary, files: 
         _transactions_section(tables),
         _topology_section(tables),
         _clients_section(figures),
-        _throughput_section(tables),
+        _throughput_section(figures),
         _anomaly_section(tables),
     ]
     return Document("kdissect report", _facts(o), sections)

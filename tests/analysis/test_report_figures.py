@@ -13,8 +13,9 @@ import pytest
 from kdissect.analysis.clients import inventory
 from kdissect.analysis.frames import analysis_frames, in_capture_order
 from kdissect.analysis.latency import DIMENSIONS, latency_by
+from kdissect.analysis.overview import overview
 from kdissect.analysis.report_figures import KEYED, OTHER, REPORT_FIGURES_ONLY, ReportFigures, figures_of
-from kdissect.analysis.throughput import capture_span_s
+from kdissect.analysis.throughput import capture_span_s, compression, per_partition
 from kdissect.analysis.time_figures import BIN_LIMIT, NS, TimeFigures
 from kdissect.analysis.timeseries import step_for, time_series
 from kdissect.decoders.apis import removed_version
@@ -45,25 +46,32 @@ def test_the_figures_of_a_run_are_the_tables_figures(capture):
 
 
 def _pieces(columns: dict[str, list], cuts: list[int]) -> list[dict[str, list]]:
-    edges = [0, *cuts, len(next(iter(columns.values())))]
+    edges = [0, *cuts, len(next(iter(columns.values()), []))]
     return [{c: v[a:b] for c, v in columns.items()} for a, b in itertools.pairwise(edges)]
 
 
-@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("seed", range(6))
 def test_pieces_split_at_random_points_merge_into_the_figures_of_one_piece(seed):
+    """As on Spark: the connections are dealt to tasks (a connection's rows all in one), each task's
+    tables come in pieces cut at random points, and the tasks' figures merge in any order."""
     rng = random.Random(seed)
-    capture = rng.choice(CAPTURES)
+    capture = CAPTURES[seed % len(CAPTURES)] if seed < 3 else rng.choice(CAPTURES)
     tables = {name: {c: list(cells(v)) for c, v in columns.items()}
               for name, columns in local.analyze([capture]).tables.items()}
     whole = ReportFigures()
     for name, columns in tables.items():
         whole.add(name, columns)
-    parts = [ReportFigures() for _ in range(rng.randrange(2, 6))]
+    tasks = rng.randrange(2, 6)
+    parts = [ReportFigures() for _ in range(tasks)]
     for name, columns in tables.items():
         n = len(next(iter(columns.values()), []))
-        cuts = sorted(rng.sample(range(n), min(n, rng.randrange(0, 8)))) if n else []
-        for piece in _pieces(columns, cuts) if n else [columns]:
-            rng.choice(parts).add(name, piece)
+        owner = [hash(c) % tasks for c in columns.get("connection_id", [])] or [rng.randrange(tasks)] * n
+        for task, part in enumerate(parts):
+            mine = {c: [v for v, o in zip(values, owner, strict=True) if o == task] for c, values in columns.items()}
+            rows = sum(1 for o in owner if o == task)
+            cuts = sorted(rng.sample(range(rows), min(rows, rng.randrange(0, 8))))
+            for piece in _pieces(mine, cuts):
+                part.add(name, piece)
     merged = ReportFigures()
     for part in rng.sample(parts, len(parts)):
         merged.merge(pickle.loads(pickle.dumps(part)))  # as Spark tasks' figures travel
@@ -71,6 +79,11 @@ def test_pieces_split_at_random_points_merge_into_the_figures_of_one_piece(seed)
         assert merged.latency[dimension] == whole.latency[dimension]
         assert merged.latency_table(dimension).equals(whole.latency_table(dimension))
     assert merged.summary(local.RunStats().source) == whole.summary(local.RunStats().source)
+    assert merged.clients == whole.clients
+    assert merged.clients.inventory(removed_version).equals(whole.clients.inventory(removed_version))
+    assert merged.time == whole.time and merged.batches == whole.batches
+    assert (merged.times, merged.client_ids, merged.without_answer) == (whole.times, whole.client_ids,
+                                                                        whole.without_answer)
 
 
 def _hostile(n: int) -> dict[str, list]:
@@ -184,3 +197,15 @@ def test_time_bins_stay_bounded_and_pieces_merge_into_the_whole():
         for part in parts:
             merged.merge(pickle.loads(pickle.dumps(part)))
         assert merged == whole
+
+
+@pytest.mark.parametrize("capture", CAPTURES, ids=lambda p: p.name)
+def test_throughput_and_the_overview_from_figures_are_the_tables(capture):
+    figures = ReportFigures()
+    run = local.analyze([capture], Options(spill_rows=7), figures=figures, counted_only=REPORT_FIGURES_ONLY)
+    assert "batches" not in run.tables
+    tables = in_capture_order(analysis_frames(local.analyze([capture]).tables))
+    assert figures.batches.per_partition(figures.span_s).astype(str).equals(per_partition(tables).astype(str))
+    assert figures.batches.compression().astype(str).equals(compression(tables).astype(str))
+    assert figures.span_s == capture_span_s(tables)
+    assert overview(tables, run.summary, [str(capture)], figures) == overview(tables, run.summary, [str(capture)])
