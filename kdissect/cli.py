@@ -469,7 +469,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
     from kdissect.analysis.frames import taken_frames
-    from kdissect.analysis.report_figures import REPORT_FIGURES_ONLY, ReportFigures
+    from kdissect.analysis.report_figures import ReportFigures
     from kdissect.engines import local
     from kdissect.report.build import format_for, write_report
 
@@ -494,11 +494,11 @@ def cmd_report(args: argparse.Namespace) -> int:
         captures = _captures(args)
         names = [str(c) for c in captures]
         local.tune_gc()
-        figures = ReportFigures()
-        run = local.analyze(captures, options, figures=figures, counted_only=REPORT_FIGURES_ONLY)
+        figures = ReportFigures(keep_records=True)
+        run = local.analyze(captures, options, figures=figures, counted_only=figures.counted_only)
         if run.stats.nothing_read:
             raise _nothing_read(captures)
-        tables, summary, unreadable = run.tables, run.summary, run.stats.unreadable
+        tables, summary, unreadable = {**run.tables, "records": figures.records}, run.summary, run.stats.unreadable
         del run  # the tables' column lists are freed one by one as they become frames
         frames = taken_frames(tables)
     _report_unreadable(unreadable)

@@ -22,6 +22,7 @@ from kdissect.analysis.bounded import KEY_LIMIT, OTHER, Groups
 from kdissect.analysis.client_figures import ClientFigures
 from kdissect.analysis.distribution import EXACT_VALUES, RELATIVE_ERROR, Latencies
 from kdissect.analysis.errors import NO_ANSWER
+from kdissect.analysis.frames import ANALYSED_RECORDS
 from kdissect.analysis.latency import DIMENSIONS, PERCENTILE_COLUMNS, broker_namer, of_latencies
 from kdissect.analysis.summary import Figures
 from kdissect.analysis.time_figures import TimeFigures
@@ -55,8 +56,11 @@ REPORT_FIGURES_ONLY = ("connections", "batches")
 class ReportFigures(Figures):
     """The summary's figures and the report's latency tables, added piece by piece and mergeable."""
 
-    def __init__(self, limit: int = KEY_LIMIT) -> None:
+    def __init__(self, limit: int = KEY_LIMIT, keep_records: bool = False) -> None:
         super().__init__()
+        # The transactional records, row by row (the transactions section lists them): kept here only
+        # for a run that does not keep the records table (the local engine's report).
+        self.records: Columns | None = {} if keep_records else None
         self.latency = {dimension: Groups(Latencies, limit) for dimension in KEYED}
         self.brokers: dict[tuple[object, object, object, object], None] = {}  # (node, host, port, rack) seen
         self.clients = ClientFigures(limit)
@@ -75,6 +79,11 @@ class ReportFigures(Figures):
             self._add_overview(columns)
         elif name == "batches":
             self.batches.add_batches(columns)
+        elif name == "records" and self.records is not None:
+            keep = [i for i, flag in enumerate(cells(columns[ANALYSED_RECORDS])) if flag]
+            for column, values in columns.items():
+                cells_of = cells(values)
+                self.records.setdefault(column, []).extend(cells_of[i] for i in keep)  # type: ignore[union-attr]
         elif name == "connections":
             self.clients.add_connections(columns)
         elif name == "brokers":
@@ -117,6 +126,11 @@ class ReportFigures(Figures):
 
         first, last = self.times[2], self.times[3]
         return pd.Timedelta(last - first, unit="ns").total_seconds() if first is not None and last is not None else 0.0
+
+    @property
+    def counted_only(self) -> tuple[str, ...]:
+        """The tables a run may hand to these figures and drop: the report reads them only here."""
+        return REPORT_FIGURES_ONLY + (("records",) if self.records is not None else ())
 
     def merge(self, other: Figures) -> None:
         super().merge(other)

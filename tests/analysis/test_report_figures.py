@@ -18,6 +18,7 @@ from kdissect.analysis.report_figures import KEYED, OTHER, REPORT_FIGURES_ONLY, 
 from kdissect.analysis.throughput import capture_span_s, compression, per_partition
 from kdissect.analysis.time_figures import BIN_LIMIT, NS, TimeFigures
 from kdissect.analysis.timeseries import step_for, time_series
+from kdissect.analysis.transactions import transactional_records
 from kdissect.decoders.apis import removed_version
 from kdissect.engines import local
 from kdissect.options import Options
@@ -209,3 +210,18 @@ def test_throughput_and_the_overview_from_figures_are_the_tables(capture):
     assert figures.batches.compression().astype(str).equals(compression(tables).astype(str))
     assert figures.span_s == capture_span_s(tables)
     assert overview(tables, run.summary, [str(capture)], figures) == overview(tables, run.summary, [str(capture)])
+
+
+@pytest.mark.parametrize("spill_rows", [2, 50_000])
+def test_the_report_run_keeps_only_the_transactional_records(spill_rows):
+    """The local report hands records over as they grow and keeps the transactional ones: the rows
+    the transactions section reads, marks and all (while a transaction is open the sink holds its
+    records back, so an abort still marks them)."""
+    capture = next(c for c in CAPTURES if "transactions" in c.name)
+    figures = ReportFigures(keep_records=True)
+    run = local.analyze([capture], Options(spill_rows=spill_rows), figures=figures,
+                        counted_only=figures.counted_only)  # fmt: skip
+    assert "records" not in run.tables and "batches" not in run.tables
+    got = transactional_records(analysis_frames({**run.tables, "records": figures.records}))
+    want = transactional_records(analysis_frames(local.analyze([capture]).tables))
+    assert len(got) > 0 and got.astype(str).equals(want.astype(str))
