@@ -66,31 +66,45 @@ class ClientFigures:
         self._closed: dict[int, tuple[object, object, object, set]] = {}  # rows before their exchanges' last piece
 
     def add_exchanges(self, ex: Columns) -> None:
-        rows = zip(*(cells(ex[c]) for c in ("client_id", "client_ip", "connection_id", "api_key", "api_name",
-                                             "api_version", "request_ts", "response_ts")), strict=True)  # fmt: skip
-        for client_id, client_ip, connection, api_key, api_name, api_version, request_ts, response_ts in rows:
-            key = (client_id, client_ip)
-            client = self.clients.get(key)
-            client.requests += 1
-            if api_key is not None and api_version is not None:
-                pair = (api_key, api_version)
-                if pair in client.versions or len(client.versions) < VERSIONS_LIMIT:
-                    client.versions.setdefault(pair, api_name)
+        """A piece's exchanges, grouped first by what tells them apart here (a piece has few
+        distinct combinations): requests, API versions, and each connection's keys."""
+        combined: dict[tuple, list] = {}  # (client id, ip, connection, api key, name, version) -> [requests, first]
+        names = ("client_id", "client_ip", "connection_id", "api_key", "api_name", "api_version", "request_ts",
+                 "response_ts")  # fmt: skip
+        for *key, request_ts, response_ts in zip(*(cells(ex[c]) for c in names), strict=True):
             when = request_ts if request_ts is not None else response_ts
-            closed = self._closed.get(connection)
-            if closed is not None:
-                is_kafka, name, version, counted = closed
-                if key not in counted:
-                    counted.add(key)
-                    client.connections += 1
-                if is_kafka and name is not None:
-                    client.see_software((name, version), when)  # type: ignore[arg-type]
-                continue
-            keys = self._open.setdefault(connection, {})
-            first = keys.get(key)
-            if key not in keys or (when is not None and (first is None or when < first)):
-                keys[key] = when
+            seen = combined.get(tuple(key))
+            if seen is None:
+                combined[tuple(key)] = [1, when]
+            else:
+                seen[0] += 1
+                if when is not None and (seen[1] is None or when < seen[1]):
+                    seen[1] = when
+        for (client_id, client_ip, connection, api_key, api_name, api_version), (n, when) in combined.items():
+            self._add((client_id, client_ip), connection, n, when, api_key, api_name, api_version)
         self._closed.clear()  # this piece held the last of their exchanges
+
+    def _add(self, key: Hashable, connection: int, n: int, when: object, api_key: int | None, api_name: str | None,
+             api_version: int | None) -> None:  # fmt: skip
+        client = self.clients.get(key)
+        client.requests += n
+        if api_key is not None and api_version is not None:
+            pair = (api_key, api_version)
+            if pair in client.versions or len(client.versions) < VERSIONS_LIMIT:
+                client.versions.setdefault(pair, api_name)
+        closed = self._closed.get(connection)
+        if closed is not None:
+            is_kafka, name, version, counted = closed
+            if key not in counted:
+                counted.add(key)
+                client.connections += 1
+            if is_kafka and name is not None:
+                client.see_software((name, version), when)  # type: ignore[arg-type]
+            return
+        keys = self._open.setdefault(connection, {})
+        first = keys.get(key)
+        if key not in keys or (when is not None and (first is None or when < first)):  # type: ignore[operator]
+            keys[key] = when
 
     def add_connections(self, conns: Columns) -> None:
         rows = zip(*(cells(conns[c]) for c in ("connection_id", "is_kafka", "software_name", "software_version")),

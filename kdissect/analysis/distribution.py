@@ -81,6 +81,25 @@ class Latencies:
             key = _bucket(value) if value else 0
             self._buckets[key] = self._buckets.get(key, 0) + n  # type: ignore[index]
 
+    def add_many(self, values: list[float]) -> None:
+        """Add latencies that are all numbers (no None or NaN): what a piece of a table brings at once."""
+        if not values:
+            return
+        self.count += len(values)
+        self.low = min(self.low, min(values))
+        self.high = max(self.high, max(values))
+        if self._values is not None:
+            counts = self._values
+            for value in values:
+                counts[value] = counts.get(value, 0) + 1
+            if len(counts) > EXACT_VALUES:
+                self._fold()
+            return
+        buckets = self._buckets
+        for value in values:
+            key = _bucket(value) if value else 0
+            buckets[key] = buckets.get(key, 0) + 1  # type: ignore[index]
+
     def _fold(self) -> None:
         values, self._values, self._buckets = self._values or {}, None, {}
         for value, n in values.items():

@@ -53,6 +53,10 @@ CLIENT_IDS_LIMIT = 100_000  # distinct client ids counted: past that the overvie
 REPORT_FIGURES_ONLY = ("connections", "batches")
 
 
+_KEY_COLUMNS = sorted({c for key in KEYED.values() for c in key})
+_KEY_AT = {dimension: [_KEY_COLUMNS.index(c) for c in key] for dimension, key in KEYED.items()}
+
+
 class ReportFigures(Figures):
     """The summary's figures and the report's latency tables, added piece by piece and mergeable."""
 
@@ -91,13 +95,16 @@ class ReportFigures(Figures):
             self.brokers.update(dict.fromkeys(rows))
 
     def _add_latencies(self, ex: Columns) -> None:
-        names = sorted({c for key in KEYED.values() for c in key})
-        values = {c: cells(ex[c]) for c in names}
-        for i, latency in enumerate(cells(ex["latency_ms"])):
-            if latency is None or latency != latency:
-                continue
-            for dimension, key in KEYED.items():
-                self.latency[dimension].get(tuple(values[c][i] for c in key)).add(latency)
+        """Latencies grouped by every key column at once (a piece has few distinct combinations),
+        then each group added to each dimension in one step."""
+        combined: dict[tuple, list[float]] = {}
+        rows = zip(cells(ex["latency_ms"]), *(cells(ex[c]) for c in _KEY_COLUMNS), strict=True)
+        for latency, *key in rows:
+            if isinstance(latency, int | float) and latency == latency:
+                combined.setdefault(tuple(key), []).append(latency)
+        for key, latencies in combined.items():
+            for dimension, at in _KEY_AT.items():
+                self.latency[dimension].get(tuple(key[i] for i in at)).add_many(latencies)
 
     def _add_overview(self, ex: Columns) -> None:
         requests, answers = cells(ex["request_ts"]), cells(ex["response_ts"])

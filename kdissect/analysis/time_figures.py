@@ -57,24 +57,33 @@ class TimeFigures:
         return 1 << self.width
 
     def add_exchanges(self, ex: Columns) -> None:
+        """A piece's exchanges, binned at the present width, then merged in (widening if its span asks)."""
         names = ("request_ts", "response_ts", "request_bytes", "response_bytes", "latency_ms", "status", "api_name",
                  "error_name")  # fmt: skip
-        rows = zip(*(cells(ex[c]) for c in names), strict=True)
-        for request_ts, response_ts, request_bytes, response_bytes, latency, status, api, error in rows:
+        piece = TimeFigures()
+        piece.width = self.width
+        latencies: dict[int, list[float]] = {}
+        for request_ts, response_ts, request_bytes, response_bytes, latency, status, api, error in zip(
+                *(cells(ex[c]) for c in names), strict=True):  # fmt: skip
             when = request_ts if request_ts is not None else response_ts
             if when is None:
                 continue
             number = (when // NS) >> self.width
-            got = self.bins.get(number)
+            got = piece.bins.get(number)
             if got is None:
-                got = self.bins[number] = Bin()
-                self._bound()
-                got = self.bins[(when // NS) >> self.width]
+                got = piece.bins[number] = Bin()
+                latencies[number] = []
             got.requests += 1
             got.request_bytes += request_bytes or 0
             got.response_bytes += response_bytes or 0
-            got.latencies.add(latency)
-            got.failed += status == "error" and not is_expected(api, error)
+            if isinstance(latency, int | float) and latency == latency:
+                latencies[number].append(latency)
+            if status == "error" and not is_expected(api, error):
+                got.failed += 1
+        for number, values in latencies.items():
+            piece.bins[number].latencies.add_many(values)
+        piece._bound()
+        self.merge(piece)
 
     def _bound(self) -> None:
         """Widen the bins until the span fits in :data:`BIN_LIMIT` of them."""
@@ -103,7 +112,7 @@ class TimeFigures:
         for number, figures in theirs.items():
             mine = self.bins.get(number)
             if mine is None:
-                self.bins[number] = _copy(figures)
+                self.bins[number] = figures if theirs is not other.bins else _copy(figures)
             else:
                 mine.merge(figures)
         self._bound()
