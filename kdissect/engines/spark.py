@@ -237,14 +237,15 @@ class Decoded:
             _write_table(filesystem, f"{root}/{name}/part-00000.parquet", to_arrow(name, _empty(name)))
         return [(out.rstrip("/") + f"/{name}/", rows[name]) for name in names]
 
-    def frames(self) -> dict[str, pd.DataFrame]:
-        """Every table brought to the driver as the DataFrame the local engine gives the analysis
-        (records: only those the analysis reads, picked in the tasks), from one job."""
+    def frames(self, tables: Iterable[str] | None = None) -> dict[str, pd.DataFrame]:
+        """Every table (or those of ``tables``) brought to the driver as the DataFrame the local engine
+        gives the analysis (records: only those the analysis reads, picked in the tasks), from one job."""
+        names = [name for name in self.tables if tables is None or name in set(tables)]
         task = partial(_analysed_pieces, settled=self._settled())
-        got = self.envelope.filter(F.col("table").isin(self.tables)).mapInArrow(task, from_arrow_schema(_PIECES)
-                                                                                 ).collect()  # fmt: skip
+        got = self.envelope.filter(F.col("table").isin(names)).mapInArrow(task, from_arrow_schema(_PIECES)
+                                                                           ).collect()  # fmt: skip
         out = {}
-        for name in self.tables:
+        for name in names:
             pieces = [merge.read_ipc(r["data"]) for r in got if r["table"] == name]
             if name == "brokers":
                 table = merge.first_brokers(pieces)
@@ -487,8 +488,8 @@ def report_input(captures: list[str], *, master: str, options: Options, verbose:
     among them), and the tables the report still reads as rows, decoded on Spark and brought to the
     driver (not ``REPORT_FIGURES_ONLY``: a fleet's connections stay in the tasks)."""
     gathered = [name for name in TABLES if name not in REPORT_FIGURES_ONLY]
-    with _decoded(captures, master, conf, None, gathered, options, verbose, ReportFigures) as decoded:
-        return SparkReport(decoded.frames(), decoded.summary(), len(decoded.files), decoded.unreadable,
+    with _decoded(captures, master, conf, None, list(TABLES), options, verbose, ReportFigures) as decoded:
+        return SparkReport(decoded.frames(gathered), decoded.summary(), len(decoded.files), decoded.unreadable,
                            decoded.figures)  # type: ignore[arg-type]
 
 
