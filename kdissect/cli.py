@@ -1,5 +1,6 @@
-"""Command line: parses arguments, makes one call into an engine (local, live or Spark) or the
-decoders, prints the report; never decodes or wires stages itself.
+"""Command line: turns arguments into one request, makes one engine call (``engines.request.run``,
+``request.Shown``, ``live.watch`` or ``frame.decode_frame``) and prints its one result; it never
+decodes or wires stages itself, and imports no stage's internals (tests/test_architecture.py).
 
 Exit status, defined once here (and in ``--help`` and the README): 0 when the input could be read
 (whatever it held), 1 when nothing could be read (no file is a capture, or a frame does not
@@ -12,23 +13,18 @@ import json
 import os
 import re
 import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from kdissect import __version__, output_paths
-from kdissect.analysis.filters import FilterError
-from kdissect.decoders import DecodeError, apis, decode_request, decode_response
-from kdissect.decoders.jsonable import to_jsonable
-from kdissect.decoders.records import LENGTHS_ONLY, Limits, Payloads
-from kdissect.decoders.sasl import redact_frame_body
-from kdissect.engines import EngineSetupError
-from kdissect.options import DEFAULT_PORTS, Options
+from kdissect.engines import EngineSetupError, NothingReadable, RequestError
+from kdissect.engines.frame import DecodeError, api_key_of, decode_frame, to_jsonable
+from kdissect.engines.request import FORMATS, FORMATS_HELP, TABLE_NAMES, FilterError, Request, SparkSettings, run
+from kdissect.engines.run import RunResult
+from kdissect.options import DEFAULT_PORTS, LENGTHS_ONLY, Limits, Options, Payloads
 from kdissect.report.render import safe_text, tree_lines
-from kdissect.sources.shapes import CaptureFormatError
-
-if TYPE_CHECKING:
-    from kdissect.analysis.summary import Summary
 
 EXIT_OK, EXIT_NOTHING_READ, EXIT_USAGE = 0, 1, 2
 EXIT_STATUS_HELP = "exit status: 0 the input was read, 1 nothing could be read, 2 usage error"
@@ -38,18 +34,11 @@ class UsageError(Exception):
     """Bad command-line input: printed as one line, exit status 2."""
 
 
-class NothingRead(Exception):
-    """No input could be read: printed as one line, exit status 1."""
-
-
 def _response_hint(arg: str) -> str:
     """How to decode the bytes if they are a response: the key and version a ``--save-frames`` file name
     gives (``c0-7-Metadata-v12-response.bin``), else where to find them."""
     named = re.search(r"-([A-Za-z]+)-v(\d+)-response\.bin$", arg) if arg.startswith("@") else None
-    try:
-        key = apis.key_of(named.group(1)) if named else None
-    except LookupError:
-        key = None
+    key = api_key_of(named.group(1)) if named else None
     if named and key is not None:
         return (f"; the file name says it is a {named.group(1)} v{named.group(2)} response: add "
                 f"--api-key {key} --api-version {named.group(2)}")
@@ -79,14 +68,12 @@ def cmd_decode(args: argparse.Namespace) -> int:
     frame = _read_frame(args.frame)
     if (args.api_key is None) != (args.api_version is None):
         raise UsageError("--api-key and --api-version go together (they select the response's request)")
-    is_request = args.api_key is None
     try:
-        msg = decode_request(frame) if is_request else decode_response(frame, args.api_key, args.api_version)
+        msg = decode_frame(frame, args.api_key, args.api_version)
     except DecodeError as exc:
-        if is_request:
-            raise NothingRead(f"cannot decode as a request: {exc}{_response_hint(args.frame)}") from None
-        raise NothingRead(f"cannot decode: {exc}") from None
-    redact_frame_body(msg["header"].get("request_api_key") if is_request else args.api_key, msg["body"], is_request)
+        if args.api_key is None:
+            raise NothingReadable(f"cannot decode as a request: {exc}{_response_hint(args.frame)}") from None
+        raise NothingReadable(f"cannot decode: {exc}") from None
     if args.json:
         print(json.dumps(to_jsonable(msg), indent=2))
     else:
@@ -148,72 +135,35 @@ def _refuse(problem: str | None) -> None:
         raise UsageError(problem)
 
 
-def _progress(paths: list[Path]):
+@contextmanager
+def _progress(total: int) -> Iterator[Callable[[int], None] | None]:
     """A rich progress bar on stderr when it is a terminal, else nothing."""
     if not sys.stderr.isatty():
-        return None, None
+        yield None
+        return
     from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn, TransferSpeedColumn
 
-    total = _total_size(paths)
     bar = Progress("[progress.description]{task.description}", BarColumn(), DownloadColumn(), TransferSpeedColumn(),
                    TimeRemainingColumn(), transient=True)
     task = bar.add_task("reading", total=total)
-    return bar, lambda n: bar.advance(task, n)
-
-
-def _captures(args: argparse.Namespace) -> list[Path]:
-    """The capture files the arguments name (a directory: the capture files in it)."""
-    from kdissect.engines import local
-
+    bar.start()
     try:
-        captures, repeats = local.distinct_files(local.capture_paths(args.captures))
-    except OSError as exc:  # a missing path, or a directory without captures: a bad argument
-        raise UsageError(str(exc)) from None
-    _report_repeats(repeats)
-    return captures
+        yield lambda n: bar.advance(task, n)
+    finally:
+        bar.stop()
 
 
-def _report_repeats(repeats: list[tuple[str, str]]) -> None:
-    """Files named more than once (read once): one line each."""
-    for path, same in repeats:
-        print(f"kdissect: {safe_text(path)} is {safe_text(same)} again: read once", file=sys.stderr)
+def _note(line: str) -> None:
+    """A one-line note from an engine (a file named twice, a hint), on stderr."""
+    print(f"kdissect: {safe_text(line)}", file=sys.stderr)
 
 
-# From this much input on, a Spark cluster is worth suggesting: a Spark run costs ~17 s before any byte
-# and decodes ~34 MB/s per core against the local engine's ~80 MB/s, so it overtakes the local engine
-# from about 2 GB on 8 cores (bench/bench_spark.py, reports/spark-benchmark-2026-11-24.md).
-SPARK_HINT_BYTES = 2 << 30
-
-
-def _total_size(paths: list[Path]) -> int:
-    return sum(p.stat().st_size for p in paths)
-
-
-def _hint_spark(paths: list[Path]) -> None:
-    total = _total_size(paths)
-    if total >= SPARK_HINT_BYTES:
-        print(f"kdissect: hint: {total / (1 << 20):,.0f} MiB of captures; `--engine spark --master URL` spreads "
-              "the work over a Spark cluster", file=sys.stderr)
-
-
-def _spark_paths(args: argparse.Namespace) -> list[str]:
-    """The Spark engine's inputs: as the local engine's, and remote URIs (hdfs://, s3a://) and globs."""
-    import glob
-
-    from kdissect.engines import local
-    from kdissect.engines.paths import list_captures
-
-    try:
-        listed = [path for path, _ in list_captures(args.captures, uris=True)]
-    except OSError as exc:  # a missing path, a directory without captures, a file system out of reach
-        raise UsageError(str(exc)) from None
-    # A local file named twice (a directory and a file in it, a link) is read once, as the local engine reads it.
-    local_files = [Path(p) for p in listed if "://" not in p and not glob.has_magic(p)]
-    files, repeats = local.distinct_files(local_files)
-    _report_repeats(repeats)
-    kept = {id(p) for p in files}
-    out = iter(local_files)
-    return [p for p in listed if "://" in p or glob.has_magic(p) or id(next(out)) in kept]
+def _request(args: argparse.Namespace, options: Options, **fields: object) -> Request:
+    """The batch run the arguments ask for (``--engine spark``: on Spark)."""
+    spark = None
+    if getattr(args, "engine", "local") == "spark":
+        spark = SparkSettings(args.master, _spark_conf(args), args.verbose)
+    return Request(args.captures, options, spark=spark, notify=_note, **fields)  # type: ignore[arg-type]
 
 
 def _spark_conf(args: argparse.Namespace) -> dict[str, str]:
@@ -229,36 +179,6 @@ def _spark_conf(args: argparse.Namespace) -> dict[str, str]:
     return conf
 
 
-def _quiet_spark(args: argparse.Namespace) -> None:
-    """Unless ``-v``: PySpark's pandas-version warning hidden, before pyspark is imported."""
-    if not args.verbose:
-        from kdissect.engines.spark_quiet import hide_pandas_warning
-
-        hide_pandas_warning()
-
-
-def _analyze_spark(args: argparse.Namespace, wanted: list[str], options: Options) -> int:
-    _quiet_spark(args)
-    from kdissect.engines import local
-    from kdissect.engines.spark import analyze
-
-    if (args.format or "parquet") != "parquet":
-        raise UsageError("--engine spark writes parquet only")
-    captures = _spark_paths(args)
-    run = analyze(captures, master=args.master, out=args.out, tables=wanted, options=options, verbose=args.verbose,
-                  conf=_spark_conf(args))
-    if run.unreadable and len(run.unreadable) == run.files:
-        raise local.no_capture(run.unreadable)
-    if run.summary.packets == 0 and run.summary.capture.get("anomalies"):
-        raise _nothing_read([Path(c) for c in captures])
-    _report_unreadable(run.unreadable)
-    return _print_run(run.summary, _readable_args(args.captures, run.unreadable), run.written)
-
-
-def _nothing_read(captures: list[Path]) -> NothingRead:
-    return NothingRead(f"nothing could be read from {', '.join(map(str, captures))}")
-
-
 def _report_unreadable(unreadable: list[tuple[str, str]]) -> None:
     """Files skipped because they are not captures (the others were analysed): one line each."""
     for path, why in unreadable:
@@ -266,40 +186,25 @@ def _report_unreadable(unreadable: list[tuple[str, str]]) -> None:
 
 
 def cmd_analyze(args: argparse.Namespace) -> int:
-    from kdissect.engines import local
-    from kdissect.tables.columns import TABLES
-    from kdissect.tables.writer import TableWriter
-
     if args.out is None and (args.format is not None or args.tables is not None):
         raise UsageError("--format and --tables say what --out writes: add --out DIR (or drop them)")
-    wanted = [t.strip() for t in args.tables.split(",")] if args.tables else list(TABLES)
-    unknown = [t for t in wanted if t not in TABLES]
-    if unknown:
-        raise UsageError(f"unknown table {unknown[0]!r} (known: {', '.join(TABLES)})")
+    wanted = _tables(args.tables)
     if args.out is not None:
         _check_directory(args.out, "--out")
-    options = _options(args)
-    if args.engine == "spark":
-        return _analyze_spark(args, wanted, options)
-    captures = _captures(args)
-    _hint_spark(captures)
-    local.tune_gc()
-    writer = TableWriter(Path(args.out), args.format or "parquet") if args.out else None
-    bar, progress = _progress(captures)
-    if bar is not None:
-        bar.start()
-    try:
-        if writer is None:  # the summary alone: only what it shows is built
-            run = local.summary(captures, options, progress=progress)
-        else:
-            run = local.analyze(captures, options, tables=wanted, writer=writer, progress=progress)
-    finally:
-        if bar is not None:
-            bar.stop()
-    if run.stats.nothing_read:
-        raise _nothing_read(captures)
-    _report_unreadable(run.stats.unreadable)
-    return _print_run(run.summary, _readable_args(args.captures, run.stats.unreadable), run.written)
+    if args.engine == "spark" and (args.format or "parquet") != "parquet":
+        raise UsageError("--engine spark writes parquet only")
+    request = _request(args, _options(args), tables=wanted, out=args.out, format=args.format or "parquet",
+                       progress=_progress)  # fmt: skip
+    return _print_run(run(request), args.captures)
+
+
+def _tables(given: str | None) -> list[str]:
+    """``--tables``: comma-separated table names (default: all)."""
+    wanted = [t.strip() for t in given.split(",")] if given else list(TABLE_NAMES)
+    unknown = [t for t in wanted if t not in TABLE_NAMES]
+    if unknown:
+        raise UsageError(f"unknown table {unknown[0]!r} (known: {', '.join(TABLE_NAMES)})")
+    return wanted
 
 
 def _readable_args(given: list[str], unreadable: list[tuple[str, str]]) -> list[str]:
@@ -312,37 +217,36 @@ def _readable_args(given: list[str], unreadable: list[tuple[str, str]]) -> list[
     return [arg for norm, arg in named.items() if norm not in skipped]
 
 
-def _print_run(summary: Summary, captures: list[str], written: list[tuple[object, int]]) -> int:
-    """The summary and the files written, whichever engine ran."""
+def _print_run(result: RunResult, given: list[str]) -> int:
+    """The files skipped, the summary and the files written, whichever engine ran."""
     from kdissect.report.terminal import summary_lines
 
-    for line in summary_lines(summary, captures):
+    _report_unreadable(result.unreadable)
+    assert result.summary is not None
+    for line in summary_lines(result.summary, _readable_args(given, result.unreadable)):
         print(line)
-    for path, rows in written:
-        print(f"wrote {path} ({rows:,} rows)")
+    _print_written(result)
     return EXIT_OK
 
 
+def _print_written(result: RunResult) -> None:
+    for path, rows in result.written:
+        print(f"wrote {path} ({rows:,} rows)")
+
+
 def cmd_show(args: argparse.Namespace) -> int:
-    from kdissect.analysis.filters import compile_filter
-    from kdissect.engines import local
+    from kdissect.engines.request import Shown
     from kdissect.report.show import exchange_json, exchange_text, frame_files
-    from kdissect.tables.columns import TABLES
 
     if args.save_frames is not None:
         _check_directory(args.save_frames, "--save-frames")
-    captures = _captures(args)
     options = replace(_options(args), keep_frames=args.raw or args.save_frames is not None)
-    local.tune_gc()
-    predicate = None
-    if args.filter:
-        predicate = compile_filter(args.filter, {**dict(TABLES["exchanges"]), "topics": "list"})
+    exchanges = Shown(_request(args, options), args.filter)
     save = Path(args.save_frames) if args.save_frames is not None else None
     if save is not None:
         save.mkdir(parents=True, exist_ok=True)
-    stats = local.RunStats()
     shown = 0
-    for ex, row in local.exchanges(captures, options, where=predicate, stats=stats, topics=True):
+    for ex, row in exchanges:
         shown += 1
         if args.json:
             print(exchange_json(ex, row, raw=args.raw))
@@ -354,9 +258,7 @@ def cmd_show(args: argparse.Namespace) -> int:
                 (save / name).write_bytes(frame)
                 if not args.json:
                     print(f"  saved {safe_text(str(save / name))}")
-    if stats.nothing_read:
-        raise _nothing_read(captures)
-    _report_unreadable(stats.unreadable)
+    _report_unreadable(exchanges.stats.unreadable)
     if not shown and not args.json:
         print("no matching Kafka exchanges")
     return 0
@@ -367,36 +269,13 @@ def _has_command(name: str) -> bool:
     return name in sub.choices
 
 
-def _live_source(args: argparse.Namespace, ports: tuple[int, ...]):
-    """The device (``-i``) or the followed capture stream (``--read``); one-line errors."""
-    from kdissect.engines.live import CaptureUnavailable, PcapDevice, capture_filter
-    from kdissect.sources.follow import FollowedCapture
-
-    if args.read is not None:
-        if args.read != "-" and not Path(args.read).exists():
-            raise UsageError(f"cannot read {args.read}: no such file or directory")
-        return FollowedCapture(args.read, follow=not args.no_follow), args.read
-    bpf = capture_filter(ports if args.ports else (), args.bpf)
-    try:
-        return PcapDevice(args.interface, bpf), f"{args.interface}, filter {bpf!r}"
-    except CaptureUnavailable as exc:
-        raise UsageError(str(exc)) from None
-
-
 def cmd_live(args: argparse.Namespace) -> int:
     """Watch a device or a growing capture until Ctrl-C, SIGTERM, --duration or end of input."""
-    import time
-
-    from kdissect.engines.live import LiveOptions, LiveRun, StopSignals, report_input, run_loop
-    from kdissect.engines.local import tune_gc
+    from kdissect.engines.live import LiveRequest, report_input, watch
+    from kdissect.engines.run import check_some_capture
     from kdissect.report.console import PlainView, RichView, summary_lines
-    from kdissect.tables.columns import TABLES
-    from kdissect.tables.writer import TableWriter
 
-    wanted = [t.strip() for t in args.tables.split(",")] if args.tables else list(TABLES)
-    unknown = [t for t in wanted if t not in TABLES]
-    if unknown:
-        raise UsageError(f"unknown table {unknown[0]!r} (known: {', '.join(TABLES)})")
+    wanted = _tables(args.tables)
     report_from = report_input(args.read, args.write) if args.report else None
     if args.report and not _has_command("report"):
         raise UsageError("--report needs the HTML report builder (`kdissect report`), which this build lacks")
@@ -409,56 +288,26 @@ def cmd_live(args: argparse.Namespace) -> int:
         _check_directory(args.out, "--out")
     if args.port:  # ``--port P`` (repeatable), the spelling before ``--ports P,P``
         args.ports = ",".join([*filter(None, [args.ports]), *map(str, args.port)])
-    keylog_path, args.tls_keylog = args.tls_keylog, None  # followed below, not read once
+    keylog, args.tls_keylog = args.tls_keylog, None  # followed by the engine, not read once
     options = _options(args)
-    keys = None
-    if keylog_path is not None:  # clients append to it as they connect (it may not exist yet): read on
-        from kdissect.engines.keylog_file import KeyLogFile
+    request = LiveRequest(args.interface, args.read, not args.no_follow, options,
+                          options.ports if args.ports else (), args.bpf, keylog, args.duration, args.write,
+                          args.out, args.format, wanted, args.metrics_port, args.metrics_address,
+                          args.max_label_values)  # fmt: skip
 
-        keys = KeyLogFile(keylog_path)
-        keys.follow()
-        options = replace(options, tls_keylog=keys.keylog)
-    source, title = _live_source(args, options.ports)
-    metrics = None
-    if args.metrics_port is not None:
-        from kdissect.engines.live_metrics import LiveMetrics
+    def view(title: str) -> PlainView | RichView:
+        return RichView(title) if sys.stdout.isatty() and not args.quiet else PlainView(args.interval)
 
-        metrics = LiveMetrics(args.max_label_values)
-        try:
-            metrics.serve(args.metrics_port, args.metrics_address)
-        except OSError as exc:
-            raise UsageError(f"cannot serve metrics on {args.metrics_address} port {args.metrics_port}: "
-                             f"{exc.strerror}") from None
-    recorder = None
-    if args.write:
-        from kdissect.engines.pcapng_out import PcapngRecorder
-
-        recorder = PcapngRecorder(args.write)
-    writer = TableWriter(Path(args.out), args.format) if args.out else None
-    tune_gc()
-    opts = LiveOptions(options, wanted if writer else (), writer.write if writer else None,
-                       several_inputs=bool(args.read) and Path(args.read).is_dir())
-    run = LiveRun(opts, recorder=recorder, metrics=metrics)
-    view = RichView(title) if sys.stdout.isatty() and not args.quiet else PlainView(args.interval)
-    start = time.monotonic()
-    with StopSignals(on_second=recorder.flush if recorder else None) as stop:
-        try:
-            reason = run_loop(source, run, view, stop, duration=args.duration, keys=keys.follow if keys else None)
-        finally:
-            view.close()
-    skipped = getattr(source, "skipped", [])
-    _report_unreadable(skipped)
-    if skipped and len(skipped) == len(source.files_read):
-        from kdissect.engines import local
-
-        raise local.no_capture(skipped)
-    for line in summary_lines(run.figures, time.monotonic() - start, reason):
+    result = watch(request, view)
+    _report_unreadable(result.unreadable)
+    check_some_capture(result.stats)
+    live = result.live
+    assert live is not None
+    for line in summary_lines(live.figures, live.elapsed, live.reason):
         print(line)
-    if recorder is not None:
-        print(f"wrote {args.write} ({recorder.packets:,} packets)")
-    if writer is not None:
-        for path, rows in writer.close():
-            print(f"wrote {path} ({rows:,} rows)")
+    if live.packets_written is not None:
+        print(f"wrote {args.write} ({live.packets_written:,} packets)")
+    _print_written(result)
     if args.report:
         sys.stdout.flush()
         return main(["report", str(report_from), "-o", args.report])
@@ -466,11 +315,6 @@ def cmd_live(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from dataclasses import replace
-
-    from kdissect.analysis.frames import taken_frames
-    from kdissect.analysis.report_figures import ReportFigures
-    from kdissect.engines import local
     from kdissect.report.build import format_for, write_report
 
     output = Path(args.output)
@@ -480,29 +324,10 @@ def cmd_report(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from None
     _check_file(output, "-o")
     options = replace(_options(args), payloads=LENGTHS_ONLY)  # sizes are enough
-    if args.engine == "spark":
-        _quiet_spark(args)
-        from kdissect.engines.spark import report_input
-
-        names = _spark_paths(args)
-        spark = report_input(names, master=args.master, options=options, verbose=args.verbose,
-                             conf=_spark_conf(args))
-        if spark.unreadable and len(spark.unreadable) == spark.files:
-            raise local.no_capture(spark.unreadable)
-        frames, summary, unreadable, figures = spark.frames, spark.summary, spark.unreadable, spark.figures
-    else:
-        captures = _captures(args)
-        names = [str(c) for c in captures]
-        local.tune_gc()
-        figures = ReportFigures(keep_records=True)
-        run = local.analyze(captures, options, figures=figures, counted_only=figures.counted_only)
-        if run.stats.nothing_read:
-            raise _nothing_read(captures)
-        tables, summary, unreadable = {**run.tables, "records": figures.records}, run.summary, run.stats.unreadable
-        del run  # the tables' column lists are freed one by one as they become frames
-        frames = taken_frames(tables)
-    _report_unreadable(unreadable)
-    out = write_report(frames, summary, names, output, fmt, figures)
+    result = run(_request(args, options, report=True))
+    _report_unreadable(result.unreadable)
+    assert result.frames is not None and result.summary is not None
+    out = write_report(result.frames, result.summary, result.inputs, output, fmt, result.figures)
     print(f"wrote {safe_text(str(out))} ({out.stat().st_size:,} bytes)")
     return 0
 
@@ -559,9 +384,6 @@ FILTER_HELP = """filter (--filter EXPR): a Python-like expression over one excha
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from kdissect.tables.columns import TABLES
-    from kdissect.tables.writer import FORMATS, FORMATS_HELP
-
     ap = argparse.ArgumentParser(prog="kdissect", description="Kafka wire-protocol dissector and analyzer.",
                                  epilog=EXIT_STATUS_HELP)
     ap.add_argument("--version", action="version", version=f"kdissect {__version__}")
@@ -585,7 +407,7 @@ def build_parser() -> argparse.ArgumentParser:
                                                 "(default: none, print the summary only)")
     a.add_argument("--format", choices=FORMATS, help="file format of the tables --out writes (default: parquet)")
     a.add_argument("--tables", metavar="T,T,...",
-                   help=f"comma-separated tables --out writes (default: all): {', '.join(TABLES)}")
+                   help=f"comma-separated tables --out writes (default: all): {', '.join(TABLE_NAMES)}")
     keep = a.add_mutually_exclusive_group()
     keep.add_argument("--no-payloads", action="store_true",
                       help="records table without keys, values and header values: null, sizes only "
@@ -682,10 +504,10 @@ def main(argv: list[str] | None = None) -> int:
         for line in [f"kdissect: --filter: {exc}", *(f"  {line}" for line in exc.pointer())]:
             print(safe_text(line), file=sys.stderr)
         return EXIT_USAGE
-    except (UsageError, EngineSetupError) as exc:
+    except (UsageError, RequestError, EngineSetupError) as exc:
         print(f"kdissect: {safe_text(str(exc))}", file=sys.stderr)
         return EXIT_USAGE
-    except (NothingRead, CaptureFormatError) as exc:
+    except NothingReadable as exc:
         print(f"kdissect: {safe_text(str(exc))}", file=sys.stderr)
         return EXIT_NOTHING_READ
     except BrokenPipeError:  # the reader went away (``kdissect show ... | head``): not an error

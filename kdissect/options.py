@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from kdissect.decoders.records import DEFAULT_LIMITS, FULL, Limits, Payloads
+from kdissect.decoders.records import LENGTHS_ONLY as LENGTHS_ONLY  # a knob's value, for the faces
 from kdissect.sources.defrag import DefragLimits
 from kdissect.sources.gunzip import GUNZIP_FREE, GUNZIP_RATIO
 from kdissect.tls.keylog import KeyLog

@@ -20,19 +20,21 @@ import os
 import signal
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
 from kdissect.analysis.rolling import RollingFigures
+from kdissect.engines import NothingReadable, RequestError
 from kdissect.engines.live_exchanges import ExchangeReader
-from kdissect.engines.local import feed_item
+from kdissect.engines.local import feed_item, tune_gc
+from kdissect.engines.run import LiveOutcome, RunResult, RunStats, TableRun
 from kdissect.events import Anomaly, ConnectionSummary, Exchange, KafkaEvent
 from kdissect.kafka.pipeline import KafkaPipeline
 from kdissect.options import Options
 from kdissect.sources.packets import PacketDecoder
 from kdissect.sources.segment import TcpSegment
-from kdissect.sources.shapes import CaptureRecord, RecordEvent, SourceStats
+from kdissect.sources.shapes import CaptureFormatError, CaptureRecord, RecordEvent, SourceStats
 from kdissect.tables.columns import TABLES
 from kdissect.tables.sink import SPILLABLE, Spill, TableSink
 
@@ -199,7 +201,9 @@ class LiveRun:
         self.opts = opts
         self.stats = SourceStats()
         self.packets = PacketDecoder(opts.options.defrag(), stats=self.stats)
-        self.sink = TableSink(opts.tables, opts.options, spill=opts.spill) if opts.spill is not None else None
+        self.tables = None if opts.spill is None else TableRun(opts.options, opts.tables, written=opts.tables,
+                                                                writer=opts.spill)  # fmt: skip
+        self.sink = self.tables.sink if self.tables is not None else None
         opened = self.sink.connection_sources if self.sink is not None else None
         self.pipeline = KafkaPipeline(opts.options, opened=opened, several_inputs=opts.several_inputs)
         self._ended: list[int] = []  # connections whose file the sink may forget once their rows are named
@@ -256,10 +260,10 @@ class LiveRun:
             self._ended = []
 
     def _spill(self, sink: TableSink) -> None:
-        assert self.opts.spill is not None
+        assert self.tables is not None
         for name in _NOT_SPILLED_BY_SINK:
             if len(sink.rows[name]) >= self.opts.options.spill_rows:
-                self.opts.spill(name, sink.take(name))
+                self.tables.spill(name)
 
     def tick(self, kernel_drops: int | None) -> None:
         """Once a second: libpcap's drop count and the gauges."""
@@ -292,9 +296,9 @@ class LiveRun:
         self._count()
         if self.recorder is not None:
             self.recorder.close()
-        if self.sink is not None and self.opts.spill is not None:
-            for name in self.opts.tables:
-                self.opts.spill(name, self.sink.take(name))
+        if self.tables is not None:
+            for name, columns in self.tables.finish().items():
+                self.tables.write(name, columns)
 
 
 class View(Protocol):
@@ -382,3 +386,99 @@ def report_input(read: str | None, write: str | None) -> Path | None:
     if read and read != "-" and Path(read).is_file():
         return Path(read)
     return Path(write) if write else None
+
+
+@dataclass
+class LiveRequest:
+    """One live run as a face asks for it: where the packets come from (``interface``, or ``read``: a
+    capture being written, a rotated-capture directory, ``-``), what the run writes (``write``: a raw
+    pcapng copy; ``out``: the ``tables`` as ``format``, in pieces as they grow), what it serves
+    (Prometheus metrics on ``metrics_port``) and when it stops (``duration``, else a signal or the end
+    of the input). ``kernel_ports`` make the kernel filter unless ``bpf`` is given (none: every TCP
+    packet, for auto-detection); ``keylog`` is a key log file followed as clients append to it."""
+
+    interface: str | None = None
+    read: str | None = None
+    follow: bool = True
+    options: Options = field(default_factory=Options)
+    kernel_ports: Sequence[int] = ()
+    bpf: str | None = None
+    keylog: str | None = None
+    duration: float | None = None
+    write: str | None = None
+    out: str | None = None
+    format: str = "parquet"
+    tables: Sequence[str] = tuple(TABLES)
+    metrics_port: int | None = None
+    metrics_address: str = "127.0.0.1"
+    max_label_values: int = 100
+
+
+def open_source(request: LiveRequest) -> tuple[RecordSource, str]:
+    """The device or the followed capture stream, and its title for the view; one-line errors."""
+    if request.read is not None:
+        from kdissect.sources.follow import FollowedCapture
+
+        if request.read != "-" and not Path(request.read).exists():
+            raise RequestError(f"cannot read {request.read}: no such file or directory")
+        return FollowedCapture(request.read, follow=request.follow), request.read
+    assert request.interface is not None
+    bpf = capture_filter(request.kernel_ports, request.bpf)
+    try:
+        return PcapDevice(request.interface, bpf), f"{request.interface}, filter {bpf!r}"
+    except CaptureUnavailable as exc:
+        raise RequestError(str(exc)) from None
+
+
+def watch(request: LiveRequest, view_for: Callable[[str], View]) -> RunResult:
+    """The live engine's one call: the run wired (key log followed, metrics served, raw copy and
+    tables written), read until a stop, with ``view_for(title)`` refreshed as it goes. Raises
+    ``RequestError`` for a source, device or port it cannot use, ``NothingReadable`` when no input
+    was a capture."""
+    options = request.options
+    keys = None
+    if request.keylog is not None:  # clients append to it as they connect (it may not exist yet): read on
+        from kdissect.engines.keylog_file import KeyLogFile
+
+        keys = KeyLogFile(request.keylog)
+        keys.follow()
+        options = replace(options, tls_keylog=keys.keylog)
+    source, title = open_source(request)
+    metrics = None
+    if request.metrics_port is not None:
+        from kdissect.engines.live_metrics import LiveMetrics
+
+        metrics = LiveMetrics(request.max_label_values)
+        try:
+            metrics.serve(request.metrics_port, request.metrics_address)
+        except OSError as exc:
+            raise RequestError(f"cannot serve metrics on {request.metrics_address} port {request.metrics_port}: "
+                               f"{exc.strerror}") from None  # fmt: skip
+    recorder = None
+    if request.write:
+        from kdissect.engines.pcapng_out import PcapngRecorder
+
+        recorder = PcapngRecorder(request.write)
+    writer = None
+    if request.out:
+        from kdissect.tables.writer import TableWriter
+
+        writer = TableWriter(Path(request.out), request.format)
+    tune_gc()
+    opts = LiveOptions(options, request.tables if writer else (), writer.write if writer else None,
+                       several_inputs=bool(request.read) and Path(request.read).is_dir())  # fmt: skip
+    run = LiveRun(opts, recorder=recorder, metrics=metrics)
+    view = view_for(title)
+    start = time.monotonic()
+    with StopSignals(on_second=recorder.flush if recorder else None) as stop:
+        try:
+            reason = run_loop(source, run, view, stop, duration=request.duration, keys=keys.follow if keys else None)
+        except CaptureFormatError as exc:  # the one input named is no capture
+            raise NothingReadable(str(exc)) from None
+        finally:
+            view.close()
+    stats = RunStats(len(getattr(source, "files_read", ())), run.stats,
+                     unreadable=list(getattr(source, "skipped", ())))  # fmt: skip
+    written = writer.close() if writer is not None else []
+    outcome = LiveOutcome(run.figures, time.monotonic() - start, reason, recorder.packets if recorder else None)
+    return RunResult(stats, None, written, live=outcome)

@@ -1,6 +1,7 @@
 """The local engine: capture files -> sources -> the Kafka pipeline -> table sink -> figures.
 
-The one place a run is wired. ``analyze`` is a whole run (tables, files, figures); ``events``
+Its runs are wired by the run module (:mod:`kdissect.engines.run`), as the live engine's and the
+Spark tasks' are. ``analyze`` is a whole run (tables, files, figures); ``events``
 and ``exchanges`` stream the same core's output for ``show`` and for library users. Files
 are read in chunks and streamed, so a multi-GB capture never sits in memory.
 """
@@ -9,14 +10,20 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field, fields
 from functools import partial
 from os import PathLike
 from pathlib import Path
-from typing import Any, BinaryIO, Protocol
+from typing import TYPE_CHECKING, Any, BinaryIO
 
-from kdissect.analysis.summary import Figures, Summary
+from kdissect.analysis.summary import Figures
 from kdissect.engines.paths import list_captures
+from kdissect.engines.run import (  # RunStats, RunResult, no_capture: the run's own, named here for callers
+    RunResult,
+    RunStats,
+    TableRun,
+    check_some_capture,
+    unreadable_file,
+)
 from kdissect.events import Anomaly, Exchange, KafkaEvent
 from kdissect.kafka.pipeline import KafkaPipeline
 from kdissect.options import Options
@@ -25,7 +32,6 @@ from kdissect.sources.interleave import merge_by_time
 from kdissect.sources.segment import TcpSegment
 from kdissect.sources.shapes import (
     TLS_KEY_LOG,
-    AnomalyKind,
     CaptureFormatError,
     DecryptionSecrets,
     SourceAnomaly,
@@ -33,7 +39,10 @@ from kdissect.sources.shapes import (
     SourceStats,
 )
 from kdissect.tables.columns import TABLES
-from kdissect.tables.sink import SPILLABLE, Columns, TableSink, exchange_row, exchange_topics
+from kdissect.tables.sink import exchange_row, exchange_topics
+
+if TYPE_CHECKING:
+    from kdissect.tables.writer import TableWriter
 
 PathArg = str | PathLike[str]
 Progress = Callable[[int], None]  # called with bytes read since the last call
@@ -42,7 +51,6 @@ ALWAYS = ("connections", "anomalies")  # tables every run keeps: the summary rea
 # figure that needs another table (a report's top partitions, say) adds that table here, and
 # ``analysis.summary.Figures.add`` takes its pieces as they are handed over.
 SUMMARY_TABLES = ("exchanges", "connections", "anomalies")
-UNREADABLE_FILE = AnomalyKind.UNREADABLE_FILE  # the anomaly kind of a file that is not a capture
 
 
 def capture_paths(paths: Iterable[PathArg]) -> list[Path]:
@@ -70,14 +78,6 @@ def distinct_files(paths: Iterable[Path]) -> tuple[list[Path], list[tuple[str, s
     return kept, repeats
 
 
-class Writer(Protocol):
-    """Where a run's tables go (``kdissect.tables.writer.TableWriter``): pieces as they grow, then the rest."""
-
-    def write(self, name: str, columns: Columns) -> None: ...
-
-    def close(self) -> list[tuple[Path, int]]: ...
-
-
 class _CountingReader:
     """A binary file that reports how much was read (for progress bars)."""
 
@@ -91,54 +91,9 @@ class _CountingReader:
         return data
 
 
-@dataclass(slots=True)
-class RunStats:
-    """What was read: the sources' counters summed over the files (and per file), and the
-    segments the reassembler could place in no connection."""
-
-    files: int = 0
-    source: SourceStats = field(default_factory=SourceStats)
-    per_file: list[SourceStats] = field(default_factory=list)
-    ignored_segments: int = 0
-    unreadable: list[tuple[str, str]] = field(default_factory=list)  # (file, why) of files that are no capture
-
-    @property
-    def nothing_read(self) -> bool:
-        """Damage is reported in the output; only input with no readable packet at all fails a run."""
-        return self.source.packets == 0 and self.source.anomalies > 0
-
-    def add(self, part: SourceStats) -> None:
-        self.per_file.append(part)
-        for f in fields(SourceStats):
-            setattr(self.source, f.name, getattr(self.source, f.name) + getattr(part, f.name))
-
-
-@dataclass(slots=True)
-class RunResult:
-    """A finished run: its counters, the columns of the tables kept in memory (rows already
-    handed to a writer or to the figures are not among them), the headline figures and the files
-    written."""
-
-    stats: RunStats
-    tables: dict[str, Columns]
-    summary: Summary
-    written: list[tuple[Path, int]] = field(default_factory=list)
-
-
 def source_anomaly(a: SourceAnomaly, source: str | None = None) -> Anomaly:
     """A capture-level anomaly as a Kafka-layer event of the file ``source``."""
     return Anomaly(a.kind, None, None, a.offset, None, a.ts_ns, a.message, source)
-
-
-def unreadable_file(path: str, exc: CaptureFormatError, stats: SourceStats) -> SourceAnomaly:
-    """What every engine yields for a file that is not a capture: one anomaly naming it, counted."""
-    stats.anomalies += 1
-    return SourceAnomaly(UNREADABLE_FILE, f"{path}: {exc}")
-
-
-def no_capture(unreadable: list[tuple[str, str]]) -> CaptureFormatError:
-    """The error of a run in which no file was a capture: (file, why) of each."""
-    return CaptureFormatError("; ".join(f"{path}: {why}" for path, why in unreadable))
 
 
 def _read_file(path: PathArg, options: Options, stats: RunStats, progress: Progress | None) -> Iterator[SourceEvent]:
@@ -235,8 +190,7 @@ def events(
         for i, item in merge_by_time(inputs, _time_of):
             pipeline.source = names[i]
             yield from feed_item(pipeline, item)
-    if stats.unreadable and len(stats.unreadable) == stats.files:  # only when no file is a capture
-        raise no_capture(stats.unreadable)
+    check_some_capture(stats)
     yield from _finish(pipeline, stats)
 
 
@@ -265,7 +219,7 @@ def analyze(
     options: Options | None = None,
     *,
     tables: Iterable[str] | None = None,
-    writer: Writer | None = None,
+    writer: TableWriter | None = None,
     progress: Progress | None = None,
     figures: Figures | None = None,
     counted_only: Iterable[str] = (),
@@ -306,7 +260,7 @@ def analyze_items(
     options: Options | None = None,
     *,
     tables: Iterable[str] | None = None,
-    writer: Writer | None = None,
+    writer: TableWriter | None = None,
     stats: RunStats | None = None,
     keep: bool = True,
     source: str | None = None,
@@ -319,34 +273,24 @@ def analyze_items(
 
 
 def _analyze(run: Callable[[dict[int, str | None]], Iterator[KafkaEvent]], options: Options | None,
-             tables: Iterable[str] | None, writer: Writer | None, stats: RunStats, keep: bool = True,
+             tables: Iterable[str] | None, writer: TableWriter | None, stats: RunStats, keep: bool = True,
              record_anomalies: bool = True, figures: Figures | None = None,
              counted_only: set[str] | frozenset[str] = frozenset()) -> RunResult:  # fmt: skip
-    options = options or Options()
     wanted = list(tables) if tables is not None else list(TABLES)
-    summed = {name for name in TABLES if name in wanted or name in ALWAYS}  # what the figures count
+    summed = [name for name in TABLES if name in wanted or name in ALWAYS]  # what the figures count
     figures = figures if figures is not None else Figures()
-
-    def hand_over(name: str, columns: Columns) -> None:
-        if name in summed:
-            figures.add(name, columns)
-        if writer is not None and name in wanted:
-            writer.write(name, columns)
-
     spills_all = writer is not None or not keep
-    spill = hand_over if spills_all or counted_only else None
-    sink = TableSink(wanted, options, spill=spill, record_anomalies=record_anomalies,
-                     spilled_tables=SPILLABLE if spills_all else counted_only)  # fmt: skip
-    sink.consume_all(run(sink.connection_sources))
-    rest = {name: sink.take(name) for name in TABLES if name in summed}
-    for name, columns in rest.items():
-        figures.add(name, columns)
+    wiring = TableRun(options or Options(), wanted, kept=summed, written=wanted, figures=figures,
+                      writer=writer.write if writer is not None else None, spill=spills_all or bool(counted_only),
+                      spilled=None if spills_all else counted_only, record_anomalies=record_anomalies)  # fmt: skip
+    wiring.sink.consume_all(run(wiring.sink.connection_sources))
+    rest = wiring.finish()
     kept = {name: columns for name, columns in rest.items() if name not in counted_only} if keep else {}
-    result = RunResult(stats, kept, figures.summary(stats.source, stats.ignored_segments))
+    result = RunResult(stats, figures.summary(stats.source, stats.ignored_segments), tables=kept)
     if writer is not None:
         if not stats.nothing_read:
             for name in wanted:
-                writer.write(name, rest[name])
+                wiring.write(name, rest[name])
         result.written = writer.close()
     return result
 

@@ -27,6 +27,7 @@ import pyarrow as pa
 
 from kdissect.analysis.summary import Figures
 from kdissect.engines.local import SUMMARY_TABLES
+from kdissect.engines.run import TableRun
 from kdissect.engines.storage import open_input, open_output
 from kdissect.engines.units import ANOMALY, RUN, RUN_HEADER, SEGMENT, MappedFiles
 from kdissect.events import Anomaly
@@ -37,7 +38,7 @@ from kdissect.tables import merge
 from kdissect.tables.arrow import to_arrow
 from kdissect.tables.columns import TABLES, cells
 from kdissect.tables.merge import BROKER_SEEN, OPENED, STATS, TOPIC_ID, TOPICS, ipc_bytes, read_ipc
-from kdissect.tables.sink import SPILLABLE, Columns, TableSink
+from kdissect.tables.sink import SPILLABLE, Columns
 
 ENVELOPE_SCHEMA = pa.schema([("table", pa.string()), ("data", pa.binary()), ("path", pa.string())])
 Envelope = tuple[str, bytes | None, str | None]  # (table, inline data, staged file)
@@ -132,7 +133,10 @@ class PartitionDecoder:
         self.files = files
         self.mapped = MappedFiles(files)
         self.wanted = [t for t in TABLES if t in set(tables) or t in SUMMARY_TABLES]
-        self.sink = TableSink(self.wanted, options, spill=self._spill, resolve_topics=False)
+        self.figures = figures()  # the summary's (or report's) figures of this task's rows, merged on the driver
+        self.run = TableRun(options, self.wanted, written=self.wanted, writer=self.write, figures=self.figures,
+                            resolve_topics=False)  # fmt: skip
+        self.sink = self.run.sink
         self.pipeline = KafkaPipeline(options, opened=self.sink.connection_sources, several_inputs=len(files) > 1)
         self.opened_at: list[int] = []  # per local connection id: pos of the segment that opened it
         self.broker_seen: list[int] = []  # per brokers row: pos of the segment that revealed it
@@ -143,7 +147,6 @@ class PartitionDecoder:
         self.journal: list[tuple[int, tuple]] = []  # (pos, call) of the transaction rules' inputs not yet put
         self.journaled = 0  # calls put in pieces so far
         self.sink.transactions.journal = []
-        self.figures = figures()  # the summary's (or report's) figures of this task's rows, merged on the driver
         self.by_time = len(files) > 1  # segments come in order of (ts, pos), else pos (units.segment_order)
         self.waiting: list[tuple[object, int, _Run]] = []  # (next segment's place, order, run): a heap
         self.runs = itertools.count()
@@ -217,9 +220,10 @@ class PartitionDecoder:
         self._release(None)
         self.mapped.close()
         self._consume(self.pipeline.finish(), _FINISHING)
-        for name in self.wanted:
-            if len(self.sink.rows[name]) or name not in SPILLABLE:
-                self._spill(name, self.sink.take(name))
+        handed = [name for name in self.wanted if len(self.sink.rows[name]) or name not in SPILLABLE]
+        rest = self.run.finish()
+        for name in handed:
+            self.run.write(name, rest[name])
         self._put_journal()
         self.out += self.pieces.close()
         self.out.append((OPENED, ipc_bytes(pa.table({"pos": pa.array(self.opened_at, pa.int64())})), None))
@@ -236,8 +240,8 @@ class PartitionDecoder:
         out, self.out = self.out, []
         return iter(out)
 
-    def _spill(self, name: str, columns: Columns) -> None:
-        self.figures.add(name, columns)
+    def write(self, name: str, columns: Columns) -> None:
+        """A piece of a table (counted into the figures by the run), as Arrow with what the merge needs."""
         table = to_arrow(name, columns)
         positions = pa.array(self.opened_at, pa.int64())
         if "connection_id" in table.column_names:

@@ -60,6 +60,7 @@ from kdissect.engines.partition import (
     read_pieces,
 )
 from kdissect.engines.paths import list_captures
+from kdissect.engines.run import RunResult, RunStats
 from kdissect.engines.spark_quiet import quiet_conf
 from kdissect.engines.storage import file_system, remove_tree
 from kdissect.engines.units import (
@@ -79,6 +80,7 @@ from kdissect.tables import merge
 from kdissect.tables.arrow import to_arrow
 from kdissect.tables.columns import TABLES
 from kdissect.tables.frames import from_arrow
+from kdissect.tables.writer import ParquetFile
 from kdissect.tls.keylog import KeyLog
 
 SPLIT_BYTES = 128 << 20  # pcap files larger than this are read as several ranges
@@ -254,6 +256,11 @@ class Decoded:
             out[name] = from_arrow(name, table)
         return out
 
+    def stats(self) -> RunStats:
+        """What was read, as every engine's result says it."""
+        return RunStats(len(self.files), self.source, ignored_segments=self.stray_segments,
+                        unreadable=self.unreadable)  # fmt: skip
+
     def summary(self) -> Summary:
         """The summary's figures: each task's, counted by the local engine's code as it decoded, merged."""
         return self.figures.summary(self.source, self.stray_segments)
@@ -294,21 +301,18 @@ def _broker_batches(batches: Iterable[pa.RecordBatch], settled: object) -> Itera
 
 
 def _write_table(filesystem: object, path: str, table: pa.Table) -> None:
-    import pyarrow.parquet as pq
-
-    with filesystem.open_output_stream(path) as stream, pq.ParquetWriter(stream, table.schema) as writer:  # type: ignore[attr-defined]
-        writer.write_table(table)
+    with filesystem.open_output_stream(path) as stream:  # type: ignore[attr-defined]
+        parquet = ParquetFile(stream)
+        parquet.write(table)
+        parquet.close()
 
 
 def _write_parts(batches: Iterable[pa.RecordBatch], settled: object, filesystem: object, root: str
                  ) -> Iterator[pa.RecordBatch]:  # fmt: skip
     """One task's pieces into one Parquet file per table (named by partition: a retry overwrites);
     brokers pieces are returned instead (``brokers``, Arrow IPC) for the driver to keep each once."""
-    import pyarrow.parquet as pq
-
     partition = TaskContext.get().partitionId()
-    writers: dict[str, tuple[object, pq.ParquetWriter]] = {}
-    rows: dict[str, int] = {}
+    writers: dict[str, tuple[object, ParquetFile]] = {}
     brokers: list[pa.Table] = []
     try:
         for name, table in _finished(batches, settled):
@@ -317,14 +321,13 @@ def _write_parts(batches: Iterable[pa.RecordBatch], settled: object, filesystem:
                 continue
             if name not in writers:
                 stream = filesystem.open_output_stream(f"{root}/{name}/part-{partition:05d}.parquet")  # type: ignore[attr-defined]
-                writers[name] = (stream, pq.ParquetWriter(stream, table.schema))
-            writers[name][1].write_table(table)
-            rows[name] = rows.get(name, 0) + table.num_rows
+                writers[name] = (stream, ParquetFile(stream))
+            writers[name][1].write(table)
     finally:
         for stream, writer in writers.values():
             writer.close()
             stream.close()  # type: ignore[attr-defined]
-    out = [(name, f"{root}/{name}/part-{partition:05d}.parquet", n, None) for name, n in rows.items()]
+    out = [(name, f"{root}/{name}/part-{partition:05d}.parquet", w.rows, None) for name, (_, w) in writers.items()]
     if brokers:  # each broker once per task already (the task's sink): a few rows, with where first seen
         out.append(("brokers", None, 0, merge.ipc_bytes(pa.concat_tables(brokers))))
     if out:
@@ -453,44 +456,22 @@ def _temporary_staging(spark: SparkSession) -> str | None:
     return tempfile.mkdtemp(prefix="kdissect-staging-") if _on_this_machine(spark.sparkContext.master) else None
 
 
-@dataclass
-class SparkRun:
-    """What ``kdissect analyze --engine spark`` prints."""
-
-    summary: Summary
-    files: int
-    unreadable: list[tuple[str, str]]  # (file, why)
-    written: list[tuple[str, int]]
-
-
 def analyze(captures: list[str], *, master: str, out: str | None, tables: list[str], options: Options,
-            verbose: bool = True, conf: Mapping[str, str] | None = None) -> SparkRun:  # fmt: skip
+            verbose: bool = True, conf: Mapping[str, str] | None = None) -> RunResult:  # fmt: skip
     """The command line's run: decode, figures, Parquet under ``out``; the session is stopped after."""
     with _decoded(captures, master, conf, out, tables, options, verbose) as decoded:
         written = decoded.write(out, tables) if out else []
-        return SparkRun(decoded.summary(), len(decoded.files), decoded.unreadable, written)
-
-
-@dataclass
-class SparkReport:
-    """What ``kdissect report --engine spark`` builds the report from."""
-
-    frames: dict[str, pd.DataFrame]
-    summary: Summary
-    files: int
-    unreadable: list[tuple[str, str]]  # (file, why)
-    figures: ReportFigures  # the tasks' report figures, merged
+        return RunResult(decoded.stats(), decoded.summary(), written)
 
 
 def report_input(captures: list[str], *, master: str, options: Options, verbose: bool = True,
-                 conf: Mapping[str, str] | None = None) -> SparkReport:  # fmt: skip
+                 conf: Mapping[str, str] | None = None) -> RunResult:  # fmt: skip
     """The report's figures, counted in the tasks by the local engine's code and merged (the summary
     among them), and the tables the report still reads as rows, decoded on Spark and brought to the
-    driver (not ``REPORT_FIGURES_ONLY``: a fleet's connections stay in the tasks)."""
+    driver as frames (not ``REPORT_FIGURES_ONLY``: a fleet's connections stay in the tasks)."""
     gathered = [name for name in TABLES if name not in REPORT_FIGURES_ONLY]
     with _decoded(captures, master, conf, None, list(TABLES), options, verbose, ReportFigures) as decoded:
-        return SparkReport(decoded.frames(gathered), decoded.summary(), len(decoded.files), decoded.unreadable,
-                           decoded.figures)  # type: ignore[arg-type]
+        return RunResult(decoded.stats(), decoded.summary(), frames=decoded.frames(gathered), figures=decoded.figures)
 
 
 @contextmanager

@@ -31,7 +31,7 @@ from typing import BinaryIO
 import numpy as np
 import pyarrow as pa
 
-from kdissect.engines.local import unreadable_file
+from kdissect.engines.run import unreadable_file
 from kdissect.engines.storage import is_local, local_path, open_input
 from kdissect.sources.decoder import CaptureDecoder
 from kdissect.sources.files import iter_capture

@@ -34,6 +34,30 @@ FORMATS_HELP = """table files (--out DIR --format F): DIR/<table>.<F>, one line 
   value_size); --preview N keeps their first N bytes."""
 
 
+class ParquetFile:
+    """One table's Parquet file (a path, or a stream a file system opened), written piece by piece
+    in the schema of its first piece, an Arrow table made by :func:`kdissect.tables.arrow.to_arrow`
+    (whose metadata keep pandas' dtypes over a round trip). The one Parquet writer: the local and
+    live engines' ``TableWriter`` and the Spark engine's tasks write through it."""
+
+    def __init__(self, where: Any) -> None:
+        self._where = where
+        self._writer: Any = None
+        self.rows = 0
+
+    def write(self, table: Any) -> None:
+        if self._writer is None:
+            import pyarrow.parquet as pq
+
+            self._writer = pq.ParquetWriter(self._where, table.schema)
+        self._writer.write_table(table)
+        self.rows += table.num_rows
+
+    def close(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+
+
 class TableWriter:
     """Writes tables to ``out/<table>.<fmt>``, each possibly in several pieces (a sink's spills).
 
@@ -47,7 +71,7 @@ class TableWriter:
         out.mkdir(parents=True, exist_ok=True)
         self.out, self.fmt = out, fmt
         self.rows: dict[str, int] = {}
-        self._parquet: dict[str, Any] = {}
+        self._parquet: dict[str, ParquetFile] = {}
         self._pool: ThreadPoolExecutor | None = None
         self._pending: Future | None = None
 
@@ -70,11 +94,9 @@ class TableWriter:
         self.rows[name] = self.rows.get(name, 0) + n
 
     def _write_parquet(self, name: str, path: Path, table: Any) -> None:
-        import pyarrow.parquet as pq
-
-        if name not in self._parquet:  # the table's schema carries pandas' metadata: dtypes survive a round trip
-            self._parquet[name] = pq.ParquetWriter(path, table.schema)
-        self._parquet[name].write_table(table)
+        if name not in self._parquet:
+            self._parquet[name] = ParquetFile(path)
+        self._parquet[name].write(table)
 
     def _wait(self) -> None:
         """Let the piece being written finish (re-raising what it raised, e.g. a full disk)."""

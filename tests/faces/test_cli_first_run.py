@@ -215,13 +215,14 @@ def test_no_auto_detect_in_the_cli_and_the_library(tmp_path: Path) -> None:
 
 
 def test_a_large_input_gets_one_line_suggesting_the_spark_engine(monkeypatch, capsys) -> None:
-    from kdissect import cli as command_line
+    from kdissect.cli import main
+    from kdissect.engines import request
 
     capture = str(CAPTURES / "kafka-python-admin.pcap")
-    assert command_line.main(["analyze", capture]) == 0
+    assert main(["analyze", capture]) == 0
     assert "--engine spark" not in capsys.readouterr().err
-    monkeypatch.setattr(command_line, "SPARK_HINT_BYTES", Path(capture).stat().st_size)
-    assert command_line.main(["analyze", capture]) == 0
+    monkeypatch.setattr(request, "SPARK_HINT_BYTES", Path(capture).stat().st_size)
+    assert main(["analyze", capture]) == 0
     hints = [line for line in capsys.readouterr().err.splitlines() if "--engine spark" in line]
     assert len(hints) == 1 and hints[0].startswith("kdissect: hint:")
 
@@ -243,13 +244,11 @@ def test_the_same_file_named_twice_is_read_once_and_said_so(tmp_path: Path) -> N
 
 
 def test_the_spark_engine_is_given_each_file_once(tmp_path: Path) -> None:
-    import argparse
-
-    from kdissect.cli import _spark_paths
+    from kdissect.engines.request import spark_inputs
 
     write(tmp_path / "a.pcap", conversation(2))
     (tmp_path / "remote").mkdir()
     write(tmp_path / "remote" / "b.pcap", conversation(2))
     uri = f"file://{tmp_path / 'remote'}"  # a URI is listed by its file system, and kept as a URI
-    args = argparse.Namespace(captures=[str(tmp_path), str(tmp_path / "a.pcap"), uri])
-    assert _spark_paths(args) == [str(tmp_path / "a.pcap"), f"file://{tmp_path / 'remote' / 'b.pcap'}"]
+    listed = spark_inputs([str(tmp_path), str(tmp_path / "a.pcap"), uri])
+    assert listed == [str(tmp_path / "a.pcap"), f"file://{tmp_path / 'remote' / 'b.pcap'}"]
