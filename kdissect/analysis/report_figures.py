@@ -70,6 +70,7 @@ class ReportFigures(Figures):
         self.clients = ClientFigures(limit)
         self.time = TimeFigures()
         self.batches = BatchFigures(limit)
+        self.limit = limit
         self.times: list[int | None] = [None, None, None, None]  # first request, last answer, first and last of both
         self.client_ids: set[str] = set()  # distinct client ids, up to CLIENT_IDS_LIMIT
         self.without_answer = 0  # exchanges without a usable answer
@@ -133,6 +134,12 @@ class ReportFigures(Figures):
 
         first, last = self.times[2], self.times[3]
         return pd.Timedelta(last - first, unit="ns").total_seconds() if first is not None and last is not None else 0.0
+
+    def recount_batches(self, batches: pd.DataFrame) -> None:
+        """Throughput counted again from the whole ``batches`` table: a Spark task's batch rows name
+        a topic known only by id after the driver names it, so the tasks' batch figures cannot serve."""
+        self.batches = BatchFigures(self.limit)
+        self.batches.add_batches({c: _column(batches[c]) for c in batches.columns})
 
     @property
     def counted_only(self) -> tuple[str, ...]:

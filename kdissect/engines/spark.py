@@ -468,10 +468,13 @@ def report_input(captures: list[str], *, master: str, options: Options, verbose:
                  conf: Mapping[str, str] | None = None) -> RunResult:  # fmt: skip
     """The report's figures, counted in the tasks by the local engine's code and merged (the summary
     among them), and the tables the report still reads as rows, decoded on Spark and brought to the
-    driver as frames (not ``REPORT_FIGURES_ONLY``: a fleet's connections stay in the tasks)."""
-    gathered = [name for name in TABLES if name not in REPORT_FIGURES_ONLY]
+    driver as frames (not the connections: a fleet's connections stay in the tasks). The batches are
+    gathered still: the tasks name topics by id only, so throughput is counted once they are named."""
+    gathered = [name for name in TABLES if name not in REPORT_FIGURES_ONLY or name == "batches"]
     with _decoded(captures, master, conf, None, list(TABLES), options, verbose, ReportFigures) as decoded:
-        return RunResult(decoded.stats(), decoded.summary(), frames=decoded.frames(gathered), figures=decoded.figures)
+        frames, figures = decoded.frames(gathered), decoded.figures
+        figures.recount_batches(frames["batches"])  # type: ignore[attr-defined]
+        return RunResult(decoded.stats(), decoded.summary(), frames=frames, figures=figures)
 
 
 @contextmanager
