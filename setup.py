@@ -1,9 +1,11 @@
 """Build hook for the optional native (C) parts; all other metadata lives in pyproject.toml.
 
 One extension per stage with a native part, beside that stage's Python reference: the decoder
-(``decoders/_native.c``) and the sources' record and header walk (``sources/_native.c``,
-``sources/_headers.c``). ``optional=True``: without a C compiler or Python headers the build of an
-extension is skipped with a warning and kdissect runs on its Python path (``kdissect/native.py``).
+(``decoders/_native.c``), the sources' record walks and header read (``sources/_native.c`` and
+the files it names), the live engine's device read (``engines/_capture.c``) and the native lanes:
+in-order reassembly (``reassembly/_native.c``) with Kafka framing (``kafka/_framing.c``).
+``optional=True``: without a C compiler or Python headers the build of an extension is skipped
+with a warning and kdissect runs on its Python path (``kdissect/native.py``).
 """
 
 from setuptools import Extension, setup
@@ -16,9 +18,26 @@ setup(
             optional=True,
         ),
         Extension(
+            "kdissect.reassembly._native",
+            ["kdissect/reassembly/_native.c", "kdissect/kafka/_framing.c"],
+            depends=["kdissect/kafka/_framing.h"],
+            optional=True,
+        ),
+        Extension(
             "kdissect.sources._native",
-            ["kdissect/sources/_native.c", "kdissect/sources/_headers.c"],
-            depends=["kdissect/sources/_headers.h"],
+            [
+                "kdissect/sources/_native.c",
+                "kdissect/sources/_pcapng.c",
+                "kdissect/sources/_batch.c",
+                "kdissect/sources/_segments.c",
+                "kdissect/sources/_headers.c",
+            ],
+            depends=["kdissect/sources/_headers.h", "kdissect/sources/_segments.h"],
+            optional=True,
+        ),
+        Extension(
+            "kdissect.engines._capture",
+            ["kdissect/engines/_capture.c"],
             optional=True,
         ),
     ]

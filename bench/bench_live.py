@@ -5,8 +5,11 @@ traffic with the same kernel buffer.
 The traffic is real TCP on 127.0.0.1: a client process sends Produce requests (built with the
 project's encoder: a small record, or a ~256 KB batch) at a paced rate, one send per request with
 TCP_NODELAY, and a server process answers each with a Produce response carrying its correlation id.
+kdissect writes every table (``--out`` to a temporary directory) unless ``--no-tables``; its CPU
+seconds (user + system, from ``/usr/bin/time``) give the exchanges per CPU-second.
 
     sudo python bench/bench_live.py [--seconds 10] [--small 2000,5000,10000,20000] [--large 100,300,1000]
+                                    [--port 49321] [--no-tables]
 """
 
 from __future__ import annotations
@@ -14,19 +17,23 @@ from __future__ import annotations
 import argparse
 import multiprocessing as mp
 import re
+import shutil
 import signal
 import socket
 import struct
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
 
 from kdissect.testing.encoder import encode_request, encode_response
 from kdissect.testing.records_encode import encode_batch, new_record
 
-PORT = 49321
+DEFAULT_PORT = 49321
 BUFFER_KIB = 65536  # both tools get libpcap's 64 MiB ring (kdissect's default)
 
 
@@ -57,10 +64,10 @@ def _recv_exact(sock: socket.socket, n: int) -> bytes:
     return buf
 
 
-def server(ready) -> None:
+def server(ready, port: int) -> None:
     """Answers every request frame with a Produce response of the same correlation id."""
     canned = bytearray(produce_response(0))
-    lsock = socket.create_server(("127.0.0.1", PORT), reuse_port=True)
+    lsock = socket.create_server(("127.0.0.1", port), reuse_port=True)
     ready.set()
     while True:
         conn, _ = lsock.accept()
@@ -75,11 +82,11 @@ def server(ready) -> None:
             conn.close()
 
 
-def client(rate: int, seconds: float, large: bool, sent) -> None:
+def client(port: int, rate: int, seconds: float, large: bool, sent) -> None:
     record = new_record(b"k", b"v" * (262_144 if large else 100))
     records = encode_batch([record])
     frame = bytearray(produce_request(0, records))
-    sock = socket.create_connection(("127.0.0.1", PORT))
+    sock = socket.create_connection(("127.0.0.1", port))
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     threading.Thread(target=lambda: [None for _ in iter(lambda: sock.recv(1 << 20), b"")], daemon=True).start()
     start = time.monotonic()
@@ -96,68 +103,69 @@ def client(rate: int, seconds: float, large: bool, sent) -> None:
     sock.close()
 
 
-def _kdissect(seconds: float) -> Callable[[], tuple[int, int]]:
+@dataclass
+class Run:
+    """What one tool reported: packets captured, kernel drops, and for kdissect exchanges and CPU s."""
+
+    packets: int
+    drops: int
+    exchanges: int | None = None
+    cpu: float | None = None
+
+
+def _kdissect(port: int, seconds: float, tables: bool) -> Callable[[], Run]:
+    work = Path(tempfile.mkdtemp(prefix="bench-live-"))
+    out = ["--out", str(work / "tables")] if tables else []
     proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "kdissect.cli",
-            "live",
-            "-i",
-            "lo",
-            "--ports",
-            str(PORT),
-            "--duration",
-            str(seconds + 4),
-            "--quiet",
-            "--interval",
-            "1000",
-        ],
+        ["/usr/bin/time", "-f", "%U %S", "-o", str(work / "cpu"), sys.executable, "-m", "kdissect.cli", "live",
+         "-i", "lo", "--ports", str(port), "--duration", str(seconds + 4), "--quiet", "--interval", "1000", *out],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
     time.sleep(2.5)  # start-up: imports, libpcap activation
 
-    def result() -> tuple[int, int]:
-        out, err = proc.communicate(timeout=120)
-        m = re.search(r"([\d,]+) packets, [\d,]+ exchanges, ([\d,]+) kernel drops", out)
+    def result() -> Run:
+        text, err = proc.communicate(timeout=120)
+        m = re.search(r"([\d,]+) packets, ([\d,]+) exchanges, ([\d,]+) kernel drops", text)
         if not m:
-            raise RuntimeError(f"kdissect live said: {out} {err}")
-        return int(m.group(1).replace(",", "")), int(m.group(2).replace(",", ""))
+            raise RuntimeError(f"kdissect live said: {text} {err}")
+        user, system = (float(v) for v in (work / "cpu").read_text().split()[-2:])
+        packets, exchanges, drops = (int(g.replace(",", "")) for g in m.groups())
+        shutil.rmtree(work, ignore_errors=True)
+        return Run(packets, drops, exchanges, user + system)
 
     return result
 
 
-def _tcpdump(seconds: float) -> Callable[[], tuple[int, int]]:
+def _tcpdump(port: int) -> Callable[[], Run]:
     proc = subprocess.Popen(
-        ["tcpdump", "-i", "lo", "-B", str(BUFFER_KIB), "-s", "262144", "-w", "/dev/null", f"tcp port {PORT}"],
+        ["tcpdump", "-i", "lo", "-B", str(BUFFER_KIB), "-s", "262144", "-w", "/dev/null", f"tcp port {port}"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
     time.sleep(1.5)
 
-    def result() -> tuple[int, int]:
+    def result() -> Run:
         time.sleep(1.0)
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=60)
         captured = int(re.search(r"(\d+) packets captured", err).group(1))
         dropped = int(re.search(r"(\d+) packets dropped by kernel", err).group(1))
-        return captured, dropped
+        return Run(captured, dropped)
 
     return result
 
 
-def measure(tool: str, rate: int, seconds: float, large: bool) -> tuple[int, float, int]:
-    """(requests sent, packets per second captured, kernel drops)."""
-    result = (_kdissect if tool == "kdissect" else _tcpdump)(seconds)
+def measure(tool: str, port: int, rate: int, seconds: float, large: bool, tables: bool) -> tuple[int, Run]:
+    """(requests sent, what the tool reported)."""
+    result = _kdissect(port, seconds, tables) if tool == "kdissect" else _tcpdump(port)
     sent = mp.Value("q", 0)
-    c = mp.Process(target=client, args=(rate, seconds, large, sent))
+    c = mp.Process(target=client, args=(port, rate, seconds, large, sent))
     c.start()
     c.join()
-    packets, drops = result()
-    return sent.value, packets / seconds, drops
+    return sent.value, result()
 
 
 def main() -> None:
@@ -166,21 +174,25 @@ def main() -> None:
     ap.add_argument("--small", default="2000,5000,10000,20000", help="request rates to try (small requests)")
     ap.add_argument("--large", default="100,300,1000", help="request rates to try (256 KB produce batches)")
     ap.add_argument("--tools", default="kdissect,tcpdump")
+    ap.add_argument("--port", type=int, default=DEFAULT_PORT, help="the server's port (pick one nobody else uses)")
+    ap.add_argument("--no-tables", action="store_true", help="kdissect writes no tables (default: every table)")
     args = ap.parse_args()
     ready = mp.Event()
-    srv = mp.Process(target=server, args=(ready,), daemon=True)
+    srv = mp.Process(target=server, args=(ready, args.port), daemon=True)
     srv.start()
     ready.wait(10)
-    print(f"{'shape':<6} {'tool':<9} {'target/s':>9} {'sent/s':>9} {'packets/s':>10} {'kernel drops':>13}")
+    print(f"{'shape':<6} {'tool':<9} {'target/s':>9} {'sent/s':>9} {'packets/s':>10} {'kernel drops':>13} "
+          f"{'CPU s':>6} {'exchanges/CPU-s':>16}")
     try:
         for shape, rates in (("small", args.small), ("large", args.large)):
             for rate in (int(r) for r in rates.split(",") if r):
                 for tool in args.tools.split(","):
-                    sent, pps, drops = measure(tool, rate, args.seconds, shape == "large")
-                    print(
-                        f"{shape:<6} {tool:<9} {rate:>9,} {sent / args.seconds:>9,.0f} {pps:>10,.0f} {drops:>13,}",
-                        flush=True,
-                    )
+                    sent, run = measure(tool, args.port, rate, args.seconds, shape == "large", not args.no_tables)
+                    cpu = f"{run.cpu:>6.2f}" if run.cpu is not None else f"{'':>6}"
+                    per_cpu = f"{run.exchanges / run.cpu:>16,.0f}" if run.cpu and run.exchanges is not None else ""
+                    pps = run.packets / args.seconds
+                    print(f"{shape:<6} {tool:<9} {rate:>9,} {sent / args.seconds:>9,.0f} {pps:>10,.0f}"
+                          f" {run.drops:>13,} {cpu} {per_cpu}", flush=True)
     finally:
         srv.terminate()
 

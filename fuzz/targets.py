@@ -27,7 +27,11 @@ from kdissect.reassembly.reassembler import TcpReassembler
 from kdissect.reassembly.streams import StreamData, StreamEnd, StreamGap, StreamStart
 from kdissect.report.render import tree_lines
 from kdissect.sources import CaptureFormatError, ReaderLimits, SourceAnomaly, iter_capture
+from kdissect.sources.gunzip import GZIP_MAGIC
+from kdissect.sources.packets import PacketDecoder
+from kdissect.sources.reader import CaptureParser
 from kdissect.sources.segment import TcpSegment
+from kdissect.sources.shapes import DecryptionSecrets
 from kdissect.tables.columns import cells
 from kdissect.testing.conversation import tcp_conversation
 
@@ -41,13 +45,26 @@ _MSG = struct.Struct(">BH")  # conversation target: direction, length
 
 
 def capture(data: bytes) -> None:
-    """A capture file (pcap, pcapng or gzip of either) through the source layer."""
+    """A capture file (pcap, pcapng or gzip of either) through the source layer; read as the live
+    engine reads it (records, then a batch decode) it must give the same events."""
     try:
         events = list(iter_capture(io.BytesIO(data), chunk_size=4096, limits=READER_LIMITS))
     except CaptureFormatError:
         return
     for ev in events:
-        assert isinstance(ev, TcpSegment | SourceAnomaly), type(ev)
+        assert isinstance(ev, TcpSegment | SourceAnomaly | DecryptionSecrets), type(ev)
+    if not data.startswith(GZIP_MAGIC):
+        assert _as_live(data) == events
+
+
+def _as_live(data: bytes) -> list:
+    parser = CaptureParser(READER_LIMITS)
+    records = parser.feed(data) + parser.close()
+    decoder = PacketDecoder()
+    out: list = []
+    decoder.decode_all(records, out)
+    decoder.flush(out)
+    return out
 
 
 def segments_from(data: bytes) -> list[TcpSegment]:

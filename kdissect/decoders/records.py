@@ -27,6 +27,7 @@ from typing import NamedTuple
 
 from .codecs import CODEC_NAMES, CODEC_NONE, decompress
 from .errors import CAP, DecodeWarning
+from .inflate_cache import InflateCache
 from .program import native_module, require_native
 from .wire import Malformed, read_varint, read_varlong
 
@@ -133,12 +134,15 @@ class Limits:
 
 class RunMeter:
     """Decompressed bytes a whole run may still produce, spent by every batch decoded with it:
-    past it, payloads are not inflated (a ``cap`` warning each; sizes from the headers stay)."""
+    past it, payloads are not inflated (a ``cap`` warning each; sizes from the headers stay). It
+    also keeps the run's recently inflated payloads (``inflated``): a payload met again (a batch
+    read back by a consumer) is inflated once, and spends the budget as if inflated again."""
 
-    __slots__ = ("left", "total")
+    __slots__ = ("inflated", "left", "total")
 
     def __init__(self, total: int) -> None:
         self.total = self.left = total
+        self.inflated = InflateCache()
 
 
 @dataclass(frozen=True, slots=True)
@@ -408,9 +412,10 @@ class _Decoder:
                 batch.warn(CAP, f"{where}the run's {meter.total}-byte decompression budget is spent: not inflated")
                 return b""
             limit = min(limit, meter.left)
-        result = decompress(codec, payload, limit, legacy_lz4=legacy_lz4)
-        if meter is not None:
+            result = meter.inflated.inflate(codec, payload, limit, legacy_lz4)
             meter.left -= len(result.data)
+        else:
+            result = decompress(codec, payload, limit, legacy_lz4=legacy_lz4)
         for w in result.warnings:
             batch.warn(w.code, where + w.message)
         return result.data

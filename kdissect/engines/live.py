@@ -1,8 +1,8 @@
 """The live engine: a capture device (libpcap) or a growing capture stream -> the core -> figures,
 tables, metrics and a raw copy, until Ctrl-C, SIGTERM, ``--duration`` or the end of the input.
 
-The only module that opens a capture device. It feeds the same core as the local engine, one
-record at a time: :class:`~kdissect.sources.packets.PacketDecoder` ->
+The only module that opens a capture device. It feeds the same core as the local engine, a poll's
+records at a time: :class:`~kdissect.sources.packets.PacketDecoder` (native for runs of common records) ->
 :class:`~kdissect.kafka.pipeline.KafkaPipeline` -> :class:`~kdissect.tables.sink.TableSink` and
 :class:`~kdissect.analysis.rolling.RollingFigures`. Memory stays bounded on a run of days:
 connections silent for ``options.idle_ns`` of capture time end (open requests become
@@ -10,7 +10,9 @@ connections silent for ``options.idle_ns`` of capture time end (open requests be
 over, and with ``--out`` every table is written in pieces of ``options.spill_rows`` rows.
 
 libpcap is reached through scapy's ctypes binding (``scapy.libs.winpcapy``, imported only when a
-device is opened): the binding costs about 2 µs per packet, far below what decoding costs.
+device is opened); the packets are read by ``engines/_capture.c`` a batch per call, through the
+address of the binding's own ``pcap_next_ex`` (the ctypes path, about 2 µs per packet, is the
+reference and the fallback).
 """
 
 from __future__ import annotations
@@ -27,10 +29,11 @@ from typing import Any, Protocol
 from kdissect.analysis.rolling import RollingFigures
 from kdissect.engines import NothingReadable, RequestError
 from kdissect.engines.live_exchanges import ExchangeReader
-from kdissect.engines.local import feed_item, tune_gc
+from kdissect.engines.local import feed_item, feed_items, tune_gc
 from kdissect.engines.run import LiveOutcome, RunResult, RunStats, TableRun
 from kdissect.events import Anomaly, ConnectionSummary, Exchange, KafkaEvent
 from kdissect.kafka.pipeline import KafkaPipeline
+from kdissect.native import native_module
 from kdissect.options import Options
 from kdissect.sources.packets import PacketDecoder
 from kdissect.sources.segment import TcpSegment
@@ -43,6 +46,8 @@ KERNEL_BUFFER = 64 << 20  # libpcap's ring: absorbs bursts while Python decodes
 POLL_MS = 50  # libpcap's block timeout: the longest a packet waits in the kernel ring
 IDLE_SLEEP = 0.005  # between polls of an empty ring
 MAX_BATCH = 4096  # records taken per poll, so the view refreshes even under full load
+_capture = native_module("engines._capture")  # the device read in C (else through ctypes, a packet at a time)
+_READ_EMPTY, _READ_FULL = 0, 1  # a read stopped with no packet waiting / at its limit (else libpcap's error)
 # Ended connections whose source file the sink forgets at a time (after naming their pending rows' files).
 _FORGET_EVERY = 10_000
 _NOT_SPILLED_BY_SINK = tuple(t for t in TABLES if t not in SPILLABLE)  # the sink spills the others itself
@@ -116,6 +121,7 @@ class PcapDevice:
         self._header = ctypes.POINTER(pcap.pcap_pkthdr)()
         self._data = ctypes.POINTER(ctypes.c_ubyte)()
         self._stat = pcap.pcap_stat()
+        self._addresses: tuple[int, int] | None = None  # of pcap_next_ex and the handle, for _read_native
         self.ended = False
 
     def _error(self) -> str:
@@ -138,25 +144,43 @@ class PcapDevice:
 
     def poll(self, timeout: float) -> list[RecordEvent]:
         """Packets that arrived, waiting at most about ``timeout`` s (plus libpcap's 100 ms tick)."""
-        pcap, handle = self._pcap, self._handle
-        header, data = self._header, self._data
-        next_ex, string_at, link = pcap.pcap_next_ex, ctypes.string_at, self.link_type
+        read = self._read_native if _capture is not None else self._read_python
         out: list[RecordEvent] = []
         deadline = time.monotonic() + timeout
         while len(out) < MAX_BATCH:
-            got = next_ex(handle, ctypes.byref(header), ctypes.byref(data))
-            if got == 1:
-                h = header.contents
-                ts = h.ts.tv_sec * 1_000_000_000 + h.ts.tv_usec * 1000
-                out.append(CaptureRecord(link, ts, string_at(data, h.caplen), h.len, 0))
-                continue
+            got = read(out, MAX_BATCH - len(out))
             if got < 0:  # the interface went away (-1) or pcap_breakloop (-2)
                 self.ended = True
                 break
+            if got == _READ_FULL:
+                continue
             if out or time.monotonic() >= deadline:
                 break
             time.sleep(IDLE_SLEEP)
         return out
+
+    def _read_native(self, out: list[RecordEvent], limit: int) -> int:
+        """Up to ``limit`` waiting packets appended to ``out`` in one C call (``engines/_capture.c``)."""
+        assert _capture is not None
+        if self._addresses is None:
+            as_address = ctypes.c_void_p
+            self._addresses = (ctypes.cast(self._pcap.pcap_next_ex, as_address).value or 0,
+                               ctypes.cast(self._handle, as_address).value or 0)
+        return _capture.device_records(*self._addresses, limit, self.link_type, CaptureRecord, out)[1]
+
+    def _read_python(self, out: list[RecordEvent], limit: int) -> int:
+        """The reference of ``_read_native``: pcap_next_ex through ctypes, a packet at a time."""
+        pcap, handle = self._pcap, self._handle
+        header, data = self._header, self._data
+        next_ex, string_at, link = pcap.pcap_next_ex, ctypes.string_at, self.link_type
+        for _ in range(limit):
+            got = next_ex(handle, ctypes.byref(header), ctypes.byref(data))
+            if got != 1:
+                return got if got < 0 else _READ_EMPTY
+            h = header.contents
+            ts = h.ts.tv_sec * 1_000_000_000 + h.ts.tv_usec * 1000
+            out.append(CaptureRecord(link, ts, string_at(data, h.caplen), h.len, 0))
+        return _READ_FULL
 
     def kernel_drops(self) -> int:
         """Packets dropped by the kernel (ring full) or the interface, as libpcap counts them."""
@@ -168,6 +192,7 @@ class PcapDevice:
         if self._handle:
             self._pcap.pcap_close(self._handle)
             self._handle = None
+            self._addresses = None
         self.ended = True
         return []
 
@@ -219,16 +244,13 @@ class LiveRun:
 
     def feed(self, records: list[RecordEvent]) -> None:
         segments: list = []
-        decode, recorder = self.packets.decode, self.recorder
-        for record in records:
-            if type(record) is CaptureRecord:
-                if recorder is not None:
+        recorder = self.recorder
+        if recorder is not None:
+            for record in records:
+                if type(record) is CaptureRecord:
                     recorder.write(record)
-                decode(record, segments)
-            else:
-                segments.append(record)
-        for item in segments:
-            self.events(feed_item(self.pipeline, item))
+        self.packets.decode_all(records, segments)  # runs of common records in one native call
+        self.events(list(feed_items(self.pipeline, segments, self.pipeline.source)))  # segments in batches
         if self.metrics is not None and records:
             self.metrics.packets.inc(sum(1 for r in records if type(r) is CaptureRecord))
             self.metrics.bytes.inc(sum(len(r.data) for r in records if type(r) is CaptureRecord))

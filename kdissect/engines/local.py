@@ -51,6 +51,7 @@ ALWAYS = ("connections", "anomalies")  # tables every run keeps: the summary rea
 # figure that needs another table (a report's top partitions, say) adds that table here, and
 # ``analysis.summary.Figures.add`` takes its pieces as they are handed over.
 SUMMARY_TABLES = ("exchanges", "connections", "anomalies")
+SEGMENT_BATCH = 256  # segments handed to the core at once (the native lanes take runs of them in one call)
 
 
 def capture_paths(paths: Iterable[PathArg]) -> list[Path]:
@@ -134,12 +135,26 @@ def _time_of(item: SourceEvent) -> int | None:
     return None if type(item) is DecryptionSecrets else item.ts_ns  # a secrets block has no time
 
 
-def _feed(pipeline: KafkaPipeline, items: Iterable[SourceEvent], source: str | None) -> Iterator[KafkaEvent]:
+def feed_items(pipeline: KafkaPipeline, items: Iterable[SourceEvent], source: str | None) -> Iterator[KafkaEvent]:
+    """Source events into the core, in order (anomalies of ``source``): segments go in batches
+    (``KafkaPipeline.feed_many``, which the native lanes take in one call each); the events keep their order."""
+    batch: list[TcpSegment] = []
     for item in items:
+        if type(item) is TcpSegment:
+            batch.append(item)
+            if len(batch) == SEGMENT_BATCH:
+                yield from pipeline.feed_many(batch)
+                batch = []
+            continue
+        if batch:
+            yield from pipeline.feed_many(batch)
+            batch = []
         if type(item) is SourceAnomaly:
             yield source_anomaly(item, source)
         else:
             yield from feed_item(pipeline, item)
+    if batch:
+        yield from pipeline.feed_many(batch)
 
 
 def _finish(pipeline: KafkaPipeline, stats: RunStats | None) -> Iterator[KafkaEvent]:
@@ -161,7 +176,7 @@ def events_from(
     ``opened`` receives each connection's id and that name (a sink's ``connection_sources``)."""
     pipeline = KafkaPipeline(options, opened=opened)
     pipeline.source = source
-    yield from _feed(pipeline, items, source)
+    yield from feed_items(pipeline, items, source)
     yield from _finish(pipeline, stats)
 
 
@@ -185,7 +200,7 @@ def events(
     inputs = [(first, partial(_read_file, name, options, stats, progress)) for name, first in ordered]
     if len(inputs) == 1:  # the usual run: nothing to merge (merging costs a step per packet)
         pipeline.source = names[0]
-        yield from _feed(pipeline, inputs[0][1](), names[0])
+        yield from feed_items(pipeline, inputs[0][1](), names[0])
     else:
         for i, item in merge_by_time(inputs, _time_of):
             pipeline.source = names[i]

@@ -313,6 +313,22 @@ class FrameSplitter:
             events.extend(self.feed(end, rest, ts_ns))
         return events
 
+    def adopt(self, frame_at: int, tail: bytes, chunks: list[tuple[int, int]], waiting_end: int | None) -> None:
+        """Take the direction back from a native lane (``kafka/_framing.c``), which framed it in sync from
+        where this splitter stopped: ``tail`` are the bytes from ``frame_at`` it has not framed, held in runs
+        that started at ``chunks`` (start, capture time), and ``waiting_end`` the end of the frame they begin
+        once its head passed the checks. The splitter is then as if it had framed those runs itself (its
+        owner may have started a hunt meanwhile: from where those bytes start, as it would have)."""
+        self._buf = bytearray(tail)
+        self._start, self._pos = frame_at, 0
+        self._chunk_starts = [start for start, _ in chunks]
+        self._chunk_ts = [ts for _, ts in chunks]
+        self._head = 0
+        if self.hunting:
+            self._scan_from = frame_at
+        else:
+            self._wait_until = waiting_end or 0
+
     def start_hunting(self) -> None:
         """Begin without knowing where frames start (stream picked up mid-way)."""
         self._start_hunt()
@@ -387,6 +403,12 @@ class FrameSplitter:
         self._pos = 0
         self.stopped = True
         return dropped
+
+    @property
+    def plainly_in_sync(self) -> bool:
+        """In sync, vetting each frame's head, not skipping the rest of a cut frame: what a native lane
+        frames (``kafka/_framing.c``)."""
+        return self.vetting and not (self.hunting or self.stopped or self._cut is not None)
 
     def pending(self) -> tuple[int, int]:
         """(stream offset, length) of bytes buffered but not yet framed."""

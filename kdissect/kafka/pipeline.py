@@ -15,6 +15,7 @@ from kdissect.decoders.errors import CAP
 from kdissect.events import Anomaly, KafkaEvent
 from kdissect.kafka.session import KafkaConnection
 from kdissect.options import Options
+from kdissect.reassembly.lanes import NativeLanes
 from kdissect.reassembly.reassembler import TcpReassembler
 from kdissect.reassembly.streams import StreamConflict, StreamData, StreamEnd, StreamGap, StreamStart
 from kdissect.sources.duplicates import DUPLICATE_PACKETS, DuplicateFilter
@@ -55,13 +56,36 @@ class KafkaPipeline:
         self.source: str | None = None
         self.opened = opened
         self.duplicates = DuplicateFilter() if several_inputs else None
+        # The native path's in-order lanes (kdissect/reassembly/lanes.py), unless duplicates are
+        # filtered (a lane does not ask the filter) or the extension is not there.
+        self.lanes = NativeLanes(self.reassembler) if NativeLanes.available() and not several_inputs else None
 
     def feed(self, segment: TcpSegment) -> list[KafkaEvent]:
+        return self.feed_many([segment]) if self.lanes is not None else self._feed_one(segment)
+
+    def feed_many(self, segments: list[TcpSegment]) -> list[KafkaEvent]:
+        """Segments in capture order, their events in order: the same as ``feed`` on each, in one call,
+        so the native lanes take runs of them without a Python step per segment."""
+        lanes = self.lanes
+        if lanes is None:
+            return [ev for segment in segments for ev in self._feed_one(segment)]
+        out: list[KafkaEvent] = []
+        i, n = 0, len(segments)
+        while (i := lanes.run(segments, i, out)) < n:
+            segment = segments[i]
+            out.extend(self._feed_one(segment))
+            lanes.offer(segment, self.connections)
+            i += 1
+        return out
+
+    def _feed_one(self, segment: TcpSegment) -> list[KafkaEvent]:
         if self.duplicates is not None and not self.duplicates.keep(segment, self.source):
             return []
         return self._dispatch(self.reassembler.feed(segment))
 
     def finish(self) -> list[KafkaEvent]:
+        if self.lanes is not None:
+            self.lanes.release_all()
         out = self._dispatch(self.reassembler.flush())
         out.extend(Anomaly(DUPLICATE_PACKETS, None, None, None, n, None,
                            f"{n} packets of {source} repeat packets of connection {repeated} (same sequence "
@@ -109,7 +133,7 @@ class KafkaPipeline:
                     out.extend(conn.gap(ev.direction, ev.offset, ev.length, ev.ts_ns, ev.reason))
             elif isinstance(ev, StreamConflict):
                 conn = self.connections.get(ev.conn_id)
-                if conn is not None:
+                if conn is not None and not isinstance(conn, StreamStart):  # (not built: no bytes decoded yet)
                     out.extend(conn.conflict(ev))
             elif isinstance(ev, StreamStart):
                 if self.opened is not None:

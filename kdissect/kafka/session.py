@@ -140,6 +140,44 @@ class KafkaConnection:
             events.extend(self._not_kafka())
         return events
 
+    def frames(self, direction: int, frames: list[Frame]) -> tuple[list[KafkaEvent], bool]:
+        """Frames a native lane cut from the direction's bytes (``kafka/_framing.c``; the lane updated
+        ``summary.last_ts``): what :meth:`data` does with the frames its splitter cuts. Also says whether
+        the connection is still one a lane may frame (:meth:`framing_settled`)."""
+        self.splitters[direction].frames += len(frames)
+        # _handle_framing then _frame would do just this: a lane frames a connection only once it is
+        # proven Kafka, roles known, no mid-stream start pending, and no frame brings any of that back.
+        events: list[KafkaEvent] = []
+        for frame in frames:
+            events.extend(self._decoded(direction, frame))
+        return self._emit(events), self.framing_settled()
+
+    def framing_settled(self) -> bool:
+        """Whether a native lane may frame this connection: Kafka proven, roles known, no mid-stream
+        start pending, both directions framed in sync with frame heads vetted (no hunt, no cut frame, no
+        bare SASL tokens)."""
+        if self.life.state is not State.KAFKA or not self.summary.is_kafka or self._midstream:
+            return False
+        first, second = self.splitters
+        return first.plainly_in_sync and second.plainly_in_sync
+
+    def lane_framing(self, offsets: tuple[int, int]) -> tuple | None:
+        """What a native lane needs to frame this connection from the stream ``offsets`` on (each direction's
+        next byte), or None when it may not: not :meth:`framing_settled`, or a splitter holds bytes."""
+        if not self.framing_settled():
+            return None
+        for s, offset in zip(self.splitters, offsets, strict=True):
+            if s.pending() != (offset, 0):
+                return None
+        first, second = self.splitters
+        return (self.frames, self.summary, Frame, self.request_dir, first.min_frame, first.max_frame,
+                (offsets[0], first.validator.sane), (offsets[1], second.validator.sane))
+
+    def release_framing(self, states: tuple[tuple, tuple]) -> None:
+        """A native lane hands the framing back: each splitter takes what the lane held (FrameSplitter.adopt)."""
+        for s, state in zip(self.splitters, states, strict=True):
+            s.adopt(*state)
+
     def gap(self, direction: int, offset: int, length: int | None, ts_ns: int, reason: str) -> list[KafkaEvent]:
         if self.life.done:
             return []

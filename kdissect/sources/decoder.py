@@ -17,8 +17,8 @@ from kdissect.sources.shapes import CaptureRecord, DecryptionSecrets, RecordEven
 
 class CaptureDecoder:
     """Feed pcap/pcapng bytes in any chunking; get events in stream order (with ``records``, each
-    ``CaptureRecord`` too, before the events decoded from it). Unless ``records`` is asked for,
-    common classic pcap records take the native path when it is built (``native_records``).
+    ``CaptureRecord`` too, before the events decoded from it). Common pcap records and pcapng packet
+    blocks take the native path when it is built (``native_records``).
 
     Raises ``CaptureFormatError`` only when the stream is not a capture at all.
     """
@@ -32,7 +32,7 @@ class CaptureDecoder:
     ) -> None:
         self.stats = stats if stats is not None else SourceStats()
         self._records = records
-        native = NativeRecords() if not records and NativeRecords.available() else None
+        native = NativeRecords(with_records=records) if NativeRecords.available() else None
         self._native = native
         self._parser = CaptureParser(limits, native)
         self._packets = PacketDecoder(defrag, self.stats)
@@ -60,7 +60,7 @@ class CaptureDecoder:
         if self._native is not None:
             self._native.active = not self._packets.reassembling
 
-    def _decode(self, records: list[RecordEvent | TcpSegment]) -> list[SourceEvent]:
+    def _decode(self, records: list[RecordEvent | TcpSegment | tuple[CaptureRecord, TcpSegment]]) -> list[SourceEvent]:
         out: list[SourceEvent] = []
         decode = self._packets.decode
         keep = self._records
@@ -68,6 +68,8 @@ class CaptureDecoder:
             kind = type(event)
             if kind is TcpSegment:  # a record the native path decoded
                 out.append(event)  # type: ignore[arg-type]
+            elif kind is tuple:  # the same, with its record (``records``)
+                out += event  # type: ignore[arg-type]
             elif kind is CaptureRecord:
                 if keep:
                     out.append(event)

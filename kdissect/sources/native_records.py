@@ -1,8 +1,10 @@
-"""The sources stage's native path (``_native.c``): common pcap records to segments, many per call.
+"""The sources stage's native path (``_native.c``): common capture records to segments, many per call.
 
 Why: on chatty traffic (many small packets) building a record object, then walking link, IP and
-TCP in Python cost several microseconds a packet. Here runs of plain records become ``TcpSegment``
-objects in one C call; the Python path (``pcap.py`` then ``packets.py``) stays the reference and
+TCP in Python cost several microseconds a packet. Here runs of plain records (classic pcap records,
+pcapng Enhanced and Simple Packet Blocks, or a live engine's ``CaptureRecord`` objects) become
+``TcpSegment`` objects in one C call; the Python path (``pcap.py``/``pcapng.py`` then ``packets.py``)
+stays the reference and
 decodes every record the C code declines (cut, malformed, not TCP, fragments, extension headers),
 one at a time, reporting what it finds, and ``tests/sources/test_native_sources.py`` checks both
 paths give the same events and counters.
@@ -14,19 +16,25 @@ holds anything, the records go through Python.
 
 from __future__ import annotations
 
+from typing import Any
+
 from kdissect.native import native_module
 from kdissect.sources.segment import TcpSegment
-from kdissect.sources.shapes import RecordEvent
+from kdissect.sources.shapes import CaptureRecord, RecordEvent, SourceEvent
 
 _native = native_module("sources._native")
 
 
 class NativeRecords:
-    """Takes runs of common records for one pcap stream; ``active`` is False while Python must go on."""
+    """Takes runs of common records for one capture stream; ``active`` is False while Python must go on.
 
-    __slots__ = ("active", "captured", "records")
+    With ``with_records`` each segment comes out as a ``(CaptureRecord, TcpSegment)`` pair, the record
+    built as the Python reader builds it (for a reader that wants both: the Spark engine's)."""
 
-    def __init__(self) -> None:
+    __slots__ = ("active", "captured", "record_type", "records")
+
+    def __init__(self, with_records: bool = False) -> None:
+        self.record_type = CaptureRecord if with_records else None
         self.active = True
         self.records = 0  # records taken since the owner last counted them
         self.captured = 0  # their captured bytes
@@ -35,21 +43,46 @@ class NativeRecords:
     def available() -> bool:
         return _native is not None
 
-    def take(self, buf: bytes, pos: int, big_endian: bool, ns_per_unit: int, rec_len: int, max_caplen: int,
-             link_type: int, out: list[RecordEvent]) -> tuple[int, int | None]:
-        """Segments of the common records from ``pos`` appended to ``out``: (bytes taken, the second of
-        the last record taken or None)."""
+    def take(self, buf: bytes, pos: int, base: int, big_endian: bool, ns_per_unit: int, rec_len: int,
+             max_caplen: int, link_type: int, out: list[RecordEvent]) -> tuple[int, int | None]:
+        """Segments of the common records from ``pos`` appended to ``out`` (``base``: the stream offset of
+        ``buf[0]``): (bytes taken, the second of the last record taken or None)."""
         assert _native is not None
         end, records, captured, last_sec, stop = _native.pcap_segments(
-            buf, pos, big_endian, ns_per_unit, rec_len, max_caplen, link_type, TcpSegment, out)
+            buf, pos, big_endian, ns_per_unit, rec_len, max_caplen, link_type, TcpSegment, out, base,
+            self.record_type)
+        self._taken(records, captured, stop)
+        return end - pos, (last_sec if records else None)
+
+    def take_pcapng(self, buf: bytes, pos: int, base: int, big_endian: bool, interfaces: list[Any],
+                    max_block_len: int, last_ts: int, out: list[RecordEvent]) -> tuple[int, int]:
+        """Segments of the common packet blocks from ``pos`` (``interfaces``: the section's, as
+        ``pcapng.py`` read them) appended to ``out``: (bytes taken, the timestamp of the last one)."""
+        assert _native is not None
+        end, records, captured, last_ts, stop = _native.pcapng_segments(
+            buf, pos, big_endian, interfaces, max_block_len, last_ts, TcpSegment, out, base, self.record_type)
+        self._taken(records, captured, stop)
+        return end - pos, last_ts
+
+    def _taken(self, records: int, captured: int, stop: int) -> None:
+        assert _native is not None
         if stop == _native.DEFER_UNSAFE:
             self.active = False
         self.records += records
         self.captured += captured
-        return end - pos, (last_sec if records else None)
 
     def counted(self) -> tuple[int, int]:
         """Records and captured bytes taken since the last call."""
         taken = self.records, self.captured
         self.records = self.captured = 0
         return taken
+
+
+def record_segments(events: list[Any], index: int, out: list[SourceEvent]) -> tuple[int, int, int] | None:
+    """The segments of the run of common ``CaptureRecord`` objects of ``events`` from ``index``,
+    appended to ``out``: (index reached, records taken, their captured bytes); None without the
+    native path. The item at the index reached (if any) is the Python path's."""
+    if _native is None:
+        return None
+    end, records, captured, _stop = _native.record_segments(events, index, CaptureRecord, TcpSegment, out)
+    return end, records, captured

@@ -14,9 +14,17 @@ from kdissect.sources.defrag import Datagram, DefragLimits, Defragmenter
 from kdissect.sources.fastpath import EthernetIpv4Tcp
 from kdissect.sources.ip import IPPROTO_TCP, IpPacket, parse_ipv4, parse_ipv6, walk_ipv6_extensions
 from kdissect.sources.link import LINK_DECODERS, LINKTYPE_ETHERNET
+from kdissect.sources.native_records import record_segments
 from kdissect.sources.packet_error import MalformedPacket
 from kdissect.sources.segment import TcpSegment
-from kdissect.sources.shapes import AnomalyKind, CaptureRecord, SourceAnomaly, SourceEvent, SourceStats
+from kdissect.sources.shapes import (
+    AnomalyKind,
+    CaptureRecord,
+    RecordEvent,
+    SourceAnomaly,
+    SourceEvent,
+    SourceStats,
+)
 from kdissect.sources.tcp_header import tcp_segment
 
 
@@ -53,6 +61,28 @@ class PacketDecoder:
         except MalformedPacket as exc:
             out.append(SourceAnomaly(exc.kind, exc.message, record.offset, record.ts_ns))
         self._count(out, first)
+
+    def decode_all(self, events: list[RecordEvent], out: list[SourceEvent]) -> None:
+        """``decode`` each ``CaptureRecord`` of ``events`` and pass the other events on, in order.
+
+        Why a batch: a live engine gets its records a poll at a time; runs of common records then
+        become segments in one native call (``native_records.record_segments``), while the IP
+        defragmenter holds nothing (its clock and expiry need every record in order)."""
+        index, count = 0, len(events)
+        while index < count:
+            if not self._defrag:
+                taken = record_segments(events, index, out)
+                if taken is not None:
+                    index, records, captured = taken
+                    self.count_native(records, captured)
+                    if index == count:
+                        break
+            event = events[index]
+            if type(event) is CaptureRecord:
+                self.decode(event, out)
+            else:
+                out.append(event)  # type: ignore[arg-type]
+            index += 1
 
     @property
     def reassembling(self) -> bool:

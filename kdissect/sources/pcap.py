@@ -68,7 +68,7 @@ class PcapFormat(FramedFormat):
             return self._global_header(buf, pos, base, out)
         native = self.native
         if native is not None and native.active:
-            taken, last_sec = native.take(buf, pos, self._big_endian, self._ns_per_unit, self._rec_len,
+            taken, last_sec = native.take(buf, pos, base, self._big_endian, self._ns_per_unit, self._rec_len,
                                           self._limits.max_caplen, self._link_type, out)
             if taken:
                 self._last_sec = last_sec

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from struct import Struct
 
+from kdissect.sources.native_records import NativeRecords
 from kdissect.sources.record_loop import (
     ACCEPT,
     REJECT,
@@ -64,6 +65,7 @@ class _Codec:
     """The structs of one byte order (chosen per section)."""
 
     def __init__(self, order: str) -> None:
+        self.big_endian = order == ">"
         self.u32 = Struct(order + "I")
         self.head = Struct(order + "II")
         self.idb = Struct(order + "HHI")
@@ -80,13 +82,22 @@ _CODECS = {order: _Codec(order) for order in _BYTE_ORDERS.values()}
 class PcapngFormat(FramedFormat):
     """Push parser state for one pcapng stream (see ``FramedFormat.parse``)."""
 
-    def __init__(self, limits: ReaderLimits) -> None:
+    def __init__(self, limits: ReaderLimits, native: NativeRecords | None = None) -> None:
         super().__init__(limits)
         self._codec: _Codec | None = None  # None until the first section header
         self._interfaces: list[_Interface] = []
         self._last_ts = 0
+        # With ``native``, runs of enhanced and simple packet blocks become segments in C
+        # (``native_records``); this class still reads every other block.
+        self.native = native
 
     def _step(self, buf: bytes, pos: int, base: int, out: list[RecordEvent]) -> int:
+        native, codec = self.native, self._codec
+        if native is not None and native.active and codec is not None and self._interfaces:
+            taken, self._last_ts = native.take_pcapng(buf, pos, base, codec.big_endian, self._interfaces,
+                                                      self._limits.max_block_len, self._last_ts, out)
+            if taken:
+                return taken
         avail = len(buf) - pos
         if avail < _MIN_BLOCK:
             return -_MIN_BLOCK

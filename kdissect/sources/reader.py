@@ -42,7 +42,7 @@ class CaptureParser:
 
     def __init__(self, limits: ReaderLimits | None = None, native: NativeRecords | None = None) -> None:
         self._limits = limits or ReaderLimits()
-        self._native = native  # takes common classic pcap records natively (they come out as segments)
+        self._native = native  # takes common records natively (they come out as segments)
         self._chunks: list[bytes] = []  # fed bytes not yet joined into _buf
         self._chunked = 0
         self._buf = b""
@@ -107,5 +107,5 @@ class CaptureParser:
         if is_pcap_magic(head):
             return PcapFormat(head, self._limits, self._native)
         if head == SHB_MAGIC:
-            return PcapngFormat(self._limits)
+            return PcapngFormat(self._limits, self._native)
         raise _not_a_capture(self._buf)

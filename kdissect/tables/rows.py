@@ -63,8 +63,15 @@ class TableRows:
         return [self.listed(name) for name in names]
 
     def append(self, row: Mapping[str, Any]) -> None:
-        """One row given as a dict; keys that are not columns are ignored."""
-        self.extend((row,))
+        """One row given as a dict; keys that are not columns are ignored (``extend``'s work for one row,
+        without its list: an exchange row is appended this way per exchange)."""
+        if self.runs:
+            self.extend((row,))
+            return
+        get = row.get
+        for name, column in self.columns.items():
+            column.append(get(name))  # type: ignore[union-attr]
+        self.length += 1
 
     def extend(self, rows: Iterable[Mapping[str, Any]]) -> None:
         """Rows given as dicts."""

@@ -157,6 +157,7 @@ class TableSink:
                  spill: Spill | None = None, resolve_topics: bool = True, record_anomalies: bool = True,
                  spilled_tables: Iterable[str] = SPILLABLE) -> None:
         self.wanted = set(tables) if tables is not None else set(TABLES)
+        self._lean = not self.wanted & {"partitions", "records", "batches", "brokers"}  # no table walks requests
         options = options or Options()
         if options.limits.run is None:  # one decompression budget for the whole run
             options = replace(options, limits=replace(options.limits, run=RunMeter(options.decompressed_run)))
@@ -196,8 +197,11 @@ class TableSink:
         a transaction is open only at ``OPEN_TXN_HOLD`` times that, so its abort can still mark them)."""
         assert self.spill is not None
         big, limit = self._payload_held >= self.options.spill_bytes, self.options.spill_rows
+        tables = self.rows
         for name in self.spilled_tables:
-            rows = len(self.rows[name])
+            rows = tables[name].length  # (an attribute, not len(): this runs once per event for every table)
+            if rows < limit and not (big and rows and name == "records"):
+                continue
             hold = name == "records" and self.transactions.open and rows < OPEN_TXN_HOLD * limit
             if (rows >= limit and not hold) or (big and name == "records" and rows):
                 self.spill(name, self.take(name))
@@ -236,7 +240,7 @@ class TableSink:
         first = req or resp
         assert first is not None
         # Only the exchanges table: requests need no walk, responses only down to their errors.
-        lean = not self.wanted & {"partitions", "records", "batches", "brokers"}
+        lean = self._lean
         req_entries = _entries(req) if not lean or self._records_in(req) else []
         resp_records = self._records_in(resp)
         resp_entries = (_entries(resp, errors_only=lean and not resp_records)

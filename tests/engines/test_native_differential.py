@@ -3,7 +3,10 @@
 Each case is analysed by the local engine twice, in child processes (which native parts load is
 decided at import): once as installed and once with ``KDISSECT_PURE_PYTHON=1``. The cases are the
 corpus of real captures, the production shapes (a file cut mid-record, a capture starting
-mid-conversation, a rotated set read as one capture) and the hostile generators. What each native
+mid-conversation, a rotated set read as one capture, the same traffic as pcapng on two interfaces
+of two resolutions in two sections) and the hostile generators. The live engine's leg runs
+``kdissect live --read CAP --no-follow --out`` both ways (its records go to the native path a poll
+at a time). What each native
 part takes is checked by its own differential test (tests/sources/test_native_sources.py, the
 decoder's in tests/decoders); this one checks that nothing between them changes a table.
 """
@@ -19,7 +22,11 @@ from pathlib import Path
 import pytest
 
 from kdissect.native import PURE_PYTHON_ENV, native_module
+from kdissect.sources.reader import CaptureParser
+from kdissect.sources.shapes import CaptureRecord
 from kdissect.testing.hostile import BUILDERS
+from kdissect.testing.pcapwrite import Frame, Interface, pcapng_section
+from tests.engines.live_helpers import KDISSECT, assert_same_tables
 from tests.engines.spark_helpers import record_ends, write_rotated
 
 CAPTURES = Path(__file__).resolve().parents[2] / "captures"
@@ -41,12 +48,16 @@ sys.stdout.buffer.write(pickle.dumps(out))
 """
 
 
-def _tables(cases: dict[str, list[str]], pure: bool) -> dict:
+def _env(pure: bool) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k != PURE_PYTHON_ENV}
     if pure:
         env[PURE_PYTHON_ENV] = "1"
+    return env
+
+
+def _tables(cases: dict[str, list[str]], pure: bool) -> dict:
     done = subprocess.run([sys.executable, "-c", _ANALYSE], input=pickle.dumps(cases), capture_output=True,
-                          env=env, check=True, timeout=600)
+                          env=_env(pure), check=True, timeout=600)
     return pickle.loads(done.stdout)
 
 
@@ -61,11 +72,26 @@ def _cases(tmp: Path) -> dict[str, list[str]]:
     mid.write_bytes(data[:24] + data[ends[len(ends) // 3] :])  # starts mid-conversation
     cases["cut"], cases["midstream"] = [str(cut)], [str(mid)]
     cases["rotated"] = write_rotated(data, ends[5:-1:40], tmp / "rotated")
+    cases["pcapng-sections"] = [str(_as_pcapng_sections(data, tmp / "sections.pcapng"))]
     for name, build in BUILDERS.items():
         path = tmp / f"{name}.pcap"
         path.write_bytes(build(HOSTILE_SIZE))
         cases[name] = [str(path)]
     return cases
+
+
+def _as_pcapng_sections(pcap: bytes, path: Path) -> Path:
+    """The records of a pcap as pcapng: alternately on a µs and a ns interface, the second half in a
+    second (big-endian) section that declares the interfaces the other way round."""
+    records = [e for e in CaptureParser().feed(pcap) if type(e) is CaptureRecord]
+    link = records[0].link_type
+    interfaces = [Interface(link, tsresol=6), Interface(link, tsresol=9)]
+    frames = [Frame(r.ts_ns // 1000 * 1000, r.data, i % 2) for i, r in enumerate(records)]
+    half = len(frames) // 2
+    second = [Frame(f.ts_ns, f.data, 1 - f.interface) for f in frames[half:]]
+    path.write_bytes(pcapng_section(frames[:half], interfaces)
+                     + pcapng_section(second, interfaces[::-1], byteorder="big"))
+    return path
 
 
 def test_every_table_is_the_same_on_both_paths(tmp_path: Path) -> None:
@@ -75,3 +101,22 @@ def test_every_table_is_the_same_on_both_paths(tmp_path: Path) -> None:
     for name in cases:
         for table, columns in reference[name].items():
             assert native[name][table] == columns, (name, table)
+
+
+LIVE_CASES = ["librdkafka-produce-consume.pcap", "kafka-python-produce-consume.pcapng"]
+
+
+@pytest.mark.parametrize("name", [*LIVE_CASES, "pcapng-sections", "ip_fragments", "out_of_order_segments"])
+def test_live_read_writes_the_same_tables_on_both_paths(name: str, tmp_path: Path) -> None:
+    if name in LIVE_CASES:
+        capture = CAPTURES / name
+    elif name == "pcapng-sections":
+        capture = _as_pcapng_sections((CAPTURES / LIVE_CASES[0]).read_bytes(), tmp_path / "in.pcapng")
+    else:
+        capture = tmp_path / "in.pcap"
+        capture.write_bytes(BUILDERS[name](HOSTILE_SIZE))
+    outs = [tmp_path / "native", tmp_path / "reference"]
+    for out, pure in zip(outs, (False, True), strict=True):
+        subprocess.run([*KDISSECT, "live", "--read", str(capture), "--no-follow", "--quiet", "--out", str(out)],
+                       env=_env(pure), check=True, capture_output=True, timeout=600)
+    assert_same_tables(*outs)

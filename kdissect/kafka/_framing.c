@@ -1,0 +1,279 @@
+/* The Kafka framing stage's native part: one direction of a native lane, cut into frames in sync.
+ *
+ * The twin of framing.py's FrameSplitter in sync (``_whole_frames``, then ``_buffered`` and
+ * ``_next_frame`` on the bytes left), for a direction that stays in sync: every size field in
+ * [min_frame, max_frame], every frame head the direction's validator calls sane. A run that
+ * would make the splitter do anything else (a desync, so hunting) is refused by framer_check
+ * before anything changes, and the lane hands the direction back to the Python splitter
+ * (FrameSplitter.adopt), which then takes the run itself.
+ *
+ * Rules:
+ * - The same checks at the same moments as the reference: a frame's size when its 4 bytes are
+ *   there, its head (``Validator.sane``, called in Python: it may read the pairer) when the
+ *   first min(size, 64) bytes are; a frame whose head passed is not looked at again until its
+ *   last byte arrives (the reference's ``_wait_until``), and then checked again, as the reference
+ *   does. ``sane`` has no side effects, so framer_check may call it before a refusal.
+ * - The frames equal the reference's: offset of the size field, the bytes after it, ts_first the
+ *   capture time of the run holding the size field, ts_last the one that completed the frame.
+ * - The runs holding tail bytes are remembered as the reference remembers its chunks (a run whose
+ *   start completed whole frames counts from the byte after them), so a hand-back gives the
+ *   splitter the chunk edges and times its hunting would read.
+ * - Memory: the tail never holds more than one frame being assembled (max_frame + 4 bytes, the
+ *   reference's bound in sync) and its runs' (start, ts).
+ */
+#include "_framing.h"
+
+#include <stdint.h>
+#include <string.h>
+
+#define HEAD_BYTES 64 /* framing.py: what sane() sees of a frame */
+
+int
+framer_init(Framer *f, long long frame_at, int min_frame, long long max_frame, PyObject *sane)
+{
+    memset(f, 0, sizeof *f);
+    f->frame_at = frame_at;
+    f->min_frame = min_frame;
+    f->max_frame = max_frame;
+    f->sane = Py_NewRef(sane);
+    return 0;
+}
+
+void
+framer_clear(Framer *f)
+{
+    PyMem_Free(f->tail);
+    PyMem_Free(f->chunk_start);
+    PyMem_Free(f->chunk_ts);
+    Py_CLEAR(f->sane);
+    f->tail = NULL;
+    f->chunk_start = f->chunk_ts = NULL;
+    f->tail_len = f->tail_cap = f->chunks = f->chunk_cap = 0;
+}
+
+/* Byte ``i`` of the tail followed by ``data``. */
+static inline unsigned char
+byte_at(const Framer *f, const unsigned char *data, Py_ssize_t i)
+{
+    return i < f->tail_len ? f->tail[i] : data[i - f->tail_len];
+}
+
+static inline long long
+size_at(const Framer *f, const unsigned char *data, Py_ssize_t i)
+{
+    uint32_t v = (uint32_t)byte_at(f, data, i) << 24 | (uint32_t)byte_at(f, data, i + 1) << 16
+                 | (uint32_t)byte_at(f, data, i + 2) << 8 | byte_at(f, data, i + 3);
+    return (int32_t)v;
+}
+
+/* sane(head, size) for the frame whose size field is at ``i``: 1, 0, or -1 on error. */
+static int
+ask_sane(const Framer *f, const unsigned char *data, Py_ssize_t i, long long size)
+{
+    Py_ssize_t n = size < HEAD_BYTES ? (Py_ssize_t)size : HEAD_BYTES;
+    PyObject *head = PyBytes_FromStringAndSize(NULL, n);
+    if (head == NULL)
+        return -1;
+    char *h = PyBytes_AS_STRING(head);
+    for (Py_ssize_t k = 0; k < n; k++)
+        h[k] = (char)byte_at(f, data, i + 4 + k);
+    PyObject *args[2] = {head, PyLong_FromLongLong(size)}, *verdict = NULL;
+    if (args[1] != NULL)
+        verdict = PyObject_Vectorcall(f->sane, args, 2, NULL);
+    Py_DECREF(head);
+    Py_XDECREF(args[1]);
+    if (verdict == NULL)
+        return -1;
+    int ok = PyObject_IsTrue(verdict);
+    Py_DECREF(verdict);
+    return ok;
+}
+
+int
+framer_check(Framer *f, const unsigned char *data, Py_ssize_t n, Py_ssize_t *frames)
+{
+    Py_ssize_t total = f->tail_len + n, pos = 0, count = 0;
+    *frames = 0;
+    if (f->tail_len && f->waiting_end && f->waiting_end > f->frame_at + total)
+        return 1; /* still inside the frame being assembled */
+    while (total - pos >= 4) {
+        long long size = size_at(f, data, pos);
+        if (size < f->min_frame || size > f->max_frame)
+            return 0; /* the reference desyncs */
+        long long head_end = pos + 4 + (size < HEAD_BYTES ? size : HEAD_BYTES);
+        if (head_end > total)
+            break;
+        int ok = ask_sane(f, data, pos, size);
+        if (ok <= 0)
+            return ok; /* -1: error; 0: the reference desyncs */
+        if (pos + 4 + size > total)
+            break;
+        pos += 4 + (Py_ssize_t)size;
+        count++;
+    }
+    *frames = count;
+    return 1;
+}
+
+static int
+grow_tail(Framer *f, Py_ssize_t need)
+{
+    if (need <= f->tail_cap)
+        return 0;
+    Py_ssize_t size = f->tail_cap ? f->tail_cap : 256;
+    while (size < need)
+        size *= 2;
+    unsigned char *grown = PyMem_Realloc(f->tail, (size_t)size);
+    if (grown == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    f->tail = grown;
+    f->tail_cap = size;
+    return 0;
+}
+
+static int
+add_chunk(Framer *f, long long start, long long ts)
+{
+    if (f->chunks == f->chunk_cap) {
+        Py_ssize_t size = f->chunk_cap ? f->chunk_cap * 2 : 16;
+        long long *starts = PyMem_Realloc(f->chunk_start, (size_t)size * sizeof *starts);
+        if (starts == NULL)
+            goto no_memory;
+        f->chunk_start = starts;
+        long long *times = PyMem_Realloc(f->chunk_ts, (size_t)size * sizeof *times);
+        if (times == NULL)
+            goto no_memory;
+        f->chunk_ts = times;
+        f->chunk_cap = size;
+    }
+    f->chunk_start[f->chunks] = start;
+    f->chunk_ts[f->chunks] = ts;
+    f->chunks++;
+    return 0;
+no_memory:
+    PyErr_NoMemory();
+    return -1;
+}
+
+/* Index of the last chunk starting at or before ``offset`` (0 if none does). */
+static Py_ssize_t
+chunk_of(const Framer *f, long long offset)
+{
+    Py_ssize_t k = f->chunks - 1;
+    while (k > 0 && f->chunk_start[k] > offset)
+        k--;
+    return k;
+}
+
+static int
+emit(PyObject *frame_type, long long offset, const char *bytes, Py_ssize_t size, long long ts_first, PyObject *ts,
+     PyObject *out)
+{
+    PyObject *args[4] = {PyLong_FromLongLong(offset), PyBytes_FromStringAndSize(bytes, size),
+                         PyLong_FromLongLong(ts_first), ts};
+    PyObject *frame = NULL;
+    if (args[0] != NULL && args[1] != NULL && args[2] != NULL)
+        frame = PyObject_Vectorcall(frame_type, args, 4, NULL);
+    Py_XDECREF(args[0]);
+    Py_XDECREF(args[1]);
+    Py_XDECREF(args[2]);
+    if (frame == NULL)
+        return -1;
+    int rc = PyList_Append(out, frame);
+    Py_DECREF(frame);
+    return rc;
+}
+
+/* The waiting_end of the frame at the tail's start: its end once its head passed, else 0. */
+static void
+set_waiting(Framer *f)
+{
+    f->waiting_end = 0;
+    if (f->tail_len < 4)
+        return;
+    long long size = size_at(f, NULL, 0);
+    if (4 + (size < HEAD_BYTES ? size : HEAD_BYTES) <= f->tail_len)
+        f->waiting_end = f->frame_at + 4 + size;
+}
+
+int
+framer_take(Framer *f, PyObject *data, long long offset, PyObject *ts, PyObject *frame_type, PyObject *out)
+{
+    const char *d = PyBytes_AS_STRING(data);
+    Py_ssize_t n = PyBytes_GET_SIZE(data), pos = 0;
+    long long now = PyLong_AsLongLong(ts);
+    if (now == -1 && PyErr_Occurred())
+        return -1;
+    if (!f->tail_len) { /* _whole_frames: frames cut from the run itself */
+        while (n - pos >= 4) {
+            long long size = size_at(f, (const unsigned char *)d + pos, 0);
+            if (pos + 4 + size > n)
+                break;
+            if (emit(frame_type, offset + pos, d + pos + 4, (Py_ssize_t)size, now, ts, out) < 0)
+                return -1;
+            pos += 4 + (Py_ssize_t)size;
+        }
+        f->frame_at = offset + pos;
+        if (pos == n)
+            return 0;
+        if (grow_tail(f, n - pos) < 0 || add_chunk(f, f->frame_at, now) < 0)
+            return -1;
+        memcpy(f->tail, d + pos, (size_t)(n - pos));
+        f->tail_len = n - pos;
+        set_waiting(f);
+        return 0;
+    }
+    /* _buffered then _next_frame: the run joins the tail, whose frames come out of it */
+    if (grow_tail(f, f->tail_len + n) < 0 || add_chunk(f, offset, now) < 0)
+        return -1;
+    memcpy(f->tail + f->tail_len, d, (size_t)n);
+    f->tail_len += n;
+    while (f->tail_len - pos >= 4) {
+        long long size = size_at(f, NULL, pos);
+        if (pos + 4 + size > f->tail_len)
+            break;
+        long long at = f->frame_at + pos;
+        if (emit(frame_type, at, (const char *)f->tail + pos + 4, (Py_ssize_t)size, f->chunk_ts[chunk_of(f, at)], ts,
+                 out) < 0)
+            return -1;
+        pos += 4 + (Py_ssize_t)size;
+    }
+    f->frame_at += pos;
+    f->tail_len -= pos;
+    memmove(f->tail, f->tail + pos, (size_t)f->tail_len);
+    if (!f->tail_len) {
+        f->chunks = 0;
+    } else if (pos) {
+        Py_ssize_t k = chunk_of(f, f->frame_at);
+        memmove(f->chunk_start, f->chunk_start + k, (size_t)(f->chunks - k) * sizeof(long long));
+        memmove(f->chunk_ts, f->chunk_ts + k, (size_t)(f->chunks - k) * sizeof(long long));
+        f->chunks -= k;
+    }
+    set_waiting(f);
+    return 0;
+}
+
+PyObject *
+framer_state(const Framer *f)
+{
+    PyObject *chunks = PyList_New(f->chunks);
+    if (chunks == NULL)
+        return NULL;
+    for (Py_ssize_t k = 0; k < f->chunks; k++) {
+        PyObject *item = Py_BuildValue("(LL)", f->chunk_start[k], f->chunk_ts[k]);
+        if (item == NULL) {
+            Py_DECREF(chunks);
+            return NULL;
+        }
+        PyList_SET_ITEM(chunks, k, item);
+    }
+    PyObject *waiting = f->waiting_end ? PyLong_FromLongLong(f->waiting_end) : Py_NewRef(Py_None);
+    PyObject *state = waiting ? Py_BuildValue("(Ly#NN)", f->frame_at, f->tail ? (const char *)f->tail : "", f->tail_len, chunks,
+                                              waiting)
+                              : NULL;
+    if (state == NULL && waiting == NULL)
+        Py_DECREF(chunks);
+    return state;
+}

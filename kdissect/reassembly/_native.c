@@ -1,0 +1,637 @@
+/* The reassembly stage's native path: in-order segments of settled connections ("lanes").
+ *
+ * The twin of reassembler.py's feed followed by halfstream.py's hot path and the pipeline's
+ * dispatch of the run, for the common segment: a connection the Python reassembler opened and
+ * settled hands both its directions to a lane (lanes.py says when), and from then on a segment of
+ * it that is exactly the next bytes of its direction (or a bare ACK) is taken here: the lane's
+ * counters advance and the bytes go straight to the connection's RunSink (its ``data``), with no
+ * StreamData and no Python frame per segment. Python (the reference) keeps everything else.
+ *
+ * Rules:
+ * - A lane holds only what the hot path changes: per direction the delivery point (next_off,
+ *   high_off), the peer's last ACK and window, the counters it advanced since adoption (segments,
+ *   bytes, keep-alives) and the last RECENT_CHUNKS delivered chunks (conflicts.py compares
+ *   retransmissions with them). The rest of the state stays in the Python objects, untouched while
+ *   the lane owns the connection: nothing held out of order, no FIN, base known (adoption's rule).
+ * - run() takes segments from a position and stops *before* the first one it does not take. A
+ *   segment of no lane is left as it is; a segment of a lane that is not the hot case (SYN, FIN,
+ *   RST, a hole, a retransmission, a 1-byte or padded or cut payload, an ACK that proves a loss, a
+ *   zero window) first *releases* its lane: the lane's state is handed back (release() in lanes.py
+ *   writes it into the Python objects) and the lane is forgotten, so the reference sees exactly the
+ *   state it would have built itself. A segment at or past the idle sweep time is left to Python
+ *   without releasing (the caller releases every lane: the sweep may end any of them).
+ * - What a taken segment does equals the reference, in the same order: the connection's last_ts
+ *   and its place in the reassembler's least-recently-active order (move_to_end), the sender's
+ *   segment count, the peer's ACK and window, then the bytes delivered to the sink.
+ * - Memory: one lane per open connection (the reassembler's max_connections bounds them), and per
+ *   direction at most RECENT_CHUNKS references to payloads of at most RECENT_CHUNK bytes.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+
+#include "../kafka/_framing.h"
+
+#define SEQ_MASK 0xFFFFFFFFu
+#define MAX_AHEAD (1u << 30) /* halfstream.MAX_AHEAD */
+#define RECENT_CHUNKS 4      /* conflicts.RECENT_CHUNKS */
+#define RECENT_CHUNK 4096    /* conflicts.RECENT_CHUNK */
+#define F_FIN 0x01
+#define F_SYN 0x02
+#define F_RST 0x04
+#define F_ACK 0x10
+
+/* ---- one lane ---------------------------------------------------------------------------- */
+
+typedef struct {
+    uint32_t base;
+    long long next_off, high_off;
+    int has_peer_ack, has_peer_window;
+    uint32_t peer_ack;
+    long long peer_window;
+    long long segments, bytes, keepalives; /* advanced since adoption */
+    int recent_n, recent_head;             /* ring of the last delivered chunks, oldest at head */
+    long long recent_off[RECENT_CHUNKS];
+    PyObject *recent_data[RECENT_CHUNKS];
+} Direction;
+
+typedef struct {
+    PyObject *conn_id;  /* int */
+    PyObject *conn;     /* the reassembler's _Connection (its last_ts) */
+    PyObject *sink;     /* the RunSink's bound data(), or None when the pipeline tracks no connection */
+    PyObject *keys[2];  /* FlowKey of each direction */
+    Direction dir[2];
+    /* Framing (kafka/_framing.c), when the connection's Kafka state let the lane take it over: the runs
+     * become frames here and go to the connection's frames() instead of data(). */
+    int framed, request_dir;
+    Framer framer[2];
+    PyObject *frames;     /* KafkaConnection.frames */
+    PyObject *summary;    /* its ConnectionSummary (last_ts) */
+    PyObject *frame_type; /* framing.Frame */
+} Lane;
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *flows; /* FlowKey -> int (lane index * 2 + direction) */
+    Lane **lanes;    /* NULL slots are free */
+    Py_ssize_t size;
+} Lanes;
+
+static PyObject *s_ts_ns, *s_src_ip, *s_src_port, *s_dst_ip, *s_dst_port, *s_seq, *s_ack, *s_flags, *s_window,
+    *s_payload, *s_payload_len, *s_last_ts;
+
+static void
+lane_free(Lane *lane)
+{
+    Py_XDECREF(lane->conn_id);
+    Py_XDECREF(lane->conn);
+    Py_XDECREF(lane->sink);
+    Py_XDECREF(lane->keys[0]);
+    Py_XDECREF(lane->keys[1]);
+    Py_XDECREF(lane->frames);
+    Py_XDECREF(lane->summary);
+    Py_XDECREF(lane->frame_type);
+    if (lane->framed)
+        for (int d = 0; d < 2; d++)
+            framer_clear(&lane->framer[d]);
+    for (int d = 0; d < 2; d++)
+        for (int i = 0; i < lane->dir[d].recent_n; i++)
+            Py_DECREF(lane->dir[d].recent_data[(lane->dir[d].recent_head + i) % RECENT_CHUNKS]);
+    PyMem_Free(lane);
+}
+
+static void
+recent_push(Direction *dir, long long off, PyObject *data)
+{
+    int slot;
+    if (dir->recent_n == RECENT_CHUNKS) {
+        slot = dir->recent_head;
+        Py_DECREF(dir->recent_data[slot]);
+        dir->recent_head = (dir->recent_head + 1) % RECENT_CHUNKS;
+    } else {
+        slot = (dir->recent_head + dir->recent_n) % RECENT_CHUNKS;
+        dir->recent_n++;
+    }
+    dir->recent_off[slot] = off;
+    dir->recent_data[slot] = Py_NewRef(data);
+}
+
+/* (next_off, high_off, peer_ack, peer_window, segments, bytes, keepalives, [(offset, bytes), ...]) */
+static PyObject *
+direction_state(const Direction *dir)
+{
+    PyObject *recent = PyList_New(dir->recent_n);
+    if (recent == NULL)
+        return NULL;
+    for (int i = 0; i < dir->recent_n; i++) {
+        int slot = (dir->recent_head + i) % RECENT_CHUNKS;
+        PyObject *item = Py_BuildValue("(LO)", dir->recent_off[slot], dir->recent_data[slot]);
+        if (item == NULL) {
+            Py_DECREF(recent);
+            return NULL;
+        }
+        PyList_SET_ITEM(recent, i, item);
+    }
+    PyObject *ack = dir->has_peer_ack ? PyLong_FromUnsignedLong(dir->peer_ack) : Py_NewRef(Py_None);
+    PyObject *window = dir->has_peer_window ? PyLong_FromLongLong(dir->peer_window) : Py_NewRef(Py_None);
+    PyObject *state = NULL;
+    if (ack != NULL && window != NULL)
+        state = Py_BuildValue("(LLOOLLLO)", dir->next_off, dir->high_off, ack, window, dir->segments, dir->bytes,
+                              dir->keepalives, recent);
+    Py_XDECREF(ack);
+    Py_XDECREF(window);
+    Py_DECREF(recent);
+    return state;
+}
+
+/* ---- the lane table ---------------------------------------------------------------------- */
+
+/* Forget lane ``i``; returns (conn_id, (state of direction 0, state of direction 1), framing) with framing
+ * None or (framer state of direction 0, of direction 1). */
+static PyObject *
+release_lane(Lanes *self, Py_ssize_t i)
+{
+    Lane *lane = self->lanes[i];
+    PyObject *s0 = direction_state(&lane->dir[0]), *s1 = s0 ? direction_state(&lane->dir[1]) : NULL;
+    PyObject *framing = NULL, *result = NULL;
+    if (s1 != NULL) {
+        if (lane->framed) {
+            PyObject *f0 = framer_state(&lane->framer[0]), *f1 = f0 ? framer_state(&lane->framer[1]) : NULL;
+            framing = f1 ? Py_BuildValue("(OO)", f0, f1) : NULL;
+            Py_XDECREF(f0);
+            Py_XDECREF(f1);
+        } else {
+            framing = Py_NewRef(Py_None);
+        }
+    }
+    if (framing != NULL)
+        result = Py_BuildValue("(O(OO)O)", lane->conn_id, s0, s1, framing);
+    Py_XDECREF(s0);
+    Py_XDECREF(s1);
+    Py_XDECREF(framing);
+    if (result == NULL)
+        return NULL;
+    for (int d = 0; d < 2; d++)
+        if (PyDict_DelItem(self->flows, lane->keys[d]) < 0) {
+            Py_DECREF(result);
+            return NULL;
+        }
+    self->lanes[i] = NULL;
+    lane_free(lane);
+    return result;
+}
+
+static int
+read_direction(PyObject *state, Direction *dir)
+{
+    /* (base, next_off, high_off, peer_ack or None, peer_window or None) */
+    PyObject *ack, *window;
+    unsigned long base;
+    if (!PyArg_ParseTuple(state, "kLLOO", &base, &dir->next_off, &dir->high_off, &ack, &window))
+        return -1;
+    dir->base = (uint32_t)base;
+    dir->has_peer_ack = ack != Py_None;
+    dir->peer_ack = dir->has_peer_ack ? (uint32_t)PyLong_AsUnsignedLong(ack) : 0;
+    dir->has_peer_window = window != Py_None;
+    dir->peer_window = dir->has_peer_window ? PyLong_AsLongLong(window) : 0;
+    return PyErr_Occurred() ? -1 : 0;
+}
+
+/* framing: (frames, summary, frame_type, request_dir, min_frame, max_frame, (frame_at, sane), (frame_at, sane)) */
+static int
+read_framing(PyObject *framing, Lane *lane)
+{
+    PyObject *frames, *summary, *frame_type, *sane[2];
+    long long frame_at[2], max_frame;
+    int request_dir, min_frame;
+    if (!PyArg_ParseTuple(framing, "OOOiiL(LO)(LO)", &frames, &summary, &frame_type, &request_dir, &min_frame,
+                          &max_frame, &frame_at[0], &sane[0], &frame_at[1], &sane[1]))
+        return -1;
+    if (request_dir < 0 || request_dir > 1 || min_frame < 0) {
+        PyErr_SetString(PyExc_ValueError, "bad request direction or frame bound");
+        return -1;
+    }
+    for (int d = 0; d < 2; d++)
+        framer_init(&lane->framer[d], frame_at[d], min_frame, max_frame, sane[d]);
+    lane->framed = 1;
+    lane->request_dir = request_dir;
+    lane->frames = Py_NewRef(frames);
+    lane->summary = Py_NewRef(summary);
+    lane->frame_type = Py_NewRef(frame_type);
+    return 0;
+}
+
+/* adopt(conn_id, conn, key0, key1, sink, state0, state1, framing or None): the connection becomes a lane. */
+static PyObject *
+lanes_adopt(Lanes *self, PyObject *args)
+{
+    PyObject *conn_id, *conn, *keys[2], *sink, *states[2], *framing;
+    Py_ssize_t i;
+    if (!PyArg_ParseTuple(args, "OOO!O!OO!O!O", &conn_id, &conn, &PyTuple_Type, &keys[0], &PyTuple_Type, &keys[1],
+                          &sink, &PyTuple_Type, &states[0], &PyTuple_Type, &states[1], &framing))
+        return NULL;
+    Lane *lane = PyMem_Calloc(1, sizeof(Lane));
+    if (lane == NULL)
+        return PyErr_NoMemory();
+    if (read_direction(states[0], &lane->dir[0]) < 0 || read_direction(states[1], &lane->dir[1]) < 0
+        || (framing != Py_None && read_framing(framing, lane) < 0)) {
+        lane_free(lane);
+        return NULL;
+    }
+    for (i = 0; i < self->size && self->lanes[i] != NULL; i++)
+        ;
+    if (i == self->size) {
+        Py_ssize_t size = self->size ? self->size * 2 : 64;
+        Lane **grown = PyMem_Realloc(self->lanes, (size_t)size * sizeof(Lane *));
+        if (grown == NULL) {
+            lane_free(lane);
+            return PyErr_NoMemory();
+        }
+        for (Py_ssize_t k = self->size; k < size; k++)
+            grown[k] = NULL;
+        self->lanes = grown;
+        self->size = size;
+    }
+    for (int d = 0; d < 2; d++) {
+        PyObject *where = PyLong_FromSsize_t(i * 2 + d);
+        if (where == NULL || PyDict_SetItem(self->flows, keys[d], where) < 0) {
+            Py_XDECREF(where);
+            if (d == 1)
+                PyDict_DelItem(self->flows, keys[0]);
+            lane_free(lane);
+            return NULL;
+        }
+        Py_DECREF(where);
+    }
+    lane->conn_id = Py_NewRef(conn_id);
+    lane->conn = Py_NewRef(conn);
+    lane->sink = Py_NewRef(sink);
+    lane->keys[0] = Py_NewRef(keys[0]);
+    lane->keys[1] = Py_NewRef(keys[1]);
+    self->lanes[i] = lane;
+    Py_RETURN_NONE;
+}
+
+/* release_all() -> [(conn_id, states), ...]: every lane handed back (idle sweep, eviction, end of input). */
+static PyObject *
+lanes_release_all(Lanes *self, PyObject *unused)
+{
+    PyObject *out = PyList_New(0);
+    if (out == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < self->size; i++) {
+        if (self->lanes[i] == NULL)
+            continue;
+        PyObject *state = release_lane(self, i);
+        if (state == NULL || PyList_Append(out, state) < 0) {
+            Py_XDECREF(state);
+            Py_DECREF(out);
+            return NULL;
+        }
+        Py_DECREF(state);
+    }
+    return out;
+}
+
+/* ---- one segment ------------------------------------------------------------------------- */
+
+typedef struct {
+    long long ts, payload_len, window;
+    unsigned long seq, ack, flags;
+    PyObject *payload; /* borrowed from the segment's attribute (held by the caller's reference) */
+} Segment;
+
+enum { TAKE = 0, RELEASE = 1, SWEEP = 2, FAILED = -1 };
+
+/* Whether the reference would take its hot path for this segment of ``lane`` sent in direction ``d``
+ * (and, on a framed lane, keep both directions in sync with no event but frames). */
+static int
+judge(Lane *lane, int d, const Segment *s, int has_sweep, long long next_sweep)
+{
+    const Direction *me = &lane->dir[d], *peer = &lane->dir[d ^ 1];
+    if (has_sweep && s->ts >= next_sweep)
+        return SWEEP;
+    if (s->flags & (F_SYN | F_FIN | F_RST))
+        return RELEASE;
+    if (s->flags & F_ACK) { /* peer.acknowledge: only an ACK that proves no loss */
+        uint32_t gap = ((uint32_t)s->ack - peer->base - (uint32_t)peer->next_off) & SEQ_MASK;
+        if (gap != 0 && gap <= MAX_AHEAD && gap != 1)
+            return RELEASE;
+    }
+    if (s->payload_len != PyBytes_GET_SIZE(s->payload))
+        return RELEASE; /* link padding or a snap-length cut */
+    if (s->payload_len == 0)
+        return me->has_peer_window && me->peer_window == 0 ? RELEASE : TAKE; /* zero-window probing */
+    if (s->payload_len == 1)
+        return RELEASE;
+    if (((uint32_t)s->seq - me->base - (uint32_t)me->next_off) & SEQ_MASK)
+        return RELEASE;
+    if (!lane->framed)
+        return TAKE;
+    Py_ssize_t frames;
+    int ok = framer_check(&lane->framer[d], (const unsigned char *)PyBytes_AS_STRING(s->payload),
+                          PyBytes_GET_SIZE(s->payload), &frames);
+    if (ok < 0)
+        return FAILED;
+    /* A response whose request is not pending makes the session doubt the request direction's
+     * unfinished frame: only the Python splitter can, so it must hold that frame. */
+    if (!ok || (frames && d != lane->request_dir && framer_pending(&lane->framer[lane->request_dir])))
+        return RELEASE;
+    return TAKE;
+}
+
+/* summary.last_ts = max(summary.last_ts, ts), as KafkaConnection.data does first. */
+static int
+touch_summary(PyObject *summary, PyObject *ts)
+{
+    PyObject *last = PyObject_GetAttr(summary, s_last_ts);
+    if (last == NULL)
+        return -1;
+    int later = PyObject_RichCompareBool(ts, last, Py_GT);
+    Py_DECREF(last);
+    return later <= 0 ? later : PyObject_SetAttr(summary, s_last_ts, ts);
+}
+
+/* The connection's frames(direction, frames) -> (events, settled): events appended to ``out``;
+ * returns 1 when the connection left what a lane may frame, 0 if not, -1 on error. */
+static int
+deliver_frames(Lane *lane, int d, PyObject *frames, PyObject *out)
+{
+    PyObject *direction = PyLong_FromLong(d), *result = NULL;
+    if (direction != NULL) {
+        PyObject *call[2] = {direction, frames};
+        result = PyObject_Vectorcall(lane->frames, call, 2, NULL);
+        Py_DECREF(direction);
+    }
+    if (result == NULL)
+        return -1;
+    PyObject *events, *settled;
+    if (!PyTuple_CheckExact(result) || PyTuple_GET_SIZE(result) != 2
+        || !PyList_CheckExact(events = PyTuple_GET_ITEM(result, 0))) {
+        Py_DECREF(result);
+        PyErr_SetString(PyExc_TypeError, "frames() returns (events, settled)");
+        return -1;
+    }
+    settled = PyTuple_GET_ITEM(result, 1);
+    int rc = PyList_GET_SIZE(events) ? PyList_SetSlice(out, PY_SSIZE_T_MAX, PY_SSIZE_T_MAX, events) : 0;
+    int left = rc < 0 ? -1 : !PyObject_IsTrue(settled);
+    Py_DECREF(result);
+    return left;
+}
+
+/* The reference's effects of a taken segment, in its order; appends the sink's events to ``out``.
+ * Returns 0, 1 when the lane must be handed back after it (its connection left the common case), -1. */
+static int
+take(Lane *lane, int d, const Segment *s, PyObject *ts, PyObject *move_to_end, PyObject *out)
+{
+    Direction *me = &lane->dir[d], *peer = &lane->dir[d ^ 1];
+    if (PyObject_SetAttr(lane->conn, s_last_ts, ts) < 0)
+        return -1;
+    PyObject *moved = PyObject_CallOneArg(move_to_end, lane->conn_id);
+    if (moved == NULL)
+        return -1;
+    Py_DECREF(moved);
+    me->segments++;
+    if (s->flags & F_ACK) {
+        peer->has_peer_ack = peer->has_peer_window = 1;
+        peer->peer_ack = (uint32_t)s->ack;
+        peer->peer_window = s->window;
+    }
+    if (s->payload_len == 0) {
+        uint32_t sent = (me->base + (uint32_t)(me->high_off > me->next_off ? me->high_off : me->next_off)) & SEQ_MASK;
+        if ((uint32_t)s->seq == ((sent - 1) & SEQ_MASK))
+            me->keepalives++;
+        return 0;
+    }
+    long long off = me->next_off;
+    if (s->payload_len <= RECENT_CHUNK)
+        recent_push(me, off, s->payload);
+    me->bytes += s->payload_len;
+    me->next_off = me->high_off = off + s->payload_len;
+    if (lane->sink == Py_None)
+        return 0;
+    if (lane->framed) {
+        if (touch_summary(lane->summary, ts) < 0)
+            return -1;
+        PyObject *frames = PyList_New(0);
+        if (frames == NULL)
+            return -1;
+        int rc = framer_take(&lane->framer[d], s->payload, off, ts, lane->frame_type, frames);
+        if (rc == 0 && PyList_GET_SIZE(frames))
+            rc = deliver_frames(lane, d, frames, out);
+        Py_DECREF(frames);
+        return rc;
+    }
+    PyObject *direction = PyLong_FromLong(d), *offset = PyLong_FromLongLong(off), *events = NULL;
+    if (direction != NULL && offset != NULL) {
+        PyObject *call[4] = {direction, offset, s->payload, ts};
+        events = PyObject_Vectorcall(lane->sink, call, 4, NULL);
+    }
+    Py_XDECREF(direction);
+    Py_XDECREF(offset);
+    if (events == NULL)
+        return -1;
+    int rc = 0;
+    if (PyList_CheckExact(events)) {
+        if (PyList_GET_SIZE(events))
+            rc = PyList_SetSlice(out, PY_SSIZE_T_MAX, PY_SSIZE_T_MAX, events);
+    } else {
+        PyErr_SetString(PyExc_TypeError, "a RunSink's data() returns a list");
+        rc = -1;
+    }
+    Py_DECREF(events);
+    return rc;
+}
+
+/* Reads a segment's fields: 0, or 1 when one is not what the sources build (the reference takes it), -1 on error. */
+static int
+read_segment(PyObject *obj, Segment *s, PyObject **ts)
+{
+    PyObject *v;
+    int unusual = 0;
+#define READ(name, field, conv)                                                                                  \
+    if ((v = PyObject_GetAttr(obj, name)) == NULL)                                                               \
+        return -1;                                                                                               \
+    s->field = PyLong_CheckExact(v) ? conv(v) : 0;                                                               \
+    unusual |= !PyLong_CheckExact(v);                                                                            \
+    Py_DECREF(v);
+    READ(s_seq, seq, PyLong_AsUnsignedLong)
+    READ(s_ack, ack, PyLong_AsUnsignedLong)
+    READ(s_flags, flags, PyLong_AsUnsignedLong)
+    READ(s_window, window, PyLong_AsLongLong)
+    READ(s_payload_len, payload_len, PyLong_AsLongLong)
+#undef READ
+    if ((*ts = PyObject_GetAttr(obj, s_ts_ns)) == NULL)
+        return -1;
+    s->ts = PyLong_CheckExact(*ts) ? PyLong_AsLongLong(*ts) : 0;
+    unusual |= !PyLong_CheckExact(*ts);
+    if ((s->payload = PyObject_GetAttr(obj, s_payload)) == NULL)
+        return -1;
+    Py_DECREF(s->payload); /* the segment holds it */
+    unusual |= !PyBytes_CheckExact(s->payload);
+    if (PyErr_Occurred()) { /* a number out of range */
+        PyErr_Clear();
+        unusual = 1;
+    }
+    return unusual || s->seq > SEQ_MASK || s->ack > SEQ_MASK;
+}
+
+/* The lane entry (index * 2 + direction) of a segment's 4-tuple, or -1 (none), -2 (error). */
+static Py_ssize_t
+lookup(Lanes *self, PyObject *obj)
+{
+    PyObject *key = PyTuple_New(4);
+    if (key == NULL)
+        return -2;
+    PyObject *names[4] = {s_src_ip, s_src_port, s_dst_ip, s_dst_port};
+    for (int k = 0; k < 4; k++) {
+        PyObject *v = PyObject_GetAttr(obj, names[k]);
+        if (v == NULL) {
+            Py_DECREF(key);
+            return -2;
+        }
+        PyTuple_SET_ITEM(key, k, v);
+    }
+    PyObject *found = PyDict_GetItemWithError(self->flows, key);
+    Py_DECREF(key);
+    if (found == NULL)
+        return PyErr_Occurred() ? -2 : -1;
+    return PyLong_AsSsize_t(found);
+}
+
+/* run(segments, start, out, next_sweep, move_to_end) -> (index, released, before):
+ * takes segments from ``start`` until one it does not take, or until a taken one made its connection
+ * leave the common case. With ``before`` True, ``index`` is the segment not taken (len(segments) when
+ * all were) and ``released`` its lane, handed back, or None (no lane, or the sweep is due); with
+ * ``before`` False, the segments before ``index`` were taken and ``released`` is the lane the last one
+ * left, handed back after it. */
+static PyObject *
+lanes_run(Lanes *self, PyObject *args)
+{
+    PyObject *segments, *out, *sweep, *move_to_end;
+    Py_ssize_t i, n;
+    long long next_sweep = 0;
+    if (!PyArg_ParseTuple(args, "O!nO!OO", &PyList_Type, &segments, &i, &PyList_Type, &out, &sweep, &move_to_end))
+        return NULL;
+    int has_sweep = sweep != Py_None;
+    if (has_sweep && (next_sweep = PyLong_AsLongLong(sweep)) == -1 && PyErr_Occurred())
+        return NULL;
+    n = PyList_GET_SIZE(segments);
+    if (i < 0)
+        i = 0;
+    for (; i < n; i++) {
+        PyObject *obj = PyList_GET_ITEM(segments, i), *ts = NULL;
+        Segment s;
+        Py_ssize_t where = lookup(self, obj);
+        if (where == -2)
+            return NULL;
+        if (where < 0 || where / 2 >= self->size || self->lanes[where / 2] == NULL)
+            break;
+        Lane *lane = self->lanes[where / 2];
+        int d = (int)(where % 2);
+        Py_INCREF(obj); /* the sink may drop the caller's list entries; keep the segment alive */
+        int unusual = read_segment(obj, &s, &ts);
+        int verdict = unusual < 0 ? FAILED : unusual ? RELEASE : judge(lane, d, &s, has_sweep, next_sweep);
+        int rc = verdict == TAKE ? take(lane, d, &s, ts, move_to_end, out) : 0;
+        Py_XDECREF(ts);
+        Py_DECREF(obj);
+        if (verdict == FAILED || rc < 0)
+            return NULL;
+        if (verdict == SWEEP)
+            break;
+        if (verdict == RELEASE || rc == 1) {
+            PyObject *released = release_lane(self, where / 2);
+            int before = verdict == RELEASE;
+            return released ? Py_BuildValue("(nNO)", before ? i : i + 1, released, before ? Py_True : Py_False)
+                            : NULL;
+        }
+    }
+    return Py_BuildValue("(nOO)", i, Py_None, Py_True);
+}
+
+static Py_ssize_t
+lanes_len(Lanes *self)
+{
+    Py_ssize_t n = 0;
+    for (Py_ssize_t i = 0; i < self->size; i++)
+        n += self->lanes[i] != NULL;
+    return n;
+}
+
+/* ---- the type and the module ------------------------------------------------------------- */
+
+static PyObject *
+lanes_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    Lanes *self = (Lanes *)type->tp_alloc(type, 0);
+    if (self == NULL)
+        return NULL;
+    self->flows = PyDict_New();
+    if (self->flows == NULL) {
+        Py_DECREF(self);
+        return NULL;
+    }
+    return (PyObject *)self;
+}
+
+static void
+lanes_dealloc(Lanes *self)
+{
+    for (Py_ssize_t i = 0; i < self->size; i++)
+        if (self->lanes[i] != NULL)
+            lane_free(self->lanes[i]);
+    PyMem_Free(self->lanes);
+    Py_XDECREF(self->flows);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyMethodDef lanes_methods[] = {
+    {"adopt", (PyCFunction)lanes_adopt, METH_VARARGS,
+     "adopt(conn_id, conn, key0, key1, sink, state0, state1): a settled connection becomes a lane."},
+    {"run", (PyCFunction)lanes_run, METH_VARARGS,
+     "run(segments, start, out, next_sweep, move_to_end) -> (index, released or None)."},
+    {"release_all", (PyCFunction)lanes_release_all, METH_NOARGS, "Every lane handed back: [(conn_id, states)]."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PySequenceMethods lanes_as_sequence = {.sq_length = (lenfunc)lanes_len};
+
+static PyTypeObject LanesType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "kdissect.reassembly._native.Lanes",
+    .tp_basicsize = sizeof(Lanes),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Settled connections whose in-order segments are taken natively.",
+    .tp_new = lanes_new,
+    .tp_dealloc = (destructor)lanes_dealloc,
+    .tp_methods = lanes_methods,
+    .tp_as_sequence = &lanes_as_sequence,
+};
+
+static struct PyModuleDef module_def = {
+    PyModuleDef_HEAD_INIT, "kdissect.reassembly._native", "Native path of the reassembly stage.", -1, NULL,
+};
+
+PyMODINIT_FUNC
+PyInit__native(void)
+{
+    struct {
+        PyObject **slot;
+        const char *text;
+    } names[] = {{&s_ts_ns, "ts_ns"},     {&s_src_ip, "src_ip"},   {&s_src_port, "src_port"},
+                 {&s_dst_ip, "dst_ip"},   {&s_dst_port, "dst_port"}, {&s_seq, "seq"},
+                 {&s_ack, "ack"},         {&s_flags, "flags"},     {&s_window, "window"},
+                 {&s_payload, "payload"}, {&s_payload_len, "payload_len"}, {&s_last_ts, "last_ts"}};
+    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
+        if ((*names[k].slot = PyUnicode_InternFromString(names[k].text)) == NULL)
+            return NULL;
+    if (PyType_Ready(&LanesType) < 0)
+        return NULL;
+    PyObject *m = PyModule_Create(&module_def);
+    if (m == NULL)
+        return NULL;
+    if (PyModule_AddObjectRef(m, "Lanes", (PyObject *)&LanesType) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

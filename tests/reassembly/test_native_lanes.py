@@ -1,0 +1,229 @@
+"""The native lanes (kdissect/reassembly/_native.c) against the Python reference, segment by segment.
+
+The same segments go through a pipeline with lanes (fed in batches of random sizes) and through one
+without (``lanes = None``: the reference, one segment at a time); the events — exchanges, anomalies,
+and the connection summaries that carry every TCP counter — must be equal, whatever happens to the
+segments: retransmissions (some with other bytes), reordering, losses, keep-alives, zero windows,
+padding, snap-length cuts, resets, and bounds reached (idle sweeps, a full connection table).
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kdissect.kafka.pipeline import KafkaPipeline
+from kdissect.options import Options
+from kdissect.reassembly.lanes import NativeLanes
+from kdissect.sources.segment import ACK, RST, TcpSegment
+from kdissect.testing.conversation import tcp_conversation
+from kdissect.testing.encoder import encode_request, encode_response
+from kdissect.testing.kafka_frames import metadata_request, metadata_response, produce_request, produce_response
+
+pytestmark = pytest.mark.skipif(not NativeLanes.available(), reason="the native path is not built")
+MS = 1_000_000
+
+
+def _connection(index: int, exchanges: int, mss: int, close: bool) -> list[TcpSegment]:
+    messages = []
+    for cid in range(exchanges):
+        ts = (index * 7 + cid * 50) * MS
+        if cid % 2:
+            messages += [(0, produce_request(cid, records=b"r" * (cid * 37 % 900)), ts),
+                         (1, produce_response(cid), ts + MS)]
+        else:
+            messages += [(0, metadata_request(cid), ts), (1, metadata_response(cid), ts + MS)]
+    return tcp_conversation(messages, client=("10.0.0.1", 40000 + index), mss=mss, close=close,
+                            isn=(1000 * index + 5, 0xFFFFFF00 - index))
+
+
+def _events(segments: list[TcpSegment], options: Options, batches: list[int] | None) -> list:
+    pipeline = KafkaPipeline(options)
+    if batches is None:
+        pipeline.lanes = None
+        out = [ev for seg in segments for ev in pipeline.feed(seg)]
+    else:
+        assert pipeline.lanes is not None
+        out, i, k = [], 0, 0
+        while i < len(segments):
+            size = batches[k % len(batches)]
+            out += pipeline.feed_many(segments[i : i + size])
+            i, k = i + size, k + 1
+    return out + pipeline.finish()
+
+
+def _same(segments: list[TcpSegment], options: Options, batches: list[int]) -> None:
+    assert _events(segments, options, batches) == _events(segments, options, None)
+
+
+def _variant(seg: TcpSegment, **changes) -> TcpSegment:
+    fields = {name: getattr(seg, name) for name in TcpSegment.__slots__}
+    fields.update(changes)
+    return TcpSegment(**fields)
+
+
+KINDS = ("retransmit", "conflict", "swap", "drop", "keepalive", "zero_window", "probe", "pad", "cut", "rst",
+         "one_byte", "late_ack")
+
+
+def damage(merged: list[TcpSegment], i: int, kind: str, amount: int) -> None:
+    """Damage ``merged`` at ``i`` the way real captures are (``amount``: how far, where one is asked)."""
+    seg = merged[i]
+    if kind == "retransmit":
+        merged.insert(min(len(merged), i + 1 + amount % 5), seg)
+    elif kind == "conflict" and seg.payload:
+        merged.insert(i + 1, _variant(seg, payload=bytes(b ^ 1 for b in seg.payload)))
+    elif kind == "swap" and i + 1 < len(merged):
+        merged[i], merged[i + 1] = merged[i + 1], seg
+    elif kind == "drop":
+        del merged[i]
+    elif kind == "keepalive":
+        merged.insert(i + 1, _variant(seg, seq=(seg.seq + len(seg.payload) - 1) & 0xFFFFFFFF, payload=b"",
+                                      payload_len=0, flags=ACK))
+    elif kind == "zero_window":
+        merged.insert(i + 1, _variant(seg, payload=b"", payload_len=0, flags=ACK, window=0,
+                                      seq=(seg.seq + len(seg.payload)) & 0xFFFFFFFF))
+    elif kind == "probe":  # the window closes, and the peer probes it (Linux: one byte before the ACK)
+        closed = _variant(seg, payload=b"", payload_len=0, flags=ACK, window=0,
+                          seq=(seg.seq + len(seg.payload)) & 0xFFFFFFFF)
+        probe = _variant(seg, src_ip=seg.dst_ip, src_port=seg.dst_port, dst_ip=seg.src_ip, dst_port=seg.src_port,
+                         seq=(seg.ack - 1) & 0xFFFFFFFF, ack=closed.seq, payload=b"", payload_len=0, flags=ACK)
+        merged[i + 1 : i + 1] = [closed, probe, probe]
+    elif kind == "pad" and seg.payload:
+        merged[i] = _variant(seg, payload=seg.payload + b"\0\0", payload_len=len(seg.payload))
+    elif kind == "cut" and len(seg.payload) > 2:
+        merged[i] = _variant(seg, payload=seg.payload[:-2])
+    elif kind == "rst":
+        merged.insert(i + 1, _variant(seg, payload=b"", payload_len=0, flags=RST | ACK))
+    elif kind == "one_byte" and len(seg.payload) > 1:
+        merged[i : i + 1] = [_variant(seg, payload=seg.payload[:1], payload_len=1),
+                             _variant(seg, payload=seg.payload[1:], payload_len=len(seg.payload) - 1,
+                                      seq=(seg.seq + 1) & 0xFFFFFFFF)]
+    elif kind == "late_ack":  # an ACK past what was seen: the bytes between were lost, or not
+        ahead = (1, 2, 3000, 1 << 31)[amount % 4]  # 1: the ACK of an unseen FIN; 2**31: absurd
+        merged.insert(i + 1, _variant(seg, payload=b"", payload_len=0, flags=ACK, ack=(seg.ack + ahead) & 0xFFFFFFFF))
+
+
+@st.composite
+def captures(draw) -> list[TcpSegment]:
+    """Interleaved Kafka connections, then damaged the ways real captures are."""
+    conns = [_connection(i, draw(st.integers(1, 6)), draw(st.sampled_from([1448, 200, 65483])), draw(st.booleans()))
+             for i in range(draw(st.integers(1, 4)))]
+    merged = sorted((s for c in conns for s in c), key=lambda s: s.ts_ns)  # stable: each connection in order
+    for _ in range(draw(st.integers(0, 6))):
+        if merged:
+            damage(merged, draw(st.integers(0, len(merged) - 1)), draw(st.sampled_from(KINDS)), draw(st.integers(0, 9)))
+    return merged
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_each_damage_at_each_place(kind: str) -> None:
+    clean = _connection(0, 8, 200, close=True)
+    for i in range(len(clean)):
+        for amount in range(4 if kind in ("late_ack", "retransmit") else 1):
+            segments = list(clean)
+            damage(segments, i, kind, amount)
+            _same(segments, Options(), [7])
+
+
+def _frames(kind: str, cid: int) -> list[tuple[int, bytes]]:
+    """The frames (direction, bytes) of one exchange of ``kind``: common ones, and the ones that take a
+    connection out of the common case at the Kafka layer."""
+    if kind == "metadata":
+        return [(0, metadata_request(cid)), (1, metadata_response(cid))]
+    if kind == "produce":
+        return [(0, produce_request(cid, records=b"r" * (cid * 37 % 900))), (1, produce_response(cid))]
+    if kind == "big_answer":  # over 64 KiB: the response's head is vetted by the pairer
+        return [(0, metadata_request(cid)), (1, metadata_response(cid, topics=[f"t{i:05}" * 40 for i in range(300)]))]
+    if kind == "undecodable":  # a request head Kafka could send, a body that does not decode
+        return [(0, metadata_request(cid)[:12] + b"\xff" * 30)]
+    if kind == "orphan":  # an answer to no request seen
+        return [(1, metadata_response(cid + 1000))]
+    if kind == "bad_size":  # a size field no frame has: the direction hunts
+        return [(0, b"\x7f\xff\xff\xff" + b"\0" * 8)]
+    if kind == "insane":  # a size that fits, a head no request has: the direction hunts
+        return [(0, b"\0\0\0\x14\x7f\x7f" + b"\0" * 18)]
+    if kind == "sasl_v0":  # SaslHandshake v0, then bare tokens
+        return [(0, encode_request(17, 0, {"mechanism": "PLAIN"}, correlation_id=cid)),
+                (1, encode_response(17, 0, {"error_code": 0, "mechanisms": ["PLAIN"]}, correlation_id=cid)),
+                (0, len(b"\0u\0p").to_bytes(4, "big") + b"\0u\0p"), (1, b"\0\0\0\0")]
+    raise AssertionError(kind)
+
+
+EXCHANGES = ("metadata", "produce", "big_answer", "undecodable", "orphan", "bad_size", "insane", "sasl_v0")
+
+
+@st.composite
+def kafka_streams(draw) -> list[TcpSegment]:
+    """One Kafka connection whose byte streams are cut anywhere: frames split over segments, several in one."""
+    kinds = ["metadata", "metadata", *draw(st.lists(st.sampled_from(EXCHANGES), min_size=1, max_size=12))]
+    frames = [f for cid, kind in enumerate(kinds) for f in _frames(kind, cid)]
+    pending, messages = [b"", b""], []
+    for n, (direction, frame) in enumerate(frames):
+        pending[direction] += frame
+        # mostly what is pending (whole frames: how lanes start), else anywhere in it
+        cut = draw(st.one_of(st.just(len(pending[direction])), st.integers(0, len(pending[direction]))))
+        messages.append((direction, pending[direction][:cut], n * MS))
+        pending[direction] = pending[direction][cut:]
+    messages += [(d, pending[d], (len(frames) + d) * MS) for d in (0, 1) if pending[d]]
+    return tcp_conversation(messages, mss=draw(st.sampled_from([1448, 65483])))
+
+
+@settings(max_examples=300, deadline=None)
+@given(kafka_streams(), st.lists(st.integers(1, 40), min_size=1, max_size=4))
+def test_framing_lanes_give_the_reference_events(segments: list[TcpSegment], batches: list[int]) -> None:
+    _same(segments, Options(), batches)
+
+
+options_strategy = st.builds(
+    Options,
+    idle_ns=st.sampled_from([600_000_000_000, 20 * MS, 3 * MS]),
+    max_connections=st.sampled_from([16_384, 2, 1]),
+    ooo_bytes=st.sampled_from([8 << 20, 300]),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(captures(), options_strategy, st.lists(st.integers(1, 40), min_size=1, max_size=4))
+def test_lanes_give_the_reference_events(segments: list[TcpSegment], options: Options, batches: list[int]) -> None:
+    _same(segments, options, batches)
+
+
+def test_lanes_take_the_common_segments() -> None:
+    """Not vacuous: on clean traffic nearly every segment after the handshake is taken natively."""
+    segments = [s for i in range(3) for s in _connection(i, 20, 1448, close=True)]
+    pipeline = KafkaPipeline(Options())
+    fed = []
+    reference = pipeline._feed_one
+    pipeline._feed_one = lambda seg: fed.append(seg) or reference(seg)  # type: ignore[method-assign]
+    events = pipeline.feed_many(segments) + pipeline.finish()
+    assert len(fed) < len(segments) // 4
+    assert events == _events(segments, Options(), None)
+
+
+def test_a_broken_hand_back_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The comparison sees a lane whose state comes back wrong (what a broken C field would do)."""
+    segments = _connection(0, 6, 200, close=True)
+    hand_back = NativeLanes._hand_back
+
+    def off_by_one(self: NativeLanes, conn_id: int, states: tuple, framing: tuple | None) -> None:
+        state = list(states[0])
+        state[4] += 1  # one segment too many counted in direction 0
+        hand_back(self, conn_id, (tuple(state), states[1]), framing)
+
+    monkeypatch.setattr(NativeLanes, "_hand_back", off_by_one)
+    assert _events(segments, Options(), [64]) != _events(segments, Options(), None)
+
+
+@settings(max_examples=200, deadline=None)
+@given(kafka_streams(), st.lists(st.tuples(st.integers(0, 10**6), st.sampled_from(KINDS), st.integers(0, 9)),
+                                 max_size=5), options_strategy, st.lists(st.integers(1, 40), min_size=1, max_size=4))
+def test_damaged_framing_lanes_give_the_reference_events(segments: list[TcpSegment],
+                                                         damages: list[tuple[int, str, int]], options: Options,
+                                                         batches: list[int]) -> None:
+    """Both at once: TCP damage in Kafka streams cut anywhere, while lanes frame them."""
+    for where, kind, amount in damages:
+        if segments:
+            damage(segments, where % len(segments), kind, amount)
+    _same(segments, options, batches)
