@@ -327,7 +327,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     result = run(_request(args, options, report=True))
     _report_unreadable(result.unreadable)
     assert result.frames is not None and result.summary is not None
-    out = write_report(result.frames, result.summary, result.inputs, output, fmt)
+    out = write_report(result.frames, result.summary, result.inputs, output, fmt, result.figures)
     print(f"wrote {safe_text(str(out))} ({out.stat().st_size:,} bytes)")
     return 0
 

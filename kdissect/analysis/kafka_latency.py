@@ -98,18 +98,19 @@ def slowest(tables: Mapping[str, pd.DataFrame], n: int = 20) -> pd.DataFrame:
     """The ``n`` slowest answered exchanges, long-poll and rebalance waits within their bound left out,
     with their context (client, broker, topics, error, how long the request allowed)."""
     ex = annotated(tables)
-    ex["broker"] = broker_labels(ex, tables["brokers"])
+    slow = ex[ex["latency_ms"].notna() & ~ex["expected_wait"]]
+    slow = slow.sort_values("latency_ms", ascending=False).head(n)
+    slow["broker"] = broker_labels(slow, tables["brokers"])
     parts = tables["partitions"]
+    key = ["connection_id", "correlation_id"]
+    parts = parts[parts["topic"].notna()].merge(slow[key].drop_duplicates(), on=key)  # the slowest's only
     topics = (
-        parts.dropna(subset=["topic"])
-        .groupby(["connection_id", "correlation_id"], observed=True)["topic"]
+        parts.groupby(key, observed=True)["topic"]
         .agg(lambda s: ", ".join(sorted({str(t) for t in s})))
         .rename("topics")
         .reset_index()
     )
-    slow = ex[ex["latency_ms"].notna() & ~ex["expected_wait"]]
-    slow = slow.sort_values("latency_ms", ascending=False).head(n)
-    slow = slow.merge(topics, on=["connection_id", "correlation_id"], how="left")
+    slow = slow.merge(topics, on=key, how="left")
     return slow[
         [
             "request_ts",

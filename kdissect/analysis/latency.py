@@ -1,15 +1,18 @@
 """Latency percentiles: the one percentile definition every figure uses, and latency tables by dimension.
 
-:func:`percentiles` is plain Python over a list of numbers, so the terminal summary uses it without
-loading pandas; the tables apply the same function to each group, so a p99 is the same number in
-the terminal, the HTML report and the JSON.
+:func:`percentiles` is plain Python over the one mergeable form of latencies
+(:mod:`kdissect.analysis.distribution`), so the terminal summary uses it without loading pandas; the
+tables compute the same figures for all groups at once, so a p99 is the same number in the
+terminal, the HTML report, the JSON, live and Prometheus.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+from .distribution import EXACT_VALUES, Latencies
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -33,7 +36,6 @@ class Percentiles:
     max: float | None
 
     @classmethod
-    @classmethod
     def supported(cls, count: int, quantiles: Sequence[float | None], largest: float | None) -> Percentiles:
         """The figures of ``count`` latencies, each quantile (in :data:`QUANTILES` order) kept only
         where :data:`MIN_SAMPLES` says the count supports it."""
@@ -52,12 +54,18 @@ def quantile(ordered: Sequence[float], q: float) -> float:
     return ordered[lo] + (h - lo) * (ordered[hi] - ordered[lo])
 
 
-def percentiles(values: Iterable[float | None]) -> Percentiles:
-    """Percentiles of the values that are numbers (None, NaN and pandas' NA count as null)."""
-    ordered = sorted(v for v in values if isinstance(v, int | float) and v == v)
-    if not ordered:
+def percentiles(values: Iterable[object]) -> Percentiles:
+    """Percentiles of the values that are numbers (None, NaN and pandas' NA count as null), in the
+    one mergeable form every face uses (:class:`~kdissect.analysis.distribution.Latencies`)."""
+    return of_latencies(Latencies.of(values))
+
+
+def of_latencies(latencies: Latencies) -> Percentiles:
+    """The figures of a :class:`~kdissect.analysis.distribution.Latencies` (exact up to its
+    ``EXACT_VALUES`` distinct values, within its ``RELATIVE_ERROR`` past them)."""
+    if not latencies.count:
         return Percentiles(0, None, None, None, None, None)
-    return Percentiles.supported(len(ordered), [quantile(ordered, q) for q in QUANTILES], ordered[-1])
+    return Percentiles.supported(latencies.count, latencies.quantiles(QUANTILES), latencies.high)
 
 
 def percentile_table(frame: pd.DataFrame, by: list[str], value: str = "latency_ms") -> pd.DataFrame:
@@ -85,13 +93,31 @@ def percentile_table(frame: pd.DataFrame, by: list[str], value: str = "latency_m
         figure = low + (h - lo) * (ordered[first + hi] - low)
         table[name] = np.where(counts >= max(MIN_SAMPLES[q], 1), figure, np.nan)  # unsupported: NaN
     table["max"] = np.where(counts > 0, ordered[first + last] if len(groups) else counts, np.nan)
+    _fold_wide_groups(table, ordered, codes[order], first, counts)
     tail = table["p99"].fillna(table["max"])
     order = table.assign(_tail=tail).sort_values(["_tail", "count"], ascending=False, na_position="last").index
     return table.loc[order].reset_index(drop=True)
 
 
-def broker_labels(exchanges: pd.DataFrame, brokers: pd.DataFrame) -> pd.Series:
-    """Each exchange's broker named as the cluster names it: ``node 1 host:port (rack r1)``.
+def _fold_wide_groups(table: pd.DataFrame, ordered: Any, codes: Any, first: Any, counts: Any) -> None:
+    """Groups with more than ``EXACT_VALUES`` distinct latencies get the figures of their
+    :class:`~kdissect.analysis.distribution.Latencies` (folded, as every other face folds them)."""
+    import numpy as np
+
+    if not len(ordered):
+        return
+    valid = ~np.isnan(ordered)
+    changed = np.r_[True, (codes[1:] != codes[:-1]) | (ordered[1:] != ordered[:-1])]
+    distinct = np.bincount(codes[valid & changed], minlength=codes.max() + 1)[codes[first]]
+    for row in np.flatnonzero(distinct > EXACT_VALUES):
+        start = first[row]
+        p = of_latencies(Latencies.of(ordered[start:start + counts[row]].tolist()))
+        table.loc[row, PERCENTILE_COLUMNS[1:]] = [np.nan if v is None else v for v in
+                                                  (p.p50, p.p90, p.p99, p.p999, p.max)]
+
+
+def broker_namer(brokers: pd.DataFrame) -> Callable[[object, object], str | None]:
+    """What names a broker address (IP, port) as the cluster names it: ``node 1 host:port (rack r1)``.
 
     Matched on the address the capture saw (host == IP and port); a broker advertised by host
     name is matched on its port when no other broker uses that port; else the bare address."""
@@ -114,6 +140,14 @@ def broker_labels(exchanges: pd.DataFrame, brokers: pd.DataFrame) -> pd.Series:
             found = same_port.pop() if len(same_port) == 1 else f"{ip}:{port}"
         return found
 
+    return label
+
+
+def broker_labels(exchanges: pd.DataFrame, brokers: pd.DataFrame) -> pd.Series:
+    """Each exchange's broker named as :func:`broker_namer` names it."""
+    import pandas as pd
+
+    label = broker_namer(brokers)
     cache: dict[tuple[str, str], str | None] = {}
     out = []
     for ip, port in zip(exchanges["broker_ip"].tolist(), exchanges["broker_port"].tolist(), strict=True):

@@ -6,12 +6,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from kdissect.analysis.errors import NO_ANSWER, headline_errors
+from kdissect.analysis.errors import expected_mask
 from kdissect.analysis.summary import AnomalyFigures, Summary
-from kdissect.analysis.throughput import capture_span_s
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from kdissect.analysis.report_figures import ReportFigures
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,28 +37,35 @@ class Overview:
     anomalies: list[AnomalyFigures]
 
 
-def overview(tables: Mapping[str, pd.DataFrame], summary: Summary, files: Sequence[str]) -> Overview:
-    ex, batches = tables["exchanges"], tables["batches"]
-    times = [t for t in (ex["request_ts"].min(), ex["response_ts"].max()) if t == t and t is not None]
-    errors = headline_errors(tables)
-    data = ~batches["is_control"].fillna(False).astype(bool)
+def overview(tables: Mapping[str, pd.DataFrame], summary: Summary, files: Sequence[str],
+             figures: ReportFigures | None = None) -> Overview:
+    """The overview from the run's figures (computed from ``tables`` when not given), the ``errors``
+    and ``brokers`` tables and the summary."""
+    import pandas as pd
+
+    if figures is None:
+        from kdissect.analysis.report_figures import figures_of
+
+        figures = figures_of(tables)
+    times = [pd.Timestamp(t, unit="ns", tz="UTC") for t in figures.times[:2] if t is not None]
+    errors = int((~expected_mask(tables["errors"])).sum()) if len(tables["errors"]) else 0
     return Overview(
         files=[str(f) for f in files],
         first=min(times) if times else None,
         last=max(times) if times else None,
-        span_s=capture_span_s(tables),
+        span_s=figures.span_s,
         packets=summary.packets,
         connections=summary.connections,
         kafka_connections=summary.kafka_connections,
         tls_connections=summary.tls_connections,
         decrypted_connections=summary.decrypted_connections,
-        clients=int(ex["client_id"].nunique()),
+        clients=len(figures.client_ids),
         brokers=int(tables["brokers"]["node_id"].nunique()),
         exchanges=summary.exchanges,
         failed=sum(a.errors for a in summary.apis),
         errors=errors,
         expected_errors=len(tables["errors"]) - errors,
-        without_answer=int(ex["status"].isin(NO_ANSWER).sum()),
-        records=int(batches.loc[data, "records_decoded"].sum()),
+        without_answer=figures.without_answer,
+        records=figures.batches.records,
         anomalies=summary.anomalies,
     )

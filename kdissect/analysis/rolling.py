@@ -2,18 +2,20 @@
 
 What ``kdissect live`` shows and sums up. Memory is fixed whatever the run's length: the last
 ``window`` seconds are kept as buckets (older ones fall off), latency percentiles come from
-bounded uniform samples, and every counter keyed by a wire string keeps at most ``max_keys`` keys
+bounded samples per second and, for the whole run, the one mergeable form every face uses
+(:class:`~kdissect.analysis.distribution.Latencies`, so the run's percentiles are the summary's),
+and every counter keyed by a wire string keeps at most ``max_keys`` keys
 (later newcomers are counted under ``OTHER``). Times are capture times, so a file replayed at any
 speed gives the same figures as the traffic did.
 """
 
 from __future__ import annotations
 
-import random
 from collections import Counter, deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from kdissect.analysis.distribution import Latencies
 from kdissect.analysis.expected import is_expected
 from kdissect.analysis.latency import quantile
 
@@ -50,26 +52,6 @@ class CappedCounter(Counter):
         self[self._cap(key)] += n
 
 
-class Sample:
-    """A uniform sample of at most ``size`` values (reservoir sampling) for percentiles."""
-
-    __slots__ = ("_rng", "count", "size", "values")
-
-    def __init__(self, size: int, rng: random.Random) -> None:
-        self.size, self._rng = size, rng
-        self.values: list[float] = []
-        self.count = 0
-
-    def add(self, value: float) -> None:
-        self.count += 1
-        if len(self.values) < self.size:
-            self.values.append(value)
-        else:
-            slot = self._rng.randrange(self.count)
-            if slot < self.size:
-                self.values[slot] = value
-
-
 def percentiles(values: Iterable[float], qs: tuple[float, ...] = (0.5, 0.99)) -> tuple[float, ...] | None:
     ordered = sorted(values)
     return tuple(quantile(ordered, q) for q in qs) if ordered else None
@@ -95,7 +77,7 @@ class ApiTotals:
     errors: int = 0
     unanswered: int = 0
     max_ms: float | None = None
-    latency: Sample | None = None
+    latency: Latencies = field(default_factory=Latencies)
 
 
 @dataclass(slots=True)
@@ -120,7 +102,7 @@ class RollingFigures:
     """Running figures of a live run, updated per exchange and per anomaly.
 
     ``window`` seconds of buckets; ``per_second_samples`` latencies per (API, broker) per second;
-    ``run_samples`` latencies per API for the whole-run percentiles; ``max_keys`` per counter.
+    ``max_keys`` per counter. The whole-run latencies per API are bounded by their form.
     """
 
     def __init__(
@@ -128,14 +110,10 @@ class RollingFigures:
         *,
         window: int = 60,
         per_second_samples: int = 256,
-        run_samples: int = 4096,
         max_keys: int = 1000,
-        seed: int = 0,
     ) -> None:
         self.window = window
         self.per_second_samples = per_second_samples
-        self.run_samples = run_samples
-        self._rng = random.Random(seed)
         self.seconds: deque[Second] = deque(maxlen=window)
         self.apis: dict[str, ApiTotals] = {}
         self.statuses: Counter[str] = Counter()
@@ -172,12 +150,11 @@ class RollingFigures:
                     samples.append(ex.latency_ms)
         totals = self.apis.get(ex.api)
         if totals is None:
-            totals = self.apis[ex.api] = ApiTotals(latency=Sample(self.run_samples, self._rng))
+            totals = self.apis[ex.api] = ApiTotals()
         totals.count += 1
         totals.errors += is_error
         totals.unanswered += ex.status == "unanswered"
         if ex.latency_ms is not None:
-            assert totals.latency is not None
             totals.latency.add(ex.latency_ms)
             totals.max_ms = ex.latency_ms if totals.max_ms is None else max(totals.max_ms, ex.latency_ms)
         self.statuses[ex.status] += 1

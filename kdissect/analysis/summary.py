@@ -8,13 +8,13 @@ answered MEMBER_ID_REQUIRED (KIP-394's first join) is a normal step: listed, nev
 
 from __future__ import annotations
 
-from array import array
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 
+from kdissect.analysis.distribution import Latencies
 from kdissect.analysis.expected import is_expected
-from kdissect.analysis.latency import percentiles
+from kdissect.analysis.latency import of_latencies
 from kdissect.sources.shapes import SourceStats
 from kdissect.tables.columns import TCP_COUNTERS, cells
 from kdissect.tables.sink import Columns
@@ -78,15 +78,16 @@ class Figures:
     """The headline figures, added up table piece by table piece (``add``) as a run hands them over,
     so a run can write or drop its ``exchanges``, ``connections`` and ``anomalies`` rows as it goes.
 
-    What it keeps grows by 8 bytes per answered exchange (its latency, for exact percentiles), not
-    by a row: counts per API, error, status and anomaly kind, and the TCP counters summed.
+    What it keeps does not grow with the exchanges: counts per API, error, status and anomaly kind,
+    the TCP counters summed, and each API's latencies in the one mergeable form every face uses
+    (:class:`~kdissect.analysis.distribution.Latencies`: exact, or within its stated relative error).
     """
 
     def __init__(self) -> None:
         self._connections = self._kafka_connections = self._exchanges = 0
         self._tls = self._decrypted = 0
         self._api: dict[str, list[int]] = {}  # API name -> [exchanges, errors, unanswered], first seen first
-        self._latency: dict[str, array[float]] = {}  # API name -> latencies (ms) of its answered exchanges
+        self._latency: dict[str, Latencies] = {}  # API name -> latencies (ms) of its answered exchanges
         self._errors: Counter[tuple[str, str]] = Counter()  # (API name, error name) of exchanges in error
         self._statuses: Counter[str] = Counter()
         self._anomalies: dict[str, list[int]] = {}  # kind -> [anomalies, bytes]; a row may stand for several
@@ -121,7 +122,7 @@ class Figures:
         for name, error, latency, status in rows:
             self._outcome(name, status, error, 1)
             if name is not None and latency is not None:
-                self._latency[name].append(latency)
+                self._latency[name].add(latency)
 
     def _outcome(self, name: str | None, status: str | None, error: str | None, n: int) -> None:
         """``n`` exchanges of API ``name`` that ended with ``status`` and (first) error ``error``."""
@@ -134,14 +135,15 @@ class Figures:
         figures = self._api.get(name)
         if figures is None:
             figures = self._api[name] = [0, 0, 0]
-            self._latency[name] = array("d")
+            self._latency[name] = Latencies()
         figures[0] += n
         figures[1] += n if status == "error" and not is_expected(name, error) else 0
         figures[2] += n if status == "unanswered" else 0
 
     def merge(self, other: Figures) -> None:
         """Add the figures of another part of the run (a Spark task's): every figure here is a count,
-        a sum or a multiset of latencies, so merged parts give exactly the figures of the whole."""
+        a sum or a multiset of latencies in a mergeable form, so merged parts give the figures of the whole
+        (the same as one piece: :class:`~kdissect.analysis.distribution.Latencies` merges by adding counts)."""
         self._connections += other._connections
         self._kafka_connections += other._kafka_connections
         self._tls += other._tls
@@ -151,11 +153,11 @@ class Figures:
             figures = self._api.get(name)
             if figures is None:
                 figures = self._api[name] = [0, 0, 0]
-                self._latency[name] = array("d")
+                self._latency[name] = Latencies()
             figures[0] += count
             figures[1] += errors
             figures[2] += unanswered
-            self._latency[name].extend(other._latency[name])
+            self._latency[name].merge(other._latency[name])
         self._errors.update(other._errors)
         self._statuses.update(other._statuses)
         for kind, (count, length) in other._anomalies.items():
@@ -190,7 +192,7 @@ class Figures:
         return out
 
     def _api_figures(self, name: str) -> ApiFigures:
-        p = percentiles(self._latency[name])
+        p = of_latencies(self._latency[name])
         count, errors, unanswered = self._api[name]
         return ApiFigures(name, count, p.p50, p.p90, p.p99, p.max, errors, unanswered)
 

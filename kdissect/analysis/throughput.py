@@ -24,17 +24,21 @@ def capture_span_s(tables: Mapping[str, pd.DataFrame]) -> float:
     return (max(times) - min(times)).total_seconds() if times else 0.0
 
 
+PARTITION_KEY = ["direction", "topic", "partition"]
+PARTITION_COLUMNS = [*PARTITION_KEY, "batches", "records", "bytes", "records_per_s", "bytes_per_s"]
+CODEC_COLUMNS = ["compression", "batches", "compressed_bytes", "decompressed_bytes", "ratio"]
+
+
 def per_partition(tables: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
     """Per direction, topic and partition: batches, records, bytes on the wire, records/s and bytes/s."""
     import pandas as pd
 
     b = tables["batches"]
-    columns = ["direction", "topic", "partition", "batches", "records", "bytes", "records_per_s", "bytes_per_s"]
     data = b[~b["is_control"].fillna(False).astype(bool)]
     if data.empty:
-        return pd.DataFrame(columns=columns)
+        return pd.DataFrame(columns=PARTITION_COLUMNS)
     out = (
-        data.groupby(["direction", "topic", "partition"], observed=True, dropna=False)
+        data.groupby(PARTITION_KEY, observed=True, dropna=False)
         .agg(
             batches=("record_count", "size"),
             records=("records_decoded", "sum"),
@@ -42,15 +46,24 @@ def per_partition(tables: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
         )
         .reset_index()
     )
-    span = max(capture_span_s(tables), 1e-3)
-    out["records_per_s"] = out["records"] / span
-    out["bytes_per_s"] = out["bytes"] / span
-    return out.sort_values("bytes", ascending=False).reset_index(drop=True)[columns]
+    return with_rates(out, capture_span_s(tables))
+
+
+def with_rates(sums: pd.DataFrame, span_s: float) -> pd.DataFrame:
+    """Per-partition sums (in ``groupby`` order) with their rates over the span, most bytes first."""
+    span = max(span_s, 1e-3)
+    sums["records_per_s"] = sums["records"] / span
+    sums["bytes_per_s"] = sums["bytes"] / span
+    return sums.sort_values("bytes", ascending=False).reset_index(drop=True)[PARTITION_COLUMNS]
 
 
 def per_topic(tables: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
     """:func:`per_partition` summed over each topic's partitions."""
-    parts = per_partition(tables)
+    return topic_sums(per_partition(tables))
+
+
+def topic_sums(parts: pd.DataFrame) -> pd.DataFrame:
+    """:func:`per_partition`'s table summed over each topic's partitions."""
     if parts.empty:
         return parts.drop(columns=["partition"])
     out = (
@@ -68,10 +81,9 @@ def compression(tables: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
     import pandas as pd
 
     b = tables["batches"]
-    columns = ["compression", "batches", "compressed_bytes", "decompressed_bytes", "ratio"]
     b = b[b["compression"].notna() & b["compressed_bytes"].notna() & b["decompressed_bytes"].notna()]
     if b.empty:
-        return pd.DataFrame(columns=columns)
+        return pd.DataFrame(columns=CODEC_COLUMNS)
     out = (
         b.groupby("compression", observed=True)
         .agg(
@@ -81,5 +93,10 @@ def compression(tables: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
         )
         .reset_index()
     )
-    out["ratio"] = out["decompressed_bytes"] / out["compressed_bytes"].where(out["compressed_bytes"] > 0)
-    return out.sort_values("batches", ascending=False).reset_index(drop=True)[columns]
+    return with_ratio(out)
+
+
+def with_ratio(sums: pd.DataFrame) -> pd.DataFrame:
+    """Per-codec sums (in ``groupby`` order) with their ratio, most batches first."""
+    sums["ratio"] = sums["decompressed_bytes"] / sums["compressed_bytes"].where(sums["compressed_bytes"] > 0)
+    return sums.sort_values("batches", ascending=False).reset_index(drop=True)[CODEC_COLUMNS]

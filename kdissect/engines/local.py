@@ -236,12 +236,17 @@ def analyze(
     tables: Iterable[str] | None = None,
     writer: TableWriter | None = None,
     progress: Progress | None = None,
+    figures: Figures | None = None,
+    counted_only: Iterable[str] = (),
 ) -> RunResult:
     """A whole run over capture files: every event into a table sink, the ``tables`` asked for
     (default: all) written to ``writer`` if given (the big ones in pieces as they grow, so memory
-    stays flat), and the summary figures. Nothing is written when nothing could be read."""
+    stays flat), and the summary figures (counted by ``figures`` if given, e.g. the report's).
+    Tables in ``counted_only`` go into the figures as they grow and are not kept (the report's
+    connections). Nothing is written when nothing could be read."""
     stats = RunStats()
-    return _analyze(_reading(paths, options, stats, progress), options, tables, writer, stats)
+    return _analyze(_reading(paths, options, stats, progress), options, tables, writer, stats, figures=figures,
+                    counted_only=set(counted_only))  # fmt: skip
 
 
 def summary(
@@ -284,16 +289,19 @@ def analyze_items(
 
 def _analyze(run: Callable[[dict[int, str | None]], Iterator[KafkaEvent]], options: Options | None,
              tables: Iterable[str] | None, writer: TableWriter | None, stats: RunStats, keep: bool = True,
-             record_anomalies: bool = True) -> RunResult:  # fmt: skip
+             record_anomalies: bool = True, figures: Figures | None = None,
+             counted_only: set[str] | frozenset[str] = frozenset()) -> RunResult:  # fmt: skip
     wanted = list(tables) if tables is not None else list(TABLES)
     summed = [name for name in TABLES if name in wanted or name in ALWAYS]  # what the figures count
-    figures = Figures()
+    figures = figures if figures is not None else Figures()
+    spills_all = writer is not None or not keep
     wiring = TableRun(options or Options(), wanted, kept=summed, written=wanted, figures=figures,
-                      writer=writer.write if writer is not None else None,
-                      spill=writer is not None or not keep, record_anomalies=record_anomalies)  # fmt: skip
+                      writer=writer.write if writer is not None else None, spill=spills_all or bool(counted_only),
+                      spilled=None if spills_all else counted_only, record_anomalies=record_anomalies)  # fmt: skip
     wiring.sink.consume_all(run(wiring.sink.connection_sources))
     rest = wiring.finish()
-    result = RunResult(stats, figures.summary(stats.source, stats.ignored_segments), tables=rest if keep else {})
+    kept = {name: columns for name, columns in rest.items() if name not in counted_only} if keep else {}
+    result = RunResult(stats, figures.summary(stats.source, stats.ignored_segments), tables=kept)
     if writer is not None:
         if not stats.nothing_read:
             for name in wanted:

@@ -125,15 +125,15 @@ class PartitionDecoder:
     ``pos`` order; collect envelope rows."""
 
     def __init__(self, files: list[str], options: Options, tables: Iterable[str],
-                 pieces: InlinePieces | StagedPieces | None = None, task: int = 0, spill_rows: int = 10_000
-                 ) -> None:  # fmt: skip
+                 pieces: InlinePieces | StagedPieces | None = None, task: int = 0, spill_rows: int = 10_000,
+                 figures: type[Figures] = Figures) -> None:  # fmt: skip
         # Inline pieces travel as single Arrow IPC blobs through the JVM: kept to a few MB each.
         options = replace(options, spill_rows=min(options.spill_rows, spill_rows))
         self.pieces = pieces or InlinePieces()
         self.files = files
         self.mapped = MappedFiles(files)
         self.wanted = [t for t in TABLES if t in set(tables) or t in SUMMARY_TABLES]
-        self.figures = Figures()  # the summary's figures of this task's rows, merged on the driver
+        self.figures = figures()  # the summary's (or report's) figures of this task's rows, merged on the driver
         self.run = TableRun(options, self.wanted, written=self.wanted, writer=self.write, figures=self.figures,
                             resolve_topics=False)  # fmt: skip
         self.sink = self.run.sink
@@ -261,11 +261,11 @@ class PartitionDecoder:
 
 
 def decode_partition(batches: Iterable[pa.RecordBatch], files: list[str], options: Options, tables: list[str],
-                     pieces: InlinePieces | StagedPieces | None = None, task: int = 0
-                     ) -> Iterator[pa.RecordBatch]:  # fmt: skip
+                     pieces: InlinePieces | StagedPieces | None = None, task: int = 0,
+                     figures: type[Figures] = Figures) -> Iterator[pa.RecordBatch]:  # fmt: skip
     """Segment batches of one partition (task number ``task``) in, envelope batches
-    (``ENVELOPE_SCHEMA``) out."""
-    decoder = PartitionDecoder(files, options, tables, pieces, task)
+    (``ENVELOPE_SCHEMA``) out; the task's ``figures`` among them."""
+    decoder = PartitionDecoder(files, options, tables, pieces, task, figures=figures)
     for batch in batches:
         decoder.feed(batch)
         yield from _envelope(decoder.take())

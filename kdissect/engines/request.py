@@ -71,11 +71,17 @@ def run(request: Request) -> RunResult:
     captures = local_inputs(request.captures, request.notify)
     local.tune_gc()
     if request.report:
-        result = local.analyze(captures, request.options)
-        check_readable(result.stats, captures)
         from kdissect.analysis.frames import taken_frames
+        from kdissect.analysis.report_figures import ReportFigures
 
+        # The tables the report reads only through its figures are handed to them as they grow and
+        # dropped; of the records, the figures keep the transactional ones (all the report lists).
+        figures = ReportFigures(keep_records=True)
+        result = local.analyze(captures, request.options, figures=figures, counted_only=figures.counted_only)
+        check_readable(result.stats, captures)
+        result.tables["records"], figures.records = figures.records or {}, {}
         result.frames = taken_frames(result.tables)  # the tables' column lists are freed one by one
+        result.figures = figures
         result.inputs = [str(c) for c in captures]
         return result
     _hint_spark(captures, request.notify)

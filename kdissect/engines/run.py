@@ -18,7 +18,7 @@ from kdissect.analysis.summary import Figures, Summary
 from kdissect.engines import NothingReadable
 from kdissect.options import Options
 from kdissect.sources.shapes import AnomalyKind, CaptureFormatError, SourceAnomaly, SourceStats
-from kdissect.tables.sink import Columns, Spill, TableSink
+from kdissect.tables.sink import SPILLABLE, Columns, Spill, TableSink
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -69,13 +69,14 @@ class RunResult:
     """A finished run, whichever engine ran it: what was read, the headline figures (a batch run's;
     None for a live run, whose figures roll over: ``live``), the files written, and the tables kept in
     memory (``tables``: columns, rows already handed to a writer or to the figures are not among them;
-    ``frames``: the report's DataFrames, for a report run)."""
+    ``frames``: the report's DataFrames and ``figures`` its mergeable figures, for a report run)."""
 
     stats: RunStats
     summary: Summary | None
     written: list[tuple[Any, int]] = field(default_factory=list)  # (path, rows) per table file
     tables: dict[str, Columns] = field(default_factory=dict)
     frames: dict[str, pd.DataFrame] | None = None
+    figures: Figures | None = None  # a report run's figures (analysis.report_figures.ReportFigures)
     live: LiveOutcome | None = None
     inputs: list[str] = field(default_factory=list)  # the files read, as named (set by a request's run)
 
@@ -111,7 +112,8 @@ def check_readable(stats: RunStats, names: Sequence[object]) -> None:
 
 class TableRun:
     """The wiring of events to tables: a sink building ``tables``, whose pieces (as they grow with
-    ``spill``, and at :meth:`finish` the rest of the ``kept`` ones, default ``tables``) are counted
+    ``spill``: those of ``spilled``, default every spillable one; and at :meth:`finish` the rest of
+    the ``kept`` ones, default ``tables``) are counted
     into ``figures`` and the ``written`` ones handed to ``writer`` (a ``TableWriter``'s ``write``, a
     Spark task's Arrow pieces, a live run's spill)."""
 
@@ -125,6 +127,7 @@ class TableRun:
         writer: Spill | None = None,
         figures: Figures | None = None,
         spill: bool = True,
+        spilled: Iterable[str] | None = None,
         resolve_topics: bool = True,
         record_anomalies: bool = True,
     ) -> None:
@@ -134,7 +137,8 @@ class TableRun:
         self.writer = writer
         self.figures = figures
         self.sink = TableSink(tables, options, spill=self.hand_over if spill else None,
-                              resolve_topics=resolve_topics, record_anomalies=record_anomalies)  # fmt: skip
+                              resolve_topics=resolve_topics, record_anomalies=record_anomalies,
+                              spilled_tables=SPILLABLE if spilled is None else spilled)  # fmt: skip
 
     def count(self, name: str, columns: Columns) -> None:
         """The figures hook: every piece of every table kept passes here once."""

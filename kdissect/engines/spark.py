@@ -50,6 +50,7 @@ from pyspark.sql import types as T
 from pyspark.sql.pandas.types import from_arrow_schema
 
 from kdissect.analysis.frames import ANALYSED_RECORDS
+from kdissect.analysis.report_figures import REPORT_FIGURES_ONLY, ReportFigures
 from kdissect.analysis.summary import Figures, Summary
 from kdissect.engines import EngineSetupError
 from kdissect.engines.partition import (
@@ -242,14 +243,15 @@ class Decoded:
             _write_table(filesystem, f"{root}/{name}/part-00000.parquet", to_arrow(name, _empty(name)))
         return [(out.rstrip("/") + f"/{name}/", rows[name]) for name in names]
 
-    def frames(self) -> dict[str, pd.DataFrame]:
-        """Every table brought to the driver as the DataFrame the local engine gives the analysis
-        (records: only those the analysis reads, picked in the tasks), from one job."""
+    def frames(self, tables: Iterable[str] | None = None) -> dict[str, pd.DataFrame]:
+        """Every table (or those of ``tables``) brought to the driver as the DataFrame the local engine
+        gives the analysis (records: only those the analysis reads, picked in the tasks), from one job."""
+        names = [name for name in self.tables if tables is None or name in set(tables)]
         task = partial(_analysed_pieces, settled=self._settled())
-        got = self.envelope.filter(F.col("table").isin(self.tables)).mapInArrow(task, from_arrow_schema(_PIECES)
-                                                                                 ).collect()  # fmt: skip
+        got = self.envelope.filter(F.col("table").isin(names)).mapInArrow(task, from_arrow_schema(_PIECES)
+                                                                           ).collect()  # fmt: skip
         out = {}
-        for name in self.tables:
+        for name in names:
             pieces = [merge.read_ipc(r["data"]) for r in got if r["table"] == name]
             if name == "brokers":
                 table = merge.first_brokers(pieces)
@@ -377,7 +379,7 @@ def with_capture_secrets(options: Options, segments: DataFrame, files: list[str]
 
 def decode(spark: SparkSession, paths: Iterable[str], *, options: Options | None = None,
            tables: Iterable[str] | None = None, split_bytes: int = SPLIT_BYTES, partitions: int | None = None,
-           staging: str | None = None) -> Decoded:  # fmt: skip
+           staging: str | None = None, figures: type[Figures] = Figures) -> Decoded:  # fmt: skip
     """Read and decode ``paths`` (files, directories, globs, URIs) on ``spark``. The decoded pieces
     are kept in staged files under ``staging`` (a new directory every executor can write and read:
     local disk in local mode, HDFS, S3 or a shared file system on a cluster; the caller removes it
@@ -395,7 +397,7 @@ def decode(spark: SparkSession, paths: Iterable[str], *, options: Options | None
     files = [path for path, _ in found]
     partitions = partitions or max(2, 2 * spark.sparkContext.defaultParallelism)
     options, segments = with_capture_secrets(options, segment_rows(spark, found, split_bytes), files)
-    task = partial(_decode_task, files=files, options=options, tables=wanted, staging=staging)
+    task = partial(_decode_task, files=files, options=options, tables=wanted, staging=staging, figures=figures)
     envelope = (by_connection(segments, partitions, len(files))
                 .mapInArrow(task, from_arrow_schema(ENVELOPE_SCHEMA))
                 .persist(StorageLevel.DISK_ONLY if staging is None else StorageLevel.MEMORY_AND_DISK))  # fmt: skip
@@ -408,20 +410,20 @@ def decode(spark: SparkSession, paths: Iterable[str], *, options: Options | None
     task_stats = [json.loads(r["data"]) for r in side if r["table"] == merge.STATS]
     unit_stats = [(i, json.loads(s)) for task in task_stats for i, s in task["units"]]
     ordered = np.sort(np.concatenate(opened)) if opened else np.zeros(0, np.int64)
-    figures = Figures()
+    merged = figures()
     for r in side:
         if r["table"] == merge.FIGURES:
-            figures.merge(pickle.loads(r["data"]))
+            merged.merge(pickle.loads(r["data"]))
     return Decoded(spark, envelope, files, wanted, merge.Settled(ordered, topics, aborted), unit_stats,
-                   sum(t["stray"] for t in task_stats), figures)
+                   sum(t["stray"] for t in task_stats), merged)
 
 
 def _decode_task(batches: Iterable[pa.RecordBatch], files: list[str], options: Options, tables: list[str],
-                 staging: str | None) -> Iterator[pa.RecordBatch]:  # fmt: skip
+                 staging: str | None, figures: type[Figures] = Figures) -> Iterator[pa.RecordBatch]:  # fmt: skip
     context = TaskContext.get()
     task = f"task-{context.partitionId():05d}-{context.attemptNumber()}"
     pieces = InlinePieces() if staging is None else StagedPieces(staging, task)
-    yield from decode_partition(batches, files, options, tables, pieces, context.partitionId())
+    yield from decode_partition(batches, files, options, tables, pieces, context.partitionId(), figures)
 
 
 def read_captures(
@@ -467,15 +469,20 @@ def analyze(captures: list[str], *, master: str, out: str | None, tables: list[s
 
 def report_input(captures: list[str], *, master: str, options: Options, verbose: bool = True,
                  conf: Mapping[str, str] | None = None) -> RunResult:  # fmt: skip
-    """The report's tables decoded on Spark and brought to the driver as frames (the report's figures are
-    then computed there, by the same code as with the local engine), and the summary from the tasks' figures."""
-    with _decoded(captures, master, conf, None, list(TABLES), options, verbose) as decoded:
-        return RunResult(decoded.stats(), decoded.summary(), frames=decoded.frames())
+    """The report's figures, counted in the tasks by the local engine's code and merged (the summary
+    among them), and the tables the report still reads as rows, decoded on Spark and brought to the
+    driver as frames (not the connections: a fleet's connections stay in the tasks). The batches are
+    gathered still: the tasks name topics by id only, so throughput is counted once they are named."""
+    gathered = [name for name in TABLES if name not in REPORT_FIGURES_ONLY or name == "batches"]
+    with _decoded(captures, master, conf, None, list(TABLES), options, verbose, ReportFigures) as decoded:
+        frames, figures = decoded.frames(gathered), decoded.figures
+        figures.recount_batches(frames["batches"])  # type: ignore[attr-defined]
+        return RunResult(decoded.stats(), decoded.summary(), frames=frames, figures=figures)
 
 
 @contextmanager
 def _decoded(captures: list[str], master: str, conf: Mapping[str, str] | None, out: str | None, tables: list[str],
-             options: Options, verbose: bool) -> Iterator[Decoded]:  # fmt: skip
+             options: Options, verbose: bool, figures: type[Figures] = Figures) -> Iterator[Decoded]:  # fmt: skip
     """A session and the captures decoded on it, for one command; all of it gone after."""
     fresh = _on_this_machine(master) and SparkContext._gateway is None  # (a JVM already running: as it is)
     classes = class_archive(f"{pyspark.__version__}|{pyspark.__file__}") if fresh else None
@@ -485,7 +492,7 @@ def _decoded(captures: list[str], master: str, conf: Mapping[str, str] | None, o
     staging = _temporary_staging(spark) or (f"{out.rstrip('/')}/_staging" if out else None)
     try:
         with executors_set_up():
-            decoded = decode(spark, captures, options=options, tables=tables, staging=staging)
+            decoded = decode(spark, captures, options=options, tables=tables, staging=staging, figures=figures)
             try:
                 yield decoded
             finally:

@@ -11,13 +11,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from kdissect.analysis import (
-    clients,
     errors,
     groups,
     kafka_latency,
     lag,
     throughput,
-    timeseries,
     topology,
     transactions,
 )
@@ -25,7 +23,9 @@ from kdissect.analysis.frames import in_capture_order
 from kdissect.analysis.latency import SUPPORT_RULE, latency_by
 from kdissect.analysis.moments import moment
 from kdissect.analysis.overview import Overview, overview
+from kdissect.analysis.report_figures import CLIENT_IDS_LIMIT, KEPT_KEYS, PERCENTILE_FORM, ReportFigures, figures_of
 from kdissect.analysis.summary import Summary
+from kdissect.analysis.time_figures import BIN_LIMIT
 from kdissect.decoders.apis import removed_version
 
 from . import plots
@@ -55,7 +55,7 @@ def _facts(o: Overview) -> list[tuple[str, str]]:
         ("TCP connections", f"{o.connections:,} ({o.kafka_connections:,} Kafka)"),
         *([("TLS connections", f"{o.tls_connections:,} ({o.decrypted_connections:,} decrypted)")]
           if o.tls_connections else []),  # a capture without TLS says nothing of it
-        ("client ids", str(o.clients)),
+        ("client ids", str(o.clients) if o.clients < CLIENT_IDS_LIMIT else f"at least {o.clients:,}"),
         ("brokers", str(o.brokers)),
         ("exchanges", f"{o.exchanges:,}"),
         (
@@ -69,7 +69,7 @@ def _facts(o: Overview) -> list[tuple[str, str]]:
     ]
 
 
-def _overview_section(tables: Mapping[str, pd.DataFrame], o: Overview) -> Section:
+def _overview_section(tables: Mapping[str, pd.DataFrame], o: Overview, figures: ReportFigures) -> Section:
     import pandas as pd
 
     ex = tables["exchanges"]
@@ -91,7 +91,7 @@ def _overview_section(tables: Mapping[str, pd.DataFrame], o: Overview) -> Sectio
                 plots.latency_cdf,
                 "Fetch and JoinGroup wait on purpose (long poll, rebalance): see Kafka-aware latency.",
             ),
-            Table("Latency by API", latency_by(tables, "api")),
+            Table("Latency by API", figures.latency_table("api")),
             Table(
                 "Anomalies: what could not be decoded",
                 anomalies,
@@ -101,19 +101,20 @@ def _overview_section(tables: Mapping[str, pd.DataFrame], o: Overview) -> Sectio
     )
 
 
-def _latency_section(tables: Mapping[str, pd.DataFrame]) -> Section:
+def _latency_section(tables: Mapping[str, pd.DataFrame], figures: ReportFigures) -> Section:
     return Section(
         "latency",
         "Latency",
         "Percentiles of the time from a request's last packet to its "
-        f"answer's first packet, by where the request went and who sent it; {SUPPORT_RULE}. "
-        "A request counts once in each table (by topic: once in each topic it names).",
+        f"answer's first packet, by where the request went and who sent it; {SUPPORT_RULE}; {PERCENTILE_FORM}. "
+        "A request counts once in each table (by topic: once in each topic it names). "
+        f"{KEPT_KEYS}",
         [
-            Table("Broker × API", latency_by(tables, "broker_api")),
-            Table("By API and version", latency_by(tables, "api_version"), collapsed=True),
-            Table("By broker", latency_by(tables, "broker")),
-            Table("By client id", latency_by(tables, "client_id")),
-            Table("By client host", latency_by(tables, "client_host")),
+            Table("Broker × API", figures.latency_table("broker_api")),
+            Table("By API and version", figures.latency_table("api_version"), collapsed=True),
+            Table("By broker", figures.latency_table("broker")),
+            Table("By client id", figures.latency_table("client_id")),
+            Table("By client host", figures.latency_table("client_host")),
             Table("By topic", latency_by(tables, "topic")),
             Table("By topic and partition", latency_by(tables, "partition"), collapsed=True),
         ],
@@ -143,13 +144,13 @@ def _kafka_latency_section(tables: Mapping[str, pd.DataFrame]) -> Section:
     )
 
 
-def _timeseries_section(tables: Mapping[str, pd.DataFrame]) -> Section:
-    step = timeseries.step_for(throughput.capture_span_s(tables))
-    series = timeseries.time_series(tables, step)
+def _timeseries_section(figures: ReportFigures) -> Section:
+    step, series = figures.time.step_s, figures.time.table()
     return Section(
         "timeseries",
         "Traffic over time",
-        f"Per {step} s step, by request time (answer time for an answer whose request was not captured).",
+        f"Per {step} s step, by request time (answer time for an answer whose request was not captured); "
+        f"the step doubles as often as it takes to keep at most {BIN_LIMIT} steps.",
         [
             *_figure(
                 "Requests, bytes, latency and errors over time",
@@ -249,28 +250,29 @@ def _topology_section(tables: Mapping[str, pd.DataFrame]) -> Section:
     )
 
 
-def _clients_section(tables: Mapping[str, pd.DataFrame]) -> Section:
+def _clients_section(figures: ReportFigures) -> Section:
     return Section(
         "clients",
         "Clients",
         "Software from ApiVersions v3+; removed_versions lists API versions the "
-        "newest Kafka no longer accepts (Kafka 4.0 removed many old ones).",
+        f"newest Kafka no longer accepts (Kafka 4.0 removed many old ones). {KEPT_KEYS}",
         [
-            Table("Client inventory", clients.inventory(tables, removed_version)),
+            Table("Client inventory", figures.clients.inventory(removed_version)),
         ],
     )
 
 
-def _throughput_section(tables: Mapping[str, pd.DataFrame]) -> Section:
+def _throughput_section(figures: ReportFigures) -> Section:
+    partitions = figures.batches.per_partition(figures.span_s)
     return Section(
         "throughput",
         "Throughput",
         "From record batches; rates over the capture's span. Fetched "
         "batches are data read again, so produce and fetch are kept apart.",
         [
-            Table("By topic", throughput.per_topic(tables)),
-            Table("By partition", throughput.per_partition(tables), collapsed=True),
-            Table("Compression by codec (ratio = decompressed / compressed)", throughput.compression(tables)),
+            Table("By topic", throughput.topic_sums(partitions)),
+            Table("By partition", partitions, collapsed=True),
+            Table("Compression by codec (ratio = decompressed / compressed)", figures.batches.compression()),
         ],
     )
 
@@ -287,23 +289,26 @@ def _anomaly_section(tables: Mapping[str, pd.DataFrame]) -> Section:
     )
 
 
-def build_document(tables: Mapping[str, pd.DataFrame], summary: Summary, files: Sequence[str]) -> Document:
-    """The report's content from a run's tables as DataFrames (:func:`kdissect.analysis.frames.analysis_frames`)
-    and its summary. Rows are taken in :func:`~kdissect.analysis.frames.in_capture_order`, so every
-    engine's tables give the same report."""
+def build_document(tables: Mapping[str, pd.DataFrame], summary: Summary, files: Sequence[str],
+                   figures: ReportFigures | None = None) -> Document:
+    """The report's content from a run's figures (:class:`~kdissect.analysis.report_figures.ReportFigures`,
+    computed from ``tables`` when not given), its tables as DataFrames
+    (:func:`kdissect.analysis.frames.analysis_frames`) and its summary. Rows are taken in
+    :func:`~kdissect.analysis.frames.in_capture_order`, so every engine's tables give the same report."""
     tables = in_capture_order(tables)
-    o = overview(tables, summary, files)
+    figures = figures if figures is not None else figures_of(tables)
+    o = overview(tables, summary, files, figures)
     sections = [
-        _overview_section(tables, o),
-        _latency_section(tables),
+        _overview_section(tables, o, figures),
+        _latency_section(tables, figures),
         _kafka_latency_section(tables),
-        _timeseries_section(tables),
+        _timeseries_section(figures),
         _errors_section(tables),
         _groups_section(tables),
         _transactions_section(tables),
         _topology_section(tables),
-        _clients_section(tables),
-        _throughput_section(tables),
+        _clients_section(figures),
+        _throughput_section(figures),
         _anomaly_section(tables),
     ]
     return Document("kdissect report", _facts(o), sections)
@@ -350,11 +355,12 @@ def format_for(out: Path, fmt: str | None) -> str:
 
 
 def write_report(
-    tables: Mapping[str, pd.DataFrame], summary: Summary, files: Sequence[str], out: Path, fmt: str | None = None
+    tables: Mapping[str, pd.DataFrame], summary: Summary, files: Sequence[str], out: Path, fmt: str | None = None,
+    figures: ReportFigures | None = None,
 ) -> Path:
     """Build the report and write it to ``out`` in ``fmt`` (default: from the file name)."""
     write = writer(format_for(out, fmt))  # an unknown format fails before the file is touched
-    document = build_document(tables, summary, files)
+    document = build_document(tables, summary, files, figures)
     with out.open("w", encoding="utf-8", newline="") as text:
         write(document, text)
     return out

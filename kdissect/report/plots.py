@@ -59,9 +59,11 @@ def _time_axis(ax: Any, times: pd.Series) -> None:
     label), and labels carry the precision the ticks need (``23:36:50.2``), so none repeats."""
     from matplotlib.dates import AutoDateLocator, ConciseDateFormatter, date2num
 
-    lo, hi = date2num(times.min()), date2num(times.max())
-    pad = max((hi - lo) * 0.02, (MIN_SPAN_S / 86_400 - (hi - lo)) / 2)
-    ax.set_xlim(lo - pad, hi + pad)
+    times = times.dropna()  # a row with neither time is drawn nowhere; it must not make the limits NaN
+    if len(times):
+        lo, hi = date2num(times.min()), date2num(times.max())
+        pad = max((hi - lo) * 0.02, (MIN_SPAN_S / 86_400 - (hi - lo)) / 2)
+        ax.set_xlim(lo - pad, hi + pad)
     locator = AutoDateLocator(minticks=3, maxticks=8)
     ax.xaxis.set_major_locator(locator)
     ax.xaxis.set_major_formatter(

@@ -138,9 +138,10 @@ def _sasl_columns(s: SaslFacts) -> dict[str, Any]:
 class TableSink:
     """Accumulates rows for every table from a stream of :mod:`kdissect.events`.
 
-    With ``spill``, each ``SPILLABLE`` table's columns are handed over every ``options.spill_rows`` rows
-    and forgotten, so memory stays flat however many exchanges and records the capture holds (a
-    topic id is named in spilled rows only if a Metadata response named it before they were spilled).
+    With ``spill``, each ``SPILLABLE`` table's (of ``spilled_tables``) columns are handed over every
+    ``options.spill_rows`` rows and forgotten, so memory stays flat however many exchanges and records
+    the capture holds (a topic id is named in spilled rows only if a Metadata response named it before
+    they were spilled).
 
     ``anomalies`` among the tables (without ``records`` or ``batches``) still has record batches
     decoded, sizes only, for their anomalies (bad checksums, caps), unless ``record_anomalies`` is
@@ -153,7 +154,8 @@ class TableSink:
     """
 
     def __init__(self, tables: Iterable[str] | None = None, options: Options | None = None,
-                 spill: Spill | None = None, resolve_topics: bool = True, record_anomalies: bool = True) -> None:
+                 spill: Spill | None = None, resolve_topics: bool = True, record_anomalies: bool = True,
+                 spilled_tables: Iterable[str] = SPILLABLE) -> None:
         self.wanted = set(tables) if tables is not None else set(TABLES)
         self._lean = not self.wanted & {"partitions", "records", "batches", "brokers"}  # no table walks requests
         options = options or Options()
@@ -165,6 +167,7 @@ class TableSink:
             options = replace(options, payloads=LENGTHS_ONLY)  # batches decoded for their anomalies only
         self.options = options
         self.spill = spill
+        self.spilled_tables = [name for name in SPILLABLE if name in set(spilled_tables)]
         self.rows: dict[str, TableRows] = {name: TableRows(name) for name in TABLES}
         self.topic_names: dict[uuid.UUID, str] = {}
         self.resolve_topics = resolve_topics
@@ -195,7 +198,7 @@ class TableSink:
         assert self.spill is not None
         big, limit = self._payload_held >= self.options.spill_bytes, self.options.spill_rows
         tables = self.rows
-        for name in SPILLABLE:
+        for name in self.spilled_tables:
             rows = tables[name].length  # (an attribute, not len(): this runs once per event for every table)
             if rows < limit and not (big and rows and name == "records"):
                 continue

@@ -1,0 +1,225 @@
+"""The report's figures as one mergeable value: latency by dimension, the client inventory
+(:mod:`.client_figures`) and traffic over time (:mod:`.time_figures`). Fed by the same pieces of
+table columns as the summary's :class:`~kdissect.analysis.summary.Figures` (``add(name, columns)``),
+so a run need not keep the rows they come from, and a Spark task's figures merge on the driver.
+
+What it keeps does not grow with the exchanges: per group of each latency dimension (API, API ×
+version, broker, broker × API, client id, client host) one
+:class:`~kdissect.analysis.distribution.Latencies`. A dimension keyed by what clients choose (client
+ids, client addresses, and broker addresses on hostile input) keeps at most
+:data:`~kdissect.analysis.bounded.KEY_LIMIT` keys (:class:`~kdissect.analysis.bounded.Groups`); every
+other key's latencies are counted in one :data:`~kdissect.analysis.bounded.OTHER` row that the report
+names.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING
+
+from kdissect.analysis.batch_figures import BatchFigures
+from kdissect.analysis.bounded import KEY_LIMIT, OTHER, Groups
+from kdissect.analysis.client_figures import ClientFigures
+from kdissect.analysis.distribution import EXACT_VALUES, RELATIVE_ERROR, Latencies
+from kdissect.analysis.errors import NO_ANSWER
+from kdissect.analysis.frames import ANALYSED_RECORDS
+from kdissect.analysis.latency import DIMENSIONS, PERCENTILE_COLUMNS, broker_namer, of_latencies
+from kdissect.analysis.summary import Figures
+from kdissect.analysis.time_figures import TimeFigures
+from kdissect.tables.columns import cells
+from kdissect.tables.sink import Columns
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+KEPT_KEYS = (f"A table keeps at most {KEY_LIMIT:,} groups of what clients choose (client ids, client hosts, "
+             f"brokers): past that, the rest are counted together in one {OTHER} row.")
+PERCENTILE_FORM = (f"percentiles are exact while a group has at most {EXACT_VALUES} distinct latencies, "
+                   f"within {RELATIVE_ERROR:.1%} past that")
+# The dimensions this value computes, by the exchange columns that key them (broker: its address,
+# named after the run from the brokers table, as kdissect.analysis.latency.broker_labels names it).
+KEYED = {
+    "api": ("api_name",),
+    "api_version": ("api_name", "api_version"),
+    "broker": ("broker_ip", "broker_port"),
+    "broker_api": ("broker_ip", "broker_port", "api_name"),
+    "client_id": ("client_id",),
+    "client_host": ("client_ip",),
+}
+
+
+CLIENT_IDS_LIMIT = 100_000  # distinct client ids counted: past that the overview says "more than"
+# Tables the report reads only through these figures: its run need not keep their rows.
+REPORT_FIGURES_ONLY = ("connections", "batches")
+
+
+_KEY_COLUMNS = sorted({c for key in KEYED.values() for c in key})
+_KEY_AT = {dimension: [_KEY_COLUMNS.index(c) for c in key] for dimension, key in KEYED.items()}
+
+
+class ReportFigures(Figures):
+    """The summary's figures and the report's latency tables, added piece by piece and mergeable."""
+
+    def __init__(self, limit: int = KEY_LIMIT, keep_records: bool = False) -> None:
+        super().__init__()
+        # The transactional records, row by row (the transactions section lists them): kept here only
+        # for a run that does not keep the records table (the local engine's report).
+        self.records: Columns | None = {} if keep_records else None
+        self.latency = {dimension: Groups(Latencies, limit) for dimension in KEYED}
+        self.brokers: dict[tuple[object, object, object, object], None] = {}  # (node, host, port, rack) seen
+        self.clients = ClientFigures(limit)
+        self.time = TimeFigures()
+        self.batches = BatchFigures(limit)
+        self.limit = limit
+        self.times: list[int | None] = [None, None, None, None]  # first request, last answer, first and last of both
+        self.client_ids: set[str] = set()  # distinct client ids, up to CLIENT_IDS_LIMIT
+        self.without_answer = 0  # exchanges without a usable answer
+
+    def add(self, name: str, columns: Columns) -> None:
+        super().add(name, columns)
+        if name == "exchanges":
+            self._add_latencies(columns)
+            self.clients.add_exchanges(columns)
+            self.time.add_exchanges(columns)
+            self._add_overview(columns)
+        elif name == "batches":
+            self.batches.add_batches(columns)
+        elif name == "records" and self.records is not None:
+            keep = [i for i, flag in enumerate(cells(columns[ANALYSED_RECORDS])) if flag]
+            for column, values in columns.items():
+                cells_of = cells(values)
+                self.records.setdefault(column, []).extend(cells_of[i] for i in keep)  # type: ignore[union-attr]
+        elif name == "connections":
+            self.clients.add_connections(columns)
+        elif name == "brokers":
+            rows = zip(*(cells(columns[c]) for c in ("node_id", "host", "port", "rack")), strict=True)
+            self.brokers.update(dict.fromkeys(rows))
+
+    def _add_latencies(self, ex: Columns) -> None:
+        """Latencies grouped by every key column at once (a piece has few distinct combinations),
+        then each group added to each dimension in one step."""
+        combined: dict[tuple, list[float]] = {}
+        rows = zip(cells(ex["latency_ms"]), *(cells(ex[c]) for c in _KEY_COLUMNS), strict=True)
+        for latency, *key in rows:
+            if isinstance(latency, int | float) and latency == latency:
+                combined.setdefault(tuple(key), []).append(latency)
+        for key, latencies in combined.items():
+            for dimension, at in _KEY_AT.items():
+                self.latency[dimension].get(tuple(key[i] for i in at)).add_many(latencies)
+
+    def _add_overview(self, ex: Columns) -> None:
+        requests, answers = cells(ex["request_ts"]), cells(ex["response_ts"])
+        known = [t for t in requests if t is not None], [t for t in answers if t is not None]
+        both = known[0] + known[1]
+        self._merge_times([min(known[0], default=None), max(known[1], default=None), min(both, default=None),
+                           max(both, default=None)])  # fmt: skip
+        self._see_clients(c for c in cells(ex["client_id"]) if c is not None)
+        self.without_answer += sum(1 for status in cells(ex["status"]) if status in NO_ANSWER)
+
+    def _merge_times(self, times: list[int | None]) -> None:
+        for i, (mine, theirs) in enumerate(zip(self.times, times, strict=True)):
+            pick = min if i in (0, 2) else max
+            self.times[i] = theirs if mine is None else mine if theirs is None else pick(mine, theirs)
+
+    def _see_clients(self, ids: Iterable[str]) -> None:
+        for client_id in ids:
+            if len(self.client_ids) >= CLIENT_IDS_LIMIT:
+                return
+            self.client_ids.add(client_id)
+
+    @property
+    def span_s(self) -> float:
+        """:func:`kdissect.analysis.throughput.capture_span_s` of the exchanges added."""
+        import pandas as pd
+
+        first, last = self.times[2], self.times[3]
+        return pd.Timedelta(last - first, unit="ns").total_seconds() if first is not None and last is not None else 0.0
+
+    def recount_batches(self, batches: pd.DataFrame) -> None:
+        """Throughput counted again from the whole ``batches`` table: a Spark task's batch rows name
+        a topic known only by id after the driver names it, so the tasks' batch figures cannot serve."""
+        self.batches = BatchFigures(self.limit)
+        self.batches.add_batches({c: _column(batches[c]) for c in batches.columns})
+
+    @property
+    def counted_only(self) -> tuple[str, ...]:
+        """The tables a run may hand to these figures and drop: the report reads them only here."""
+        return REPORT_FIGURES_ONLY + (("records",) if self.records is not None else ())
+
+    def merge(self, other: Figures) -> None:
+        super().merge(other)
+        if isinstance(other, ReportFigures):
+            for dimension, groups in other.latency.items():
+                self.latency[dimension].merge(groups)
+            self.brokers.update(other.brokers)
+            self.clients.merge(other.clients)
+            self.time.merge(other.time)
+            self.batches.merge(other.batches)
+            self._merge_times(other.times)
+            self._see_clients(other.client_ids)
+            self.without_answer += other.without_answer
+
+    def latency_table(self, dimension: str) -> pd.DataFrame:
+        """:func:`kdissect.analysis.latency.latency_by`'s table from the figures: one row per group
+        (plus :data:`OTHER` for the keys not kept), slowest first (by p99, by max where too few for a p99)."""
+        import pandas as pd
+
+        by = DIMENSIONS[dimension]
+        rows = [(*key, *_figures(latencies)) for key, latencies in self._labelled(dimension)]
+        table = pd.DataFrame(rows, columns=[*by, *PERCENTILE_COLUMNS])
+        table[PERCENTILE_COLUMNS[1:]] = table[PERCENTILE_COLUMNS[1:]].astype("float64")  # None: NaN, as pandas
+        if dimension == "api_version":
+            table["api_version"] = table["api_version"].astype("Int16")
+        table = table.sort_values([*by], key=lambda c: c.astype(str), kind="stable", ignore_index=True)
+        tail = table["p99"].fillna(table["max"])
+        order = table.assign(_tail=tail).sort_values(["_tail", "count"], ascending=False, na_position="last",
+                                                     kind="stable").index  # fmt: skip
+        table = table.loc[order].reset_index(drop=True)
+        other = self.latency[dimension].other
+        if other.count:
+            table.loc[len(table)] = [OTHER, *[None] * (len(by) - 1), *_figures(other)]
+        return table
+
+    def _labelled(self, dimension: str) -> Iterator[tuple[tuple, Latencies]]:
+        """Each group's key as the table shows it (a broker address named by the cluster), groups
+        that name the same broker merged."""
+        groups = self.latency[dimension].groups
+        if "broker" not in DIMENSIONS[dimension]:
+            yield from groups.items()
+            return
+        label = _broker_namer(self.brokers)
+        merged: dict[tuple, Latencies] = {}
+        for (ip, port, *rest), latencies in groups.items():
+            merged.setdefault((label(ip, port), *rest), Latencies()).merge(latencies)
+        yield from merged.items()
+
+
+def _figures(latencies: Latencies) -> list[float | int | None]:
+    p = of_latencies(latencies)
+    return [p.count, p.p50, p.p90, p.p99, p.p999, p.max]
+
+
+def _broker_namer(brokers: dict[tuple[object, object, object, object], None]) -> Callable[[object, object], str | None]:
+    import pandas as pd
+
+    rows = sorted(brokers, key=lambda row: tuple(map(str, row)))  # one order, whatever order pieces came in
+    return broker_namer(pd.DataFrame(rows, columns=["node_id", "host", "port", "rack"]))
+
+
+def figures_of(tables: Mapping[str, pd.DataFrame]) -> ReportFigures:
+    """The report's figures of whole tables (what a run's hook would have added piece by piece)."""
+    figures = ReportFigures()
+    for name in ("exchanges", "connections", "brokers", "batches"):
+        frame = tables[name]
+        figures.add(name, {c: _column(frame[c]) for c in frame.columns})
+    return figures
+
+
+def _column(series: pd.Series) -> list:
+    """A frame's column as the run hands it over: Python values, None for null, times in ns."""
+    import pandas as pd
+
+    if isinstance(series.dtype, pd.DatetimeTZDtype) or str(series.dtype).startswith("datetime64"):
+        ns = series.dt.as_unit("ns").array.asi8.tolist()
+        return [v if known else None for v, known in zip(ns, series.notna().tolist(), strict=True)]
+    return series.astype(object).where(series.notna(), None).tolist()
