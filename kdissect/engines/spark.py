@@ -502,13 +502,13 @@ def _decoded(captures: list[str], master: str, conf: Mapping[str, str] | None, o
             remove_tree(staging)
         spark.stop()
         if classes is not None and classes.writing is not None:
-            _jvm_exits(classes)
+            _jvm_exits(classes, verbose)
 
 
-def _jvm_exits(classes: ClassArchive) -> None:
+def _jvm_exits(classes: ClassArchive, verbose: bool) -> None:
     """The JVM of this process ends now, writing the class archive; the next session starts another."""
     gateway = SparkContext._gateway
     SparkContext._gateway = SparkContext._jvm = None
     with suppress(Py4JError):
         gateway.shutdown()  # type: ignore[union-attr]
-    keep_written(classes, gateway.proc)  # type: ignore[union-attr]
+    keep_written(classes, gateway.proc, verbose)  # type: ignore[union-attr]

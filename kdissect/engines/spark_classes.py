@@ -58,12 +58,13 @@ def class_archive(spark_install: str) -> ClassArchive | None:
     return ClassArchive(path, path.with_name(f"{path.name}.{os.getpid()}.tmp"))
 
 
-def keep_written(archive: ClassArchive, jvm: Popen) -> None:
+def keep_written(archive: ClassArchive, jvm: Popen, verbose: bool) -> None:
     """After the session stopped and its gateway closed: let the JVM exit (it writes the archive as it
-    does) and keep what it wrote."""
+    does) and keep what it wrote. Said only with ``verbose``: a run is quiet on stderr by default."""
     if archive.writing is None:
         return
-    print("kdissect: writing Spark's class archive (once, to start later runs faster) ...", file=sys.stderr)
+    if verbose:
+        print("kdissect: writing Spark's class archive (once, to start later runs faster) ...", file=sys.stderr)
     try:
         jvm.stdin.close()  # type: ignore[union-attr]  # the JVM exits when its standard input ends
         jvm.wait(_EXIT_WAIT_S)
