@@ -66,3 +66,13 @@ def both(data: bytes, chunk: int | None = None) -> tuple[tuple[list, SourceStats
         reference = decode(data, chunk)
         assert with_records == decode(data, chunk, records=True)
     return native, reference, spy.taken
+
+
+def assert_damaged_decodes_the_same(sample: bytes, damage: list[tuple[int, int]], cut: int, chunk: int) -> None:
+    """``sample`` with bytes overwritten (position, value), cut at ``cut`` and read ``chunk`` bytes at a
+    time: the native path and the reference give the same events and counters."""
+    data = bytearray(sample)
+    for at, value in damage:
+        data[at] = value
+    native, reference, _taken = both(bytes(data[:cut]), chunk)
+    assert native == reference

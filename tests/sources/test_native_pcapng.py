@@ -35,7 +35,7 @@ from kdissect.testing.pcapwrite import (
     segment_frame_list,
     shb_block,
 )
-from tests.sources.native_helpers import both
+from tests.sources.native_helpers import assert_damaged_decodes_the_same, both
 
 pytestmark = pytest.mark.skipif(native_records._native is None, reason="the sources extension is not built")
 
@@ -167,8 +167,4 @@ _HEADER = len(shb_block())  # a damaged first section header: no capture (both r
 )
 def test_damaged_pcapng_in_any_chunking_decodes_the_same(damage: list[tuple[int, int]], cut: int,
                                                          chunk: int) -> None:
-    data = bytearray(_SAMPLE)
-    for at, value in damage:
-        data[at] = value
-    native, reference, _taken = both(bytes(data[:cut]), chunk)
-    assert native == reference
+    assert_damaged_decodes_the_same(_SAMPLE, damage, cut, chunk)

@@ -34,7 +34,7 @@ from kdissect.sources.segment import ACK, FIN, PSH, SYN, TcpSegment
 from kdissect.testing.hostile import BUILDERS
 from kdissect.testing.packets import Encapsulation
 from kdissect.testing.pcapwrite import Frame, pcap_bytes, segment_frame_list, write_capture
-from tests.sources.native_helpers import both
+from tests.sources.native_helpers import assert_damaged_decodes_the_same, both
 
 pytestmark = pytest.mark.skipif(native_records._native is None, reason="the sources extension is not built")
 
@@ -138,8 +138,4 @@ _HEADER = 24  # the file header: damaged, the stream is no capture (both paths r
 )
 def test_damaged_captures_in_any_chunking_decode_the_same(damage: list[tuple[int, int]], cut: int,
                                                          chunk: int) -> None:
-    data = bytearray(_SAMPLE)
-    for at, value in damage:
-        data[at] = value
-    native, reference, _taken = both(bytes(data[:cut]), chunk)
-    assert native == reference
+    assert_damaged_decodes_the_same(_SAMPLE, damage, cut, chunk)
