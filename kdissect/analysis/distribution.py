@@ -27,15 +27,28 @@ _LOG_GAMMA = math.log(_GAMMA)
 
 
 def _bucket(value: float) -> int:
-    """The bucket of a non-zero value: a signed index, ``sign * (ceil(log_gamma(|v|)) + OFFSET)``."""
+    """The bucket of a value: 0 for zero, else a signed index, ``sign * (ceil(log_gamma(|v|)) + OFFSET)``."""
+    if not value:
+        return 0
     index = math.ceil(math.log(abs(value)) / _LOG_GAMMA) + _OFFSET
     return index if value > 0 else -index
 
 
 def _midpoint(bucket: int) -> float:
     """The value a bucket stands for: within :data:`RELATIVE_ERROR` of every value in it."""
+    if not bucket:
+        return 0.0
     magnitude = 2 * _GAMMA ** (abs(bucket) - _OFFSET) / (_GAMMA + 1)
     return magnitude if bucket > 0 else -magnitude
+
+
+def _bucketed(values: dict[float, int]) -> dict[int, int]:
+    """Exact counts (value -> how many) folded into bucket counts."""
+    buckets: dict[int, int] = {}
+    for value, n in values.items():
+        key = _bucket(value)
+        buckets[key] = buckets.get(key, 0) + n
+    return buckets
 
 
 # Indexes are shifted so that no non-zero value gets bucket 0 (the smallest float's index is ~-372,000).
@@ -78,7 +91,7 @@ class Latencies:
             if len(self._values) > EXACT_VALUES:
                 self._fold()
         else:
-            key = _bucket(value) if value else 0
+            key = _bucket(value)
             self._buckets[key] = self._buckets.get(key, 0) + n  # type: ignore[index]
 
     def add_many(self, values: list[float]) -> None:
@@ -97,14 +110,11 @@ class Latencies:
             return
         buckets = self._buckets
         for value in values:
-            key = _bucket(value) if value else 0
+            key = _bucket(value)
             buckets[key] = buckets.get(key, 0) + 1  # type: ignore[index]
 
     def _fold(self) -> None:
-        values, self._values, self._buckets = self._values or {}, None, {}
-        for value, n in values.items():
-            key = _bucket(value) if value else 0
-            self._buckets[key] = self._buckets.get(key, 0) + n
+        self._buckets, self._values = _bucketed(self._values or {}), None
 
     def merge(self, other: Latencies) -> None:
         """Add another piece's latencies: the result is the form of all of them."""
@@ -120,12 +130,7 @@ class Latencies:
             return
         if self._values is not None:
             self._fold()
-        theirs = other._buckets if other._buckets is not None else None
-        if theirs is None:
-            theirs = {}
-            for value, n in (other._values or {}).items():
-                key = _bucket(value) if value else 0
-                theirs[key] = theirs.get(key, 0) + n
+        theirs = other._buckets if other._buckets is not None else _bucketed(other._values or {})
         for key, n in theirs.items():
             self._buckets[key] = self._buckets.get(key, 0) + n  # type: ignore[index]
 
@@ -136,7 +141,7 @@ class Latencies:
             yield from sorted(self._values.items())
             return
         for key in sorted(self._buckets or {}):
-            yield min(max(_midpoint(key) if key else 0.0, self.low), self.high), self._buckets[key]  # type: ignore[index]
+            yield min(max(_midpoint(key), self.low), self.high), self._buckets[key]  # type: ignore[index]
 
     def quantiles(self, qs: Iterable[float]) -> list[float]:
         """Each ``q`` quantile, interpolated linearly between order statistics (as pandas and numpy do)."""
