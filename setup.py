@@ -2,7 +2,8 @@
 
 One extension per stage with a native part, beside that stage's Python reference: the decoder
 (``decoders/_native.c``), the sources' record walks and header read (``sources/_native.c`` and
-the files it names), the live engine's device read (``engines/_capture.c``) and the native lanes:
+the files it names), the live engine's device read (``engines/_capture.c``), the table sink's detail walk
+(``tables/_native.c``) and the native lanes:
 in-order reassembly (``reassembly/_native.c``) with Kafka framing (``kafka/_framing.c``).
 ``optional=True``: without a C compiler or Python headers the build of an extension is skipped
 with a warning and kdissect runs on its Python path (``kdissect/native.py``).
@@ -33,6 +34,11 @@ setup(
                 "kdissect/sources/_headers.c",
             ],
             depends=["kdissect/sources/_headers.h", "kdissect/sources/_segments.h"],
+            optional=True,
+        ),
+        Extension(
+            "kdissect.tables._native",
+            ["kdissect/tables/_native.c"],
             optional=True,
         ),
         Extension(

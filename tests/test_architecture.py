@@ -28,7 +28,7 @@ ALLOWED: dict[str, set[str]] = {
     "events": {"reassembly"},
     "tls": {"events", "reassembly"},  # between reassembly and kafka: byte runs in, decrypted runs out
     "kafka": {"decoders", "options", "events", "reassembly", "sources", "tls"},  # the pipeline wraps TLS connections
-    "tables": {"decoders", "options", "events", "reassembly"},
+    "tables": {"decoders", "options", "events", "reassembly", "native"},
     "analysis": {"decoders", "tables", "sources", "tls"},  # tls: which decryption outcomes count as decrypted
     "report": {"analysis", "decoders", "events"},
     # native: the live engine's device read has a native part (engines/_capture.c)

@@ -7,13 +7,13 @@ Produce batches carry client-side offsets (usually from 0); the paired response'
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from kdissect.decoders.entities import Entry
 from kdissect.decoders.records import CONTROL_TYPES, RecordSet, decode_records
-from kdissect.events import Exchange, KafkaMessage
+from kdissect.events import Exchange
 from kdissect.options import Options
 from kdissect.tables.blocks import MAX_MS, WIRE
 from kdissect.tables.rows import TableRows
@@ -34,20 +34,25 @@ class PartitionRecords:
     aborted: list[tuple[int, int]]  # fetch: (producer id, first offset) of aborted transactions
 
 
-def record_fields(msg: KafkaMessage | None, entries: list[Entry], options: Options) -> list[PartitionRecords]:
-    """Decode every ``records`` field of a message (the entries come from the schema walk)."""
-    if msg is None:
-        return []
-    out = []
+# A ``records`` field found in a message: topic, topic id, partition, its bytes and the
+# aborted_transactions of the struct it sits in (what the schema walk, Python or native, finds).
+Located = tuple[str | None, Any, int | None, bytes, list[dict[str, Any]] | None]
+
+
+def located_records(entries: list[Entry]) -> Iterator[Located]:
+    """The non-empty ``records`` fields among a message's entries (the Python walk's)."""
     for e in entries:
         raw = e.scalars.get("records")
-        if not isinstance(raw, bytes) or not raw:
-            continue
-        aborted = [(a["producer_id"], a["first_offset"]) for a in (e.value.get("aborted_transactions") or [])]
-        out.append(PartitionRecords(e.context.topic, e.context.topic_id, e.context.partition,
-                                    decode_records(raw, limits=options.limits, payloads=options.payloads, columns=True),
-                                    None, aborted))
-    return out
+        if isinstance(raw, bytes) and raw:
+            yield e.context.topic, e.context.topic_id, e.context.partition, raw, e.value.get("aborted_transactions")
+
+
+def record_fields(located: Iterable[Located], options: Options) -> list[PartitionRecords]:
+    """Decode every ``records`` field of a message."""
+    return [PartitionRecords(topic, topic_id, partition,
+                             decode_records(raw, limits=options.limits, payloads=options.payloads, columns=True),
+                             None, [(a["producer_id"], a["first_offset"]) for a in (aborted or [])])
+            for topic, topic_id, partition, raw, aborted in located]
 
 
 def produce_base_offsets(resp_entries: list[Entry]) -> dict[tuple[str | None, int | None], int]:

@@ -14,9 +14,11 @@ from itertools import repeat
 from typing import Any
 
 from ..decoders.records import RecordColumns
+from ..native import native_module
 from .blocks import PER_RECORD, RecordBlock
 from .columns import TABLES, Parts, Runs
 
+_native_rows = native_module("tables._native")
 # Carried alongside a table's own columns: resolved into ``topic``/``topic_id`` at output time.
 HIDDEN = ("_topic_id",)
 
@@ -73,20 +75,38 @@ class TableRows:
             column.append(get(name))  # type: ignore[union-attr]
         self.length += 1
 
+    def _plain(self) -> None:
+        """Every column as a plain list (rows given one by one go to lists)."""
+        if self.runs:
+            for name in self.columns:
+                self.listed(name)
+            self.runs = False
+
     def extend(self, rows: Iterable[Mapping[str, Any]]) -> None:
         """Rows given as dicts."""
         rows = list(rows)
         if not rows:
             return
-        if self.runs:
-            for name in self.columns:
-                self.listed(name)
-            self.runs = False
+        self._plain()
         columns = self.columns.items()
         for row in rows:
             get = row.get
             for name, column in columns:
                 column.append(get(name))  # type: ignore[union-attr]
+        self.length += len(rows)
+
+    def append_values(self, names: Sequence[str], prefix: Sequence[Any], rows: Sequence[Sequence[Any]]) -> None:
+        """Rows given as values in the order of ``names`` (``prefix`` first, shared by every row):
+        the native detail walk's rows, appended in C without a dict per row. Columns not named
+        get None."""
+        if not rows:
+            return
+        self._plain()
+        columns = self.columns
+        _native_rows.append_rows(tuple(columns[name] for name in names), tuple(prefix), rows)  # type: ignore[union-attr]
+        if len(names) < len(columns):
+            for name in columns.keys() - set(names):
+                columns[name].extend(repeat(None, len(rows)))  # type: ignore[union-attr]
         self.length += len(rows)
 
     def add_block(self, n: int, same: Mapping[str, Any], each: Mapping[str, Sequence[Any]]) -> None:

@@ -19,9 +19,18 @@ from ..decoders.errors import CAP
 from ..decoders.records import LENGTHS_ONLY, Payloads, RunMeter
 from ..events import Anomaly, ConnectionSummary, Exchange, KafkaEvent, KafkaMessage, SaslFacts
 from ..options import Options
+from . import detail_walk
 from .columns import DETAIL_TABLES, TABLES, TCP_COUNTERS, Parts, Runs
 from .details import DetailRows
-from .record_rows import add_records, batch_rows, null_payloads, produce_base_offsets, record_fields
+from .record_rows import (
+    Located,
+    add_records,
+    batch_rows,
+    located_records,
+    null_payloads,
+    produce_base_offsets,
+    record_fields,
+)
 from .rows import TableRows
 from .transactions import TransactionMarks
 
@@ -239,6 +248,21 @@ class TableSink:
         req, resp = ex.request, ex.response
         first = req or resp
         assert first is not None
+        if detail_walk.native is not None and not self._lean:
+            errors = self._walked_details(ex, first)
+        else:
+            errors = self._entry_details(ex, first)
+        if self._keeps_records and req is not None and req.api_key == _END_TXN and req.body is not None \
+                and not errors:
+            body = req.body
+            self.transactions.end_txn(body["producer_id"], body["producer_epoch"], body["committed"])
+        if self.details.wanted:
+            self.details.add(ex, self.rows)
+
+    def _entry_details(self, ex: Exchange, first: KafkaMessage) -> list[tuple]:
+        """The exchange's row and its partitions/errors/brokers/records rows from the Python schema
+        walk's entries (the reference); returns the exchange's errors."""
+        req, resp = ex.request, ex.response
         # Only the exchanges table: requests need no walk, responses only down to their errors.
         lean = self._lean
         req_entries = _entries(req) if not lean or self._records_in(req) else []
@@ -250,30 +274,54 @@ class TableSink:
         errors = exchange_errors(ex, resp_entries)
         self.rows["exchanges"].append(exchange_row(ex, errors))
         if "errors" in self.wanted:
-            for entry, key, code in errors:
-                self._error_row(ex, first, resp, entry, key, code)
+            self._entry_error_rows(ex, first, resp, errors)
         if "partitions" in self.wanted and first.api_key not in _NOT_PARTITION_TRAFFIC:
             self._partition_rows(ex, first, req, req_entries, resp_entries)
         if "brokers" in self.wanted and resp is not None:
             self._broker_rows(resp, resp_entries)
         if self._decodes_records:
-            self._record_rows(ex, req_entries, resp_entries)
-            if self._keeps_records and req is not None and req.api_key == _END_TXN and req.body is not None \
-                    and not errors:
-                body = req.body
-                self.transactions.end_txn(body["producer_id"], body["producer_epoch"], body["committed"])
-        if self.details.wanted:
-            self.details.add(ex, self.rows)
+            self._record_rows(ex, located_records(req_entries), located_records(resp_entries),
+                              produce_base_offsets(resp_entries) if req is not None else {})
+        return errors
+
+    # -- the native detail walk (tables/detail_walk.py; the rows above, found in C) ---------
+    def _walked_details(self, ex: Exchange, first: KafkaMessage) -> list[tuple]:
+        """What :meth:`_entry_details` does, from the native walk of the exchange's bodies."""
+        req, resp = ex.request, ex.response
+        req_schema, resp_schema = _message_schema(req), _message_schema(resp)
+        partitions = "partitions" in self.wanted and first.api_key not in _NOT_PARTITION_TRAFFIC
+        walked = detail_walk.walk_exchange(
+            (req, req_schema) if req_schema is not None else None,  # type: ignore[arg-type]
+            (resp, resp_schema) if resp_schema is not None else None,  # type: ignore[arg-type]
+            partitions, self._decodes_records, self.topic_names)
+        errors: list[tuple] = walked.errors or exchange_errors(ex, [])  # (the SASL failure, if any)
+        self.rows["exchanges"].append(exchange_row(ex, errors))
+        if "errors" in self.wanted:
+            if walked.errors:
+                for found in walked.errors:
+                    self._error_row(ex, first, resp, *found)
+            else:
+                self._entry_error_rows(ex, first, resp, errors)
+        if walked.partitions:
+            self.rows["partitions"].append_values(
+                detail_walk.PARTITION_PREFIX + detail_walk.PARTITION_SLOTS,
+                (ex.conn_id, first.correlation_id, first.api_key, api_name(first.api_key),
+                 req.ts_first if req else None), list(walked.partitions.values()))
+        if "brokers" in self.wanted and resp_schema is not None and detail_walk.names_brokers(resp_schema):
+            self._broker_rows(resp, _entries(resp))  # type: ignore[arg-type]
+        if self._decodes_records:
+            self._record_rows(ex, walked.request_records, walked.response_records, walked.base_offsets)
+        return errors
 
     def _records_in(self, msg: KafkaMessage | None) -> bool:
         """Whether ``msg`` has record batches this sink decodes."""
         found = _message_schema(msg) if self._decodes_records else None
         return found is not None and carries_records(found)
 
-    def _record_rows(self, ex: Exchange, req_entries: list[Entry], resp_entries: list[Entry]) -> None:
-        base_offsets = produce_base_offsets(resp_entries) if ex.request is not None else {}
-        for direction, msg, entries in (("produce", ex.request, req_entries), ("fetch", ex.response, resp_entries)):
-            parts = record_fields(msg, entries, self.options)
+    def _record_rows(self, ex: Exchange, req_records: Iterable[Located], resp_records: Iterable[Located],
+                     base_offsets: dict[tuple[str | None, int | None], int]) -> None:
+        for direction, msg, located in (("produce", ex.request, req_records), ("fetch", ex.response, resp_records)):
+            parts = record_fields(located, self.options) if msg is not None else []
             if not parts:
                 continue
             assert msg is not None
@@ -304,15 +352,23 @@ class TableSink:
                       f"records held in memory reached {self.options.payload_bytes} payload bytes: later records "
                       "keep their sizes, not their keys, values and header values")
 
-    def _error_row(self, ex: Exchange, first: KafkaMessage, resp: KafkaMessage | None, entry: Entry, key: str,
-                   code: int) -> None:
-        ctx = entry.context
+    def _entry_error_rows(self, ex: Exchange, first: KafkaMessage, resp: KafkaMessage | None,
+                          errors: list[tuple[Entry, str, int]]) -> None:
+        for entry, key, code in errors:
+            ctx = entry.context
+            self._error_row(ex, first, resp, entry.path, key, code, ctx.topic, ctx.topic_id, ctx.partition,
+                            ctx.group, entry.scalars.get("error_message"))
+
+    def _error_row(self, ex: Exchange, first: KafkaMessage, resp: KafkaMessage | None, path: str, key: str,
+                   code: int, topic: str | None, topic_id: uuid.UUID | None, partition: int | None,
+                   group: str | None, message: str | None) -> None:
+        """One errors row: ``path`` is the struct's (entities.walk's), ``key`` its error field."""
         self.rows["errors"].append({
             "connection_id": ex.conn_id, "correlation_id": first.correlation_id, "api_key": first.api_key,
             "api_name": api_name(first.api_key), "response_ts": resp.ts_first if resp else None,
-            "path": f"{entry.path}.{key}" if entry.path else key, "error_code": code, "error_name": error_name(code),
-            "retriable": is_retriable(code), "topic": ctx.topic, "_topic_id": ctx.topic_id,
-            "partition": ctx.partition, "group": ctx.group, "error_message": entry.scalars.get("error_message"),
+            "path": f"{path}.{key}" if path else key, "error_code": code, "error_name": error_name(code),
+            "retriable": is_retriable(code), "topic": topic, "_topic_id": topic_id,
+            "partition": partition, "group": group, "error_message": message,
         })
 
     def _partition_rows(self, ex: Exchange, first: KafkaMessage, req: KafkaMessage | None,

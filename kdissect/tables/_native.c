@@ -1,0 +1,441 @@
+/* Detail rows of an exchange, straight from its decoded bodies: the native part of
+ * tables/sink.py's partitions/errors/records stage and of decoders/entities.py's walk.
+ *
+ * Nothing here knows about any Kafka API. A plan is compiled once per message version from the
+ * schema table (tables/detail_walk.py: one member per field, with the flags the walk needs) and
+ * walk(plan, body, ...) visits a decoded body the way entities.walk does — every struct instance,
+ * outermost first, its context (topic, topic id, partition, group) inherited by nested structs —
+ * without building an Entry per struct. Instead it fills what the sink reads from the entries:
+ *
+ *   - partitions: (topic or topic id, partition) -> row list (see the P_* slots), merged over
+ *     the request's and the response's walks exactly as TableSink._partition_rows merges;
+ *   - errors: one tuple per non-zero error code, in wire order (the errors table is rare);
+ *   - records: one tuple per non-empty ``records`` field (topic, topic id, partition, bytes,
+ *     the struct's aborted_transactions);
+ *   - topics: topic id -> name (what _learn_topic_ids learns);
+ *   - base_offsets: (topic, partition) -> base offset (produce_base_offsets).
+ *
+ * append_rows(columns, prefix, rows) then appends rows to a table's column lists (a prefix
+ * shared by the exchange's rows, then each row's own values): no dict per row.
+ *
+ * Rules: recursion follows the plan (the schema's nesting), never the data; a value of an
+ * unexpected type is treated as the Python reference treats it (isinstance checks mirrored);
+ * a body that is not a dict yields nothing. Every reference taken is released on every path.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+/* Member flags (tables/detail_walk.py's FLAGS, same order). */
+enum {
+    M_STRUCT = 1, M_ARRAY = 2, M_TOPIC_NAME = 4, M_GROUP_ID = 8, M_TOPIC_ID = 16,
+    M_PARTITION = 32, M_ERROR = 64, M_RECORDS = 128, M_ERROR_MESSAGE = 256,
+    M_BASE_OFFSET = 512, M_ERROR_CODE = 1024,
+};
+
+/* A partition row list's slots (tables/detail_walk.py's PARTITION_SLOTS). */
+enum {
+    P_TOPIC, P_TOPIC_ID, P_PARTITION, P_VALUES, /* then N_VALUES partition values */
+};
+#define N_VALUES 9
+#define P_ERROR_CODE (P_VALUES + N_VALUES)
+#define P_ERROR_NAME (P_ERROR_CODE + 1)
+#define P_RECORDS_BYTES (P_ERROR_NAME + 1) /* request's, then the response's */
+#define P_SLOTS (P_RECORDS_BYTES + 2)
+#define MAX_DEPTH 64
+
+static PyObject *uuid_type;       /* uuid.UUID */
+static PyObject *error_name_func; /* error_codes.error_name */
+static PyObject *str_int, *str_aborted, *str_dot;
+
+typedef struct {
+    PyObject *topic, *topic_id, *partition, *group; /* borrowed; NULL when unknown */
+} Context;
+
+typedef struct {
+    PyObject *key;   /* member key, or NULL for an array index */
+    Py_ssize_t index;
+} Step;
+
+typedef struct {
+    int response;
+    PyObject *partitions, *errors, *records, *topics, *base_offsets; /* NULL: not wanted */
+    Step path[MAX_DEPTH];
+    int depth;
+} Walk;
+
+/* The entry path "a.b[0].c" of the struct being visited (entities._walk's path). */
+static PyObject *path_of(Walk *w)
+{
+    PyObject *parts = PyList_New(0);
+    if (parts == NULL)
+        return NULL;
+    for (int i = 0; i < w->depth; i++) {
+        PyObject *s;
+        if (w->path[i].key != NULL) {
+            s = i ? PyUnicode_Concat(str_dot, w->path[i].key) : Py_NewRef(w->path[i].key);
+        } else {
+            s = PyUnicode_FromFormat("[%zd]", w->path[i].index);
+        }
+        if (s == NULL || PyList_Append(parts, s) < 0) {
+            Py_XDECREF(s);
+            Py_DECREF(parts);
+            return NULL;
+        }
+        Py_DECREF(s);
+    }
+    PyObject *empty = PyUnicode_New(0, 0);
+    PyObject *out = empty ? PyUnicode_Join(empty, parts) : NULL;
+    Py_XDECREF(empty);
+    Py_DECREF(parts);
+    return out;
+}
+
+static int is_uuid(PyObject *v)
+{
+    return PyObject_TypeCheck(v, (PyTypeObject *)uuid_type);
+}
+
+/* The partition row for this struct's key, created with its topic/partition when new. */
+static PyObject *partition_row(Walk *w, Context *ctx)
+{
+    PyObject *first = (ctx->topic != NULL && PyUnicode_GET_LENGTH(ctx->topic) > 0)
+                          ? ctx->topic
+                          : (ctx->topic_id != NULL ? ctx->topic_id : Py_None);
+    PyObject *key = PyTuple_Pack(2, first, ctx->partition);
+    if (key == NULL)
+        return NULL;
+    PyObject *row = PyDict_GetItemWithError(w->partitions, key);
+    if (row == NULL && !PyErr_Occurred()) {
+        row = PyList_New(P_SLOTS);
+        if (row != NULL) {
+            for (Py_ssize_t i = 0; i < P_SLOTS; i++)
+                PyList_SET_ITEM(row, i, Py_NewRef(Py_None));
+            PyList_SetItem(row, P_TOPIC, Py_NewRef(ctx->topic ? ctx->topic : Py_None));
+            PyList_SetItem(row, P_TOPIC_ID, Py_NewRef(ctx->topic_id ? ctx->topic_id : Py_None));
+            PyList_SetItem(row, P_PARTITION, Py_NewRef(ctx->partition));
+            if (PyDict_SetItem(w->partitions, key, row) < 0)
+                Py_CLEAR(row);
+            else
+                Py_DECREF(row); /* the dict holds it */
+        }
+    }
+    Py_DECREF(key);
+    return row; /* borrowed */
+}
+
+/* Fold one struct's scalars into its partition row (TableSink._partition_rows's loop body). */
+static int merge_partition(Walk *w, Context *ctx, PyObject *members, PyObject *value)
+{
+    PyObject *row = partition_row(w, ctx);
+    if (row == NULL)
+        return -1;
+    Py_ssize_t n = PyTuple_GET_SIZE(members);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *m = PyTuple_GET_ITEM(members, i);
+        long flags = PyLong_AsLong(PyTuple_GET_ITEM(m, 1));
+        long slot = PyLong_AsLong(PyTuple_GET_ITEM(m, 3));
+        if (flags & (M_STRUCT | M_ARRAY))
+            continue;
+        PyObject *v = PyDict_GetItemWithError(value, PyTuple_GET_ITEM(m, 0));
+        if (v == NULL) {
+            if (PyErr_Occurred())
+                return -1;
+            continue;
+        }
+        if (slot >= 0 && PyList_GET_ITEM(row, P_VALUES + slot) == Py_None)
+            PyList_SetItem(row, P_VALUES + slot, Py_NewRef(v));
+        if (w->response && (flags & M_ERROR_CODE)) {
+            PyObject *name = PyObject_CallOneArg(error_name_func, v);
+            if (name == NULL)
+                return -1;
+            PyList_SetItem(row, P_ERROR_CODE, Py_NewRef(v));
+            PyList_SetItem(row, P_ERROR_NAME, name);
+        }
+        if ((flags & M_RECORDS) && PyBytes_Check(v)) {
+            PyObject *size = PyLong_FromSsize_t(PyBytes_GET_SIZE(v));
+            if (size == NULL)
+                return -1;
+            PyList_SetItem(row, P_RECORDS_BYTES + w->response, size);
+        }
+    }
+    return 0;
+}
+
+/* topic id -> topic, first name kept (TableSink._learn_topic_ids); the nil id names nothing. */
+static int learn_topic(Walk *w, Context *ctx)
+{
+    PyObject *number = PyObject_GetAttr(ctx->topic_id, str_int);
+    if (number == NULL)
+        return -1;
+    int nonzero = PyObject_IsTrue(number);
+    Py_DECREF(number);
+    if (nonzero <= 0)
+        return nonzero;
+    PyObject *found = PyDict_SetDefault(w->topics, ctx->topic_id, ctx->topic);
+    return found == NULL ? -1 : 0;
+}
+
+static int add_error(Walk *w, Context *ctx, PyObject *key, PyObject *code, PyObject *message)
+{
+    PyObject *path = path_of(w);
+    if (path == NULL)
+        return -1;
+    PyObject *row = Py_BuildValue("(NOOOOOOO)", path, key, code, ctx->topic ? ctx->topic : Py_None,
+                                  ctx->topic_id ? ctx->topic_id : Py_None,
+                                  ctx->partition ? ctx->partition : Py_None, ctx->group ? ctx->group : Py_None,
+                                  message ? message : Py_None);
+    if (row == NULL)
+        return -1;
+    int rc = PyList_Append(w->errors, row);
+    Py_DECREF(row);
+    return rc;
+}
+
+static int add_records(Walk *w, Context *ctx, PyObject *raw, PyObject *value)
+{
+    PyObject *aborted = PyDict_GetItemWithError(value, str_aborted);
+    if (aborted == NULL && PyErr_Occurred())
+        return -1;
+    PyObject *row = PyTuple_Pack(5, ctx->topic ? ctx->topic : Py_None, ctx->topic_id ? ctx->topic_id : Py_None,
+                                 ctx->partition ? ctx->partition : Py_None, raw, aborted ? aborted : Py_None);
+    if (row == NULL)
+        return -1;
+    int rc = PyList_Append(w->records, row);
+    Py_DECREF(row);
+    return rc;
+}
+
+static int walk_struct(Walk *w, PyObject *members, PyObject *value, const Context *parent);
+
+static int walk_child(Walk *w, PyObject *m, PyObject *v, const Context *ctx)
+{
+    long flags = PyLong_AsLong(PyTuple_GET_ITEM(m, 1));
+    PyObject *child = PyTuple_GET_ITEM(m, 2);
+    if (w->depth >= MAX_DEPTH) {
+        PyErr_SetString(PyExc_RecursionError, "schema nesting deeper than the walk's bound");
+        return -1;
+    }
+    Step *step = &w->path[w->depth++];
+    step->key = PyTuple_GET_ITEM(m, 0);
+    int rc = 0;
+    if (!(flags & M_ARRAY)) {
+        rc = walk_struct(w, child, v, ctx);
+    } else if (PyList_Check(v)) {
+        if (w->depth >= MAX_DEPTH) {
+            PyErr_SetString(PyExc_RecursionError, "schema nesting deeper than the walk's bound");
+            w->depth--;
+            return -1;
+        }
+        Step *item = &w->path[w->depth++];
+        item->key = NULL;
+        for (Py_ssize_t i = 0; rc == 0 && i < PyList_GET_SIZE(v); i++) {
+            item->index = i;
+            PyObject *element = Py_NewRef(PyList_GET_ITEM(v, i));
+            rc = walk_struct(w, child, element, ctx);
+            Py_DECREF(element);
+        }
+        w->depth--;
+    }
+    w->depth--;
+    return rc;
+}
+
+static int walk_struct(Walk *w, PyObject *members, PyObject *value, const Context *parent)
+{
+    if (!PyDict_Check(value))
+        return 0;
+    Context ctx = {parent->topic, parent->topic_id, NULL, parent->group};
+    PyObject *message = NULL;
+    int has_partition = 0;
+    Py_ssize_t n = PyTuple_GET_SIZE(members);
+    /* Scalars first: the struct's context is complete before anything reads it. */
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *m = PyTuple_GET_ITEM(members, i);
+        long flags = PyLong_AsLong(PyTuple_GET_ITEM(m, 1));
+        if (flags & (M_STRUCT | M_ARRAY))
+            continue;
+        PyObject *v = PyDict_GetItemWithError(value, PyTuple_GET_ITEM(m, 0));
+        if (v == NULL) {
+            if (PyErr_Occurred())
+                return -1;
+            continue;
+        }
+        if ((flags & M_TOPIC_NAME) && PyUnicode_Check(v))
+            ctx.topic = v;
+        else if ((flags & M_GROUP_ID) && PyUnicode_Check(v))
+            ctx.group = v;
+        else if ((flags & M_TOPIC_ID) && is_uuid(v))
+            ctx.topic_id = v;
+        else if ((flags & M_PARTITION) && PyLong_Check(v) && ctx.partition == NULL) {
+            ctx.partition = v;
+            has_partition = 1;
+        }
+        if (flags & M_ERROR_MESSAGE)
+            message = v;
+    }
+    if (w->topics != NULL && ctx.topic != NULL && ctx.topic_id != NULL && learn_topic(w, &ctx) < 0)
+        return -1;
+    if (has_partition && w->partitions != NULL && (ctx.topic != NULL || ctx.topic_id != NULL)
+        && merge_partition(w, &ctx, members, value) < 0)
+        return -1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *m = PyTuple_GET_ITEM(members, i);
+        long flags = PyLong_AsLong(PyTuple_GET_ITEM(m, 1));
+        if (!(flags & (M_ERROR | M_RECORDS | M_BASE_OFFSET)) || (flags & (M_STRUCT | M_ARRAY)))
+            continue;
+        PyObject *v = PyDict_GetItemWithError(value, PyTuple_GET_ITEM(m, 0));
+        if (v == NULL) {
+            if (PyErr_Occurred())
+                return -1;
+            continue;
+        }
+        if ((flags & M_ERROR) && w->errors != NULL) {
+            int set = PyObject_IsTrue(v);
+            if (set < 0 || (set && add_error(w, &ctx, PyTuple_GET_ITEM(m, 0), v, message) < 0))
+                return -1;
+        }
+        if ((flags & M_RECORDS) && w->records != NULL && PyBytes_Check(v) && PyBytes_GET_SIZE(v) > 0
+            && add_records(w, &ctx, v, value) < 0)
+            return -1;
+        if ((flags & M_BASE_OFFSET) && w->base_offsets != NULL && has_partition) {
+            PyObject *zero = PyLong_FromLong(0);
+            int ge = zero ? PyObject_RichCompareBool(v, zero, Py_GE) : -1;
+            Py_XDECREF(zero);
+            if (ge < 0)
+                return -1;
+            if (ge) {
+                PyObject *key = PyTuple_Pack(2, ctx.topic ? ctx.topic : Py_None, ctx.partition);
+                int rc = key ? PyDict_SetItem(w->base_offsets, key, v) : -1;
+                Py_XDECREF(key);
+                if (rc < 0)
+                    return -1;
+            }
+        }
+    }
+    /* Then the nested structs, in member order, each with this struct's context. */
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *m = PyTuple_GET_ITEM(members, i);
+        long flags = PyLong_AsLong(PyTuple_GET_ITEM(m, 1));
+        if (!(flags & M_STRUCT))
+            continue;
+        PyObject *v = PyDict_GetItemWithError(value, PyTuple_GET_ITEM(m, 0));
+        if (v == NULL) {
+            if (PyErr_Occurred())
+                return -1;
+            continue;
+        }
+        if (v == Py_None)
+            continue;
+        Py_INCREF(v);
+        int rc = walk_child(w, m, v, &ctx);
+        Py_DECREF(v);
+        if (rc < 0)
+            return -1;
+    }
+    return 0;
+}
+
+static PyObject *or_null(PyObject *o)
+{
+    return o == Py_None ? NULL : o;
+}
+
+static PyObject *walk(PyObject *self, PyObject *args)
+{
+    PyObject *plan, *body, *partitions, *errors, *records, *topics, *base_offsets;
+    int response;
+    if (!PyArg_ParseTuple(args, "O!OpOOOOO:walk", &PyTuple_Type, &plan, &body, &response, &partitions, &errors,
+                          &records, &topics, &base_offsets))
+        return NULL;
+    Walk w = {response, or_null(partitions), or_null(errors), or_null(records), or_null(topics),
+              or_null(base_offsets), {{0}}, 0};
+    if ((w.partitions && !PyDict_Check(w.partitions)) || (w.errors && !PyList_Check(w.errors))
+        || (w.records && !PyList_Check(w.records)) || (w.topics && !PyDict_Check(w.topics))
+        || (w.base_offsets && !PyDict_Check(w.base_offsets))) {
+        PyErr_SetString(PyExc_TypeError, "walk: partitions/topics/base_offsets are dicts, errors/records lists");
+        return NULL;
+    }
+    if (uuid_type == NULL || error_name_func == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "walk: setup() was not called");
+        return NULL;
+    }
+    Context root = {NULL, NULL, NULL, NULL};
+    if (walk_struct(&w, plan, body, &root) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+/* append_rows(columns, prefix, rows): columns[i] gets prefix[i] for each row, then row[j] goes to
+ * columns[len(prefix) + j]. Lengths are checked once, before anything is appended. */
+static PyObject *append_rows(PyObject *self, PyObject *args)
+{
+    PyObject *columns, *prefix, *rows;
+    if (!PyArg_ParseTuple(args, "O!O!O:append_rows", &PyTuple_Type, &columns, &PyTuple_Type, &prefix, &rows))
+        return NULL;
+    PyObject *seq = PySequence_Fast(rows, "append_rows: rows is a sequence");
+    if (seq == NULL)
+        return NULL;
+    Py_ssize_t k = PyTuple_GET_SIZE(prefix), ncol = PyTuple_GET_SIZE(columns), nrow = PySequence_Fast_GET_SIZE(seq);
+    for (Py_ssize_t c = 0; c < ncol; c++) {
+        if (!PyList_Check(PyTuple_GET_ITEM(columns, c))) {
+            PyErr_SetString(PyExc_TypeError, "append_rows: every column is a list");
+            goto fail;
+        }
+    }
+    for (Py_ssize_t r = 0; r < nrow; r++) {
+        PyObject *row = PySequence_Fast_GET_ITEM(seq, r);
+        if (!(PyList_Check(row) || PyTuple_Check(row)) || k + PySequence_Fast_GET_SIZE(row) != ncol) {
+            PyErr_SetString(PyExc_ValueError, "append_rows: a row's values do not fill the columns");
+            goto fail;
+        }
+    }
+    for (Py_ssize_t r = 0; r < nrow; r++) {
+        PyObject *row = PySequence_Fast_GET_ITEM(seq, r);
+        for (Py_ssize_t c = 0; c < ncol; c++) {
+            PyObject *v = c < k ? PyTuple_GET_ITEM(prefix, c) : PySequence_Fast_GET_ITEM(row, c - k);
+            if (PyList_Append(PyTuple_GET_ITEM(columns, c), v) < 0)
+                goto fail;
+        }
+    }
+    Py_DECREF(seq);
+    Py_RETURN_NONE;
+fail:
+    Py_DECREF(seq);
+    return NULL;
+}
+
+static PyObject *setup(PyObject *self, PyObject *args)
+{
+    PyObject *uuid, *names;
+    if (!PyArg_ParseTuple(args, "OO:setup", &uuid, &names))
+        return NULL;
+    if (!PyType_Check(uuid) || !PyCallable_Check(names)) {
+        PyErr_SetString(PyExc_TypeError, "setup(uuid.UUID, error_name)");
+        return NULL;
+    }
+    Py_XSETREF(uuid_type, Py_NewRef(uuid));
+    Py_XSETREF(error_name_func, Py_NewRef(names));
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef methods[] = {
+    {"setup", setup, METH_VARARGS, "setup(uuid.UUID, error_name): the types and names the walk reads."},
+    {"walk", walk, METH_VARARGS,
+     "walk(plan, body, response, partitions, errors, records, topics, base_offsets): one decoded body."},
+    {"append_rows", append_rows, METH_VARARGS, "append_rows(columns, prefix, rows): rows into column lists."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "kdissect.tables._native",
+                                    "Detail rows of an exchange from its decoded bodies (see tables/detail_walk.py).",
+                                    -1, methods};
+
+PyMODINIT_FUNC PyInit__native(void)
+{
+    str_int = PyUnicode_InternFromString("int");
+    str_aborted = PyUnicode_InternFromString("aborted_transactions");
+    str_dot = PyUnicode_InternFromString(".");
+    if (str_int == NULL || str_aborted == NULL || str_dot == NULL)
+        return NULL;
+    return PyModule_Create(&module);
+}

@@ -1,0 +1,117 @@
+"""The native detail walk: an exchange's partitions, errors and records found by C, not by Entries.
+
+:func:`kdissect.decoders.entities.walk` builds an Entry (a context, two dicts) per struct of a
+body and the sink then reads them back; on chatty traffic that was a quarter of the every-table
+job. ``tables/_native.c`` does the same walk over the decoded body and fills, directly, what the
+sink reads from the entries (partition rows merged per topic-partition, error tuples, records
+fields, learned topic ids, produce base offsets). Its plan is compiled here from the schema
+table, once per message version, so nothing in C is per API. The Python walk stays the reference
+(``KDISSECT_PURE_PYTHON=1``); the differential tests compare the tables of both.
+
+The entry point takes one exchange's bodies (:func:`walk_exchange`): the sink calls it per
+exchange today, and a native connection engine can call the C ``walk`` per exchange later.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..decoders import schema
+from ..decoders.entities import PARTITION_KEYS, is_error_field
+from ..decoders.error_codes import error_name
+from ..events import KafkaMessage
+from ..native import native_module
+
+native = native_module("tables._native")
+if native is not None:
+    native.setup(uuid.UUID, error_name)
+
+# Member flags, as _native.c numbers them.
+STRUCT, ARRAY, TOPIC_NAME, GROUP_ID, TOPIC_ID, PARTITION, ERROR, RECORDS, ERROR_MESSAGE, BASE_OFFSET, ERROR_CODE = (
+    1 << i for i in range(11))
+# A partition row's own values after topic, topic id and partition (the walk's P_VALUES slots);
+# TableSink._partition_rows's order of precedence is theirs.
+PARTITION_VALUES = ("fetch_offset", "committed_offset", "offset", "base_offset", "high_watermark",
+                    "last_stable_offset", "log_start_offset", "timestamp", "leader_epoch")
+# Every slot of a partition row list, in _native.c's order.
+PARTITION_SLOTS = ("topic", "_topic_id", "partition", *PARTITION_VALUES, "error_code", "error_name",
+                   "request_records_bytes", "response_records_bytes")
+# The partitions table's columns shared by an exchange's rows (the walk's rows follow them).
+PARTITION_PREFIX = ("connection_id", "correlation_id", "api_key", "api_name", "request_ts")
+
+Plan = tuple[tuple[str, int, Any, int], ...]  # per member: key, flags, its struct's plan, partition value slot
+
+
+def _flags(f: schema.Field) -> int:
+    flags = (STRUCT if f.elem == "struct" else 0) | (ARRAY if f.is_array else 0)
+    flags |= TOPIC_NAME if f.entity == "topicName" else 0
+    flags |= GROUP_ID if f.entity == "groupId" else 0
+    flags |= TOPIC_ID if f.key == "topic_id" else 0
+    flags |= PARTITION if f.key in PARTITION_KEYS and f.elem == "int32" else 0
+    flags |= ERROR if is_error_field(f.key) else 0
+    flags |= RECORDS if f.key == "records" else 0
+    flags |= ERROR_MESSAGE if f.key == "error_message" else 0
+    flags |= BASE_OFFSET if f.key == "base_offset" else 0
+    flags |= ERROR_CODE if f.key == "error_code" else 0
+    return flags
+
+
+def _compile(f: schema.Field) -> Plan:
+    return tuple((m.key, _flags(m), _compile(m) if m.elem == "struct" else None,
+                  PARTITION_VALUES.index(m.key) if m.key in PARTITION_VALUES else -1) for m in f.fields)
+
+
+_PLANS: dict[int, tuple[schema.Message, Plan]] = {}
+
+
+def plan_of(msg: schema.Message) -> Plan:
+    """The walk's plan for a message version (memoised; the Message is kept so its id stays its own)."""
+    found = _PLANS.get(id(msg))
+    if found is None:
+        found = _PLANS[id(msg)] = (msg, _compile(msg.root))
+    return found[1]
+
+
+_BROKERS: dict[int, tuple[schema.Message, bool]] = {}
+
+
+def names_brokers(msg: schema.Message) -> bool:
+    """Whether some struct of the message has ``host`` and ``port`` fields (only such a message
+    can give ``brokers`` rows, which still come from the Python walk: they are few)."""
+    found = _BROKERS.get(id(msg))
+    if found is None:
+        found = _BROKERS[id(msg)] = (msg, _has_host_port(msg.root))
+    return found[1]
+
+
+def _has_host_port(f: schema.Field) -> bool:
+    keys = {m.key for m in f.fields if m.elem != "struct" and not m.is_array}
+    return {"host", "port"} <= keys or any(_has_host_port(m) for m in f.fields if m.elem == "struct")
+
+
+@dataclass(slots=True)
+class Walked:
+    """What the walk of one exchange found (see _native.c's header for each part)."""
+
+    partitions: dict[tuple, list[Any]] | None
+    errors: list[tuple] = field(default_factory=list)  # (path, key, code, topic, topic id, partition, group, message)
+    request_records: list[tuple] = field(default_factory=list)  # (topic, topic id, partition, bytes, aborted)
+    response_records: list[tuple] = field(default_factory=list)
+    base_offsets: dict[tuple, int] = field(default_factory=dict)
+
+
+def walk_exchange(req: tuple[KafkaMessage, schema.Message] | None, resp: tuple[KafkaMessage, schema.Message] | None,
+                  partitions: bool, records: bool, topics: dict[uuid.UUID, str]) -> Walked:
+    """Walk a request's and a response's decoded bodies (each with the schema it was decoded
+    with, or None), learning topic ids into ``topics``."""
+    out = Walked({} if partitions else None)
+    walk = native.walk  # type: ignore[union-attr]
+    if req is not None:
+        walk(plan_of(req[1]), req[0].body, False, out.partitions, None, out.request_records if records else None,
+             topics, None)
+    if resp is not None:
+        walk(plan_of(resp[1]), resp[0].body, True, out.partitions, out.errors,
+             out.response_records if records else None, topics, out.base_offsets if req is not None else None)
+    return out
