@@ -13,7 +13,8 @@
  *   - records: one tuple per non-empty ``records`` field (topic, topic id, partition, bytes,
  *     the struct's aborted_transactions);
  *   - topics: topic id -> name (what _learn_topic_ids learns);
- *   - base_offsets: (topic, partition) -> base offset (produce_base_offsets).
+ *   - base_offsets: (topic, partition) -> base offset (produce_base_offsets);
+ *   - brokers: the structs (as decoded) with both a ``host`` and a ``port`` scalar (_broker_rows).
  *
  * append_rows(columns, prefix, rows) then appends rows to a table's column lists (a prefix
  * shared by the exchange's rows, then each row's own values): no dict per row.
@@ -29,7 +30,7 @@
 enum {
     M_STRUCT = 1, M_ARRAY = 2, M_TOPIC_NAME = 4, M_GROUP_ID = 8, M_TOPIC_ID = 16,
     M_PARTITION = 32, M_ERROR = 64, M_RECORDS = 128, M_ERROR_MESSAGE = 256,
-    M_BASE_OFFSET = 512, M_ERROR_CODE = 1024,
+    M_BASE_OFFSET = 512, M_ERROR_CODE = 1024, M_HOST = 2048, M_PORT = 4096,
 };
 
 /* A partition row list's slots (tables/detail_walk.py's PARTITION_SLOTS). */
@@ -58,7 +59,7 @@ typedef struct {
 
 typedef struct {
     int response;
-    PyObject *partitions, *errors, *records, *topics, *base_offsets; /* NULL: not wanted */
+    PyObject *partitions, *errors, *records, *topics, *base_offsets, *brokers; /* NULL: not wanted */
     Step path[MAX_DEPTH];
     int depth;
 } Walk;
@@ -246,7 +247,7 @@ static int walk_struct(Walk *w, PyObject *members, PyObject *value, const Contex
         return 0;
     Context ctx = {parent->topic, parent->topic_id, NULL, parent->group};
     PyObject *message = NULL;
-    int has_partition = 0;
+    int has_partition = 0, host_port = 0;
     Py_ssize_t n = PyTuple_GET_SIZE(members);
     /* Scalars first: the struct's context is complete before anything reads it. */
     for (Py_ssize_t i = 0; i < n; i++) {
@@ -272,7 +273,10 @@ static int walk_struct(Walk *w, PyObject *members, PyObject *value, const Contex
         }
         if (flags & M_ERROR_MESSAGE)
             message = v;
+        host_port |= flags & (M_HOST | M_PORT);
     }
+    if (w->brokers != NULL && host_port == (M_HOST | M_PORT) && PyList_Append(w->brokers, value) < 0)
+        return -1;
     if (w->topics != NULL && ctx.topic != NULL && ctx.topic_id != NULL && learn_topic(w, &ctx) < 0)
         return -1;
     if (has_partition && w->partitions != NULL && (ctx.topic != NULL || ctx.topic_id != NULL)
@@ -342,17 +346,17 @@ static PyObject *or_null(PyObject *o)
 
 static PyObject *walk(PyObject *self, PyObject *args)
 {
-    PyObject *plan, *body, *partitions, *errors, *records, *topics, *base_offsets;
+    PyObject *plan, *body, *partitions, *errors, *records, *topics, *base_offsets, *brokers;
     int response;
-    if (!PyArg_ParseTuple(args, "O!OpOOOOO:walk", &PyTuple_Type, &plan, &body, &response, &partitions, &errors,
-                          &records, &topics, &base_offsets))
+    if (!PyArg_ParseTuple(args, "O!OpOOOOOO:walk", &PyTuple_Type, &plan, &body, &response, &partitions, &errors,
+                          &records, &topics, &base_offsets, &brokers))
         return NULL;
     Walk w = {response, or_null(partitions), or_null(errors), or_null(records), or_null(topics),
-              or_null(base_offsets), {{0}}, 0};
+              or_null(base_offsets), or_null(brokers), {{0}}, 0};
     if ((w.partitions && !PyDict_Check(w.partitions)) || (w.errors && !PyList_Check(w.errors))
         || (w.records && !PyList_Check(w.records)) || (w.topics && !PyDict_Check(w.topics))
-        || (w.base_offsets && !PyDict_Check(w.base_offsets))) {
-        PyErr_SetString(PyExc_TypeError, "walk: partitions/topics/base_offsets are dicts, errors/records lists");
+        || (w.base_offsets && !PyDict_Check(w.base_offsets)) || (w.brokers && !PyList_Check(w.brokers))) {
+        PyErr_SetString(PyExc_TypeError, "walk: partitions/topics/base_offsets are dicts, errors/records/brokers lists");
         return NULL;
     }
     if (uuid_type == NULL || error_name_func == NULL) {
@@ -421,7 +425,7 @@ static PyObject *setup(PyObject *self, PyObject *args)
 static PyMethodDef methods[] = {
     {"setup", setup, METH_VARARGS, "setup(uuid.UUID, error_name): the types and names the walk reads."},
     {"walk", walk, METH_VARARGS,
-     "walk(plan, body, response, partitions, errors, records, topics, base_offsets): one decoded body."},
+     "walk(plan, body, response, partitions, errors, records, topics, base_offsets, brokers): one body."},
     {"append_rows", append_rows, METH_VARARGS, "append_rows(columns, prefix, rows): rows into column lists."},
     {NULL, NULL, 0, NULL},
 };

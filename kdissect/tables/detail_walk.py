@@ -29,8 +29,8 @@ if native is not None:
     native.setup(uuid.UUID, error_name)
 
 # Member flags, as _native.c numbers them.
-STRUCT, ARRAY, TOPIC_NAME, GROUP_ID, TOPIC_ID, PARTITION, ERROR, RECORDS, ERROR_MESSAGE, BASE_OFFSET, ERROR_CODE = (
-    1 << i for i in range(11))
+(STRUCT, ARRAY, TOPIC_NAME, GROUP_ID, TOPIC_ID, PARTITION, ERROR, RECORDS, ERROR_MESSAGE, BASE_OFFSET, ERROR_CODE,
+ HOST, PORT) = (1 << i for i in range(13))
 # A partition row's own values after topic, topic id and partition (the walk's P_VALUES slots);
 # TableSink._partition_rows's order of precedence is theirs.
 PARTITION_VALUES = ("fetch_offset", "committed_offset", "offset", "base_offset", "high_watermark",
@@ -45,6 +45,7 @@ Plan = tuple[tuple[str, int, Any, int], ...]  # per member: key, flags, its stru
 
 
 def _flags(f: schema.Field) -> int:
+    nested = f.elem == "struct" or f.is_array
     flags = (STRUCT if f.elem == "struct" else 0) | (ARRAY if f.is_array else 0)
     flags |= TOPIC_NAME if f.entity == "topicName" else 0
     flags |= GROUP_ID if f.entity == "groupId" else 0
@@ -55,6 +56,8 @@ def _flags(f: schema.Field) -> int:
     flags |= ERROR_MESSAGE if f.key == "error_message" else 0
     flags |= BASE_OFFSET if f.key == "base_offset" else 0
     flags |= ERROR_CODE if f.key == "error_code" else 0
+    flags |= HOST if f.key == "host" and not nested else 0
+    flags |= PORT if f.key == "port" and not nested else 0
     return flags
 
 
@@ -74,23 +77,6 @@ def plan_of(msg: schema.Message) -> Plan:
     return found[1]
 
 
-_BROKERS: dict[int, tuple[schema.Message, bool]] = {}
-
-
-def names_brokers(msg: schema.Message) -> bool:
-    """Whether some struct of the message has ``host`` and ``port`` fields (only such a message
-    can give ``brokers`` rows, which still come from the Python walk: they are few)."""
-    found = _BROKERS.get(id(msg))
-    if found is None:
-        found = _BROKERS[id(msg)] = (msg, _has_host_port(msg.root))
-    return found[1]
-
-
-def _has_host_port(f: schema.Field) -> bool:
-    keys = {m.key for m in f.fields if m.elem != "struct" and not m.is_array}
-    return {"host", "port"} <= keys or any(_has_host_port(m) for m in f.fields if m.elem == "struct")
-
-
 @dataclass(slots=True)
 class Walked:
     """What the walk of one exchange found (see _native.c's header for each part)."""
@@ -100,18 +86,20 @@ class Walked:
     request_records: list[tuple] = field(default_factory=list)  # (topic, topic id, partition, bytes, aborted)
     response_records: list[tuple] = field(default_factory=list)
     base_offsets: dict[tuple, int] = field(default_factory=dict)
+    brokers: list[dict[str, Any]] = field(default_factory=list)  # response structs with a host and a port
 
 
 def walk_exchange(req: tuple[KafkaMessage, schema.Message] | None, resp: tuple[KafkaMessage, schema.Message] | None,
-                  partitions: bool, records: bool, topics: dict[uuid.UUID, str]) -> Walked:
+                  partitions: bool, records: bool, brokers: bool, topics: dict[uuid.UUID, str]) -> Walked:
     """Walk a request's and a response's decoded bodies (each with the schema it was decoded
     with, or None), learning topic ids into ``topics``."""
     out = Walked({} if partitions else None)
     walk = native.walk  # type: ignore[union-attr]
     if req is not None:
         walk(plan_of(req[1]), req[0].body, False, out.partitions, None, out.request_records if records else None,
-             topics, None)
+             topics, None, None)
     if resp is not None:
         walk(plan_of(resp[1]), resp[0].body, True, out.partitions, out.errors,
-             out.response_records if records else None, topics, out.base_offsets if req is not None else None)
+             out.response_records if records else None, topics, out.base_offsets if req is not None else None,
+             out.brokers if brokers else None)
     return out

@@ -26,7 +26,7 @@ HIDDEN = ("_topic_id",)
 class TableRows:
     """Rows of one table, a list (or :class:`Runs`, or :class:`Parts`) per column; missing cells are None."""
 
-    __slots__ = ("block", "columns", "counts", "length", "others", "runs")
+    __slots__ = ("block", "columns", "counts", "length", "orders", "others", "runs")
 
     def __init__(self, table: str) -> None:
         self.columns: dict[str, list[Any] | Runs | Parts] = {name: [] for name, _ in TABLES[table]}
@@ -37,6 +37,7 @@ class TableRows:
         self.block: RecordBlock | None = None  # the block that record columns added next go to
         self.counts: list[int] | None = None  # the counts of every column kept as runs
         self.others: dict[tuple[str, ...], list[str]] = {}  # per set of per-row columns: the rest
+        self.orders: dict[tuple[str, ...], tuple[tuple[list[Any], ...], list[list[Any]]]] = {}  # append_values'
 
     def __len__(self) -> int:
         return self.length
@@ -48,6 +49,7 @@ class TableRows:
             self.block = None  # its rows are in the list now: later ones start a new block
         if isinstance(column, Runs | Parts):
             column = self.columns[name] = column.expand()
+            self.orders.clear()
         return column
 
     def _tail(self, name: str) -> list[Any]:
@@ -95,18 +97,21 @@ class TableRows:
                 column.append(get(name))  # type: ignore[union-attr]
         self.length += len(rows)
 
-    def append_values(self, names: Sequence[str], prefix: Sequence[Any], rows: Sequence[Sequence[Any]]) -> None:
+    def append_values(self, names: tuple[str, ...], prefix: Sequence[Any], rows: Sequence[Sequence[Any]]) -> None:
         """Rows given as values in the order of ``names`` (``prefix`` first, shared by every row):
         the native detail walk's rows, appended in C without a dict per row. Columns not named
         get None."""
         if not rows:
             return
         self._plain()
-        columns = self.columns
-        _native_rows.append_rows(tuple(columns[name] for name in names), tuple(prefix), rows)  # type: ignore[union-attr]
-        if len(names) < len(columns):
-            for name in columns.keys() - set(names):
-                columns[name].extend(repeat(None, len(rows)))  # type: ignore[union-attr]
+        order = self.orders.get(names)  # (the lists stay the same while the table is plain)
+        if order is None:
+            order = self.orders[names] = (tuple(self.columns[name] for name in names),
+                                          [self.columns[name] for name in self.columns.keys() - set(names)])
+        named, others = order
+        _native_rows.append_rows(named, tuple(prefix), rows)  # type: ignore[union-attr]
+        for column in others:
+            column.extend(repeat(None, len(rows)))
         self.length += len(rows)
 
     def add_block(self, n: int, same: Mapping[str, Any], each: Mapping[str, Sequence[Any]]) -> None:
@@ -128,6 +133,7 @@ class TableRows:
                 column = self.columns[name]
                 if not isinstance(column, Parts):
                     column = self.columns[name] = Parts([column] if column else [])
+                    self.orders.clear()
                 column.parts.append((block, name))
             self.runs = True  # (append expands them)
         block.add(records, first_offset)
@@ -144,6 +150,7 @@ class TableRows:
             self.counts = []
             for name in others:
                 columns[name] = Runs(counts=self.counts)
+            self.orders.clear()
             self.runs = True
         get = same.get
         for name in others:

@@ -278,7 +278,7 @@ class TableSink:
         if "partitions" in self.wanted and first.api_key not in _NOT_PARTITION_TRAFFIC:
             self._partition_rows(ex, first, req, req_entries, resp_entries)
         if "brokers" in self.wanted and resp is not None:
-            self._broker_rows(resp, resp_entries)
+            self._broker_rows(resp, [e.scalars for e in resp_entries])
         if self._decodes_records:
             self._record_rows(ex, located_records(req_entries), located_records(resp_entries),
                               produce_base_offsets(resp_entries) if req is not None else {})
@@ -293,7 +293,7 @@ class TableSink:
         walked = detail_walk.walk_exchange(
             (req, req_schema) if req_schema is not None else None,  # type: ignore[arg-type]
             (resp, resp_schema) if resp_schema is not None else None,  # type: ignore[arg-type]
-            partitions, self._decodes_records, self.topic_names)
+            partitions, self._decodes_records, "brokers" in self.wanted, self.topic_names)
         errors: list[tuple] = walked.errors or exchange_errors(ex, [])  # (the SASL failure, if any)
         self.rows["exchanges"].append(exchange_row(ex, errors))
         if "errors" in self.wanted:
@@ -307,8 +307,8 @@ class TableSink:
                 detail_walk.PARTITION_PREFIX + detail_walk.PARTITION_SLOTS,
                 (ex.conn_id, first.correlation_id, first.api_key, api_name(first.api_key),
                  req.ts_first if req else None), list(walked.partitions.values()))
-        if "brokers" in self.wanted and resp_schema is not None and detail_walk.names_brokers(resp_schema):
-            self._broker_rows(resp, _entries(resp))  # type: ignore[arg-type]
+        if walked.brokers:
+            self._broker_rows(resp, walked.brokers)  # type: ignore[arg-type]
         if self._decodes_records:
             self._record_rows(ex, walked.request_records, walked.response_records, walked.base_offsets)
         return errors
@@ -398,9 +398,9 @@ class TableSink:
                     row[f"{side}_records_bytes"] = len(records)
         self.rows["partitions"].extend(merged.values())
 
-    def _broker_rows(self, resp: KafkaMessage, entries: list[Entry]) -> None:
-        for e in entries:
-            s = e.scalars
+    def _broker_rows(self, resp: KafkaMessage, structs: list[Mapping[str, Any]]) -> None:
+        """Brokers named by a response's structs (their scalars; the walk's structs with a host and port)."""
+        for s in structs:
             node = s.get("node_id", s.get("broker_id"))
             if node is None or "host" not in s or "port" not in s:
                 continue
