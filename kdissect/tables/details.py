@@ -39,6 +39,9 @@ _TXNS = {
     apis.key_of(n) for n in ("InitProducerId", "AddPartitionsToTxn", "AddOffsetsToTxn", "EndTxn", "TxnOffsetCommit")
 }
 _METADATA = apis.key_of("Metadata")
+# The request_params table's columns (its request fields by their schema names after the first three).
+PARAMS = ("connection_id", "correlation_id", "api_key", "max_wait_ms", "min_bytes", "isolation_level", "acks",
+          "transactional_id", "session_timeout_ms", "rebalance_timeout_ms")
 
 
 def _body(msg: KafkaMessage | None) -> dict[str, Any]:
@@ -99,7 +102,7 @@ class DetailRows:
             return
         key = req.api_key
         if key in _PARAMS and "request_params" in self.wanted:
-            rows["request_params"].append(self._params(ex))
+            rows["request_params"].append_values(PARAMS, (), (self._params(ex),))
         if key in _GROUPS and "group_events" in self.wanted:
             row = self._group(ex)
             if row is not None:
@@ -124,20 +127,11 @@ class DetailRows:
         }
 
     @staticmethod
-    def _params(ex: Exchange) -> dict[str, Any]:
+    def _params(ex: Exchange) -> tuple[Any, ...]:
+        """The request_params row, as values in ``PARAMS``' order."""
         req = _body(ex.request)
-        return {
-            "connection_id": ex.conn_id,
-            "correlation_id": ex.request.correlation_id,  # type: ignore[union-attr]
-            "api_key": ex.request.api_key,
-            "max_wait_ms": req.get("max_wait_ms"),  # type: ignore[union-attr]
-            "min_bytes": req.get("min_bytes"),
-            "isolation_level": req.get("isolation_level"),
-            "acks": req.get("acks"),
-            "transactional_id": req.get("transactional_id"),
-            "session_timeout_ms": req.get("session_timeout_ms"),
-            "rebalance_timeout_ms": req.get("rebalance_timeout_ms"),
-        }
+        return (ex.conn_id, ex.request.correlation_id, ex.request.api_key,  # type: ignore[union-attr]
+                *(req.get(name) for name in PARAMS[3:]))
 
     def _group(self, ex: Exchange) -> dict[str, Any] | None:
         req, resp = _body(ex.request), _body(ex.response)

@@ -71,28 +71,32 @@ def null_payloads(table: TableRows) -> None:
     headers[:] = [[(k, None) for k, _ in h] if h else h for h in headers]
 
 
-def batch_rows(ex: Exchange, direction: str, parts: list[PartitionRecords]) -> Iterator[dict[str, Any]]:
-    first = ex.request or ex.response
-    assert first is not None
+# The batches table's columns in the order :func:`batch_rows` gives them (the rest are None).
+BATCH_PREFIX = ("connection_id", "correlation_id", "direction")
+BATCH_NAMES = (
+    *BATCH_PREFIX, "topic", "_topic_id", "partition", "position", "base_offset", "last_offset", "magic", "compression",
+    "record_count", "records_decoded", "batch_bytes", "compressed_bytes", "decompressed_bytes", "compression_ratio",
+    "crc_ok", "complete", "is_control", "transactional", "producer_id", "producer_epoch", "base_sequence", "warnings")
+
+
+def batch_rows(parts: list[PartitionRecords]) -> list[tuple[Any, ...]]:
+    """The batches table's rows of a message's records fields, as values in ``BATCH_NAMES``' order
+    after its prefix (:meth:`TableRows.append_values`: no dict per batch)."""
+    out = []
     for part in parts:
         batches = list(part.records.batches)
         if part.records.partial is not None:
             batches.append(part.records.partial)
         for b in batches:
             decompressed = b.decompressed_size or None
-            yield {
-                "connection_id": ex.conn_id, "correlation_id": first.correlation_id, "direction": direction,
-                "topic": part.topic, "_topic_id": part.topic_id, "partition": part.partition, "position": b.position,
-                "base_offset": b.base_offset, "last_offset": b.last_offset, "magic": b.magic,
-                "compression": b.codec_name, "record_count": b.record_count, "records_decoded": b.records_decoded,
-                "batch_bytes": b.size, "compressed_bytes": b.compressed_size or None,
-                "decompressed_bytes": decompressed,
-                "compression_ratio": (decompressed / b.compressed_size) if decompressed and b.compressed_size else None,
-                "crc_ok": b.crc_ok, "complete": b.complete, "is_control": b.is_control,
-                "transactional": b.is_transactional, "producer_id": b.producer_id,
-                "producer_epoch": b.producer_epoch, "base_sequence": b.base_sequence,
-                "warnings": "; ".join(w.message for w in b.warnings) or None,
-            }
+            out.append((
+                part.topic, part.topic_id, part.partition, b.position, b.base_offset, b.last_offset, b.magic,
+                b.codec_name, b.record_count, b.records_decoded, b.size, b.compressed_size or None, decompressed,
+                (decompressed / b.compressed_size) if decompressed and b.compressed_size else None,
+                b.crc_ok, b.complete, b.is_control, b.is_transactional, b.producer_id, b.producer_epoch,
+                b.base_sequence, "; ".join(w.message for w in b.warnings) or None,
+            ))
+    return out
 
 
 def add_records(table: TableRows, ex: Exchange, direction: str, parts: list[PartitionRecords],

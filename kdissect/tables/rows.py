@@ -99,8 +99,8 @@ class TableRows:
 
     def append_values(self, names: tuple[str, ...], prefix: Sequence[Any], rows: Sequence[Sequence[Any]]) -> None:
         """Rows given as values in the order of ``names`` (``prefix`` first, shared by every row):
-        the native detail walk's rows, appended in C without a dict per row. Columns not named
-        get None."""
+        the native detail walk's rows, and batches, appended (in C when built) without a dict
+        per row. Columns not named get None."""
         if not rows:
             return
         self._plain()
@@ -109,7 +109,12 @@ class TableRows:
             order = self.orders[names] = (tuple(self.columns[name] for name in names),
                                           [self.columns[name] for name in self.columns.keys() - set(names)])
         named, others = order
-        _native_rows.append_rows(named, tuple(prefix), rows)  # type: ignore[union-attr]
+        if _native_rows is not None:
+            _native_rows.append_rows(named, tuple(prefix), rows)
+        else:
+            for row in rows:
+                for column, value in zip(named, (*prefix, *row), strict=True):
+                    column.append(value)
         for column in others:
             column.extend(repeat(None, len(rows)))
         self.length += len(rows)

@@ -23,6 +23,7 @@ from . import detail_walk
 from .columns import DETAIL_TABLES, TABLES, TCP_COUNTERS, Parts, Runs
 from .details import DetailRows
 from .record_rows import (
+    BATCH_NAMES,
     Located,
     add_records,
     batch_rows,
@@ -326,7 +327,9 @@ class TableSink:
                 continue
             assert msg is not None
             if "batches" in self.wanted:
-                self.rows["batches"].extend(batch_rows(ex, direction, parts))
+                first = ex.request or ex.response
+                self.rows["batches"].append_values(BATCH_NAMES, (ex.conn_id, first.correlation_id, direction),  # type: ignore[union-attr]
+                                                   batch_rows(parts))
             if "records" in self.wanted:
                 add_records(self.rows["records"], ex, direction, parts, base_offsets, self.transactions,
                             self.spilled["records"])
