@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import hmac
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
-from cryptography.exceptions import InvalidTag
-from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
-from cryptography.hazmat.primitives.ciphers.aead import AESCCM, AESGCM, ChaCha20Poly1305
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.ciphers.aead import AESCCM, AESGCM, ChaCha20Poly1305
 
 # (code, IANA name) of the suites Kafka clients negotiate (JSSE, OpenSSL, Go, Node), TLS 1.2 and 1.3.
 _IANA = (
@@ -126,7 +126,7 @@ class RecordCipher:
             if self.suite.tls13:
                 return self._open13(version, fragment, seq)
             return self._open12(content_type, version, fragment, seq)
-        except (InvalidTag, ValueError) as exc:
+        except (_invalid_tag(), ValueError) as exc:
             raise DecryptError(f"record {seq} did not authenticate") from exc
 
     def first_opening(self, seqs: range, version: int, fragment: bytes) -> int | None:
@@ -135,10 +135,11 @@ class RecordCipher:
         assert self._aead is not None and self.suite.tls13
         header = bytes((_TLS13_OUTER_TYPE,)) + version.to_bytes(2, "big") + len(fragment).to_bytes(2, "big")
         iv, size, decrypt = int.from_bytes(self._iv, "big"), len(self._iv), self._aead.decrypt
+        invalid_tag = _invalid_tag()
         for seq in seqs:
             try:
                 decrypt((iv ^ seq).to_bytes(size, "big"), fragment, header)
-            except InvalidTag:
+            except invalid_tag:
                 continue
             return seq
         return None
@@ -186,6 +187,8 @@ class RecordCipher:
     def _cbc_decrypt(self, body: memoryview, seq: int) -> bytes:
         if len(body) < 2 * _BLOCK or len(body) % _BLOCK:
             raise DecryptError(f"record {seq}: not whole CBC blocks")
+        from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+
         dec = Cipher(algorithms.AES(self._cbc_key), modes.CBC(bytes(body[:_BLOCK]))).decryptor()
         return dec.update(body[_BLOCK:]) + dec.finalize()
 
@@ -197,7 +200,17 @@ class RecordCipher:
             raise DecryptError(f"record {seq}: bad MAC")
 
 
+def _invalid_tag() -> Any:
+    """PyCA's failed-authentication exception. PyCA is imported on first use, here and in
+    :func:`_aead`: a capture without decryptable TLS (most) never pays for loading it."""
+    from cryptography.exceptions import InvalidTag
+
+    return InvalidTag
+
+
 def _aead(suite: Suite, key: bytes, tag_len: int) -> AESGCM | AESCCM | ChaCha20Poly1305 | None:
+    from cryptography.hazmat.primitives.ciphers.aead import AESCCM, AESGCM, ChaCha20Poly1305
+
     if suite.mode == "gcm":
         return AESGCM(key)
     if suite.mode in ("ccm", "ccm8"):

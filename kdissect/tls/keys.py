@@ -11,12 +11,7 @@ from __future__ import annotations
 
 import hmac
 
-from cryptography.hazmat.primitives import hashes
-from cryptography.hazmat.primitives.kdf.hkdf import HKDFExpand
-
 from kdissect.tls.ciphers import RecordCipher, Suite
-
-_HASHES = {"sha256": hashes.SHA256, "sha384": hashes.SHA384}
 
 
 def prf(hash_name: str, secret: bytes, label: bytes, seed: bytes, length: int) -> bytes:
@@ -34,7 +29,12 @@ def hkdf_expand_label(hash_name: str, secret: bytes, label: bytes, length: int) 
     """HKDF-Expand-Label with an empty context (all the record layer needs)."""
     full = b"tls13 " + label
     info = length.to_bytes(2, "big") + bytes((len(full),)) + full + b"\x00"
-    return HKDFExpand(_HASHES[hash_name](), length, info).derive(secret)
+    # (imported here: PyCA loads only for a capture with decryptable TLS, not at every start)
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.kdf.hkdf import HKDFExpand
+
+    algorithm = {"sha256": hashes.SHA256, "sha384": hashes.SHA384}[hash_name]
+    return HKDFExpand(algorithm(), length, info).derive(secret)
 
 
 def tls12_ciphers(suite: Suite, master: bytes, client_random: bytes, server_random: bytes,
