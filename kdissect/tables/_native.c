@@ -19,9 +19,11 @@
  * append_rows(columns, prefix, rows) then appends rows to a table's column lists (a prefix
  * shared by the exchange's rows, then each row's own values): no dict per row.
  *
- * Rules: recursion follows the plan (the schema's nesting), never the data; a value of an
- * unexpected type is treated as the Python reference treats it (isinstance checks mirrored);
- * a body that is not a dict yields nothing. Every reference taken is released on every path.
+ * Rules: recursion follows the plan (the schema's nesting), never the data, bounded by MAX_DEPTH;
+ * a value of an unexpected type is treated as the Python reference treats it (isinstance checks
+ * mirrored); a body that is not a dict yields nothing. The plan is trusted (only plan_of builds
+ * one); the bodies are not (the decoder's output from wire bytes). Every reference taken is
+ * released on every path; values found are borrowed from the body, which outlives the call.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
