@@ -39,6 +39,7 @@ setup(
         Extension(
             "kdissect.tables._native",
             ["kdissect/tables/_native.c"],
+            depends=["kdissect/tables/_native.h"],
             optional=True,
         ),
         Extension(

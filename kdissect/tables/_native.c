@@ -19,6 +19,9 @@
  * append_rows(columns, prefix, rows) then appends rows to a table's column lists (a prefix
  * shared by the exchange's rows, then each row's own values): no dict per row.
  *
+ * Both are also exported to other extensions through the capsule _C_API (_native.h): the
+ * connection engine, once it builds exchanges in C, walks their bodies per exchange the same way.
+ *
  * Rules: recursion follows the plan (the schema's nesting), never the data, bounded by MAX_DEPTH;
  * a value of an unexpected type is treated as the Python reference treats it (isinstance checks
  * mirrored); a body that is not a dict yields nothing. The plan is trusted (only plan_of builds
@@ -27,6 +30,8 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+
+#include "_native.h"
 
 /* Member flags (tables/detail_walk.py's FLAGS, same order). */
 enum {
@@ -346,27 +351,35 @@ static PyObject *or_null(PyObject *o)
     return o == Py_None ? NULL : o;
 }
 
+/* One body's walk, for Python (walk below) and for C callers (the capsule, _native.h). */
+static int walk_body(PyObject *plan, PyObject *body, int response, PyObject *partitions, PyObject *errors,
+                     PyObject *records, PyObject *topics, PyObject *base_offsets, PyObject *brokers)
+{
+    Walk w = {response, partitions, errors, records, topics, base_offsets, brokers, {{0}}, 0};
+    if (!PyTuple_Check(plan) || (w.partitions && !PyDict_Check(w.partitions)) || (w.errors && !PyList_Check(w.errors))
+        || (w.records && !PyList_Check(w.records)) || (w.topics && !PyDict_Check(w.topics))
+        || (w.base_offsets && !PyDict_Check(w.base_offsets)) || (w.brokers && !PyList_Check(w.brokers))) {
+        PyErr_SetString(PyExc_TypeError,
+                        "walk: a plan tuple; partitions/topics/base_offsets are dicts, errors/records/brokers lists");
+        return -1;
+    }
+    if (uuid_type == NULL || error_name_func == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "walk: setup() was not called");
+        return -1;
+    }
+    Context root = {NULL, NULL, NULL, NULL};
+    return walk_struct(&w, plan, body, &root);
+}
+
 static PyObject *walk(PyObject *self, PyObject *args)
 {
     PyObject *plan, *body, *partitions, *errors, *records, *topics, *base_offsets, *brokers;
     int response;
-    if (!PyArg_ParseTuple(args, "O!OpOOOOOO:walk", &PyTuple_Type, &plan, &body, &response, &partitions, &errors,
-                          &records, &topics, &base_offsets, &brokers))
+    if (!PyArg_ParseTuple(args, "OOpOOOOOO:walk", &plan, &body, &response, &partitions, &errors, &records, &topics,
+                          &base_offsets, &brokers))
         return NULL;
-    Walk w = {response, or_null(partitions), or_null(errors), or_null(records), or_null(topics),
-              or_null(base_offsets), or_null(brokers), {{0}}, 0};
-    if ((w.partitions && !PyDict_Check(w.partitions)) || (w.errors && !PyList_Check(w.errors))
-        || (w.records && !PyList_Check(w.records)) || (w.topics && !PyDict_Check(w.topics))
-        || (w.base_offsets && !PyDict_Check(w.base_offsets)) || (w.brokers && !PyList_Check(w.brokers))) {
-        PyErr_SetString(PyExc_TypeError, "walk: partitions/topics/base_offsets are dicts, errors/records/brokers lists");
-        return NULL;
-    }
-    if (uuid_type == NULL || error_name_func == NULL) {
-        PyErr_SetString(PyExc_RuntimeError, "walk: setup() was not called");
-        return NULL;
-    }
-    Context root = {NULL, NULL, NULL, NULL};
-    if (walk_struct(&w, plan, body, &root) < 0)
+    if (walk_body(plan, body, response, or_null(partitions), or_null(errors), or_null(records), or_null(topics),
+                  or_null(base_offsets), or_null(brokers)) < 0)
         return NULL;
     Py_RETURN_NONE;
 }
@@ -436,6 +449,8 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "kdissect.tables._nat
                                     "Detail rows of an exchange from its decoded bodies (see tables/detail_walk.py).",
                                     -1, methods};
 
+static KdDetailApi c_api = {walk_body, append_rows};
+
 PyMODINIT_FUNC PyInit__native(void)
 {
     str_int = PyUnicode_InternFromString("int");
@@ -443,5 +458,14 @@ PyMODINIT_FUNC PyInit__native(void)
     str_dot = PyUnicode_InternFromString(".");
     if (str_int == NULL || str_aborted == NULL || str_dot == NULL)
         return NULL;
-    return PyModule_Create(&module);
+    PyObject *m = PyModule_Create(&module);
+    if (m == NULL)
+        return NULL;
+    PyObject *capsule = PyCapsule_New(&c_api, KD_DETAIL_CAPSULE, NULL);
+    if (capsule == NULL || PyModule_AddObject(m, "_C_API", capsule) < 0) {
+        Py_XDECREF(capsule);
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
 }

@@ -13,6 +13,7 @@ by kdissect.testing's encoder into a TCP connection, through the local engine bo
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -192,3 +193,11 @@ def test_captures_of_random_exchanges_give_the_same_tables(pairs: list[tuple[int
         python = local.analyze_items(items, Options()).tables
     assert {n: {c: cells(v) for c, v in cols.items()} for n, cols in native.items()} == \
         {n: {c: cells(v) for c, v in cols.items()} for n, cols in python.items()}
+
+
+def test_the_walk_is_exported_to_other_extensions() -> None:
+    """The connection engine (another extension) imports the walk through this capsule (_native.h)."""
+    capsule = detail_walk.native._C_API  # type: ignore[union-attr]
+    name = ctypes.pythonapi.PyCapsule_GetName
+    name.restype, name.argtypes = ctypes.c_char_p, [ctypes.py_object]
+    assert name(capsule) == b"kdissect.tables._native._C_API"

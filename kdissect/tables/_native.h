@@ -1,0 +1,21 @@
+/* The detail walk's C interface (tables/_native.c), for other extensions: import it with
+ *     KdDetailApi *api = PyCapsule_Import(KD_DETAIL_CAPSULE, 0);
+ * walk_body walks one decoded body with a plan from tables/detail_walk.py's plan_of (NULL for an
+ * output not wanted; see _native.c's header for each output) and returns 0, or -1 with an
+ * exception set; append_rows is the module's append_rows(columns, prefix, rows) (args a tuple).
+ * The module's setup() must have run (importing kdissect.tables.detail_walk does it).
+ */
+#ifndef KDISSECT_TABLES_NATIVE_H
+#define KDISSECT_TABLES_NATIVE_H
+
+#include <Python.h>
+
+#define KD_DETAIL_CAPSULE "kdissect.tables._native._C_API"
+
+typedef struct {
+    int (*walk_body)(PyObject *plan, PyObject *body, int response, PyObject *partitions, PyObject *errors,
+                     PyObject *records, PyObject *topics, PyObject *base_offsets, PyObject *brokers);
+    PyObject *(*append_rows)(PyObject *self, PyObject *args);
+} KdDetailApi;
+
+#endif
