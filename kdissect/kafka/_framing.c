@@ -18,6 +18,8 @@
  * - The runs holding tail bytes are remembered as the reference remembers its chunks (a run whose
  *   start completed whole frames counts from the byte after them), so a hand-back gives the
  *   splitter the chunk edges and times its hunting would read.
+ * - Each frame goes to the lane's pairing first (kafka/_pairing.c), while it is on; what it does not
+ *   take becomes a Frame for the session, in order.
  * - Memory: the tail never holds more than one frame being assembled (max_frame + 4 bytes, the
  *   reference's bound in sync) and its runs' (start, ts).
  */
@@ -168,9 +170,14 @@ chunk_of(const Framer *f, long long offset)
 }
 
 static int
-emit(PyObject *frame_type, long long offset, const char *bytes, Py_ssize_t size, long long ts_first, PyObject *ts,
-     PyObject *out)
+emit(Framer *f, PyObject *frame_type, long long offset, const char *bytes, Py_ssize_t size, long long ts_first,
+     PyObject *ts, long long now, PyObject *out)
 {
+    if (f->pairing != NULL && f->pairing->on) {
+        int taken = pairing_frame(f->pairing, f->direction, offset, bytes, size, ts_first, now);
+        if (taken)
+            return taken < 0 ? -1 : 0;
+    }
     PyObject *args[4] = {PyLong_FromLongLong(offset), PyBytes_FromStringAndSize(bytes, size),
                          PyLong_FromLongLong(ts_first), ts};
     PyObject *frame = NULL;
@@ -211,7 +218,7 @@ framer_take(Framer *f, PyObject *data, long long offset, PyObject *ts, PyObject 
             long long size = size_at(f, (const unsigned char *)d + pos, 0);
             if (pos + 4 + size > n)
                 break;
-            if (emit(frame_type, offset + pos, d + pos + 4, (Py_ssize_t)size, now, ts, out) < 0)
+            if (emit(f, frame_type, offset + pos, d + pos + 4, (Py_ssize_t)size, now, ts, now, out) < 0)
                 return -1;
             pos += 4 + (Py_ssize_t)size;
         }
@@ -235,8 +242,8 @@ framer_take(Framer *f, PyObject *data, long long offset, PyObject *ts, PyObject 
         if (pos + 4 + size > f->tail_len)
             break;
         long long at = f->frame_at + pos;
-        if (emit(frame_type, at, (const char *)f->tail + pos + 4, (Py_ssize_t)size, f->chunk_ts[chunk_of(f, at)], ts,
-                 out) < 0)
+        if (emit(f, frame_type, at, (const char *)f->tail + pos + 4, (Py_ssize_t)size, f->chunk_ts[chunk_of(f, at)],
+                 ts, now, out) < 0)
             return -1;
         pos += 4 + (Py_ssize_t)size;
     }

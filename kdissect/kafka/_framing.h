@@ -5,6 +5,8 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include "_pairing.h"
+
 typedef struct {
     long long frame_at;      /* stream offset of the next frame boundary (the tail's first byte) */
     unsigned char *tail;     /* bytes from frame_at not yet framed */
@@ -16,6 +18,8 @@ typedef struct {
     int min_frame;
     long long max_frame;
     PyObject *sane;          /* the direction's Validator.sane */
+    Pairing *pairing;        /* the lane's pairing (_pairing.c), offered each frame first; or NULL */
+    int direction;
 } Framer;
 
 /* 0, or -1 with an exception set. */

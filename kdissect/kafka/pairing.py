@@ -47,6 +47,9 @@ class Pairer:
         self._max_pending = max_pending
         self._capped = 0  # requests settled by the cap so far
 
+    def __len__(self) -> int:
+        return len(self._pending) + len(self._overtaken)
+
     def __contains__(self, correlation_id: int) -> bool:
         return correlation_id in self._pending or correlation_id in self._overtaken
 
