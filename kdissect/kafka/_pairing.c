@@ -3,8 +3,9 @@
  * The twin of session.py's _request/_response/_answer and pairing.py's Pairer for the common case of a
  * connection framed in a lane (kafka/_framing.c): a request is read by the decoder's exchange scan
  * (decoders/_native.c scan_frame, the schema's programs: header version from api key + version) and
- * waits here; the response that answers the oldest waiting request becomes one exchanges row, its
- * columns exactly tables/sink.py's exchange_row, appended to the column lists of the current piece
+ * waits here; the response that answers a waiting request becomes one exchanges row (out of order when
+ * it overtook older requests, which then wait as overtaken, as in the Pairer), its columns exactly
+ * tables/sink.py's exchange_row, appended to the column lists of the current piece
  * (events.ExchangeRows) in the lane's events, so rows and the session's events keep their order.
  *
  * Rules:
@@ -13,13 +14,16 @@
  *   what was taken added to it) and the session takes the frame. Handed back: a frame too short for
  *   its header, an api the session must see itself (``left``: SASL, ApiVersions; from the registries),
  *   an acks=0 request of an api that may go unanswered, a correlation id already waiting, the
- *   session's bound on waiting requests reached, a response that is not the oldest request's answer
- *   (orphans, overtaking), anything the scan leaves (undecodable, bytes after the body, a version
+ *   session's bound on waiting requests reached (or MAX_WAITING), a response no waiting request
+ *   expects (orphans), anything the scan leaves (undecodable, bytes after the body, a version
  *   without programs yet, tagged error codes). The lane itself hands the pairing back before it is
  *   released, so the session never misses a request.
  * - The session side effects of a taken request happen when the reference's would: its client id
  *   joins the summary's client_ids, its (api key, version) the session's pairs.
- * - Memory: at most ``limit`` (Options.pending_requests) waiting requests, each its frame's bytes.
+ * - A pairing starts with the requests the session's pairer held (none acks=0, none cut or warned
+ *   about), taken over as they are (overtaken or not), and given back as they were.
+ * - Memory and time: at most MAX_WAITING waiting requests, each its frame's bytes; a frame costs at most
+ *   a pass over them.
  */
 #include "_pairing.h"
 
@@ -77,15 +81,22 @@ read_shared(PyObject *t)
     return 0;
 }
 
-/* spec: (shared, limit, conn_id, (client ip, port), (broker ip, port), client_ids, pairs, resume) */
+/* spec: (shared, limit, (client ip, port), (broker ip, port), conn_id, client_ids, pairs, resume, waiting)
+ * with waiting [(correlation_id, api_key, api_version, offset, ts_first, ts_last, size, client_id, message,
+ * overtaken)], oldest first: more than MAX_WAITING are handed back at once. */
 int
 pairing_start(Pairing *p, PyObject *spec, int request_dir, PyObject *frame_type)
 {
-    PyObject *t, *conn_id, *client_ids, *pairs, *resume;
+    PyObject *t, *conn_id, *client_ids, *pairs, *resume, *waiting;
     Py_ssize_t limit;
     PyObject *client_ip, *client_port, *broker_ip, *broker_port;
-    if (!PyArg_ParseTuple(spec, "O!n(OO)(OO)OO!O!O", &PyTuple_Type, &t, &limit, &client_ip, &client_port, &broker_ip,
-                          &broker_port, &conn_id, &PyList_Type, &client_ids, &PyDict_Type, &pairs, &resume)
+    if (p->on) {
+        PyErr_SetString(PyExc_RuntimeError, "a lane's pairing started twice");
+        return -1;
+    }
+    if (!PyArg_ParseTuple(spec, "O!n(OO)(OO)OO!O!OO!", &PyTuple_Type, &t, &limit, &client_ip, &client_port, &broker_ip,
+                          &broker_port, &conn_id, &PyList_Type, &client_ids, &PyDict_Type, &pairs, &resume,
+                          &PyList_Type, &waiting)
         || read_shared(t) < 0)
         return -1;
     if (limit < 1) {
@@ -93,6 +104,22 @@ pairing_start(Pairing *p, PyObject *spec, int request_dir, PyObject *frame_type)
         return -1;
     }
     pairing_clear(p);
+    if ((p->waiting = PyMem_Malloc(MAX_WAITING * sizeof *p->waiting)) == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t k = 0; k < PyList_GET_SIZE(waiting) && k < MAX_WAITING; k++) {
+        Waiting w = {0};
+        PyObject *client_id, *message;
+        if (!PyArg_ParseTuple(PyList_GET_ITEM(waiting, k), "LiiLLLLOOp", &w.correlation_id, &w.api_key, &w.api_version,
+                              &w.offset, &w.ts_first, &w.ts_last, &w.size, &client_id, &message, &w.overtaken)) {
+            pairing_clear(p);
+            return -1;
+        }
+        w.client_id = Py_NewRef(client_id);
+        w.message = Py_NewRef(message);
+        p->waiting[p->count++] = w;
+    }
     p->on = 1;
     p->request_dir = request_dir;
     p->limit = limit;
@@ -105,15 +132,16 @@ pairing_start(Pairing *p, PyObject *spec, int request_dir, PyObject *frame_type)
     p->pairs = Py_NewRef(pairs);
     p->resume = Py_NewRef(resume);
     p->frame_type = Py_NewRef(frame_type);
-    return 0;
+    return PyList_GET_SIZE(waiting) > MAX_WAITING ? pairing_stop(p) : 0;
 }
 
 void
 pairing_clear(Pairing *p)
 {
     for (Py_ssize_t k = 0; k < p->count; k++) {
-        Waiting *w = &p->waiting[(p->head + k) % p->cap];
-        Py_DECREF(w->data);
+        Waiting *w = &p->waiting[k];
+        Py_XDECREF(w->data);
+        Py_XDECREF(w->message);
         Py_DECREF(w->client_id);
     }
     PyMem_Free(p->waiting);
@@ -148,11 +176,14 @@ pairing_stop(Pairing *p)
         PyTuple_SET_ITEM(counts, k, v);
     }
     for (Py_ssize_t k = 0; k < p->count; k++) {
-        Waiting *w = &p->waiting[(p->head + k) % p->cap];
-        PyObject *frame = PyObject_CallFunction(p->frame_type, "LOLL", w->offset, w->data, w->ts_first, w->ts_last);
-        if (frame == NULL)
+        Waiting *w = &p->waiting[k];
+        PyObject *frame = w->message ? Py_NewRef(w->message)
+                                     : PyObject_CallFunction(p->frame_type, "LOLL", w->offset, w->data, w->ts_first,
+                                                             w->ts_last);
+        PyObject *item = frame ? Py_BuildValue("(NO)", frame, w->overtaken ? Py_True : Py_False) : NULL;
+        if (item == NULL)
             goto done;
-        PyList_SET_ITEM(frames, k, frame);
+        PyList_SET_ITEM(frames, k, item);
     }
     events = PyObject_CallFunctionObjArgs(p->resume, counts, frames, NULL);
     if (events != NULL && !PyList_CheckExact(events)) {
@@ -244,7 +275,7 @@ in_set(PyObject *set, int key)
 static int
 request(Pairing *p, long long offset, const char *b, Py_ssize_t n, long long ts_first, long long ts_last)
 {
-    if (n < 8 || p->count >= p->limit)
+    if (n < 8 || p->count >= p->limit || p->count == MAX_WAITING)
         return 0;
     int key = (int16_t)be16(b), version = (int16_t)be16(b + 2);
     long long cid = be32(b + 4);
@@ -252,7 +283,7 @@ request(Pairing *p, long long offset, const char *b, Py_ssize_t n, long long ts_
     if (left)
         return left < 0 ? -1 : 0;
     for (Py_ssize_t k = 0; k < p->count; k++)
-        if (p->waiting[(p->head + k) % p->cap].correlation_id == cid)
+        if (p->waiting[k].correlation_id == cid)
             return 0;
     Scan s;
     int ok = shared.scan->scan_frame(shared.requests, (const unsigned char *)b, n, key, version, &s);
@@ -263,29 +294,13 @@ request(Pairing *p, long long offset, const char *b, Py_ssize_t n, long long ts_
         if (silent)
             return silent < 0 ? -1 : 0;
     }
-    if (p->count == p->cap) {
-        Py_ssize_t cap = p->cap ? p->cap * 2 : 8;
-        Waiting *grown = PyMem_Malloc((size_t)cap * sizeof *grown);
-        if (grown == NULL) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        for (Py_ssize_t k = 0; k < p->count; k++)
-            grown[k] = p->waiting[(p->head + k) % p->cap];
-        PyMem_Free(p->waiting);
-        p->waiting = grown;
-        p->head = 0;
-        p->cap = cap;
-    }
     PyObject *client_id = client_id_of(p, b, &s), *data = NULL;
     if (client_id == NULL || learn_pair(p, key, version) < 0
         || (data = PyBytes_FromStringAndSize(b, n)) == NULL) {
         Py_XDECREF(client_id);
         return -1;
     }
-    Waiting *w = &p->waiting[(p->head + p->count) % p->cap];
-    *w = (Waiting){cid, offset, ts_first, ts_last, key, version, data, client_id};
-    p->count++;
+    p->waiting[p->count++] = (Waiting){cid, offset, ts_first, ts_last, n, key, version, data, NULL, client_id, 0};
     return 1;
 }
 
@@ -339,7 +354,8 @@ error_name_of(long long code)
 }
 
 static int
-row(Pairing *p, const Waiting *w, long long resp_first, long long resp_last, Py_ssize_t resp_size, const Scan *s)
+row(Pairing *p, const Waiting *w, int overtook, long long resp_first, long long resp_last, Py_ssize_t resp_size,
+    const Scan *s)
 {
     if (piece_ready(p->events) < 0)
         return -1;
@@ -360,14 +376,14 @@ row(Pairing *p, const Waiting *w, long long resp_first, long long resp_last, Py_
     cells[C_RESPONSE_TS] = PyLong_FromLongLong(resp_first);
     cells[C_LATENCY_MS] = PyFloat_FromDouble((double)(resp_first - w->ts_last) / 1e6);
     cells[C_TOTAL_MS] = PyFloat_FromDouble((double)(resp_last - w->ts_first) / 1e6);
-    cells[C_REQUEST_BYTES] = PyLong_FromSsize_t(PyBytes_GET_SIZE(w->data) + 4);
+    cells[C_REQUEST_BYTES] = PyLong_FromLongLong(w->size + 4);
     cells[C_RESPONSE_BYTES] = PyLong_FromSsize_t(resp_size + 4);
     cells[C_ERROR_CODE] = PyLong_FromLongLong(s->first_error);
     cells[C_ERROR_NAME] = error_name_of(s->first_error);
     cells[C_ERROR_COUNT] = PyLong_FromLongLong(s->errors);
     cells[C_THROTTLE_TIME_MS] = s->found[SLOT_THROTTLE] ? PyLong_FromLongLong(s->value[SLOT_THROTTLE]) : Py_NewRef(Py_None);
     cells[C_STATUS] = Py_NewRef(s->errors ? shared.error : shared.ok);
-    cells[C_OUT_OF_ORDER] = Py_NewRef(Py_False);
+    cells[C_OUT_OF_ORDER] = Py_NewRef(overtook ? Py_True : Py_False);
     cells[C_INFERRED] = Py_NewRef(Py_False);
     cells[C_WARNINGS] = Py_NewRef(Py_None);
     int rc = 0;
@@ -381,25 +397,48 @@ row(Pairing *p, const Waiting *w, long long resp_first, long long resp_last, Py_
     return rc;
 }
 
+/* Pairer.take: the waiting request a response answers, and whether it overtook older ones expecting an
+ * answer (those not yet overtaken are from now on); -1 when none waits for it. */
+static Py_ssize_t
+take(Pairing *p, long long correlation_id, int *overtook)
+{
+    Py_ssize_t k = 0;
+    while (k < p->count && p->waiting[k].correlation_id != correlation_id)
+        k++;
+    if (k == p->count)
+        return -1;
+    if (p->waiting[k].overtaken) {
+        *overtook = k > 0; /* not the oldest overtaken one */
+        return k;
+    }
+    *overtook = k > 0; /* overtaken ones wait, or older requests become so */
+    for (Py_ssize_t j = 0; j < k; j++)
+        p->waiting[j].overtaken = 1;
+    return k;
+}
+
 static int
 response(Pairing *p, const char *b, Py_ssize_t n, long long ts_first, long long ts_last)
 {
-    if (n < 4 || !p->count)
+    int overtook;
+    Py_ssize_t k = n < 4 ? -1 : take(p, be32(b), &overtook);
+    if (k < 0)
         return 0;
-    Waiting *w = &p->waiting[p->head];
-    if (be32(b) != w->correlation_id)
-        return 0;
+    Waiting *w = &p->waiting[k];
     Scan s;
     int ok = shared.scan->scan_frame(shared.responses, (const unsigned char *)b, n, w->api_key, w->api_version, &s);
-    if (ok <= 0 || row(p, w, ts_first, ts_last, n, &s) < 0)
+    if (ok <= 0 || row(p, w, overtook, ts_first, ts_last, n, &s) < 0)
         return ok < 0 ? -1 : ok == 0 ? 0 : -1;
-    p->counts[FRAMES_TO_BROKER]++;
-    p->counts[BYTES_TO_BROKER] += PyBytes_GET_SIZE(w->data) + 4;
     p->counts[FRAMES_TO_CLIENT]++;
     p->counts[BYTES_TO_CLIENT] += n + 4;
-    Py_DECREF(w->data);
+    if (w->message == NULL) { /* (a request taken over from the session was counted there) */
+        p->counts[FRAMES_TO_BROKER]++;
+        p->counts[BYTES_TO_BROKER] += w->size + 4;
+    }
+    Py_XDECREF(w->data);
+    Py_XDECREF(w->message);
     Py_DECREF(w->client_id);
-    p->head = (p->head + 1) % p->cap;
+    memmove(w, w + 1, (size_t)(p->count - k - 1) * sizeof *w);
     p->count--;
     return 1;
 }

@@ -6,19 +6,23 @@
 #include <Python.h>
 
 typedef struct {
-    long long correlation_id, offset, ts_first, ts_last;
+    long long correlation_id, offset, ts_first, ts_last, size;
     int api_key, api_version;
-    PyObject *data;      /* the frame's bytes: replayed into the session on a hand-back */
+    PyObject *data;      /* the frame's bytes: replayed into the session on a hand-back; or NULL and */
+    PyObject *message;   /* the session's KafkaMessage, a request its pairer held when the pairing started */
     PyObject *client_id; /* str or None */
+    int overtaken;       /* a later request was answered first (pairing.py's _overtaken) */
 } Waiting;
+
+#define MAX_WAITING 64 /* requests waiting here at most (more: the session's pairer takes them) */
 
 enum { FRAMES_TO_BROKER, BYTES_TO_BROKER, FRAMES_TO_CLIENT, BYTES_TO_CLIENT, CUT_0, CUT_1, COUNTS };
 
 typedef struct {
     int on, request_dir;
     PyObject *events;                  /* where rows and replayed events go (set before each run's frames) */
-    Waiting *waiting;                  /* requests in arrival order: a ring */
-    Py_ssize_t head, count, cap, limit;
+    Waiting *waiting;                  /* requests in arrival order (the overtaken ones first): MAX_WAITING */
+    Py_ssize_t count, limit;
     PyObject *conn_id, *client_ip, *client_port, *broker_ip, *broker_port, *client_ids, *pairs, *resume,
         *frame_type;
     PyObject *cid_text; /* the last client id met, and its bytes */

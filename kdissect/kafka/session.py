@@ -172,18 +172,28 @@ class KafkaConnection:
 
     def lane_pairing(self) -> tuple | None:
         """What a native lane needs to pair this connection's frames into exchanges rows itself
-        (``kafka/_pairing.c``), or None when it may not: the engine takes no rows (``Options.exchange_rows``),
-        frames are kept, a request waits in the pairer, or an authentication is under way."""
+        (``kafka/_pairing.c``), taking over the requests the pairer holds; or None when it may not: the
+        engine takes no rows (``Options.exchange_rows``), frames are kept, an authentication is under way,
+        or a waiting request is not plainly waiting (overtaken, acks=0, cut or undecoded, warned about)."""
         opts = self.options
-        if not opts.exchange_rows or opts.keep_frames or len(self.pairer) or self.sasl.pending:
+        if not opts.exchange_rows or opts.keep_frames or self.sasl.pending:
+            return None
+        if not all(m.body is not None and not m.warnings for m, _ in self.pairer.waiting()):
+            return None
+        waiting = self.pairer.take_waiting()
+        if waiting is None:
             return None
         return (_pairing_shared(), opts.pending_requests, self.summary.client, self.summary.broker, self.conn_id,
-                self.summary.client_ids, self._pairs, self.resume_pairing)
+                self.summary.client_ids, self._pairs, self.resume_pairing,
+                [(m.correlation_id, m.api_key, m.api_version, m.offset, m.ts_first, m.ts_last, m.size,
+                  m.header.get("client_id") if m.header else None, m, overtaken) for m, overtaken in waiting])
 
-    def resume_pairing(self, counts: tuple[int, ...], waiting: list[Frame]) -> list[KafkaEvent]:
+    def resume_pairing(self, counts: tuple[int, ...], waiting: list[tuple[Frame | KafkaMessage, bool]],
+                       ) -> list[KafkaEvent]:
         """A native pairing hands back: what its frames add to the connection (frames and bytes each
-        way, frames cut per direction), then the requests still waiting, replayed as the frames they
-        were (they find the pairer empty, as the lane found it: no event)."""
+        way, frames cut per direction), then the requests still waiting, oldest first, each as overtaken
+        or not: those it took over back into the pairer, the others replayed as the frames they were (the
+        pairer takes them as it took them before the pairing: no event)."""
         summary = self.summary
         summary.frames_to_broker += counts[0]
         summary.bytes_to_broker += counts[1]
@@ -196,7 +206,15 @@ class KafkaConnection:
             self._undecodable_run[0] = 0
         if counts[2]:
             self._undecodable_run[1] = 0
-        return self._emit([ev for frame in waiting for ev in self._decoded(self.request_dir, frame)])
+        events: list[KafkaEvent] = []
+        for item, overtaken in waiting:
+            if isinstance(item, KafkaMessage):
+                self.pairer.restore(item, overtaken)
+                continue
+            events.extend(self._decoded(self.request_dir, item))
+            if overtaken:
+                self.pairer.overtake(struct.unpack_from(">i", item.data, 4)[0])
+        return self._emit(events)
 
     def framing_settled(self) -> bool:
         """Whether a native lane may frame this connection: Kafka proven, roles known, no mid-stream
