@@ -397,38 +397,36 @@ row(Pairing *p, const Waiting *w, int overtook, long long resp_first, long long 
     return rc;
 }
 
-/* Pairer.take: the waiting request a response answers, and whether it overtook older ones expecting an
- * answer (those not yet overtaken are from now on); -1 when none waits for it. */
+/* The waiting request a response answers, or -1 when none waits for it. */
 static Py_ssize_t
-take(Pairing *p, long long correlation_id, int *overtook)
+find(const Pairing *p, long long correlation_id)
 {
-    Py_ssize_t k = 0;
-    while (k < p->count && p->waiting[k].correlation_id != correlation_id)
-        k++;
-    if (k == p->count)
-        return -1;
-    if (p->waiting[k].overtaken) {
-        *overtook = k > 0; /* not the oldest overtaken one */
-        return k;
-    }
-    *overtook = k > 0; /* overtaken ones wait, or older requests become so */
-    for (Py_ssize_t j = 0; j < k; j++)
-        p->waiting[j].overtaken = 1;
-    return k;
+    for (Py_ssize_t k = 0; k < p->count; k++)
+        if (p->waiting[k].correlation_id == correlation_id)
+            return k;
+    return -1;
 }
 
 static int
 response(Pairing *p, const char *b, Py_ssize_t n, long long ts_first, long long ts_last)
 {
-    int overtook;
-    Py_ssize_t k = n < 4 ? -1 : take(p, be32(b), &overtook);
+    Py_ssize_t k = n < 4 ? -1 : find(p, be32(b));
     if (k < 0)
         return 0;
     Waiting *w = &p->waiting[k];
+    int left = in_set(shared.left, w->api_key);
+    if (left)
+        return left < 0 ? -1 : 0;
     Scan s;
     int ok = shared.scan->scan_frame(shared.responses, (const unsigned char *)b, n, w->api_key, w->api_version, &s);
-    if (ok <= 0 || row(p, w, overtook, ts_first, ts_last, n, &s) < 0)
-        return ok < 0 ? -1 : ok == 0 ? 0 : -1;
+    if (ok <= 0)
+        return ok;
+    /* Pairer.take: it overtook older requests (overtaken ones wait, or the older ones become so) */
+    int overtook = k > 0;
+    for (Py_ssize_t j = 0; j < k; j++)
+        p->waiting[j].overtaken = 1;
+    if (row(p, w, overtook, ts_first, ts_last, n, &s) < 0)
+        return -1;
     p->counts[FRAMES_TO_CLIENT]++;
     p->counts[BYTES_TO_CLIENT] += n + 4;
     if (w->message == NULL) { /* (a request taken over from the session was counted there) */
