@@ -180,8 +180,14 @@ def _frames(kind: str, cid: int) -> list[tuple[int, bytes]]:
                                    client_id="other \xff")),
                 (1, produce_response(cid, error=6)),
                 (0, metadata_request(cid + 6000)), (1, metadata_response(cid + 6000, error=3)),
-                (0, encode_request(3, 1, {"topics": None}, correlation_id=cid + 7000, client_id=None)),
-                (1, metadata_response(cid + 7000, version=1))]
+                (0, encode_request(3, 1, {"topics": None}, correlation_id=cid + 7000, client_id="")),
+                (1, metadata_response(cid + 7000, version=1)),
+                (0, encode_request(3, 1, {"topics": None}, correlation_id=cid + 7001, client_id=None)),
+                (1, metadata_response(cid + 7001, version=1)),
+                # (the walk lists a struct's own error code before its members': here after them on the wire)
+                (0, metadata_request(cid + 8000, version=13)),
+                (1, encode_response(3, 13, {"topics": [{"name": "t", "error_code": 3, "partitions": []}],
+                                            "error_code": 5}, correlation_id=cid + 8000))]
     if kind == "reused":  # a correlation id used again before its answer
         return [(0, metadata_request(cid)), (0, metadata_request(cid)), (1, metadata_response(cid))]
     if kind == "api_versions":  # the session learns the client software from it
@@ -233,6 +239,7 @@ options_strategy = st.builds(
     idle_ns=st.sampled_from([600_000_000_000, 20 * MS, 3 * MS]),
     max_connections=st.sampled_from([16_384, 2, 1]),
     ooo_bytes=st.sampled_from([8 << 20, 300]),
+    pending_requests=st.sampled_from([4096, 2, 1]),
 )
 
 
