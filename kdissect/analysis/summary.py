@@ -117,12 +117,17 @@ class Figures:
         self.seen.add(name)
 
     def _add_exchanges(self, ex: Columns) -> None:
-        rows = zip(cells(ex["api_name"]), cells(ex["error_name"]), cells(ex["latency_ms"]), cells(ex["status"]),
-                   strict=True)  # fmt: skip
-        for name, error, latency, status in rows:
-            self._outcome(name, status, error, 1)
-            if name is not None and latency is not None:
-                self._latency[name].add(latency)
+        """A piece of the exchanges table in bulk: its outcomes counted by (API, status, error) first (in the
+        order first met, so the figures list APIs and errors as row by row would), then each API's latencies
+        added at once."""
+        names, latencies = cells(ex["api_name"]), cells(ex["latency_ms"])
+        for (name, status, error), n in Counter(zip(names, cells(ex["status"]), cells(ex["error_name"]),
+                                                    strict=True)).items():  # fmt: skip
+            self._outcome(name, status, error, n)
+        for name in dict.fromkeys(names):
+            if name is not None:
+                self._latency[name].add_many([v for api, v in zip(names, latencies, strict=True)
+                                              if api == name and v is not None and v == v])  # fmt: skip
 
     def _outcome(self, name: str | None, status: str | None, error: str | None, n: int) -> None:
         """``n`` exchanges of API ``name`` that ended with ``status`` and (first) error ``error``."""
