@@ -21,10 +21,10 @@ from kdissect.kafka.session import KafkaConnection
 from kdissect.options import Options
 from kdissect.reassembly.lanes import NativeLanes
 from kdissect.sources.segment import ACK, RST, TcpSegment
-from kdissect.testing.conversation import tcp_conversation
-from kdissect.testing.encoder import encode_request, encode_response
 from kdissect.tables.columns import cells
 from kdissect.tables.sink import ROW_TABLES, TableSink
+from kdissect.testing.conversation import tcp_conversation
+from kdissect.testing.encoder import encode_request, encode_response
 from kdissect.testing.kafka_frames import metadata_request, metadata_response, produce_request, produce_response
 
 pytestmark = pytest.mark.skipif(not NativeLanes.available(), reason="the native path is not built")
