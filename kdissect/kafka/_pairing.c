@@ -83,7 +83,7 @@ read_shared(PyObject *t)
 
 /* spec: (shared, limit, (client ip, port), (broker ip, port), conn_id, client_ids, pairs, resume, waiting)
  * with waiting [(correlation_id, api_key, api_version, offset, ts_first, ts_last, size, client_id, message,
- * overtaken)], oldest first: more than MAX_WAITING are handed back at once. */
+ * overtaken)], oldest first: at most MAX_WAITING (lanes.py's MAX_WAITING). */
 int
 pairing_start(Pairing *p, PyObject *spec, int request_dir, PyObject *frame_type)
 {
@@ -103,12 +103,16 @@ pairing_start(Pairing *p, PyObject *spec, int request_dir, PyObject *frame_type)
         PyErr_SetString(PyExc_ValueError, "pending_requests must be positive");
         return -1;
     }
+    if (PyList_GET_SIZE(waiting) > MAX_WAITING) {
+        PyErr_SetString(PyExc_ValueError, "more requests waiting than a native pairing holds");
+        return -1;
+    }
     pairing_clear(p);
     if ((p->waiting = PyMem_Malloc(MAX_WAITING * sizeof *p->waiting)) == NULL) {
         PyErr_NoMemory();
         return -1;
     }
-    for (Py_ssize_t k = 0; k < PyList_GET_SIZE(waiting) && k < MAX_WAITING; k++) {
+    for (Py_ssize_t k = 0; k < PyList_GET_SIZE(waiting); k++) {
         Waiting w = {0};
         PyObject *client_id, *message;
         if (!PyArg_ParseTuple(PyList_GET_ITEM(waiting, k), "LiiLLLLOOp", &w.correlation_id, &w.api_key, &w.api_version,
@@ -132,7 +136,7 @@ pairing_start(Pairing *p, PyObject *spec, int request_dir, PyObject *frame_type)
     p->pairs = Py_NewRef(pairs);
     p->resume = Py_NewRef(resume);
     p->frame_type = Py_NewRef(frame_type);
-    return PyList_GET_SIZE(waiting) > MAX_WAITING ? pairing_stop(p) : 0;
+    return 0;
 }
 
 void
@@ -405,6 +409,12 @@ find(const Pairing *p, long long correlation_id)
         if (p->waiting[k].correlation_id == correlation_id)
             return k;
     return -1;
+}
+
+int
+pairing_waits(const Pairing *p, long long correlation_id)
+{
+    return p->on && find(p, correlation_id) >= 0;
 }
 
 static int

@@ -44,5 +44,7 @@ int pairing_frame(Pairing *p, int d, long long offset, const char *b, Py_ssize_t
  * p->events, or, with p->events NULL, must be none. 0 or -1. */
 int pairing_stop(Pairing *p);
 void pairing_clear(Pairing *p);
+/* Whether a request with this correlation id waits here. */
+int pairing_waits(const Pairing *p, long long correlation_id);
 
 #endif

@@ -57,10 +57,11 @@ class Pairer:
         """Every waiting request, oldest first (the overtaken ones are), and whether it was overtaken."""
         return [*((m, True) for m in self._overtaken.values()), *((m, False) for m in self._pending.values())]
 
-    def take_waiting(self) -> list[tuple[KafkaMessage, bool]] | None:
-        """:meth:`waiting`, taken out, when none of them may go unanswered (acks=0): what a native pairing
-        (``kafka/_pairing.c``) takes over, and gives back with :meth:`restore`; else None."""
-        if self._silent:
+    def take_waiting(self, most: int) -> list[tuple[KafkaMessage, bool]] | None:
+        """:meth:`waiting`, taken out, when none of them may go unanswered (acks=0) and they are at most
+        ``most``: what a native pairing (``kafka/_pairing.c``) takes over, and gives back with
+        :meth:`restore`; else None."""
+        if self._silent or len(self) > most:
             return None
         waiting = self.waiting()
         self._pending.clear()

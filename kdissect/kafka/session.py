@@ -43,6 +43,7 @@ from kdissect.kafka.pairing import _SILENT_IF_ACKS0, Pairer, expects_response
 from kdissect.kafka.sasl import SASL_APIS, SASL_HANDSHAKE, SaslSession, answer_fits_sasl, withheld
 from kdissect.kafka.validators import RequestValidator, ResponseValidator
 from kdissect.options import Options
+from kdissect.reassembly.lanes import MAX_WAITING
 from kdissect.reassembly.streams import DirectionStats, StreamConflict
 
 API_VERSIONS = apis.key_of("ApiVersions")
@@ -174,13 +175,15 @@ class KafkaConnection:
         """What a native lane needs to pair this connection's frames into exchanges rows itself
         (``kafka/_pairing.c``), taking over the requests the pairer holds; or None when it may not: the
         engine takes no rows (``Options.exchange_rows``), frames are kept, an authentication is under way,
-        or a waiting request is not plainly waiting (overtaken, acks=0, cut or undecoded, warned about)."""
+        more requests wait than a lane holds (``MAX_WAITING``), or one of them is acks=0, cut or undecoded,
+        or warned about."""
         opts = self.options
         if not opts.exchange_rows or opts.keep_frames or self.sasl.pending:
             return None
-        if not all(m.body is not None and not m.warnings for m, _ in self.pairer.waiting()):
+        if len(self.pairer) > MAX_WAITING or not all(m.body is not None and not m.warnings
+                                                     for m, _ in self.pairer.waiting()):
             return None
-        waiting = self.pairer.take_waiting()
+        waiting = self.pairer.take_waiting(MAX_WAITING)
         if waiting is None:
             return None
         return (_pairing_shared(), opts.pending_requests, self.summary.client, self.summary.broker, self.conn_id,
@@ -235,7 +238,8 @@ class KafkaConnection:
                 return None
         first, second = self.splitters
         return (self.frames, self.summary, Frame, self.request_dir, first.min_frame, first.max_frame,
-                (offsets[0], first.validator.sane), (offsets[1], second.validator.sane), self.lane_pairing())
+                (offsets[0], first.validator.sane, first.validator.native_sane()),
+                (offsets[1], second.validator.sane, second.validator.native_sane()), self.lane_pairing())
 
     def release_framing(self, states: tuple[tuple, tuple]) -> None:
         """A native lane hands the framing back: each splitter takes what the lane held (FrameSplitter.adopt)."""

@@ -204,27 +204,29 @@ read_direction(PyObject *state, Direction *dir)
     return PyErr_Occurred() ? -1 : 0;
 }
 
-/* framing: (frames, summary, frame_type, request_dir, min_frame, max_frame, (frame_at, sane), (frame_at, sane),
- * pairing spec or None) */
+/* framing: (frames, summary, frame_type, request_dir, min_frame, max_frame, (frame_at, sane, native_sane) per
+ * direction, pairing spec or None) */
 static int
 read_framing(PyObject *framing, Lane *lane)
 {
-    PyObject *frames, *summary, *frame_type, *sane[2], *pairing;
+    PyObject *frames, *summary, *frame_type, *sane[2], *native[2], *pairing;
     long long frame_at[2], max_frame;
     int request_dir, min_frame;
-    if (!PyArg_ParseTuple(framing, "OOOiiL(LO)(LO)O", &frames, &summary, &frame_type, &request_dir, &min_frame,
-                          &max_frame, &frame_at[0], &sane[0], &frame_at[1], &sane[1], &pairing))
+    if (!PyArg_ParseTuple(framing, "OOOiiL(LOO)(LOO)O", &frames, &summary, &frame_type, &request_dir, &min_frame,
+                          &max_frame, &frame_at[0], &sane[0], &native[0], &frame_at[1], &sane[1], &native[1],
+                          &pairing))
         return -1;
     if (request_dir < 0 || request_dir > 1 || min_frame < 0) {
         PyErr_SetString(PyExc_ValueError, "bad request direction or frame bound");
         return -1;
     }
+    lane->framed = 1; /* (framer_clear frees what framer_init made, even on failure) */
     for (int d = 0; d < 2; d++) {
-        framer_init(&lane->framer[d], frame_at[d], min_frame, max_frame, sane[d]);
+        if (framer_init(&lane->framer[d], frame_at[d], min_frame, max_frame, sane[d], native[d]) < 0)
+            return -1;
         lane->framer[d].pairing = &lane->pairing;
         lane->framer[d].direction = d;
     }
-    lane->framed = 1;
     if (pairing != Py_None && pairing_start(&lane->pairing, pairing, request_dir, frame_type) < 0)
         return -1;
     lane->request_dir = request_dir;
@@ -648,7 +650,8 @@ PyInit__native(void)
     PyObject *m = PyModule_Create(&module_def);
     if (m == NULL)
         return NULL;
-    if (PyModule_AddObjectRef(m, "Lanes", (PyObject *)&LanesType) < 0) {
+    if (PyModule_AddObjectRef(m, "Lanes", (PyObject *)&LanesType) < 0
+        || PyModule_AddIntConstant(m, "MAX_WAITING", MAX_WAITING) < 0) {
         Py_DECREF(m);
         return NULL;
     }

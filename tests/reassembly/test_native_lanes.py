@@ -313,3 +313,12 @@ def test_a_broken_pairing_hand_back_is_caught(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setattr(KafkaConnection, "resume_pairing", one_byte_more)
     with pytest.raises(AssertionError):
         _same_rows(segments, Options(), [64])
+
+
+@pytest.mark.parametrize("bound", [4096, 100])
+def test_more_requests_waiting_than_a_lane_holds(bound: int) -> None:
+    """More requests in flight than a lane's pairing holds (MAX_WAITING), some past the session's bound:
+    the session keeps them, and the tables are the reference's (a lost request would make orphans)."""
+    requests = [(0, metadata_request(cid), cid * MS) for cid in range(150)]
+    answers = [(1, metadata_response(cid), (150 + cid) * MS) for cid in range(150)]
+    _same_rows(tcp_conversation(requests + answers, close=True), Options(pending_requests=bound), [64])
