@@ -670,7 +670,7 @@ scan_member(Cursor *c, Py_ssize_t L, const Node *nd, int top, Scan *out, Errors 
             out->found[slot] = 1;
             if (nd->kind == K_STRING) { /* (read again: walk_string checked it) */
                 Cursor again = {c->b, at};
-                long long n;
+                long long n = -1;
                 read_len(&again, L, nd->flags & F_COMPACT, 0, &n);
                 out->at[slot] = again.p;
                 v = n < 0 ? -1 : n;
