@@ -28,6 +28,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <limits.h>
 #include <stdint.h>
 
 #include "../kafka/_framing.h"
@@ -534,9 +535,14 @@ lanes_run(Lanes *self, PyObject *args)
     long long next_sweep = 0;
     if (!PyArg_ParseTuple(args, "O!nO!OO", &PyList_Type, &segments, &i, &PyList_Type, &out, &sweep, &move_to_end))
         return NULL;
-    int has_sweep = sweep != Py_None;
-    if (has_sweep && (next_sweep = PyLong_AsLongLong(sweep)) == -1 && PyErr_Occurred())
-        return NULL;
+    int has_sweep = sweep != Py_None, overflow = 0;
+    if (has_sweep) { /* a sweep beyond 64 bits is after every segment a lane takes (their times fit) */
+        next_sweep = PyLong_AsLongLongAndOverflow(sweep, &overflow);
+        if (overflow)
+            next_sweep = overflow > 0 ? LLONG_MAX : LLONG_MIN;
+        else if (next_sweep == -1 && PyErr_Occurred())
+            return NULL;
+    }
     n = PyList_GET_SIZE(segments);
     if (i < 0)
         i = 0;
