@@ -124,10 +124,12 @@ class Figures:
         for (name, status, error), n in Counter(zip(names, cells(ex["status"]), cells(ex["error_name"]),
                                                     strict=True)).items():  # fmt: skip
             self._outcome(name, status, error, n)
-        for name in dict.fromkeys(names):
-            if name is not None:
-                self._latency[name].add_many([v for api, v in zip(names, latencies, strict=True)
-                                              if api == name and v is not None and v == v])  # fmt: skip
+        by_api: dict[str, list[float]] = {}
+        for name, value in zip(names, latencies, strict=True):
+            if name is not None and value is not None and value == value:  # (None and NaN are not latencies)
+                by_api.setdefault(name, []).append(value)
+        for name, values in by_api.items():
+            self._latency[name].add_many(values)
 
     def _outcome(self, name: str | None, status: str | None, error: str | None, n: int) -> None:
         """``n`` exchanges of API ``name`` that ended with ``status`` and (first) error ``error``."""
