@@ -16,12 +16,13 @@ setup(
         Extension(
             "kdissect.decoders._native",
             ["kdissect/decoders/_native.c"],
+            depends=["kdissect/decoders/_scan.h"],
             optional=True,
         ),
         Extension(
             "kdissect.reassembly._native",
-            ["kdissect/reassembly/_native.c", "kdissect/kafka/_framing.c"],
-            depends=["kdissect/kafka/_framing.h"],
+            ["kdissect/reassembly/_native.c", "kdissect/kafka/_framing.c", "kdissect/kafka/_pairing.c"],
+            depends=["kdissect/kafka/_framing.h", "kdissect/kafka/_pairing.h", "kdissect/decoders/_scan.h"],
             optional=True,
         ),
         Extension(

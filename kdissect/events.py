@@ -114,4 +114,33 @@ class ConnectionSummary:
     tcp: tuple[DirectionStats, DirectionStats] | None = None
 
 
-KafkaEvent = Exchange | Anomaly | ConnectionSummary
+# The exchanges table's columns (tables/columns.py), in the order the native pairing fills them.
+EXCHANGE_ROW = ("connection_id", "client_ip", "client_port", "broker_ip", "broker_port", "api_key", "api_name",
+                "api_version", "correlation_id", "client_id", "request_ts", "response_ts", "latency_ms", "total_ms",
+                "request_bytes", "response_bytes", "error_code", "error_name", "error_count", "throttle_time_ms",
+                "status", "out_of_order", "inferred", "warnings")
+
+
+@dataclass(slots=True)
+class ExchangeRows:
+    """Exchanges the native pairing (``kafka/_pairing.c``) turned straight into rows of the exchanges
+    table: a list per column of ``EXCHANGE_ROW``, no object per exchange. Only for an engine that asked
+    (``Options.exchange_rows``): its table sink takes them as a piece; the rows are what
+    ``tables.sink.exchange_row`` makes of the Exchange events they stand for, in their place."""
+
+    lists: tuple[list[Any], ...] = field(default_factory=lambda: tuple([] for _ in EXCHANGE_ROW))
+
+    def __len__(self) -> int:
+        return len(self.lists[0])
+
+    def columns(self) -> dict[str, list[Any]]:
+        return dict(zip(EXCHANGE_ROW, self.lists, strict=True))
+
+
+def new_rows() -> tuple[ExchangeRows, tuple[list[Any], ...]]:
+    """A piece for the native pairing: the piece, and the lists it fills."""
+    rows = ExchangeRows()
+    return rows, rows.lists
+
+
+KafkaEvent = Exchange | Anomaly | ConnectionSummary | ExchangeRows

@@ -79,6 +79,9 @@ class Options:
 
     # -- Kafka layer ------------------------------------------------------------------------
     pending_requests: int = DEFAULT_PENDING_REQUESTS
+    # Set by an engine whose table sink takes exchanges rows as column pieces (events.ExchangeRows): the
+    # native lanes then pair the common case into rows (kafka/_pairing.c) instead of Exchange events.
+    exchange_rows: bool = False
 
     # -- record batches and tables ------------------------------------------------------------
     decompressed_run: int = 16 * 1024 * MiB  # all batches of the run together; past it payloads are not inflated

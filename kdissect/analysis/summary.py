@@ -117,12 +117,19 @@ class Figures:
         self.seen.add(name)
 
     def _add_exchanges(self, ex: Columns) -> None:
-        rows = zip(cells(ex["api_name"]), cells(ex["error_name"]), cells(ex["latency_ms"]), cells(ex["status"]),
-                   strict=True)  # fmt: skip
-        for name, error, latency, status in rows:
-            self._outcome(name, status, error, 1)
-            if name is not None and latency is not None:
-                self._latency[name].add(latency)
+        """A piece of the exchanges table in bulk: its outcomes counted by (API, status, error) first (in the
+        order first met, so the figures list APIs and errors as row by row would), then each API's latencies
+        added at once."""
+        names, latencies = cells(ex["api_name"]), cells(ex["latency_ms"])
+        for (name, status, error), n in Counter(zip(names, cells(ex["status"]), cells(ex["error_name"]),
+                                                    strict=True)).items():  # fmt: skip
+            self._outcome(name, status, error, n)
+        by_api: dict[str, list[float]] = {}
+        for name, value in zip(names, latencies, strict=True):
+            if name is not None and value is not None and value == value:  # (None and NaN are not latencies)
+                by_api.setdefault(name, []).append(value)
+        for name, values in by_api.items():
+            self._latency[name].add_many(values)
 
     def _outcome(self, name: str | None, status: str | None, error: str | None, n: int) -> None:
         """``n`` exchanges of API ``name`` that ended with ``status`` and (first) error ``error``."""

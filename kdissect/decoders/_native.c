@@ -25,6 +25,9 @@
  * lengths and payload bytes end to end), for the records table; it returns None where v2_records
  * would fail, and the caller decodes that batch into Record tuples instead.
  *
+ * For the native pairing, scan_frame (offered in a capsule, see _scan.h) reads what the exchanges
+ * row needs of a whole frame, building nothing ("scanning").
+ *
  * For hunting (a framer looking for a frame boundary after lost bytes): walk_frame says whether
  * a frame decodes exactly by following the same programs and rules without building anything,
  * within a budget of steps, and size_fields finds where candidate size fields start.
@@ -35,11 +38,14 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "_scan.h"
+
 enum {
     K_BOOL, K_INT8, K_INT16, K_UINT16, K_INT32, K_UINT32, K_INT64, K_FLOAT64, K_UUID,
     K_VARINT, K_VARLONG, K_UVARINT, K_STRING, K_BYTES, K_RECORDS, K_STRUCT, K_COUNT
 };
-enum { F_ARRAY = 1, F_NULLABLE = 2, F_COMPACT = 4, F_FLEXIBLE = 8 };
+enum { F_ARRAY = 1, F_NULLABLE = 2, F_COMPACT = 4, F_FLEXIBLE = 8, F_ERROR = 16 };
+#define SLOT_OF(flags) ((flags) >> 8 & 0xF) /* program.py's SLOT_SHIFT: a SCANNED field's slot, 0 if none */
 #define MAX_DEPTH 64 /* schema nesting bound: decoding recursion follows the program, not the data */
 
 typedef struct Node {
@@ -604,6 +610,179 @@ walk_struct(Cursor *c, Py_ssize_t L, const Node *nd, Py_ssize_t *left)
         return 0;
     }
     return walk_tags(c, L, nd, left);
+}
+
+/* ---- scanning --------------------------------------------------------------------------- */
+
+/* For the native pairing (the exchanges row without a decoded message): a walk that also reads the
+ * top-level fields of program.py's SCANNED slots and every scalar error code (F_ERROR), counting the
+ * non-zero ones and keeping the first in the order entities.walk lists them: a struct's own fields
+ * (in field order) before its members' structs (in field order, array items in order). Tagged error
+ * codes, tagged structs and tagged slot fields would need the walk's field order: the scan leaves those
+ * frames to Python (W_UNDECIDED), as it does anything walk leaves. */
+typedef struct {
+    long long first, count;
+} Errors;
+
+static int scan_struct(Cursor *c, Py_ssize_t L, const Node *nd, int top, Scan *out, Errors *e);
+
+static int
+scan_element(Cursor *c, Py_ssize_t L, const Node *nd, int nullable, Scan *out, Errors *e)
+{
+    if (nd->kind != K_STRUCT) {
+        Py_ssize_t left = PY_SSIZE_T_MAX;
+        return walk_element(c, L, nd, nullable, &left);
+    }
+    if (nullable) {
+        if (c->p >= L)
+            return W_BAD;
+        if ((int8_t)c->b[c->p++] < 0)
+            return 0;
+    }
+    return scan_struct(c, L, nd, 0, out, e);
+}
+
+static int
+scan_member(Cursor *c, Py_ssize_t L, const Node *nd, int top, Scan *out, Errors *own, Errors *children)
+{
+    if (!(nd->flags & F_ARRAY)) {
+        Py_ssize_t at = c->p;
+        int rc = scan_element(c, L, nd, nd->flags & F_NULLABLE, out, children);
+        if (rc)
+            return rc;
+        int slot = top ? SLOT_OF(nd->flags) : 0;
+        long long v = 0;
+        if (nd->flags & F_ERROR || slot) {
+            switch (nd->kind) {
+            case K_INT8: v = (int8_t)c->b[at]; break;
+            case K_INT16: v = (int16_t)be16(c->b + at); break;
+            case K_INT32: v = (int32_t)be32(c->b + at); break;
+            case K_STRING: break;
+            default: return W_UNDECIDED;
+            }
+        }
+        if (nd->flags & F_ERROR && nd->kind != K_STRING && v) {
+            if (!own->count)
+                own->first = v;
+            own->count++;
+        }
+        if (slot && slot < SLOTS) {
+            out->found[slot] = 1;
+            if (nd->kind == K_STRING) { /* (read again: walk_string checked it) */
+                Cursor again = {c->b, at};
+                long long n = -1;
+                read_len(&again, L, nd->flags & F_COMPACT, 0, &n);
+                out->at[slot] = again.p;
+                v = n < 0 ? -1 : n;
+            }
+            out->value[slot] = v;
+        }
+        return 0;
+    }
+    if (nd->kind != K_STRUCT) {
+        Py_ssize_t left = PY_SSIZE_T_MAX;
+        return walk_array(c, L, nd, &left);
+    }
+    long long n;
+    if (read_len(c, L, nd->flags & F_COMPACT, 1, &n) < 0)
+        return W_BAD;
+    int null = null_length(n, nd->flags & F_NULLABLE);
+    if (null)
+        return null < 0 ? W_BAD : 0;
+    if (n * (nd->min_elem ? nd->min_elem : 1) > L - c->p)
+        return nd->min_elem ? W_BAD : W_UNDECIDED;
+    for (long long i = 0; i < n; i++) {
+        int rc = scan_struct(c, L, nd, 0, out, children);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+static int
+scan_struct(Cursor *c, Py_ssize_t L, const Node *nd, int top, Scan *out, Errors *e)
+{
+    Errors own = {0, 0}, children = {0, 0};
+    for (Py_ssize_t i = 0; i < nd->nregular; i++) {
+        int rc = scan_member(c, L, &nd->regular[i], top, out, &own, &children);
+        if (rc)
+            return rc;
+    }
+    for (Py_ssize_t k = 0; k < nd->ntagged; k++) { /* tagged fields the row reads: the walk's order */
+        const Node *t = &nd->tagged[k];
+        if (t->flags & F_ERROR || t->kind == K_STRUCT || (top && SLOT_OF(t->flags)))
+            goto tagged;
+    }
+    if (nd->flags & F_FLEXIBLE) {
+        Py_ssize_t left = PY_SSIZE_T_MAX;
+        if (c->p < L && c->b[c->p] == 0)
+            c->p++;
+        else {
+            int rc = walk_tags(c, L, nd, &left);
+            if (rc)
+                return rc;
+        }
+    }
+    goto done;
+tagged:
+    if (nd->flags & F_FLEXIBLE) {
+        if (c->p >= L || c->b[c->p] != 0)
+            return W_UNDECIDED;
+        c->p++;
+    }
+done:
+    if (!e->count)
+        e->first = own.count ? own.first : children.first;
+    e->count += own.count + children.count;
+    return 0;
+}
+
+static int
+scan_frame(PyObject *programs, const unsigned char *b, Py_ssize_t L, int api_key, int api_version, Scan *out)
+{
+    memset(out, 0, sizeof *out);
+    if (api_key < 0 || api_version < 0)
+        return 0;
+    PyObject *id = PyLong_FromLong((long)api_key << 16 | api_version);
+    if (id == NULL)
+        return -1;
+    PyObject *pair = PyDict_GetItemWithError(programs, id); /* borrowed */
+    Py_DECREF(id);
+    if (pair == NULL)
+        return PyErr_Occurred() ? -1 : 0;
+    if (!PyTuple_CheckExact(pair) || PyTuple_GET_SIZE(pair) != 2 || !Py_IS_TYPE(PyTuple_GET_ITEM(pair, 0), &ProgramType)
+        || !Py_IS_TYPE(PyTuple_GET_ITEM(pair, 1), &ProgramType))
+        return 0;
+    Cursor c = {b, 0};
+    Errors e = {0, 0};
+    int rc = scan_struct(&c, L, &((Program *)PyTuple_GET_ITEM(pair, 0))->root, 1, out, &e);
+    if (rc == 0)
+        rc = scan_struct(&c, L, &((Program *)PyTuple_GET_ITEM(pair, 1))->root, 1, out, &e);
+    PyErr_Clear(); /* the readers shared with decoding set an Error on bad bytes */
+    out->first_error = e.first;
+    out->errors = e.count;
+    return rc == 0 && c.p == L;
+}
+
+static ScanApi scan_api = {scan_frame};
+
+/* scan(b, programs, api_key, api_version) -> (slots found, values, first error, errors) | None: the scan of a
+ * whole frame, for tests. */
+static PyObject *
+scan(PyObject *module, PyObject *args)
+{
+    Py_buffer buf;
+    PyObject *programs;
+    int key, version;
+    if (!PyArg_ParseTuple(args, "y*O!ii", &buf, &PyDict_Type, &programs, &key, &version))
+        return NULL;
+    Scan s;
+    int rc = scan_frame(programs, buf.buf, buf.len, key, version, &s);
+    PyBuffer_Release(&buf);
+    if (rc <= 0)
+        return rc < 0 ? NULL : Py_NewRef(Py_None);
+    return Py_BuildValue("((iii)(LLL)LL)", s.found[1], s.found[2], s.found[3], s.value[1], s.value[2], s.value[3],
+                         s.first_error, s.errors);
 }
 
 /* ---- magic 2 records -------------------------------------------------------------------- */
@@ -1482,6 +1661,9 @@ static PyMethodDef module_methods[] = {
      "walk_frame(b, programs, api_key, api_version, start, end, budget) -> (stop, left): where a frame's "
      "header and body would end, building nothing; stop < 0: decoding would fail (-1), the budget of steps "
      "ran out (-2), or only the Python decoder can tell (-3)."},
+    {"scan", scan, METH_VARARGS,
+     "scan(b, programs, api_key, api_version) -> ((found...), (values...), first_error, errors) | None: what the "
+     "native pairing reads of a whole frame (client_id's length, acks, throttle_time_ms; the error codes)."},
     {"decode_frame", (PyCFunction)(void (*)(void))decode_frame, METH_FASTCALL,
      "decode_frame(b, programs, api_key, api_version, sized) -> dict | None: a whole frame, header and body, "
      "in one call; None when Python must decide."},
@@ -1532,6 +1714,11 @@ PyInit__native(void)
     Py_INCREF(&ProgramType);
     if (PyModule_AddObject(m, "Program", (PyObject *)&ProgramType) < 0)
         goto error;
+    PyObject *capsule = PyCapsule_New(&scan_api, SCAN_CAPSULE, NULL);
+    if (capsule == NULL || PyModule_AddObject(m, "scan_api", capsule) < 0) {
+        Py_XDECREF(capsule);
+        goto error;
+    }
     return m;
 error:
     Py_DECREF(m);

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import replace
 from functools import partial
 from os import PathLike
 from pathlib import Path
@@ -267,7 +268,7 @@ def summary(
 
 def _reading(paths: Iterable[PathArg], options: Options | None, stats: RunStats, progress: Progress | None
              ) -> Callable[[dict[int, str | None]], Iterator[KafkaEvent]]:  # fmt: skip
-    return lambda opened: events(paths, options, stats=stats, progress=progress, opened=opened)
+    return lambda opened, run_options: events(paths, run_options, stats=stats, progress=progress, opened=opened)
 
 
 def analyze_items(
@@ -283,11 +284,12 @@ def analyze_items(
     """:func:`analyze` over any source's output (``stats`` collects what that source counted);
     with ``keep`` False the rows nobody writes are dropped once counted (:func:`summary`)."""
     stats = stats if stats is not None else RunStats()
-    return _analyze(lambda opened: events_from(items, options, stats=stats, source=source, opened=opened), options,
+    return _analyze(lambda opened, run_options: events_from(items, run_options, stats=stats, source=source,
+                                                            opened=opened), options,
                     tables, writer, stats, keep=keep)  # fmt: skip
 
 
-def _analyze(run: Callable[[dict[int, str | None]], Iterator[KafkaEvent]], options: Options | None,
+def _analyze(run: Callable[[dict[int, str | None], Options], Iterator[KafkaEvent]], options: Options | None,
              tables: Iterable[str] | None, writer: TableWriter | None, stats: RunStats, keep: bool = True,
              record_anomalies: bool = True, figures: Figures | None = None,
              counted_only: set[str] | frozenset[str] = frozenset()) -> RunResult:  # fmt: skip
@@ -295,10 +297,12 @@ def _analyze(run: Callable[[dict[int, str | None]], Iterator[KafkaEvent]], optio
     summed = [name for name in TABLES if name in wanted or name in ALWAYS]  # what the figures count
     figures = figures if figures is not None else Figures()
     spills_all = writer is not None or not keep
-    wiring = TableRun(options or Options(), wanted, kept=summed, written=wanted, figures=figures,
+    options = options or Options()
+    wiring = TableRun(options, wanted, kept=summed, written=wanted, figures=figures,
                       writer=writer.write if writer is not None else None, spill=spills_all or bool(counted_only),
                       spilled=None if spills_all else counted_only, record_anomalies=record_anomalies)  # fmt: skip
-    wiring.sink.consume_all(run(wiring.sink.connection_sources))
+    # (exchanges as rows the native pairing makes, when the sink needs no more of them: Options.exchange_rows)
+    wiring.sink.consume_all(run(wiring.sink.connection_sources, replace(options, exchange_rows=wiring.sink.takes_rows)))
     rest = wiring.finish()
     kept = {name: columns for name, columns in rest.items() if name not in counted_only} if keep else {}
     result = RunResult(stats, figures.summary(stats.source, stats.ignored_segments), tables=kept)

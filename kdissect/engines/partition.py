@@ -137,7 +137,8 @@ class PartitionDecoder:
         self.run = TableRun(options, self.wanted, written=self.wanted, writer=self.write, figures=self.figures,
                             resolve_topics=False)  # fmt: skip
         self.sink = self.run.sink
-        self.pipeline = KafkaPipeline(options, opened=self.sink.connection_sources, several_inputs=len(files) > 1)
+        self.pipeline = KafkaPipeline(replace(options, exchange_rows=self.sink.takes_rows),
+                                      opened=self.sink.connection_sources, several_inputs=len(files) > 1)
         self.opened_at: list[int] = []  # per local connection id: pos of the segment that opened it
         self.broker_seen: list[int] = []  # per brokers row: pos of the segment that revealed it
         self.topic_seen: list[int] = []  # per learned topic id, in learning order: pos

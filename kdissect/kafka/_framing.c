@@ -9,8 +9,11 @@
  *
  * Rules:
  * - The same checks at the same moments as the reference: a frame's size when its 4 bytes are
- *   there, its head (``Validator.sane``, called in Python: it may read the pairer) when the
- *   first min(size, 64) bytes are; a frame whose head passed is not looked at again until its
+ *   there, its head (``Validator.sane``) when the first min(size, 64) bytes are: checked here when
+ *   the validator states its rule as data (``native_sane``: a request's api key and version against
+ *   the registry's table, and its client id length; a response's correlation id against the
+ *   requests the lane's pairing holds, while it holds all of them, else its size against the
+ *   orphan bound), else called in Python (it may read the pairer); a frame whose head passed is not looked at again until its
  *   last byte arrives (the reference's ``_wait_until``), and then checked again, as the reference
  *   does. ``sane`` has no side effects, so framer_check may call it before a refusal.
  * - The frames equal the reference's: offset of the size field, the bytes after it, ts_first the
@@ -18,6 +21,8 @@
  * - The runs holding tail bytes are remembered as the reference remembers its chunks (a run whose
  *   start completed whole frames counts from the byte after them), so a hand-back gives the
  *   splitter the chunk edges and times its hunting would read.
+ * - Each frame goes to the lane's pairing first (kafka/_pairing.c), while it is on; what it does not
+ *   take becomes a Frame for the session, in order.
  * - Memory: the tail never holds more than one frame being assembled (max_frame + 4 bytes, the
  *   reference's bound in sync) and its runs' (start, ts).
  */
@@ -29,13 +34,46 @@
 #define HEAD_BYTES 64 /* framing.py: what sane() sees of a frame */
 
 int
-framer_init(Framer *f, long long frame_at, int min_frame, long long max_frame, PyObject *sane)
+framer_init(Framer *f, long long frame_at, int min_frame, long long max_frame, PyObject *sane, PyObject *native)
 {
     memset(f, 0, sizeof *f);
     f->frame_at = frame_at;
     f->min_frame = min_frame;
     f->max_frame = max_frame;
     f->sane = Py_NewRef(sane);
+    if (native == Py_None)
+        return 0;
+    const char *kind;
+    PyObject *rule;
+    if (!PyArg_ParseTuple(native, "sO", &kind, &rule))
+        return -1;
+    if (!strcmp(kind, "response")) {
+        f->max_orphan = PyLong_AsLongLong(rule);
+        if (f->max_orphan == -1 && PyErr_Occurred())
+            return -1;
+        f->sane_kind = SANE_RESPONSE;
+        return 0;
+    }
+    if (strcmp(kind, "request") || !PyList_Check(rule)) {
+        PyErr_SetString(PyExc_ValueError, "native_sane() is ('request', [version per key]) or ('response', bound)");
+        return -1;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(rule);
+    if ((f->sane_versions = PyMem_Malloc(n ? (size_t)n : 1)) == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t k = 0; k < n; k++) {
+        long v = PyLong_AsLong(PyList_GET_ITEM(rule, k));
+        if ((v == -1 && PyErr_Occurred()) || v < -1 || v > 127) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_ValueError, "a sane version out of range");
+            return -1;
+        }
+        f->sane_versions[k] = (signed char)v;
+    }
+    f->sane_keys = n;
+    f->sane_kind = SANE_REQUEST;
     return 0;
 }
 
@@ -45,6 +83,8 @@ framer_clear(Framer *f)
     PyMem_Free(f->tail);
     PyMem_Free(f->chunk_start);
     PyMem_Free(f->chunk_ts);
+    PyMem_Free(f->sane_versions);
+    f->sane_versions = NULL;
     Py_CLEAR(f->sane);
     f->tail = NULL;
     f->chunk_start = f->chunk_ts = NULL;
@@ -66,10 +106,29 @@ size_at(const Framer *f, const unsigned char *data, Py_ssize_t i)
     return (int32_t)v;
 }
 
+static inline int
+int16_at(const Framer *f, const unsigned char *data, Py_ssize_t i)
+{
+    return (int16_t)(byte_at(f, data, i) << 8 | byte_at(f, data, i + 1));
+}
+
 /* sane(head, size) for the frame whose size field is at ``i``: 1, 0, or -1 on error. */
 static int
 ask_sane(const Framer *f, const unsigned char *data, Py_ssize_t i, long long size)
 {
+    if (f->sane_kind == SANE_REQUEST) { /* validators.py RequestValidator.sane */
+        if (size < 8)
+            return 0;
+        int key = int16_at(f, data, i + 4), version = int16_at(f, data, i + 6);
+        if (key < 0 || key >= f->sane_keys || version < 0 || version > f->sane_versions[key])
+            return 0;
+        int client_id = size < 10 ? 0 : int16_at(f, data, i + 12);
+        return -1 <= client_id && client_id <= size - 10;
+    }
+    if (f->sane_kind == SANE_RESPONSE && f->pairing != NULL && f->pairing->on) { /* ResponseValidator.sane */
+        long long correlation_id = size_at(f, data, i + 4);
+        return pairing_waits(f->pairing, correlation_id) || size <= f->max_orphan;
+    }
     Py_ssize_t n = size < HEAD_BYTES ? (Py_ssize_t)size : HEAD_BYTES;
     PyObject *head = PyBytes_FromStringAndSize(NULL, n);
     if (head == NULL)
@@ -168,9 +227,14 @@ chunk_of(const Framer *f, long long offset)
 }
 
 static int
-emit(PyObject *frame_type, long long offset, const char *bytes, Py_ssize_t size, long long ts_first, PyObject *ts,
-     PyObject *out)
+emit(Framer *f, PyObject *frame_type, long long offset, const char *bytes, Py_ssize_t size, long long ts_first,
+     PyObject *ts, long long now, PyObject *out)
 {
+    if (f->pairing != NULL && f->pairing->on) {
+        int taken = pairing_frame(f->pairing, f->direction, offset, bytes, size, ts_first, now);
+        if (taken)
+            return taken < 0 ? -1 : 0;
+    }
     PyObject *args[4] = {PyLong_FromLongLong(offset), PyBytes_FromStringAndSize(bytes, size),
                          PyLong_FromLongLong(ts_first), ts};
     PyObject *frame = NULL;
@@ -211,7 +275,7 @@ framer_take(Framer *f, PyObject *data, long long offset, PyObject *ts, PyObject 
             long long size = size_at(f, (const unsigned char *)d + pos, 0);
             if (pos + 4 + size > n)
                 break;
-            if (emit(frame_type, offset + pos, d + pos + 4, (Py_ssize_t)size, now, ts, out) < 0)
+            if (emit(f, frame_type, offset + pos, d + pos + 4, (Py_ssize_t)size, now, ts, now, out) < 0)
                 return -1;
             pos += 4 + (Py_ssize_t)size;
         }
@@ -235,8 +299,8 @@ framer_take(Framer *f, PyObject *data, long long offset, PyObject *ts, PyObject 
         if (pos + 4 + size > f->tail_len)
             break;
         long long at = f->frame_at + pos;
-        if (emit(frame_type, at, (const char *)f->tail + pos + 4, (Py_ssize_t)size, f->chunk_ts[chunk_of(f, at)], ts,
-                 out) < 0)
+        if (emit(f, frame_type, at, (const char *)f->tail + pos + 4, (Py_ssize_t)size, f->chunk_ts[chunk_of(f, at)],
+                 ts, now, out) < 0)
             return -1;
         pos += 4 + (Py_ssize_t)size;
     }

@@ -116,6 +116,10 @@ class Validator:
         that never ends and swallow the rest of the connection."""
         return True
 
+    def native_sane(self) -> tuple | None:
+        """``sane`` as data a native lane checks itself (``kafka/_framing.c``), or None: it calls ``sane``."""
+        return None
+
 
 class FrameSplitter:
     """Frames of one direction. Starts in sync (stream start seen) or hunting."""

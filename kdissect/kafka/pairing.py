@@ -47,8 +47,35 @@ class Pairer:
         self._max_pending = max_pending
         self._capped = 0  # requests settled by the cap so far
 
+    def __len__(self) -> int:
+        return len(self._pending) + len(self._overtaken)
+
     def __contains__(self, correlation_id: int) -> bool:
         return correlation_id in self._pending or correlation_id in self._overtaken
+
+    def waiting(self) -> list[tuple[KafkaMessage, bool]]:
+        """Every waiting request, oldest first (the overtaken ones are), and whether it was overtaken."""
+        return [*((m, True) for m in self._overtaken.values()), *((m, False) for m in self._pending.values())]
+
+    def take_waiting(self, most: int) -> list[tuple[KafkaMessage, bool]] | None:
+        """:meth:`waiting`, taken out, when none of them may go unanswered (acks=0) and they are at most
+        ``most``: what a native pairing (``kafka/_pairing.c``) takes over, and gives back with
+        :meth:`restore`; else None."""
+        if self._silent or len(self) > most:
+            return None
+        waiting = self.waiting()
+        self._pending.clear()
+        self._overtaken.clear()
+        return waiting
+
+    def restore(self, request: KafkaMessage, overtaken: bool) -> None:
+        """A request waiting, given back oldest first (every overtaken one before the others)."""
+        assert request.correlation_id is not None
+        (self._overtaken if overtaken else self._pending)[request.correlation_id] = request
+
+    def overtake(self, correlation_id: int) -> None:
+        """A request just added (the newest) was overtaken: where a native pairing left it."""
+        self._overtaken[correlation_id] = self._pending.pop(correlation_id)
 
     def request_for(self, correlation_id: int) -> KafkaMessage | None:
         return self._pending.get(correlation_id) or self._overtaken.get(correlation_id)

@@ -31,17 +31,19 @@ import contextlib
 import struct
 
 from kdissect.decoders import api as decode_api
-from kdissect.decoders import apis
+from kdissect.decoders import apis, compiler
+from kdissect.decoders.error_codes import error_name
 from kdissect.decoders.errors import CAP, DecodeError
 from kdissect.decoders.sasl import guess_mechanism
-from kdissect.events import Anomaly, ConnectionSummary, Endpoint, Exchange, KafkaEvent, KafkaMessage
+from kdissect.events import Anomaly, ConnectionSummary, Endpoint, Exchange, KafkaEvent, KafkaMessage, new_rows
 from kdissect.kafka.framing import PROOF_CREDIT, Frame, FrameSplitter, FramingEvent, Lost, Skipped, Validator
 from kdissect.kafka.inference import Pair, infer_request
 from kdissect.kafka.lifecycle import Lifecycle, State
-from kdissect.kafka.pairing import Pairer, expects_response
+from kdissect.kafka.pairing import _SILENT_IF_ACKS0, Pairer, expects_response
 from kdissect.kafka.sasl import SASL_APIS, SASL_HANDSHAKE, SaslSession, answer_fits_sasl, withheld
 from kdissect.kafka.validators import RequestValidator, ResponseValidator
 from kdissect.options import Options
+from kdissect.reassembly.lanes import MAX_WAITING
 from kdissect.reassembly.streams import DirectionStats, StreamConflict
 
 API_VERSIONS = apis.key_of("ApiVersions")
@@ -50,6 +52,22 @@ ANSWERED_ACKS0 = "the broker answered a Produce request sent with acks=0 (Kafka 
 MAX_HELD = 256  # framing anomalies held while a connection is not yet known to be Kafka
 MAX_HELD_ORPHANS = 64  # orphan responses waiting for the connection's end to infer their request
 MAX_HELD_ORPHAN_BYTES = 4 << 20
+
+
+_PAIRING_SHARED: tuple | None = None
+
+
+def _pairing_shared() -> tuple:
+    """What every native pairing (``kafka/_pairing.c``) reads from the registries: the frame programs,
+    api names by key, the apis whose exchanges the session must see itself (SASL's, which it redacts
+    and learns from; ApiVersions, which names the client software), the apis silent at acks=0, error
+    names, and where rows go."""
+    global _PAIRING_SHARED
+    if _PAIRING_SHARED is None:
+        names = [apis.name_of(key) for key in range(max(apis.registry()) + 1)]
+        _PAIRING_SHARED = (compiler.FRAME_PROGRAMS["request"], compiler.FRAME_PROGRAMS["response"], names,
+                           frozenset({*SASL_APIS, API_VERSIONS}), _SILENT_IF_ACKS0, error_name, new_rows, "ok", "error")
+    return _PAIRING_SHARED
 
 
 def _cut_reason(frame: Frame) -> str:
@@ -150,7 +168,56 @@ class KafkaConnection:
         events: list[KafkaEvent] = []
         for frame in frames:
             events.extend(self._decoded(direction, frame))
-        return self._emit(events), self.framing_settled()
+        settled = self.framing_settled()
+        return self._emit(events), settled, self.lane_pairing() if settled else None
+
+    def lane_pairing(self) -> tuple | None:
+        """What a native lane needs to pair this connection's frames into exchanges rows itself
+        (``kafka/_pairing.c``), taking over the requests the pairer holds; or None when it may not: the
+        engine takes no rows (``Options.exchange_rows``), frames are kept, an authentication is under way,
+        more requests wait than a lane holds (``MAX_WAITING``), or one of them is acks=0, cut or undecoded,
+        or warned about."""
+        opts = self.options
+        if not opts.exchange_rows or opts.keep_frames or self.sasl.pending:
+            return None
+        if len(self.pairer) > MAX_WAITING or not all(m.body is not None and not m.warnings
+                                                     for m, _ in self.pairer.waiting()):
+            return None
+        waiting = self.pairer.take_waiting(MAX_WAITING)
+        if waiting is None:
+            return None
+        return (_pairing_shared(), opts.pending_requests, self.summary.client, self.summary.broker, self.conn_id,
+                self.summary.client_ids, self._pairs, self.resume_pairing,
+                [(m.correlation_id, m.api_key, m.api_version, m.offset, m.ts_first, m.ts_last, m.size,
+                  m.header.get("client_id") if m.header else None, m, overtaken) for m, overtaken in waiting])
+
+    def resume_pairing(self, counts: tuple[int, ...], waiting: list[tuple[Frame | KafkaMessage, bool]],
+                       ) -> list[KafkaEvent]:
+        """A native pairing hands back: what its frames add to the connection (frames and bytes each
+        way, frames cut per direction), then the requests still waiting, oldest first, each as overtaken
+        or not: those it took over back into the pairer, the others replayed as the frames they were (the
+        pairer takes them as it took them before the pairing: no event)."""
+        summary = self.summary
+        summary.frames_to_broker += counts[0]
+        summary.bytes_to_broker += counts[1]
+        summary.frames_to_client += counts[2]
+        summary.bytes_to_client += counts[3]
+        for splitter, cut in zip(self.splitters, counts[4:], strict=True):
+            splitter.frames += cut
+        assert self.request_dir is not None
+        if counts[4 + self.request_dir]:  # requests decoded, and answers (as _request and _answer do)
+            self._undecodable_run[0] = 0
+        if counts[2]:
+            self._undecodable_run[1] = 0
+        events: list[KafkaEvent] = []
+        for item, overtaken in waiting:
+            if isinstance(item, KafkaMessage):
+                self.pairer.restore(item, overtaken)
+                continue
+            events.extend(self._decoded(self.request_dir, item))
+            if overtaken:
+                self.pairer.overtake(struct.unpack_from(">i", item.data, 4)[0])
+        return self._emit(events)
 
     def framing_settled(self) -> bool:
         """Whether a native lane may frame this connection: Kafka proven, roles known, no mid-stream
@@ -171,7 +238,8 @@ class KafkaConnection:
                 return None
         first, second = self.splitters
         return (self.frames, self.summary, Frame, self.request_dir, first.min_frame, first.max_frame,
-                (offsets[0], first.validator.sane), (offsets[1], second.validator.sane))
+                (offsets[0], first.validator.sane, first.validator.native_sane()),
+                (offsets[1], second.validator.sane, second.validator.native_sane()), self.lane_pairing())
 
     def release_framing(self, states: tuple[tuple, tuple]) -> None:
         """A native lane hands the framing back: each splitter takes what the lane held (FrameSplitter.adopt)."""

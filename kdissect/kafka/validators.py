@@ -26,6 +26,11 @@ _NEWER_VERSIONS = 2  # likewise for versions beyond the newest known
 _MAX_ORPHAN = 64 * 1024  # an in-sync response frame answering no known request may claim this much
 
 
+# Per api key up to the newest Kafka could send, the newest version sane() lets through (-1: none).
+_SANE_VERSIONS = [(_REQUEST_VERSIONS[key][1] if key in _REQUEST_VERSIONS else 0 if key > _MAX_KEY else -1)
+                  + _NEWER_VERSIONS * (key in _REQUEST_VERSIONS or key > _MAX_KEY)
+                  for key in range(_MAX_KEY + _NEWER_KEYS + 1)]
+
 # api_key << 16 | api_version of every request the table knows: what a plausible request starts with
 _KEY_VERSIONS = frozenset(key << 16 | v for key, (lo, hi) in _REQUEST_VERSIONS.items() for v in range(lo, hi + 1))
 
@@ -77,6 +82,10 @@ class RequestValidator(Validator):
             return False
         return size < 10 or -1 <= _HHIH.unpack_from(head, 0)[3] <= size - 10
 
+    def native_sane(self) -> tuple:
+        """("request", newest sane version per api key): sane's rule as a table."""
+        return "request", _SANE_VERSIONS
+
 
 class ResponseValidator(Validator):
     """A response boundary is proven by a pending correlation id whose response decodes
@@ -98,6 +107,11 @@ class ResponseValidator(Validator):
         if _I.unpack_from(head, 0)[0] in self.pairer:
             return True
         return size <= _MAX_ORPHAN and (self.proven or size >= smallest_response())
+
+    def native_sane(self) -> tuple | None:
+        """("response", the orphan bound) once proven: a lane checks it itself while its pairing holds the
+        waiting requests (the pairer then holds none)."""
+        return ("response", _MAX_ORPHAN) if self.proven else None
 
     def accept(
         self, buf: bytearray, start: int, end: int, at_chunk_edges: bool, budget: int

@@ -28,9 +28,11 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <limits.h>
 #include <stdint.h>
 
 #include "../kafka/_framing.h"
+#include "../kafka/_pairing.h"
 
 #define SEQ_MASK 0xFFFFFFFFu
 #define MAX_AHEAD (1u << 30) /* halfstream.MAX_AHEAD */
@@ -68,6 +70,7 @@ typedef struct {
     PyObject *frames;     /* KafkaConnection.frames */
     PyObject *summary;    /* its ConnectionSummary (last_ts) */
     PyObject *frame_type; /* framing.Frame */
+    Pairing pairing;      /* the frames' pairing into exchanges rows (kafka/_pairing.c), while it is on */
 } Lane;
 
 typedef struct {
@@ -91,6 +94,8 @@ lane_free(Lane *lane)
     Py_XDECREF(lane->frames);
     Py_XDECREF(lane->summary);
     Py_XDECREF(lane->frame_type);
+    lane->pairing.events = NULL;
+    pairing_clear(&lane->pairing);
     if (lane->framed)
         for (int d = 0; d < 2; d++)
             framer_clear(&lane->framer[d]);
@@ -147,11 +152,14 @@ direction_state(const Direction *dir)
 /* ---- the lane table ---------------------------------------------------------------------- */
 
 /* Forget lane ``i``; returns (conn_id, (state of direction 0, state of direction 1), framing) with framing
- * None or (framer state of direction 0, of direction 1). */
+ * None or (framer state of direction 0, of direction 1). The pairing is handed back first. */
 static PyObject *
 release_lane(Lanes *self, Py_ssize_t i)
 {
     Lane *lane = self->lanes[i];
+    lane->pairing.events = NULL; /* (waiting requests replayed make no event: the session's pairer was empty) */
+    if (pairing_stop(&lane->pairing) < 0)
+        return NULL;
     PyObject *s0 = direction_state(&lane->dir[0]), *s1 = s0 ? direction_state(&lane->dir[1]) : NULL;
     PyObject *framing = NULL, *result = NULL;
     if (s1 != NULL) {
@@ -197,23 +205,31 @@ read_direction(PyObject *state, Direction *dir)
     return PyErr_Occurred() ? -1 : 0;
 }
 
-/* framing: (frames, summary, frame_type, request_dir, min_frame, max_frame, (frame_at, sane), (frame_at, sane)) */
+/* framing: (frames, summary, frame_type, request_dir, min_frame, max_frame, (frame_at, sane, native_sane) per
+ * direction, pairing spec or None) */
 static int
 read_framing(PyObject *framing, Lane *lane)
 {
-    PyObject *frames, *summary, *frame_type, *sane[2];
+    PyObject *frames, *summary, *frame_type, *sane[2], *native[2], *pairing;
     long long frame_at[2], max_frame;
     int request_dir, min_frame;
-    if (!PyArg_ParseTuple(framing, "OOOiiL(LO)(LO)", &frames, &summary, &frame_type, &request_dir, &min_frame,
-                          &max_frame, &frame_at[0], &sane[0], &frame_at[1], &sane[1]))
+    if (!PyArg_ParseTuple(framing, "OOOiiL(LOO)(LOO)O", &frames, &summary, &frame_type, &request_dir, &min_frame,
+                          &max_frame, &frame_at[0], &sane[0], &native[0], &frame_at[1], &sane[1], &native[1],
+                          &pairing))
         return -1;
     if (request_dir < 0 || request_dir > 1 || min_frame < 0) {
         PyErr_SetString(PyExc_ValueError, "bad request direction or frame bound");
         return -1;
     }
-    for (int d = 0; d < 2; d++)
-        framer_init(&lane->framer[d], frame_at[d], min_frame, max_frame, sane[d]);
-    lane->framed = 1;
+    lane->framed = 1; /* (framer_clear frees what framer_init made, even on failure) */
+    for (int d = 0; d < 2; d++) {
+        if (framer_init(&lane->framer[d], frame_at[d], min_frame, max_frame, sane[d], native[d]) < 0)
+            return -1;
+        lane->framer[d].pairing = &lane->pairing;
+        lane->framer[d].direction = d;
+    }
+    if (pairing != Py_None && pairing_start(&lane->pairing, pairing, request_dir, frame_type) < 0)
+        return -1;
     lane->request_dir = request_dir;
     lane->frames = Py_NewRef(frames);
     lane->summary = Py_NewRef(summary);
@@ -352,8 +368,9 @@ touch_summary(PyObject *summary, PyObject *ts)
     return later <= 0 ? later : PyObject_SetAttr(summary, s_last_ts, ts);
 }
 
-/* The connection's frames(direction, frames) -> (events, settled): events appended to ``out``;
- * returns 1 when the connection left what a lane may frame, 0 if not, -1 on error. */
+/* The connection's frames(direction, frames) -> (events, settled, pairing): events appended to ``out``;
+ * returns 1 when the connection left what a lane may frame, 0 if not, -1 on error. A pairing spec (not
+ * None) starts the lane's pairing again. */
 static int
 deliver_frames(Lane *lane, int d, PyObject *frames, PyObject *out)
 {
@@ -365,15 +382,18 @@ deliver_frames(Lane *lane, int d, PyObject *frames, PyObject *out)
     }
     if (result == NULL)
         return -1;
-    PyObject *events, *settled;
-    if (!PyTuple_CheckExact(result) || PyTuple_GET_SIZE(result) != 2
+    PyObject *events, *settled, *pairing;
+    if (!PyTuple_CheckExact(result) || PyTuple_GET_SIZE(result) != 3
         || !PyList_CheckExact(events = PyTuple_GET_ITEM(result, 0))) {
         Py_DECREF(result);
-        PyErr_SetString(PyExc_TypeError, "frames() returns (events, settled)");
+        PyErr_SetString(PyExc_TypeError, "frames() returns (events, settled, pairing)");
         return -1;
     }
     settled = PyTuple_GET_ITEM(result, 1);
+    pairing = PyTuple_GET_ITEM(result, 2);
     int rc = PyList_GET_SIZE(events) ? PyList_SetSlice(out, PY_SSIZE_T_MAX, PY_SSIZE_T_MAX, events) : 0;
+    if (rc == 0 && pairing != Py_None && !lane->pairing.on)
+        rc = pairing_start(&lane->pairing, pairing, lane->request_dir, lane->frame_type);
     int left = rc < 0 ? -1 : !PyObject_IsTrue(settled);
     Py_DECREF(result);
     return left;
@@ -416,7 +436,9 @@ take(Lane *lane, int d, const Segment *s, PyObject *ts, PyObject *move_to_end, P
         PyObject *frames = PyList_New(0);
         if (frames == NULL)
             return -1;
+        lane->pairing.events = out;
         int rc = framer_take(&lane->framer[d], s->payload, off, ts, lane->frame_type, frames);
+        lane->pairing.events = NULL;
         if (rc == 0 && PyList_GET_SIZE(frames))
             rc = deliver_frames(lane, d, frames, out);
         Py_DECREF(frames);
@@ -513,9 +535,14 @@ lanes_run(Lanes *self, PyObject *args)
     long long next_sweep = 0;
     if (!PyArg_ParseTuple(args, "O!nO!OO", &PyList_Type, &segments, &i, &PyList_Type, &out, &sweep, &move_to_end))
         return NULL;
-    int has_sweep = sweep != Py_None;
-    if (has_sweep && (next_sweep = PyLong_AsLongLong(sweep)) == -1 && PyErr_Occurred())
-        return NULL;
+    int has_sweep = sweep != Py_None, overflow = 0;
+    if (has_sweep) { /* a sweep beyond 64 bits is after every segment a lane takes (their times fit) */
+        next_sweep = PyLong_AsLongLongAndOverflow(sweep, &overflow);
+        if (overflow)
+            next_sweep = overflow > 0 ? LLONG_MAX : LLONG_MIN;
+        else if (next_sweep == -1 && PyErr_Occurred())
+            return NULL;
+    }
     n = PyList_GET_SIZE(segments);
     if (i < 0)
         i = 0;
@@ -629,7 +656,8 @@ PyInit__native(void)
     PyObject *m = PyModule_Create(&module_def);
     if (m == NULL)
         return NULL;
-    if (PyModule_AddObjectRef(m, "Lanes", (PyObject *)&LanesType) < 0) {
+    if (PyModule_AddObjectRef(m, "Lanes", (PyObject *)&LanesType) < 0
+        || PyModule_AddIntConstant(m, "MAX_WAITING", MAX_WAITING) < 0) {
         Py_DECREF(m);
         return NULL;
     }

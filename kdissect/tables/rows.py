@@ -119,6 +119,14 @@ class TableRows:
             column.extend(repeat(None, len(rows)))
         self.length += len(rows)
 
+    def add_columns(self, columns: Mapping[str, list[Any]], n: int) -> None:
+        """``n`` rows given as a list per column (a piece of rows made natively); other columns are None."""
+        self._plain()
+        for name, column in self.columns.items():
+            values = columns.get(name)
+            column.extend(values if values is not None else repeat(None, n))  # type: ignore[union-attr]
+        self.length += n
+
     def add_block(self, n: int, same: Mapping[str, Any], each: Mapping[str, Sequence[Any]]) -> None:
         """``n`` rows at once: ``same`` holds values shared by all of them, ``each`` a sequence of
         ``n`` values per column; other columns are None. Columns not in ``each`` in a table's first

@@ -17,7 +17,7 @@ from ..decoders.entities import Context, Entry, carries_records, has_error, is_e
 from ..decoders.error_codes import code_of, error_name, is_retriable
 from ..decoders.errors import CAP
 from ..decoders.records import LENGTHS_ONLY, Payloads, RunMeter
-from ..events import Anomaly, ConnectionSummary, Exchange, KafkaEvent, KafkaMessage, SaslFacts
+from ..events import Anomaly, ConnectionSummary, Exchange, ExchangeRows, KafkaEvent, KafkaMessage, SaslFacts
 from ..options import Options
 from . import detail_walk
 from .columns import DETAIL_TABLES, TABLES, TCP_COUNTERS, Parts, Runs
@@ -42,6 +42,9 @@ _AUTH_FAILED = code_of("SASL_AUTHENTICATION_FAILED")
 OPEN_TXN_HOLD = 4  # records are spilled at this many times spill_rows while a transaction is open (or by bytes)
 _PARTITION_VALUES = ("fetch_offset", "committed_offset", "offset", "base_offset", "high_watermark",
                      "last_stable_offset", "log_start_offset", "timestamp", "leader_epoch")
+# The tables a sink may build and still take exchanges as rows the native pairing made (ExchangeRows):
+# none of them needs more of an exchange than its exchanges row.
+ROW_TABLES = frozenset({"exchanges", "connections", "anomalies"})
 # Tables whose rows grow with the traffic: handed over in pieces (to a writer, or to the summary's
 # figures) as they grow; all but ``brokers`` (one row per broker). A counted ``anomalies`` row
 # handed over keeps its count (``take``).
@@ -189,10 +192,14 @@ class TableSink:
         # Per connection (None: the capture itself), per (kind, direction): [rows so far, index of the counted row].
         self._anomaly_runs: dict[int | None, dict[tuple[str, str | None], list[int]]] = {}
         self._payload_held = 0  # decompressed batch bytes behind the records rows not yet written out
+        # Whether exchanges may come as ExchangeRows (the engine sets Options.exchange_rows from this).
+        self.takes_rows = self.wanted <= ROW_TABLES and not self._decodes_records
 
     def consume(self, event: KafkaEvent) -> None:
         if isinstance(event, Exchange):
             self._exchange(event)
+        elif isinstance(event, ExchangeRows):
+            self.rows["exchanges"].add_columns(event.columns(), len(event))
         elif isinstance(event, Anomaly):
             self._anomaly(event.kind, event.conn_id, event.direction, event.offset, event.length, event.ts_ns,
                           event.detail, event.source)

@@ -6,7 +6,8 @@ corpus of real captures, the production shapes (a file cut mid-record, a capture
 mid-conversation, a rotated set read as one capture, the same traffic as pcapng on two interfaces
 of two resolutions in two sections) and the hostile generators. The live engine's leg runs
 ``kdissect live --read CAP --no-follow --out`` both ways (its records go to the native path a poll
-at a time). What each native
+at a time). The exchanges-only table and the summary's figures are compared too: those runs take
+exchanges as rows the native pairing makes. What each native
 part takes is checked by its own differential test (tests/sources/test_native_sources.py, the
 decoder's in tests/decoders); this one checks that nothing between them changes a table.
 """
@@ -44,6 +45,11 @@ out = {}
 for name, paths in cases.items():
     run = local.analyze(paths)
     out[name] = {t: {c: cells(v) for c, v in cols.items()} for t, cols in run.tables.items()}
+    # the runs whose exchanges the native pairing makes into rows (Options.exchange_rows): the exchanges
+    # table alone, and the summary's figures
+    rows = local.analyze(paths, tables=["exchanges"])
+    out[name]["exchanges only"] = {c: cells(v) for c, v in rows.tables["exchanges"].items()}
+    out[name]["summary"] = repr(local.summary(paths).summary)
 sys.stdout.buffer.write(pickle.dumps(out))
 """
 

@@ -9,14 +9,20 @@ padding, snap-length cuts, resets, and bounds reached (idle sweeps, a full conne
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from kdissect.events import Exchange, ExchangeRows
 from kdissect.kafka.pipeline import KafkaPipeline
+from kdissect.kafka.session import KafkaConnection
 from kdissect.options import Options
 from kdissect.reassembly.lanes import NativeLanes
 from kdissect.sources.segment import ACK, RST, TcpSegment
+from kdissect.tables.columns import cells
+from kdissect.tables.sink import ROW_TABLES, TableSink
 from kdissect.testing.conversation import tcp_conversation
 from kdissect.testing.encoder import encode_request, encode_response
 from kdissect.testing.kafka_frames import metadata_request, metadata_response, produce_request, produce_response
@@ -55,6 +61,25 @@ def _events(segments: list[TcpSegment], options: Options, batches: list[int] | N
 
 def _same(segments: list[TcpSegment], options: Options, batches: list[int]) -> None:
     assert _events(segments, options, batches) == _events(segments, options, None)
+    _same_rows(segments, options, batches)
+
+
+def _tables(events: list, options: Options) -> dict:
+    """The tables a sink that takes exchanges as rows builds from ``events``."""
+    sink = TableSink(ROW_TABLES, options, record_anomalies=False)
+    sink.consume_all(events)
+    return {name: {c: cells(v) for c, v in sink.columns(name).items()} for name in ROW_TABLES}
+
+
+def _same_rows(segments: list[TcpSegment], options: Options, batches: list[int]) -> list:
+    """With the native pairing on (``Options.exchange_rows``): the same tables as the reference's events
+    make, and every other event the same, in the same order. Returns the native events."""
+    native = _events(segments, replace(options, exchange_rows=True), batches)
+    reference = _events(segments, options, None)
+    assert _tables(native, options) == _tables(reference, options)
+    assert ([ev for ev in native if not isinstance(ev, Exchange | ExchangeRows)]
+            == [ev for ev in reference if not isinstance(ev, Exchange)])
+    return native
 
 
 def _variant(seg: TcpSegment, **changes) -> TcpSegment:
@@ -144,6 +169,33 @@ def _frames(kind: str, cid: int) -> list[tuple[int, bytes]]:
         return [(0, b"\x7f\xff\xff\xff" + b"\0" * 8)]
     if kind == "insane":  # a size that fits, a head no request has: the direction hunts
         return [(0, b"\0\0\0\x14\x7f\x7f" + b"\0" * 18)]
+    if kind == "pipelined":  # three requests in flight, answered out of order (the second overtakes)
+        a, b, c = cid, cid + 2000, cid + 4000
+        return [(0, metadata_request(a)), (0, produce_request(b)), (0, metadata_request(c, version=12)),
+                (1, produce_response(b)), (1, metadata_response(a)), (1, metadata_response(c, version=12))]
+    if kind == "acks0":  # a request no answer comes to
+        return [(0, produce_request(cid, acks=0))]
+    if kind == "errors":  # error codes nested in the answer, a throttle time, another client id, a null one
+        return [(0, encode_request(0, 9, {"acks": -1, "timeout_ms": 5, "topic_data": []}, correlation_id=cid,
+                                   client_id="other \xff")),
+                (1, produce_response(cid, error=6)),
+                (0, metadata_request(cid + 6000)), (1, metadata_response(cid + 6000, error=3)),
+                (0, encode_request(3, 1, {"topics": None}, correlation_id=cid + 7000, client_id="")),
+                (1, metadata_response(cid + 7000, version=1)),
+                (0, encode_request(3, 1, {"topics": None}, correlation_id=cid + 7001, client_id=None)),
+                (1, metadata_response(cid + 7001, version=1)),
+                # (the walk lists a struct's own error code before its members': here after them on the wire)
+                (0, metadata_request(cid + 8000, version=13)),
+                (1, encode_response(3, 13, {"topics": [{"name": "t", "error_code": 3, "partitions": []}],
+                                            "error_code": 5}, correlation_id=cid + 8000))]
+    if kind == "reused":  # a correlation id used again before its answer
+        return [(0, metadata_request(cid)), (0, metadata_request(cid)), (1, metadata_response(cid))]
+    if kind == "api_versions":  # the session learns the client software from it
+        return [(0, encode_request(18, 3, {"client_software_name": "kcat", "client_software_version": "1.7"},
+                                   correlation_id=cid)),
+                (1, encode_response(18, 3, {"error_code": 0, "api_keys": []}, correlation_id=cid))]
+    if kind == "trailing":  # bytes after a body: a warning
+        return [(0, metadata_request(cid)), (1, _grown(metadata_response(cid), b"\0\0"))]
     if kind == "sasl_v0":  # SaslHandshake v0, then bare tokens
         return [(0, encode_request(17, 0, {"mechanism": "PLAIN"}, correlation_id=cid)),
                 (1, encode_response(17, 0, {"error_code": 0, "mechanisms": ["PLAIN"]}, correlation_id=cid)),
@@ -151,7 +203,13 @@ def _frames(kind: str, cid: int) -> list[tuple[int, bytes]]:
     raise AssertionError(kind)
 
 
-EXCHANGES = ("metadata", "produce", "big_answer", "undecodable", "orphan", "bad_size", "insane", "sasl_v0")
+def _grown(frame: bytes, extra: bytes) -> bytes:
+    """A size-prefixed frame with ``extra`` bytes after its body."""
+    return (len(frame) - 4 + len(extra)).to_bytes(4, "big") + frame[4:] + extra
+
+
+EXCHANGES = ("metadata", "produce", "big_answer", "undecodable", "orphan", "bad_size", "insane", "sasl_v0",
+             "pipelined", "acks0", "errors", "reused", "api_versions", "trailing")
 
 
 @st.composite
@@ -181,6 +239,7 @@ options_strategy = st.builds(
     idle_ns=st.sampled_from([600_000_000_000, 20 * MS, 3 * MS]),
     max_connections=st.sampled_from([16_384, 2, 1]),
     ooo_bytes=st.sampled_from([8 << 20, 300]),
+    pending_requests=st.sampled_from([4096, 2, 1]),
 )
 
 
@@ -227,3 +286,39 @@ def test_damaged_framing_lanes_give_the_reference_events(segments: list[TcpSegme
         if segments:
             damage(segments, where % len(segments), kind, amount)
     _same(segments, options, batches)
+
+
+def test_lanes_pair_the_common_exchanges_into_rows() -> None:
+    """Not vacuous: on clean traffic (one exchange at a time, and pipelined answers out of order) nearly
+    every exchange comes as a row of the native pairing, and the tables are the reference's."""
+    clean = [s for i in range(3) for s in _connection(i, 20, 1448, close=True)]
+    frames = [f for cid in range(0, 60, 3) for f in _frames("pipelined", cid)]
+    pipelined = tcp_conversation([(d, f, n * MS) for n, (d, f) in enumerate(frames)], client=("10.0.0.9", 40999))
+    for segments, exchanges in ((clean, 60), (pipelined, 60)):
+        native = _same_rows(segments, Options(), [64])
+        rows = sum(len(ev) for ev in native if isinstance(ev, ExchangeRows))
+        assert rows >= exchanges - 3
+        assert sum(isinstance(ev, Exchange) for ev in native) + rows == exchanges
+
+
+def test_a_broken_pairing_hand_back_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The comparison sees a pairing whose counts come back wrong (what a broken C field would do)."""
+    frames = [f for cid in range(0, 12, 3) for f in _frames("pipelined", cid)] + _frames("orphan", 5)
+    segments = tcp_conversation([(d, f, n * MS) for n, (d, f) in enumerate(frames)], close=True)
+    resume = KafkaConnection.resume_pairing
+
+    def one_byte_more(self: KafkaConnection, counts: tuple[int, ...], waiting: list) -> list:
+        return resume(self, (counts[0], counts[1] + 1, *counts[2:]), waiting)
+
+    monkeypatch.setattr(KafkaConnection, "resume_pairing", one_byte_more)
+    with pytest.raises(AssertionError):
+        _same_rows(segments, Options(), [64])
+
+
+@pytest.mark.parametrize("bound", [4096, 100])
+def test_more_requests_waiting_than_a_lane_holds(bound: int) -> None:
+    """More requests in flight than a lane's pairing holds (MAX_WAITING), some past the session's bound:
+    the session keeps them, and the tables are the reference's (a lost request would make orphans)."""
+    requests = [(0, metadata_request(cid), cid * MS) for cid in range(150)]
+    answers = [(1, metadata_response(cid), (150 + cid) * MS) for cid in range(150)]
+    _same_rows(tcp_conversation(requests + answers, close=True), Options(pending_requests=bound), [64])

@@ -1,0 +1,465 @@
+/* The Kafka session's native part: a lane's frames paired into exchanges rows, no object per exchange.
+ *
+ * The twin of session.py's _request/_response/_answer and pairing.py's Pairer for the common case of a
+ * connection framed in a lane (kafka/_framing.c): a request is read by the decoder's exchange scan
+ * (decoders/_native.c scan_frame, the schema's programs: header version from api key + version) and
+ * waits here; the response that answers a waiting request becomes one exchanges row (out of order when
+ * it overtook older requests, which then wait as overtaken, as in the Pairer), its columns exactly
+ * tables/sink.py's exchange_row, appended to the column lists of the current piece
+ * (events.ExchangeRows) in the lane's events, so rows and the session's events keep their order.
+ *
+ * Rules:
+ * - Everything else leaves C *before* the frame is looked at: the pairing is handed back
+ *   (pairing_stop: waiting requests replayed into the session as the frames they were, the counts of
+ *   what was taken added to it) and the session takes the frame. Handed back: a frame too short for
+ *   its header, an api the session must see itself (``left``: SASL, ApiVersions; from the registries),
+ *   an acks=0 request of an api that may go unanswered, a correlation id already waiting, the
+ *   session's bound on waiting requests reached (or MAX_WAITING), a response no waiting request
+ *   expects (orphans), anything the scan leaves (undecodable, bytes after the body, a version
+ *   without programs yet, tagged error codes). The lane itself hands the pairing back before it is
+ *   released, so the session never misses a request.
+ * - The session side effects of a taken request happen when the reference's would: its client id
+ *   joins the summary's client_ids, its (api key, version) the session's pairs.
+ * - A pairing starts with the requests the session's pairer held (none acks=0, none cut or warned
+ *   about), taken over as they are (overtaken or not), and given back as they were.
+ * - Memory and time: at most MAX_WAITING waiting requests, each its frame's bytes; a frame costs at most
+ *   a pass over them.
+ */
+#include "_pairing.h"
+
+#include <stdint.h>
+#include <string.h>
+
+#include "../decoders/_scan.h"
+
+/* What every lane's pairing shares (one run's registries and the piece rows go to). */
+enum { C_CONNECTION_ID, C_CLIENT_IP, C_CLIENT_PORT, C_BROKER_IP, C_BROKER_PORT, C_API_KEY, C_API_NAME,
+       C_API_VERSION, C_CORRELATION_ID, C_CLIENT_ID, C_REQUEST_TS, C_RESPONSE_TS, C_LATENCY_MS, C_TOTAL_MS,
+       C_REQUEST_BYTES, C_RESPONSE_BYTES, C_ERROR_CODE, C_ERROR_NAME, C_ERROR_COUNT, C_THROTTLE_TIME_MS,
+       C_STATUS, C_OUT_OF_ORDER, C_INFERRED, C_WARNINGS, COLUMNS }; /* columns.TABLES["exchanges"] order */
+
+static struct {
+    PyObject *shared; /* the tuple below, as given */
+    PyObject *requests, *responses, *api_names, *left, *silent, *error_name, *new_piece, *ok, *error;
+    PyObject *names;  /* error code -> error_name(code), as met */
+    PyObject *piece;  /* the piece rows go to while it is the last of the events */
+    PyObject *columns[COLUMNS];
+    const ScanApi *scan;
+} shared;
+
+static uint16_t be16(const char *s) { return (uint16_t)((unsigned char)s[0] << 8 | (unsigned char)s[1]); }
+static int32_t be32(const char *s) { return (int32_t)((uint32_t)be16(s) << 16 | be16(s + 2)); }
+
+/* shared: (request programs, response programs, api names by key, left apis, silent-if-acks0 apis,
+ * error_name, new_piece, "ok", "error") */
+static int
+read_shared(PyObject *t)
+{
+    if (t == shared.shared)
+        return 0;
+    if (shared.scan == NULL && (shared.scan = PyCapsule_Import(SCAN_CAPSULE, 0)) == NULL)
+        return -1;
+    PyObject *r, *q, *names, *left, *silent, *error_name, *new_piece, *ok, *error;
+    if (!PyArg_ParseTuple(t, "O!O!O!O!O!OOUU", &PyDict_Type, &q, &PyDict_Type, &r, &PyList_Type, &names,
+                          &PyFrozenSet_Type, &left, &PyFrozenSet_Type, &silent, &error_name, &new_piece, &ok, &error))
+        return -1;
+    PyObject *cache = PyDict_New();
+    if (cache == NULL)
+        return -1;
+    Py_XSETREF(shared.shared, Py_NewRef(t));
+    Py_XSETREF(shared.requests, Py_NewRef(q));
+    Py_XSETREF(shared.responses, Py_NewRef(r));
+    Py_XSETREF(shared.api_names, Py_NewRef(names));
+    Py_XSETREF(shared.left, Py_NewRef(left));
+    Py_XSETREF(shared.silent, Py_NewRef(silent));
+    Py_XSETREF(shared.error_name, Py_NewRef(error_name));
+    Py_XSETREF(shared.new_piece, Py_NewRef(new_piece));
+    Py_XSETREF(shared.ok, Py_NewRef(ok));
+    Py_XSETREF(shared.error, Py_NewRef(error));
+    Py_XSETREF(shared.names, cache);
+    Py_CLEAR(shared.piece);
+    return 0;
+}
+
+/* spec: (shared, limit, (client ip, port), (broker ip, port), conn_id, client_ids, pairs, resume, waiting)
+ * with waiting [(correlation_id, api_key, api_version, offset, ts_first, ts_last, size, client_id, message,
+ * overtaken)], oldest first: at most MAX_WAITING (lanes.py's MAX_WAITING). */
+int
+pairing_start(Pairing *p, PyObject *spec, int request_dir, PyObject *frame_type)
+{
+    PyObject *t, *conn_id, *client_ids, *pairs, *resume, *waiting;
+    Py_ssize_t limit;
+    PyObject *client_ip, *client_port, *broker_ip, *broker_port;
+    if (p->on) {
+        PyErr_SetString(PyExc_RuntimeError, "a lane's pairing started twice");
+        return -1;
+    }
+    if (!PyArg_ParseTuple(spec, "O!n(OO)(OO)OO!O!OO!", &PyTuple_Type, &t, &limit, &client_ip, &client_port, &broker_ip,
+                          &broker_port, &conn_id, &PyList_Type, &client_ids, &PyDict_Type, &pairs, &resume,
+                          &PyList_Type, &waiting)
+        || read_shared(t) < 0)
+        return -1;
+    if (limit < 1) {
+        PyErr_SetString(PyExc_ValueError, "pending_requests must be positive");
+        return -1;
+    }
+    if (PyList_GET_SIZE(waiting) > MAX_WAITING) {
+        PyErr_SetString(PyExc_ValueError, "more requests waiting than a native pairing holds");
+        return -1;
+    }
+    pairing_clear(p);
+    if ((p->waiting = PyMem_Malloc(MAX_WAITING * sizeof *p->waiting)) == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t k = 0; k < PyList_GET_SIZE(waiting); k++) {
+        Waiting w = {0};
+        PyObject *client_id, *message;
+        if (!PyArg_ParseTuple(PyList_GET_ITEM(waiting, k), "LiiLLLLOOp", &w.correlation_id, &w.api_key, &w.api_version,
+                              &w.offset, &w.ts_first, &w.ts_last, &w.size, &client_id, &message, &w.overtaken)) {
+            pairing_clear(p);
+            return -1;
+        }
+        w.client_id = Py_NewRef(client_id);
+        w.message = Py_NewRef(message);
+        p->waiting[p->count++] = w;
+    }
+    p->on = 1;
+    p->request_dir = request_dir;
+    p->limit = limit;
+    p->conn_id = Py_NewRef(conn_id);
+    p->client_ip = Py_NewRef(client_ip);
+    p->client_port = Py_NewRef(client_port);
+    p->broker_ip = Py_NewRef(broker_ip);
+    p->broker_port = Py_NewRef(broker_port);
+    p->client_ids = Py_NewRef(client_ids);
+    p->pairs = Py_NewRef(pairs);
+    p->resume = Py_NewRef(resume);
+    p->frame_type = Py_NewRef(frame_type);
+    return 0;
+}
+
+void
+pairing_clear(Pairing *p)
+{
+    for (Py_ssize_t k = 0; k < p->count; k++) {
+        Waiting *w = &p->waiting[k];
+        Py_XDECREF(w->data);
+        Py_XDECREF(w->message);
+        Py_DECREF(w->client_id);
+    }
+    PyMem_Free(p->waiting);
+    PyMem_Free(p->cid_bytes);
+    Py_CLEAR(p->conn_id);
+    Py_CLEAR(p->client_ip);
+    Py_CLEAR(p->client_port);
+    Py_CLEAR(p->broker_ip);
+    Py_CLEAR(p->broker_port);
+    Py_CLEAR(p->client_ids);
+    Py_CLEAR(p->pairs);
+    Py_CLEAR(p->resume);
+    Py_CLEAR(p->frame_type);
+    Py_CLEAR(p->cid_text);
+    PyObject *events = p->events;
+    memset(p, 0, sizeof *p);
+    p->events = events;
+}
+
+int
+pairing_stop(Pairing *p)
+{
+    if (!p->on)
+        return 0;
+    PyObject *frames = PyList_New(p->count), *counts = PyTuple_New(COUNTS), *events = NULL;
+    if (frames == NULL || counts == NULL)
+        goto done;
+    for (int k = 0; k < COUNTS; k++) {
+        PyObject *v = PyLong_FromLongLong(p->counts[k]);
+        if (v == NULL)
+            goto done;
+        PyTuple_SET_ITEM(counts, k, v);
+    }
+    for (Py_ssize_t k = 0; k < p->count; k++) {
+        Waiting *w = &p->waiting[k];
+        PyObject *frame = w->message ? Py_NewRef(w->message)
+                                     : PyObject_CallFunction(p->frame_type, "LOLL", w->offset, w->data, w->ts_first,
+                                                             w->ts_last);
+        PyObject *item = frame ? Py_BuildValue("(NO)", frame, w->overtaken ? Py_True : Py_False) : NULL;
+        if (item == NULL)
+            goto done;
+        PyList_SET_ITEM(frames, k, item);
+    }
+    events = PyObject_CallFunctionObjArgs(p->resume, counts, frames, NULL);
+    if (events != NULL && !PyList_CheckExact(events)) {
+        PyErr_SetString(PyExc_TypeError, "resume_pairing() returns a list");
+        Py_CLEAR(events);
+    }
+    if (events != NULL && PyList_GET_SIZE(events)) {
+        if (p->events == NULL) {
+            PyErr_SetString(PyExc_RuntimeError, "waiting requests replayed into the session made events");
+            Py_CLEAR(events);
+        } else if (PyList_SetSlice(p->events, PY_SSIZE_T_MAX, PY_SSIZE_T_MAX, events) < 0) {
+            Py_CLEAR(events);
+        }
+    }
+done:
+    Py_XDECREF(frames);
+    Py_XDECREF(counts);
+    if (events == NULL)
+        return -1;
+    Py_DECREF(events);
+    pairing_clear(p);
+    return 0;
+}
+
+/* -- requests ---------------------------------------------------------------------------------- */
+
+static PyObject *
+client_id_of(Pairing *p, const char *b, const Scan *s)
+{
+    int null = !s->found[SLOT_CLIENT_ID] || s->value[SLOT_CLIENT_ID] < 0;
+    Py_ssize_t n = null ? 0 : (Py_ssize_t)s->value[SLOT_CLIENT_ID];
+    const char *text = b + s->at[SLOT_CLIENT_ID];
+    if (p->cid_text != NULL && null == p->cid_null && n == p->cid_len && (null || !memcmp(text, p->cid_bytes, n)))
+        return Py_NewRef(p->cid_text);
+    PyObject *v = null ? Py_NewRef(Py_None) : PyUnicode_DecodeUTF8(text, n, "replace");
+    if (v == NULL)
+        return NULL;
+    if (!null) { /* a new client id: the session learns it (summary.client_ids) */
+        int known = PySequence_Contains(p->client_ids, v);
+        if (known < 0 || (!known && PyList_Append(p->client_ids, v) < 0)) {
+            Py_DECREF(v);
+            return NULL;
+        }
+    }
+    char *copy = PyMem_Realloc(p->cid_bytes, n ? (size_t)n : 1);
+    if (copy == NULL) {
+        Py_DECREF(v);
+        return PyErr_NoMemory();
+    }
+    memcpy(copy, text, (size_t)n);
+    p->cid_bytes = copy;
+    p->cid_len = n;
+    p->cid_null = null;
+    Py_XSETREF(p->cid_text, Py_NewRef(v));
+    return v;
+}
+
+static int
+learn_pair(Pairing *p, int key, int version)
+{
+    int id = key << 16 | version;
+    for (int k = 0; k < p->seen_n; k++)
+        if (p->seen[k] == id)
+            return 0;
+    PyObject *pair = Py_BuildValue("(ii)", key, version);
+    if (pair == NULL)
+        return -1;
+    PyObject *had = PyDict_SetDefault(p->pairs, pair, Py_None);
+    Py_DECREF(pair);
+    if (had == NULL)
+        return -1;
+    if (p->seen_n < (int)(sizeof p->seen / sizeof p->seen[0]))
+        p->seen[p->seen_n++] = id;
+    return 0;
+}
+
+static int
+in_set(PyObject *set, int key)
+{
+    PyObject *k = PyLong_FromLong(key);
+    if (k == NULL)
+        return -1;
+    int found = PySet_Contains(set, k);
+    Py_DECREF(k);
+    return found;
+}
+
+/* 1 taken, 0 left to the session, -1 error */
+static int
+request(Pairing *p, long long offset, const char *b, Py_ssize_t n, long long ts_first, long long ts_last)
+{
+    if (n < 8 || p->count >= p->limit || p->count == MAX_WAITING)
+        return 0;
+    int key = (int16_t)be16(b), version = (int16_t)be16(b + 2);
+    long long cid = be32(b + 4);
+    int left = in_set(shared.left, key);
+    if (left)
+        return left < 0 ? -1 : 0;
+    for (Py_ssize_t k = 0; k < p->count; k++)
+        if (p->waiting[k].correlation_id == cid)
+            return 0;
+    Scan s;
+    int ok = shared.scan->scan_frame(shared.requests, (const unsigned char *)b, n, key, version, &s);
+    if (ok <= 0)
+        return ok;
+    if (s.found[SLOT_ACKS] && s.value[SLOT_ACKS] == 0) {
+        int silent = in_set(shared.silent, key);
+        if (silent)
+            return silent < 0 ? -1 : 0;
+    }
+    PyObject *client_id = client_id_of(p, b, &s), *data = NULL;
+    if (client_id == NULL || learn_pair(p, key, version) < 0
+        || (data = PyBytes_FromStringAndSize(b, n)) == NULL) {
+        Py_XDECREF(client_id);
+        return -1;
+    }
+    p->waiting[p->count++] = (Waiting){cid, offset, ts_first, ts_last, n, key, version, data, NULL, client_id, 0};
+    return 1;
+}
+
+/* -- responses: the row ------------------------------------------------------------------------- */
+
+/* The piece rows go to: the current one if it is still the last of the events, else a new one there. */
+static int
+piece_ready(PyObject *events)
+{
+    Py_ssize_t n = PyList_GET_SIZE(events);
+    if (shared.piece != NULL && n && PyList_GET_ITEM(events, n - 1) == shared.piece)
+        return 0;
+    PyObject *made = PyObject_CallNoArgs(shared.new_piece), *piece, *columns;
+    if (made == NULL)
+        return -1;
+    if (!PyArg_ParseTuple(made, "OO!", &piece, &PyTuple_Type, &columns) || PyTuple_GET_SIZE(columns) != COLUMNS) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "new_piece() returns (piece, a list per exchanges column)");
+        Py_DECREF(made);
+        return -1;
+    }
+    for (int k = 0; k < COLUMNS; k++)
+        if (!PyList_CheckExact(PyTuple_GET_ITEM(columns, k))) {
+            PyErr_SetString(PyExc_TypeError, "new_piece() columns are lists");
+            Py_DECREF(made);
+            return -1;
+        }
+    Py_XSETREF(shared.piece, Py_NewRef(piece));
+    for (int k = 0; k < COLUMNS; k++)
+        shared.columns[k] = PyTuple_GET_ITEM(columns, k); /* held by the piece */
+    Py_DECREF(made);
+    return PyList_Append(events, piece);
+}
+
+static PyObject *
+error_name_of(long long code)
+{
+    PyObject *k = PyLong_FromLongLong(code);
+    if (k == NULL)
+        return NULL;
+    PyObject *name = PyDict_GetItemWithError(shared.names, k);
+    if (name != NULL) {
+        Py_DECREF(k);
+        return Py_NewRef(name);
+    }
+    if (!PyErr_Occurred() && (name = PyObject_CallOneArg(shared.error_name, k)) != NULL
+        && PyDict_SetItem(shared.names, k, name) < 0)
+        Py_CLEAR(name);
+    Py_DECREF(k);
+    return name;
+}
+
+static int
+row(Pairing *p, const Waiting *w, int overtook, long long resp_first, long long resp_last, Py_ssize_t resp_size,
+    const Scan *s)
+{
+    if (piece_ready(p->events) < 0)
+        return -1;
+    PyObject *cells[COLUMNS] = {0};
+    PyObject *api_name = w->api_key < PyList_GET_SIZE(shared.api_names) ? PyList_GET_ITEM(shared.api_names, w->api_key)
+                                                                          : Py_None;
+    cells[C_CONNECTION_ID] = Py_NewRef(p->conn_id);
+    cells[C_CLIENT_IP] = Py_NewRef(p->client_ip);
+    cells[C_CLIENT_PORT] = Py_NewRef(p->client_port);
+    cells[C_BROKER_IP] = Py_NewRef(p->broker_ip);
+    cells[C_BROKER_PORT] = Py_NewRef(p->broker_port);
+    cells[C_API_KEY] = PyLong_FromLong(w->api_key);
+    cells[C_API_NAME] = Py_NewRef(api_name);
+    cells[C_API_VERSION] = PyLong_FromLong(w->api_version);
+    cells[C_CORRELATION_ID] = PyLong_FromLongLong(w->correlation_id);
+    cells[C_CLIENT_ID] = Py_NewRef(w->client_id);
+    cells[C_REQUEST_TS] = PyLong_FromLongLong(w->ts_first);
+    cells[C_RESPONSE_TS] = PyLong_FromLongLong(resp_first);
+    cells[C_LATENCY_MS] = PyFloat_FromDouble((double)(resp_first - w->ts_last) / 1e6);
+    cells[C_TOTAL_MS] = PyFloat_FromDouble((double)(resp_last - w->ts_first) / 1e6);
+    cells[C_REQUEST_BYTES] = PyLong_FromLongLong(w->size + 4);
+    cells[C_RESPONSE_BYTES] = PyLong_FromSsize_t(resp_size + 4);
+    cells[C_ERROR_CODE] = PyLong_FromLongLong(s->first_error);
+    cells[C_ERROR_NAME] = error_name_of(s->first_error);
+    cells[C_ERROR_COUNT] = PyLong_FromLongLong(s->errors);
+    cells[C_THROTTLE_TIME_MS] = s->found[SLOT_THROTTLE] ? PyLong_FromLongLong(s->value[SLOT_THROTTLE]) : Py_NewRef(Py_None);
+    cells[C_STATUS] = Py_NewRef(s->errors ? shared.error : shared.ok);
+    cells[C_OUT_OF_ORDER] = Py_NewRef(overtook ? Py_True : Py_False);
+    cells[C_INFERRED] = Py_NewRef(Py_False);
+    cells[C_WARNINGS] = Py_NewRef(Py_None);
+    int rc = 0;
+    for (int k = 0; k < COLUMNS; k++)
+        if (cells[k] == NULL)
+            rc = -1;
+    for (int k = 0; k < COLUMNS && rc == 0; k++)
+        rc = PyList_Append(shared.columns[k], cells[k]);
+    for (int k = 0; k < COLUMNS; k++)
+        Py_XDECREF(cells[k]);
+    return rc;
+}
+
+/* The waiting request a response answers, or -1 when none waits for it. */
+static Py_ssize_t
+find(const Pairing *p, long long correlation_id)
+{
+    for (Py_ssize_t k = 0; k < p->count; k++)
+        if (p->waiting[k].correlation_id == correlation_id)
+            return k;
+    return -1;
+}
+
+int
+pairing_waits(const Pairing *p, long long correlation_id)
+{
+    return p->on && find(p, correlation_id) >= 0;
+}
+
+static int
+response(Pairing *p, const char *b, Py_ssize_t n, long long ts_first, long long ts_last)
+{
+    Py_ssize_t k = n < 4 ? -1 : find(p, be32(b));
+    if (k < 0)
+        return 0;
+    Waiting *w = &p->waiting[k];
+    int left = in_set(shared.left, w->api_key);
+    if (left)
+        return left < 0 ? -1 : 0;
+    Scan s;
+    int ok = shared.scan->scan_frame(shared.responses, (const unsigned char *)b, n, w->api_key, w->api_version, &s);
+    if (ok <= 0)
+        return ok;
+    /* Pairer.take: it overtook older requests (overtaken ones wait, or the older ones become so) */
+    int overtook = k > 0;
+    for (Py_ssize_t j = 0; j < k; j++)
+        p->waiting[j].overtaken = 1;
+    if (row(p, w, overtook, ts_first, ts_last, n, &s) < 0)
+        return -1;
+    p->counts[FRAMES_TO_CLIENT]++;
+    p->counts[BYTES_TO_CLIENT] += n + 4;
+    if (w->message == NULL) { /* (a request taken over from the session was counted there) */
+        p->counts[FRAMES_TO_BROKER]++;
+        p->counts[BYTES_TO_BROKER] += w->size + 4;
+    }
+    Py_XDECREF(w->data);
+    Py_XDECREF(w->message);
+    Py_DECREF(w->client_id);
+    memmove(w, w + 1, (size_t)(p->count - k - 1) * sizeof *w);
+    p->count--;
+    return 1;
+}
+
+int
+pairing_frame(Pairing *p, int d, long long offset, const char *b, Py_ssize_t n, long long ts_first, long long ts_last)
+{
+    if (!p->on)
+        return 0;
+    int rc = d == p->request_dir ? request(p, offset, b, n, ts_first, ts_last) : response(p, b, n, ts_first, ts_last);
+    if (rc == 1)
+        p->counts[CUT_0 + d]++;
+    else if (rc == 0 && pairing_stop(p) < 0)
+        return -1;
+    return rc;
+}

@@ -1,0 +1,50 @@
+/* Header decode and pairing of a native lane's frames, into exchanges rows (see _pairing.c). */
+#ifndef KDISSECT_PAIRING_H
+#define KDISSECT_PAIRING_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+typedef struct {
+    long long correlation_id, offset, ts_first, ts_last, size;
+    int api_key, api_version;
+    PyObject *data;      /* the frame's bytes: replayed into the session on a hand-back; or NULL and */
+    PyObject *message;   /* the session's KafkaMessage, a request its pairer held when the pairing started */
+    PyObject *client_id; /* str or None */
+    int overtaken;       /* a later request was answered first (pairing.py's _overtaken) */
+} Waiting;
+
+#define MAX_WAITING 64 /* requests waiting here at most (more: the session's pairer takes them) */
+
+enum { FRAMES_TO_BROKER, BYTES_TO_BROKER, FRAMES_TO_CLIENT, BYTES_TO_CLIENT, CUT_0, CUT_1, COUNTS };
+
+typedef struct {
+    int on, request_dir;
+    PyObject *events;                  /* where rows and replayed events go (set before each run's frames) */
+    Waiting *waiting;                  /* requests in arrival order (the overtaken ones first): MAX_WAITING */
+    Py_ssize_t count, limit;
+    PyObject *conn_id, *client_ip, *client_port, *broker_ip, *broker_port, *client_ids, *pairs, *resume,
+        *frame_type;
+    PyObject *cid_text; /* the last client id met, and its bytes */
+    char *cid_bytes;
+    Py_ssize_t cid_len;
+    int cid_null;
+    long long counts[COUNTS]; /* what the frames taken here add to the session: see resume_pairing */
+    int seen[64], seen_n;     /* (api_key << 16 | version) already added to the session's pairs */
+} Pairing;
+
+/* spec: KafkaConnection.lane_pairing()'s tuple; 0, or -1 with an exception. */
+int pairing_start(Pairing *p, PyObject *spec, int request_dir, PyObject *frame_type);
+/* One frame of direction ``d`` (offset of its size field, its bytes, capture times): 1 taken (a request
+ * waits, or an exchange row was added), 0 not (the pairing was handed back first: the caller gives
+ * the frame to the session), -1 error. */
+int pairing_frame(Pairing *p, int d, long long offset, const char *b, Py_ssize_t n, long long ts_first,
+                  long long ts_last);
+/* Hand the pairing back to the session (waiting requests replayed, counts added); its events go to
+ * p->events, or, with p->events NULL, must be none. 0 or -1. */
+int pairing_stop(Pairing *p);
+void pairing_clear(Pairing *p);
+/* Whether a request with this correlation id waits here. */
+int pairing_waits(const Pairing *p, long long correlation_id);
+
+#endif
