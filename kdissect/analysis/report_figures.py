@@ -22,8 +22,9 @@ from kdissect.analysis.bounded import KEY_LIMIT, OTHER, Groups
 from kdissect.analysis.client_figures import ClientFigures
 from kdissect.analysis.distribution import EXACT_VALUES, RELATIVE_ERROR, Latencies
 from kdissect.analysis.errors import NO_ANSWER
+from kdissect.analysis.exchange_figures import ExchangeFigures, percentile_frame
 from kdissect.analysis.frames import ANALYSED_RECORDS
-from kdissect.analysis.latency import DIMENSIONS, PERCENTILE_COLUMNS, broker_namer, of_latencies
+from kdissect.analysis.latency import DIMENSIONS, broker_namer
 from kdissect.analysis.summary import Figures
 from kdissect.analysis.time_figures import TimeFigures
 from kdissect.tables.columns import cells
@@ -70,6 +71,7 @@ class ReportFigures(Figures):
         self.clients = ClientFigures(limit)
         self.time = TimeFigures()
         self.batches = BatchFigures(limit)
+        self.exchanges = ExchangeFigures(limit)
         self.limit = limit
         self.times: list[int | None] = [None, None, None, None]  # first request, last answer, first and last of both
         self.client_ids: set[str] = set()  # distinct client ids, up to CLIENT_IDS_LIMIT
@@ -77,6 +79,7 @@ class ReportFigures(Figures):
 
     def add(self, name: str, columns: Columns) -> None:
         super().add(name, columns)
+        self.exchanges.add(name, columns)
         if name == "exchanges":
             self._add_latencies(columns)
             self.clients.add_exchanges(columns)
@@ -155,6 +158,7 @@ class ReportFigures(Figures):
             self.clients.merge(other.clients)
             self.time.merge(other.time)
             self.batches.merge(other.batches)
+            self.exchanges.merge(other.exchanges)
             self._merge_times(other.times)
             self._see_clients(other.client_ids)
             self.without_answer += other.without_answer
@@ -162,23 +166,14 @@ class ReportFigures(Figures):
     def latency_table(self, dimension: str) -> pd.DataFrame:
         """:func:`kdissect.analysis.latency.latency_by`'s table from the figures: one row per group
         (plus :data:`OTHER` for the keys not kept), slowest first (by p99, by max where too few for a p99)."""
-        import pandas as pd
-
-        by = DIMENSIONS[dimension]
-        rows = [(*key, *_figures(latencies)) for key, latencies in self._labelled(dimension)]
-        table = pd.DataFrame(rows, columns=[*by, *PERCENTILE_COLUMNS])
-        table[PERCENTILE_COLUMNS[1:]] = table[PERCENTILE_COLUMNS[1:]].astype("float64")  # None: NaN, as pandas
+        table = percentile_frame(DIMENSIONS[dimension], self._labelled(dimension), self.latency[dimension].other)
         if dimension == "api_version":
             table["api_version"] = table["api_version"].astype("Int16")
-        table = table.sort_values([*by], key=lambda c: c.astype(str), kind="stable", ignore_index=True)
-        tail = table["p99"].fillna(table["max"])
-        order = table.assign(_tail=tail).sort_values(["_tail", "count"], ascending=False, na_position="last",
-                                                     kind="stable").index  # fmt: skip
-        table = table.loc[order].reset_index(drop=True)
-        other = self.latency[dimension].other
-        if other.count:
-            table.loc[len(table)] = [OTHER, *[None] * (len(by) - 1), *_figures(other)]
         return table
+
+    def broker_label(self) -> Callable[[object, object], str | None]:
+        """What names a broker address as the brokers seen name it (``latency.broker_namer``)."""
+        return _broker_namer(self.brokers)
 
     def _labelled(self, dimension: str) -> Iterator[tuple[tuple, Latencies]]:
         """Each group's key as the table shows it (a broker address named by the cluster), groups
@@ -194,11 +189,6 @@ class ReportFigures(Figures):
         yield from merged.items()
 
 
-def _figures(latencies: Latencies) -> list[float | int | None]:
-    p = of_latencies(latencies)
-    return [p.count, p.p50, p.p90, p.p99, p.p999, p.max]
-
-
 def _broker_namer(brokers: dict[tuple[object, object, object, object], None]) -> Callable[[object, object], str | None]:
     import pandas as pd
 
@@ -209,7 +199,7 @@ def _broker_namer(brokers: dict[tuple[object, object, object, object], None]) ->
 def figures_of(tables: Mapping[str, pd.DataFrame]) -> ReportFigures:
     """The report's figures of whole tables (what a run's hook would have added piece by piece)."""
     figures = ReportFigures()
-    for name in ("exchanges", "connections", "brokers", "batches"):
+    for name in ("exchanges", "partitions", "errors", "request_params", "connections", "brokers", "batches"):
         frame = tables[name]
         figures.add(name, {c: _column(frame[c]) for c in frame.columns})
     return figures
