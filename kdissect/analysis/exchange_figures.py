@@ -23,6 +23,7 @@ from kdissect.analysis.bounded import KEY_LIMIT, OTHER, Groups
 from kdissect.analysis.distribution import Latencies
 from kdissect.analysis.errors import ERROR_DIMENSIONS, NO_ANSWER
 from kdissect.analysis.expected import OVERRUN_TOLERANCE_MS, is_expected
+from kdissect.analysis.lag_figures import LagFigures
 from kdissect.analysis.latency import DIMENSIONS, PERCENTILE_COLUMNS, of_latencies
 from kdissect.analysis.listing import Listing
 from kdissect.tables.columns import cells
@@ -40,7 +41,8 @@ _EXCHANGE = ("connection_id", "correlation_id", "api_name", "api_version", "clie
              "broker_port", "request_ts", "response_ts", "latency_ms", "error_name", "status", "throttle_time_ms",
              "warnings")  # fmt: skip
 _PARAMS = ("max_wait_ms", "acks", "session_timeout_ms", "rebalance_timeout_ms")
-_PARTITION = ("topic", "partition", "api_name", "response_records_bytes")
+_PARTITION = ("topic", "partition", "api_name", "response_records_bytes", "request_ts", "fetch_offset",
+              "high_watermark", "committed_offset")
 _ERROR = ("response_ts", "connection_id", "correlation_id", "api_key", "path", "error_code", "api_name",
           "error_name", "retriable", "topic", "partition", "group", "error_message")  # fmt: skip
 _BROKER = "broker"  # the dimension named from a broker address (ip, port) after the run
@@ -186,6 +188,8 @@ class ExchangeFigures:
         self.errors = {dimension: Groups(Tally, limit) for dimension in ERROR_DIMENSIONS}
         self.joins = Listing(LISTED)
         self.slowest = Listing(SLOWEST)
+        self._lag = LagFigures(limit)
+        self._error_codes = [0, 0]  # error codes in responses: (not normal steps, normal steps)
 
     def add(self, name: str, columns: Columns) -> None:
         if name not in JOINED:
@@ -215,7 +219,7 @@ class ExchangeFigures:
          error, status, throttle, warnings) = row  # fmt: skip
         latency = _number(latency)
         order = ordered(request_ts, response_ts, conn, corr)
-        topics = {(t, p) for t, p, _, _ in parts if t is not None}
+        topics = {(t, p) for t, p, *_ in parts if t is not None}
         if latency is not None:
             for topic in {t for t, _ in topics}:
                 self.topic.get((topic,)).add(latency)
@@ -226,7 +230,7 @@ class ExchangeFigures:
             if api == "JoinGroup" else None  # JoinGroup v0 has no rebalance timeout: the session's bounded it
         expected = latency is not None and bound is not None and latency <= bound + OVERRUN_TOLERANCE_MS
         if api == "Fetch" and latency is not None:
-            fetched = [b for _, _, a, b in parts if a == "Fetch" and b is not None]
+            fetched = [b for _, _, a, b, *_ in parts if a == "Fetch" and b is not None]
             ratio = latency / bound if bound is not None and bound > 0 else None
             self.fetch.get((client, broker_ip, broker_port)).add(
                 latency, sum(fetched) > 0, max_wait, ratio, not expected and bound is not None)
@@ -238,12 +242,30 @@ class ExchangeFigures:
             named = ", ".join(sorted({str(t) for t, _ in topics})) or None
             self.slowest.add((-latency, order), (request_ts, api, version, client, client_ip, (broker_ip, broker_port),
                                                  named, latency, bound, error, status, conn, corr))  # fmt: skip
+        for topic, partition, part_api, _, ts, fetch_offset, watermark, committed in parts:
+            self._add_lag(order, (conn, corr, client, response_ts), part_api, topic, partition,
+                          ts if ts is not None else response_ts, fetch_offset, watermark, committed)
         if throttle is not None and throttle > 0 and client is not None and api is not None:
             self.throttled.get((client, api)).add(order, throttle)
         if status in NO_ANSWER:
             lost = self.lost.get((api, status))
             lost.add(order, note=warnings)
             lost.name([str(client)] if client is not None else [])
+
+    def _add_lag(self, order: tuple, exchange: tuple, api: object, topic: object, partition: object,
+                 ts: int | None, fetch_offset: int | None, watermark: int | None, committed: int | None) -> None:
+        """A partition row's lag figures, placed at its request's time (its answer's, where the request
+        was not captured)."""
+        conn, corr, client, _ = exchange
+        if api == "Fetch" and fetch_offset is not None and watermark is not None:
+            self._lag.add_fetch(ordered(ts, conn, corr), ts, client, topic, partition, fetch_offset, watermark)
+        if ts is None or topic is None or partition is None:
+            return
+        if watermark is not None:
+            self._lag.add_watermark(ts, topic, partition, watermark)
+        if api == "OffsetCommit" and committed is not None:
+            self._lag.add_commit(ordered(ts, conn, corr, str(topic), partition),
+                                (ts, conn, corr, topic, partition, committed))
 
     def _add_error(self, row: tuple, context: tuple) -> None:
         ts, conn, corr, api_key, path, code, api, name, retriable, topic, partition, group, message = row
@@ -253,6 +275,7 @@ class ExchangeFigures:
                   "client_id": client, "client_ip": client_ip, _BROKER: (broker_ip, broker_port), "topic": topic,
                   "partition": partition, "group": group}  # fmt: skip
         expected = is_expected(api, name)
+        self._error_codes[expected] += 1
         for dimension, by in ERROR_DIMENSIONS.items():
             if dimension in ("topic", "group") and values[by[0]] is None:
                 continue
@@ -261,15 +284,16 @@ class ExchangeFigures:
     def merge(self, other: ExchangeFigures) -> None:
         self.flush()
         other.flush()
-        for name in ("topic", "partition", "fetch", "acks", "throttled", "lost", "joins", "slowest"):
+        for name in ("topic", "partition", "fetch", "acks", "throttled", "lost", "joins", "slowest", "_lag"):
             getattr(self, name).merge(getattr(other, name))
+        self._error_codes = [a + b for a, b in zip(self._error_codes, other._error_codes, strict=True)]
         for dimension, groups in other.errors.items():
             self.errors[dimension].merge(groups)
 
     def _state(self) -> tuple:
         self.flush()
         return (self.topic, self.partition, self.fetch, self.acks, self.throttled, self.lost, self.errors,
-                self.joins, self.slowest)  # fmt: skip
+                self.joins, self.slowest, self._lag, self._error_codes)  # fmt: skip
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, ExchangeFigures) and self._state() == other._state()
@@ -280,6 +304,17 @@ class ExchangeFigures:
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
+
+    @property
+    def error_codes(self) -> tuple[int, int]:
+        """Error codes in responses: (not normal protocol steps, normal steps)."""
+        self.flush()
+        return self._error_codes[0], self._error_codes[1]
+
+    @property
+    def lag(self) -> LagFigures:
+        self.flush()
+        return self._lag
 
     # -- the report's tables ----------------------------------------------------------------
     def topic_latency(self, dimension: str) -> pd.DataFrame:

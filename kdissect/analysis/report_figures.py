@@ -171,6 +171,15 @@ class ReportFigures(Figures):
             table["api_version"] = table["api_version"].astype("Int16")
         return table
 
+    def answered(self) -> pd.DataFrame:
+        """Per API its latencies above zero as runs (``latency_ms``, ``count``), ascending: the
+        overview's latency distribution (a folded group's values are its buckets' midpoints)."""
+        import pandas as pd
+
+        rows = [(api, value, n) for (api,), latencies in sorted(self.latency["api"].groups.items(), key=str)
+                for value, n in latencies.runs() if value > 0]  # fmt: skip
+        return pd.DataFrame(rows, columns=["api_name", "latency_ms", "count"])
+
     def broker_label(self) -> Callable[[object, object], str | None]:
         """What names a broker address as the brokers seen name it (``latency.broker_namer``)."""
         return _broker_namer(self.brokers)

@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, TextIO
 
 from kdissect.analysis import (
     groups,
-    lag,
     throughput,
     topology,
     transactions,
@@ -70,8 +69,7 @@ def _facts(o: Overview) -> list[tuple[str, str]]:
 def _overview_section(tables: Mapping[str, pd.DataFrame], o: Overview, figures: ReportFigures) -> Section:
     import pandas as pd
 
-    ex = tables["exchanges"]
-    answered = ex[ex["latency_ms"].notna() & (ex["latency_ms"] > 0)]
+    answered = figures.answered()
     anomalies = pd.DataFrame(
         [(a.kind, a.count, a.bytes, ANOMALY_MEANING.get(a.kind)) for a in o.anomalies],
         columns=["kind", "count", "bytes", "meaning"],
@@ -179,11 +177,17 @@ def _errors_section(figures: ReportFigures) -> Section:
     )
 
 
-def _groups_section(tables: Mapping[str, pd.DataFrame]) -> Section:
+def _groups_section(tables: Mapping[str, pd.DataFrame], figures: ReportFigures) -> Section:
     timeline = groups.timeline(tables)
     placed = timeline.assign(request_ts=moment(timeline))  # a request not captured: at its answer's time
     placed = placed[placed["request_ts"].notna()]
-    fetch_lag = lag.fetch_lag(tables)
+    by_client = groups.members_by_client(tables)
+    events = tables["group_events"]
+    keys = zip(events["connection_id"], events["correlation_id"], strict=True)
+    by_request = dict(zip(keys, events["group_id"], strict=True))
+    lag = figures.exchanges.lag
+    fetch_lag = lag.fetch_lag(by_client)
+    commits, commit_count = lag.commit_lag(by_request)
     return Section(
         "groups",
         "Consumer groups and lag",
@@ -196,8 +200,8 @@ def _groups_section(tables: Mapping[str, pd.DataFrame]) -> Section:
             Table("Group errors", groups.group_errors(tables)),
             Table("Member epochs (KIP-848)", groups.member_epochs(tables), max_rows=LISTING_ROWS),
             *_figure("Fetch lag over time", fetch_lag, plots.lag_over_time),
-            Table("Lag per group, client and partition", lag.lag_summary(tables)),
-            Table("Committed offsets against the log end", lag.commit_lag(tables), max_rows=LISTING_ROWS),
+            Table("Lag per group, client and partition", lag.lag_summary(by_client)),
+            Table("Committed offsets against the log end", commits, max_rows=LISTING_ROWS, total=commit_count),
             Table(
                 "Timeline",
                 timeline.drop(columns=["connection_id", "correlation_id"]),
@@ -302,7 +306,7 @@ def build_document(tables: Mapping[str, pd.DataFrame], summary: Summary, files: 
         _kafka_latency_section(figures),
         _timeseries_section(figures),
         _errors_section(figures),
-        _groups_section(tables),
+        _groups_section(tables, figures),
         _transactions_section(tables),
         _topology_section(tables),
         _clients_section(figures),
