@@ -45,6 +45,7 @@ _PARTITION = ("topic", "partition", "api_name", "response_records_bytes", "reque
               "high_watermark", "committed_offset")
 _ERROR = ("response_ts", "connection_id", "correlation_id", "api_key", "path", "error_code", "api_name",
           "error_name", "retriable", "topic", "partition", "group", "error_message")  # fmt: skip
+_CARRY_RECORDS = ("Produce", "Fetch")
 _BROKER = "broker"  # the dimension named from a broker address (ip, port) after the run
 
 
@@ -189,6 +190,11 @@ class ExchangeFigures:
         self.joins = Listing(LISTED)
         self.slowest = Listing(SLOWEST)
         self._lag = LagFigures(limit)
+        # Request times for the records kept (the transactions section's): those of the Produce and
+        # Fetch exchanges whose records may still come, and those found for the records' keys.
+        self._recent: dict[tuple, int | None] = {}
+        self._waiting: set[tuple] = set()
+        self.record_times: dict[tuple, int | None] = {}
         self._error_codes = [0, 0]  # error codes in responses: (not normal steps, normal steps)
 
     def add(self, name: str, columns: Columns) -> None:
@@ -209,10 +215,39 @@ class ExchangeFigures:
         for piece in pending.get("exchanges", []):
             for row in _rows(piece, _EXCHANGE):
                 context.setdefault((row[0], row[1]), (row[4], row[5], row[6], row[7]))
+                self._recall((row[0], row[1]), row[2], row[8])
                 self._add_exchange(row, params.get((row[0], row[1])), parts.get((row[0], row[1]), ()))
         for piece in pending.get("errors", []):
             for row in _rows(piece, _ERROR):
                 self._add_error(row, context.get((row[1], row[2]), (None, None, None, None)))
+
+    def _recall(self, key: tuple, api: object, request_ts: int | None) -> None:
+        if api not in _CARRY_RECORDS:
+            return
+        self._recent.setdefault(key, request_ts)
+        if key in self._waiting:
+            self._waiting.discard(key)
+            self.record_times[key] = self._recent[key]
+
+    def records_seen(self, kept: Iterable[tuple], last: tuple | None) -> None:
+        """The keys of records kept (their request times are found now or when their exchange
+        comes), and the last record's key of the piece: records come in exchange order, so the
+        exchanges before it will have no more records."""
+        for key in kept:
+            if key not in self.record_times:
+                if key in self._recent:
+                    self.record_times[key] = self._recent[key]
+                else:
+                    self._waiting.add(key)
+        if last is None:
+            return
+        if last not in self._recent:
+            self._recent.clear()  # its exchange is not joined yet: every one joined came before it
+            return
+        for key in list(self._recent):
+            if key == last:
+                break
+            del self._recent[key]
 
     def _add_exchange(self, row: tuple, params: tuple | None, parts: Iterable[tuple]) -> None:
         (conn, corr, api, version, client, client_ip, broker_ip, broker_port, request_ts, response_ts, latency,

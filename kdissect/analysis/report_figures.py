@@ -27,8 +27,8 @@ from kdissect.analysis.frames import ANALYSED_RECORDS
 from kdissect.analysis.latency import DIMENSIONS, broker_namer
 from kdissect.analysis.summary import Figures
 from kdissect.analysis.time_figures import TimeFigures
-from kdissect.tables.columns import cells
-from kdissect.tables.sink import Columns
+from kdissect.tables.columns import TABLES, cells
+from kdissect.tables.sink import JOINED, Columns
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -51,7 +51,7 @@ KEYED = {
 
 CLIENT_IDS_LIMIT = 100_000  # distinct client ids counted: past that the overview says "more than"
 # Tables the report reads only through these figures: its run need not keep their rows.
-REPORT_FIGURES_ONLY = ("connections", "batches")
+REPORT_FIGURES_ONLY = ("connections", "batches", *JOINED)
 
 
 _KEY_COLUMNS = sorted({c for key in KEYED.values() for c in key})
@@ -92,6 +92,8 @@ class ReportFigures(Figures):
             for column, values in columns.items():
                 cells_of = cells(values)
                 self.records.setdefault(column, []).extend(cells_of[i] for i in keep)  # type: ignore[union-attr]
+            keys = list(zip(cells(columns["connection_id"]), cells(columns["correlation_id"]), strict=True))
+            self.exchanges.records_seen((keys[i] for i in keep), keys[-1] if keys else None)
         elif name == "connections":
             self.clients.add_connections(columns)
         elif name == "brokers":
@@ -170,6 +172,17 @@ class ReportFigures(Figures):
         if dimension == "api_version":
             table["api_version"] = table["api_version"].astype("Int16")
         return table
+
+    def record_exchanges(self) -> Columns:
+        """The exchanges table narrowed to what the transactions section reads of it (the request
+        times of the records kept), the other columns null."""
+        self.exchanges.flush()
+        times = self.exchanges.record_times
+        columns: Columns = {name: [None] * len(times) for name, _ in TABLES["exchanges"]}
+        columns["connection_id"] = [conn for conn, _ in times]
+        columns["correlation_id"] = [corr for _, corr in times]
+        columns["request_ts"] = list(times.values())
+        return columns
 
     def answered(self) -> pd.DataFrame:
         """Per API its latencies above zero as runs (``latency_ms``, ``count``), ascending: the

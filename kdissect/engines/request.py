@@ -80,6 +80,7 @@ def run(request: Request) -> RunResult:
         result = local.analyze(captures, request.options, figures=figures, counted_only=figures.counted_only)
         check_readable(result.stats, captures)
         result.tables["records"], figures.records = figures.records or {}, {}
+        result.tables["exchanges"] = figures.record_exchanges()
         result.frames = taken_frames(result.tables)  # the tables' column lists are freed one by one
         result.figures = figures
         result.inputs = [str(c) for c in captures]
