@@ -140,11 +140,15 @@ class ReportFigures(Figures):
         first, last = self.times[2], self.times[3]
         return pd.Timedelta(last - first, unit="ns").total_seconds() if first is not None and last is not None else 0.0
 
-    def recount_batches(self, batches: pd.DataFrame) -> None:
-        """Throughput counted again from the whole ``batches`` table: a Spark task's batch rows name
-        a topic known only by id after the driver names it, so the tasks' batch figures cannot serve."""
-        self.batches = BatchFigures(self.limit)
-        self.batches.add_batches({c: _column(batches[c]) for c in batches.columns})
+    def recount(self, frames: Mapping[str, pd.DataFrame]) -> None:
+        """Throughput and the joined figures counted again from whole tables on a Spark driver: the
+        tasks' rows name a topic known only by id after the driver names it, and number connections
+        per task, so the tasks' figures of them cannot serve."""
+        self.batches, self.exchanges = BatchFigures(self.limit), ExchangeFigures(self.limit)
+        for name in ("batches", *JOINED):
+            frame = frames[name]
+            columns = {c: _column(frame[c]) for c in frame.columns}
+            self.batches.add_batches(columns) if name == "batches" else self.exchanges.add(name, columns)
 
     @property
     def counted_only(self) -> tuple[str, ...]:

@@ -50,7 +50,7 @@ from pyspark.sql import types as T
 from pyspark.sql.pandas.types import from_arrow_schema
 
 from kdissect.analysis.frames import ANALYSED_RECORDS
-from kdissect.analysis.report_figures import REPORT_FIGURES_ONLY, ReportFigures
+from kdissect.analysis.report_figures import ReportFigures
 from kdissect.analysis.summary import Figures, Summary
 from kdissect.engines import EngineSetupError
 from kdissect.engines.partition import (
@@ -471,12 +471,14 @@ def report_input(captures: list[str], *, master: str, options: Options, verbose:
                  conf: Mapping[str, str] | None = None) -> RunResult:  # fmt: skip
     """The report's figures, counted in the tasks by the local engine's code and merged (the summary
     among them), and the tables the report still reads as rows, decoded on Spark and brought to the
-    driver as frames (not the connections: a fleet's connections stay in the tasks). The batches are
-    gathered still: the tasks name topics by id only, so throughput is counted once they are named."""
-    gathered = [name for name in TABLES if name not in REPORT_FIGURES_ONLY or name == "batches"]
+    driver as frames (not the connections: a fleet's connections stay in the tasks). The batches and
+    the exchanges' own tables are gathered still: the tasks name topics by id only and number
+    connections per task, so throughput and the joined figures are counted once the driver has named
+    and numbered them (:meth:`ReportFigures.recount`)."""
+    gathered = [name for name in TABLES if name != "connections"]
     with _decoded(captures, master, conf, None, list(TABLES), options, verbose, ReportFigures) as decoded:
         frames, figures = decoded.frames(gathered), decoded.figures
-        figures.recount_batches(frames["batches"])  # type: ignore[attr-defined]
+        figures.recount(frames)  # type: ignore[attr-defined]
         return RunResult(decoded.stats(), decoded.summary(), frames=frames, figures=figures)
 
 
