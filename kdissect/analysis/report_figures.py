@@ -22,7 +22,7 @@ from kdissect.analysis.bounded import KEY_LIMIT, OTHER, Groups
 from kdissect.analysis.client_figures import ClientFigures
 from kdissect.analysis.distribution import EXACT_VALUES, RELATIVE_ERROR, Latencies
 from kdissect.analysis.errors import NO_ANSWER
-from kdissect.analysis.exchange_figures import ExchangeFigures, percentile_frame
+from kdissect.analysis.exchange_figures import ExchangeFigures, ordered, percentile_frame
 from kdissect.analysis.frames import ANALYSED_RECORDS
 from kdissect.analysis.latency import DIMENSIONS, broker_namer
 from kdissect.analysis.summary import Figures
@@ -218,7 +218,9 @@ class ReportFigures(Figures):
 def _broker_namer(brokers: dict[tuple[object, object, object, object], None]) -> Callable[[object, object], str | None]:
     import pandas as pd
 
-    rows = sorted(brokers, key=lambda row: tuple(map(str, row)))  # one order, whatever order pieces came in
+    # the brokers table's capture order (analysis.frames.in_capture_order: by each column, nulls last),
+    # whatever order pieces came in: a broker seen with and without its rack is named with it
+    rows = sorted(brokers, key=lambda row: ordered(*(None if v is None else str(v) for v in row)))
     return broker_namer(pd.DataFrame(rows, columns=["node_id", "host", "port", "rack"]))
 
 
