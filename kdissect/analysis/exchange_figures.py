@@ -26,6 +26,7 @@ from kdissect.analysis.expected import OVERRUN_TOLERANCE_MS, is_expected
 from kdissect.analysis.lag_figures import LagFigures
 from kdissect.analysis.latency import DIMENSIONS, PERCENTILE_COLUMNS, of_latencies
 from kdissect.analysis.listing import Listing
+from kdissect.analysis.placed import renamed, topic_key
 from kdissect.tables.columns import cells
 from kdissect.tables.sink import JOINED, Columns
 
@@ -42,9 +43,9 @@ _EXCHANGE = ("connection_id", "correlation_id", "api_name", "api_version", "clie
              "warnings")  # fmt: skip
 _PARAMS = ("max_wait_ms", "acks", "session_timeout_ms", "rebalance_timeout_ms")
 _PARTITION = ("topic", "partition", "api_name", "response_records_bytes", "request_ts", "fetch_offset",
-              "high_watermark", "committed_offset")
+              "high_watermark", "committed_offset", "_topic_id")
 _ERROR = ("response_ts", "connection_id", "correlation_id", "api_key", "path", "error_code", "api_name",
-          "error_name", "retriable", "topic", "partition", "group", "error_message")  # fmt: skip
+          "error_name", "retriable", "topic", "partition", "group", "error_message", "_topic_id")  # fmt: skip
 _CARRY_RECORDS = ("Produce", "Fetch")
 _BROKER = "broker"  # the dimension named from a broker address (ip, port) after the run
 
@@ -195,6 +196,8 @@ class ExchangeFigures:
         self._recent: dict[tuple, int | None] = {}
         self._waiting: set[tuple] = set()
         self.record_times: dict[tuple, int | None] = {}
+        # A Spark task's connection ids are its own: their places in capture order (see number_connections).
+        self.places: list[int] | None = None
         self._error_codes = [0, 0]  # error codes in responses: (not normal steps, normal steps)
 
     def add(self, name: str, columns: Columns) -> None:
@@ -209,8 +212,8 @@ class ExchangeFigures:
         pending, self._pending = self._pending, {}
         params = {key: row for key, row in _keyed(pending.get("request_params", []), _PARAMS)}
         parts: dict[tuple, list[tuple]] = {}
-        for key, row in _keyed(pending.get("partitions", []), _PARTITION):
-            parts.setdefault(key, []).append(row)
+        for key, (topic, *row, topic_id) in _keyed(pending.get("partitions", []), _PARTITION):
+            parts.setdefault(key, []).append((topic_key(topic, topic_id), *row))
         context: dict[tuple, tuple] = {}
         for piece in pending.get("exchanges", []):
             for row in _rows(piece, _EXCHANGE):
@@ -218,8 +221,9 @@ class ExchangeFigures:
                 self._recall((row[0], row[1]), row[2], row[8])
                 self._add_exchange(row, params.get((row[0], row[1])), parts.get((row[0], row[1]), ()))
         for piece in pending.get("errors", []):
-            for row in _rows(piece, _ERROR):
-                self._add_error(row, context.get((row[1], row[2]), (None, None, None, None)))
+            for *row, topic_id in _rows(piece, _ERROR):
+                row[9] = topic_key(row[9], topic_id)
+                self._add_error(tuple(row), context.get((row[1], row[2]), (None, None, None, None)))
 
     def _recall(self, key: tuple, api: object, request_ts: int | None) -> None:
         if api not in _CARRY_RECORDS:
@@ -227,16 +231,16 @@ class ExchangeFigures:
         self._recent.setdefault(key, request_ts)
         if key in self._waiting:
             self._waiting.discard(key)
-            self.record_times[key] = self._recent[key]
+            self.record_times[self._placed(key)] = self._recent[key]
 
     def records_seen(self, kept: Iterable[tuple], last: tuple | None) -> None:
         """The keys of records kept (their request times are found now or when their exchange
         comes), and the last record's key of the piece: records come in exchange order, so the
         exchanges before it will have no more records."""
         for key in kept:
-            if key not in self.record_times:
+            if self._placed(key) not in self.record_times:
                 if key in self._recent:
-                    self.record_times[key] = self._recent[key]
+                    self.record_times[self._placed(key)] = self._recent[key]
                 else:
                     self._waiting.add(key)
         if last is None:
@@ -249,9 +253,15 @@ class ExchangeFigures:
                 break
             del self._recent[key]
 
+    def _placed(self, key: tuple) -> tuple:
+        """A (connection id, correlation id) with the connection's place in capture order."""
+        conn, corr = key
+        return (conn, corr) if self.places is None or conn is None else (self.places[conn], corr)
+
     def _add_exchange(self, row: tuple, params: tuple | None, parts: Iterable[tuple]) -> None:
         (conn, corr, api, version, client, client_ip, broker_ip, broker_port, request_ts, response_ts, latency,
          error, status, throttle, warnings) = row  # fmt: skip
+        conn, _ = self._placed((conn, corr))
         latency = _number(latency)
         order = ordered(request_ts, response_ts, conn, corr)
         topics = {(t, p) for t, p, *_ in parts if t is not None}
@@ -274,7 +284,7 @@ class ExchangeFigures:
         elif api == "JoinGroup":
             self.joins.add(order, (request_ts, client, latency, rebalance, error, expected))
         if latency is not None and not expected:
-            named = ", ".join(sorted({str(t) for t, _ in topics})) or None
+            named = tuple(sorted({t for t, _ in topics}, key=str))
             self.slowest.add((-latency, order), (request_ts, api, version, client, client_ip, (broker_ip, broker_port),
                                                  named, latency, bound, error, status, conn, corr))  # fmt: skip
         for topic, partition, part_api, _, ts, fetch_offset, watermark, committed in parts:
@@ -304,6 +314,7 @@ class ExchangeFigures:
 
     def _add_error(self, row: tuple, context: tuple) -> None:
         ts, conn, corr, api_key, path, code, api, name, retriable, topic, partition, group, message = row
+        conn, _ = self._placed((conn, corr))
         client, client_ip, broker_ip, broker_port = context
         order = ordered(ts, conn, corr, api_key, path, code)
         values = {"api_name": api, "error_code": code, "error_name": name, "retriable": retriable, "path": path,
@@ -322,23 +333,38 @@ class ExchangeFigures:
         for name in ("topic", "partition", "fetch", "acks", "throttled", "lost", "joins", "slowest", "_lag"):
             getattr(self, name).merge(getattr(other, name))
         self._error_codes = [a + b for a, b in zip(self._error_codes, other._error_codes, strict=True)]
+        for key, ts in other.record_times.items():
+            self.record_times.setdefault(key, ts)
         for dimension, groups in other.errors.items():
             self.errors[dimension].merge(groups)
 
     def _state(self) -> tuple:
         self.flush()
         return (self.topic, self.partition, self.fetch, self.acks, self.throttled, self.lost, self.errors,
-                self.joins, self.slowest, self._lag, self._error_codes)  # fmt: skip
+                self.joins, self.slowest, self._lag, self._error_codes, self.record_times)  # fmt: skip
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, ExchangeFigures) and self._state() == other._state()
 
     def __getstate__(self) -> dict:
         self.flush()
-        return self.__dict__
+        return {**self.__dict__, "places": None}  # (the task's own list, not its figures)
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
+
+    def settle(self, connection: Callable[[int], int], topic: Callable[[object], object]) -> None:
+        """A Spark driver's figures (merged from tasks) with final connection ids and named topics."""
+        self.flush()
+        self.topic = renamed(self.topic, lambda key: _named(topic, key, 0, drop=True))
+        self.partition = renamed(self.partition, lambda key: _named(topic, key, 0, drop=True))
+        self.errors["topic"] = renamed(self.errors["topic"], lambda key: _named(topic, key, 0, drop=True))
+        def named(topics: tuple) -> tuple:
+            return tuple(sorted({n for n in map(topic, topics) if n is not None}, key=str))
+
+        self.slowest.map_rows(lambda row: (*row[:6], named(row[6]), *row[7:11], connection(row[11]), row[12]))
+        self.record_times = {(connection(conn), corr): ts for (conn, corr), ts in self.record_times.items()}
+        self._lag.settle(connection, topic)
 
     @property
     def error_codes(self) -> tuple[int, int]:
@@ -399,7 +425,8 @@ class ExchangeFigures:
         self.flush()
         columns = ["request_ts", "api_name", "api_version", "client_id", "client_ip", "broker", "topics",
                    "latency_ms", "bound_ms", "error_name", "status", "connection_id", "correlation_id"]  # fmt: skip
-        rows = [(*row[:5], label(*row[5]), *row[6:]) for row in self.slowest.rows()]
+        rows = [(*row[:5], label(*row[5]), ", ".join(map(str, row[6])) or None, *row[7:])
+                for row in self.slowest.rows()]  # fmt: skip
         return _timed(pd.DataFrame(rows, columns=columns)).astype({"bound_ms": "Float64"})
 
     def throttling(self) -> pd.DataFrame:
@@ -443,6 +470,12 @@ class ExchangeFigures:
         yield from sorted(groups.groups.items(), key=lambda item: _text_order(item[0]))
         if groups.other.count:
             yield (OTHER, None), groups.other
+
+
+def _named(topic: Callable[[object], object], key: tuple, at: int, drop: bool = False) -> tuple | None:
+    """``key`` with its topic (at ``at``) named; None when it has no name and ``drop``."""
+    name = topic(key[at])
+    return None if name is None and drop else (*key[:at], name, *key[at + 1:])
 
 
 def _text_order(key: tuple) -> tuple:

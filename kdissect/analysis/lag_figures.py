@@ -13,10 +13,12 @@ only grows), from the high watermarks seen up to the :data:`LISTED`-th commit's 
 from __future__ import annotations
 
 import bisect
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from kdissect.analysis.bounded import KEY_LIMIT, Groups
 from kdissect.analysis.listing import Listing
+from kdissect.analysis.placed import renamed
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -132,7 +134,7 @@ class LagFigures:
         if ts is None or topic is None or partition is None:
             return
         if self._until is None or ts <= self._until:  # no commit listed is later
-            self.ends.add((str(topic), partition), ts, watermark)
+            self.ends.add((topic, partition), ts, watermark)
 
     def add_commit(self, order: tuple, row: tuple) -> None:
         self.commits.add(order, row)
@@ -143,6 +145,15 @@ class LagFigures:
         if len(rows) == LISTED and rows[-1][0] != self._until:
             self._until = rows[-1][0]
             self.ends.prune(self._until)
+
+    def settle(self, connection: Callable[[int], int], topic: Callable[[object], object]) -> None:
+        """A Spark driver's figures (merged from tasks) with final connection ids and named topics."""
+        self.lag = renamed(self.lag, lambda key: (key[0], topic(key[1]), key[2]))
+        self.commits.map_rows(lambda row: (row[0], connection(row[1]), row[2], topic(row[3]), *row[4:]))
+        seen, self.ends.seen = self.ends.seen, {}
+        for (name, partition), steps in seen.items():
+            for ts, watermark in steps:
+                self.ends.add((topic(name), partition), ts, watermark)
 
     def merge(self, other: LagFigures) -> None:
         self.lag.merge(other.lag)
@@ -184,7 +195,7 @@ class LagFigures:
 
         rows = []
         for ts, conn, corr, topic, partition, offset in self.commits.rows():
-            end = self.ends.before((str(topic), partition), ts)
+            end = self.ends.before((topic, partition), ts)
             rows.append((ts, groups.get((conn, corr)), topic, partition, offset, end,
                          None if end is None else max(end - offset, 0)))
         columns = ["request_ts", "group_id", "topic", "partition", "committed_offset", "log_end", "lag"]

@@ -9,7 +9,7 @@ offered, so the report can still say how many there were.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from typing import Any
 
 
@@ -55,6 +55,10 @@ class Listing:
         self.total += other.total
         for kept in other._heap:
             self._offer(kept)
+
+    def map_rows(self, change: Callable[[tuple], tuple]) -> None:
+        """Each kept row changed (its place in the listing kept)."""
+        self._heap = [_Row(kept.key, change(kept.row)) for kept in self._heap]
 
     def rows(self) -> list[tuple]:
         """The kept rows, in key order."""

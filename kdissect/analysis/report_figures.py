@@ -14,7 +14,8 @@ names.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
+import bisect
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from kdissect.analysis.batch_figures import BatchFigures
@@ -25,6 +26,7 @@ from kdissect.analysis.errors import NO_ANSWER
 from kdissect.analysis.exchange_figures import ExchangeFigures, ordered, percentile_frame
 from kdissect.analysis.frames import ANALYSED_RECORDS
 from kdissect.analysis.latency import DIMENSIONS, broker_namer
+from kdissect.analysis.placed import namer, renamed
 from kdissect.analysis.summary import Figures
 from kdissect.analysis.time_figures import TimeFigures
 from kdissect.tables.columns import TABLES, cells
@@ -87,11 +89,12 @@ class ReportFigures(Figures):
             self._add_overview(columns)
         elif name == "batches":
             self.batches.add_batches(columns)
-        elif name == "records" and self.records is not None:
+        elif name == "records":
             keep = [i for i, flag in enumerate(cells(columns[ANALYSED_RECORDS])) if flag]
-            for column, values in columns.items():
-                cells_of = cells(values)
-                self.records.setdefault(column, []).extend(cells_of[i] for i in keep)  # type: ignore[union-attr]
+            if self.records is not None:
+                for column, values in columns.items():
+                    cells_of = cells(values)
+                    self.records.setdefault(column, []).extend(cells_of[i] for i in keep)
             keys = list(zip(cells(columns["connection_id"]), cells(columns["correlation_id"]), strict=True))
             self.exchanges.records_seen((keys[i] for i in keep), keys[-1] if keys else None)
         elif name == "connections":
@@ -140,15 +143,16 @@ class ReportFigures(Figures):
         first, last = self.times[2], self.times[3]
         return pd.Timedelta(last - first, unit="ns").total_seconds() if first is not None and last is not None else 0.0
 
-    def recount(self, frames: Mapping[str, pd.DataFrame]) -> None:
-        """Throughput and the joined figures counted again from whole tables on a Spark driver: the
-        tasks' rows name a topic known only by id after the driver names it, and number connections
-        per task, so the tasks' figures of them cannot serve."""
-        self.batches, self.exchanges = BatchFigures(self.limit), ExchangeFigures(self.limit)
-        for name in ("batches", *JOINED):
-            frame = frames[name]
-            columns = {c: _column(frame[c]) for c in frame.columns}
-            self.batches.add_batches(columns) if name == "batches" else self.exchanges.add(name, columns)
+    def number_connections(self, places: list[int]) -> None:
+        self.exchanges.places = places
+
+    def settle(self, opened: Sequence[int], topics: Mapping[str, str]) -> None:
+        """A Spark driver's figures, merged from tasks that numbered connections and knew some topics
+        by id only: ``opened`` is every connection's place in capture order, ascending (a place's
+        index is its connection id), ``topics`` the run's topic id -> name."""
+        topic = namer(topics)
+        self.exchanges.settle(lambda place: bisect.bisect_left(opened, place), topic)
+        self.batches.partitions = renamed(self.batches.partitions, lambda key: (key[0], topic(key[1]), key[2]))
 
     @property
     def counted_only(self) -> tuple[str, ...]:

@@ -108,7 +108,8 @@ def test_some_capture_has_lag_commits_errors_and_joins():
 
 def _exchange_pieces(tables: dict[str, dict[str, list]], rng: random.Random) -> list[tuple[str, dict]]:
     """The joined tables cut as the sink cuts them: at random exchanges, each piece of exchanges
-    followed by the other tables' rows of the same exchanges."""
+    followed by the other tables' rows of the same exchanges (and the records', which the sink cuts
+    apart: here with them)."""
     ex = tables["exchanges"]
     n = len(ex["connection_id"])
     cuts = sorted(rng.sample(range(1, n), min(n - 1, rng.randrange(0, 8)))) if n > 1 else []
@@ -120,7 +121,7 @@ def _exchange_pieces(tables: dict[str, dict[str, list]], rng: random.Random) -> 
     out = []
     for k, (a, b) in enumerate(itertools.pairwise(edges)):
         out.append(("exchanges", {c: v[a:b] for c, v in ex.items()}))
-        for name in JOINED[1:]:
+        for name in (*JOINED[1:], "records"):
             columns = tables[name]
             rows = [i for i, key in enumerate(zip(columns["connection_id"], columns["correlation_id"], strict=True))
                     if piece_of.get(key) == k]  # fmt: skip
@@ -133,23 +134,35 @@ def test_tasks_split_at_random_exchanges_merge_into_the_figures_of_one_piece(see
     """As on Spark: connections dealt to tasks, each task's joined tables cut at random exchanges,
     the tasks' figures pickled and merged in any order: the same figures as one piece."""
     rng = random.Random(seed)
-    capture = CAPTURES[seed % len(CAPTURES)] if seed < 3 else rng.choice(CAPTURES)
+    capture = next(c for c in CAPTURES if "transactions" in c.name) if seed == 0 else rng.choice(CAPTURES)
     tables = {name: {c: list(cells(v)) for c, v in columns.items()}
-              for name, columns in local.analyze([capture]).tables.items() if name in JOINED}  # fmt: skip
+              for name, columns in local.analyze([capture]).tables.items() if name in (*JOINED, "records")}  # fmt: skip
     whole = ExchangeFigures()
-    for name in JOINED:
-        whole.add(name, tables[name])
+    for name in (*JOINED, "records"):
+        _add(whole, name, tables[name])
     tasks = rng.randrange(2, 6)
     parts = [ExchangeFigures() for _ in range(tasks)]
     for task, part in enumerate(parts):
         mine = {name: {c: [v for v, conn in zip(values, columns["connection_id"], strict=True) if conn % tasks == task]
                        for c, values in columns.items()} for name, columns in tables.items()}  # fmt: skip
         for name, piece in _exchange_pieces(mine, rng):
-            part.add(name, piece)
+            _add(part, name, piece)
     merged = ExchangeFigures()
     for part in rng.sample(parts, len(parts)):
         merged.merge(pickle.loads(pickle.dumps(part)))
     assert merged == whole
+    assert len(whole.record_times) == len({key for key, flag in zip(zip(tables["records"]["connection_id"],
+        tables["records"]["correlation_id"], strict=True), tables["records"]["transactional"], strict=True) if flag})
+
+
+def _add(figures: ExchangeFigures, name: str, columns: dict[str, list]) -> None:
+    """A piece as ReportFigures hands it over: the records' keys only, of the transactional ones."""
+    if name != "records":
+        figures.add(name, columns)
+        return
+    keys = list(zip(columns["connection_id"], columns["correlation_id"], strict=True))
+    flags = columns["transactional"]
+    figures.records_seen([k for k, flag in zip(keys, flags, strict=True) if flag], keys[-1] if keys else None)
 
 
 def test_many_topics_and_error_keys_stay_bounded():
