@@ -43,10 +43,9 @@ _EXCHANGE = ("connection_id", "correlation_id", "api_name", "api_version", "clie
              "warnings")  # fmt: skip
 _PARAMS = ("max_wait_ms", "acks", "session_timeout_ms", "rebalance_timeout_ms")
 _PARTITION = ("topic", "partition", "api_name", "response_records_bytes", "request_ts", "fetch_offset",
-              "high_watermark", "committed_offset", "_topic_id")
+              "high_watermark", "committed_offset", "request_records_bytes", "_topic_id")
 _ERROR = ("response_ts", "connection_id", "correlation_id", "api_key", "path", "error_code", "api_name",
           "error_name", "retriable", "topic", "partition", "group", "error_message", "_topic_id")  # fmt: skip
-_CARRY_RECORDS = ("Produce", "Fetch")
 _BROKER = "broker"  # the dimension named from a broker address (ip, port) after the run
 
 
@@ -191,8 +190,8 @@ class ExchangeFigures:
         self.joins = Listing(LISTED)
         self.slowest = Listing(SLOWEST)
         self._lag = LagFigures(limit)
-        # Request times for the records kept (the transactions section's): those of the Produce and
-        # Fetch exchanges whose records may still come, and those found for the records' keys.
+        # Request times for the records kept (the transactions section's): those of the exchanges
+        # with record bytes whose records may still come, and those found for the records' keys.
         self._recent: dict[tuple, int | None] = {}
         self._waiting: set[tuple] = set()
         self.record_times: dict[tuple, int | None] = {}
@@ -212,22 +211,24 @@ class ExchangeFigures:
         pending, self._pending = self._pending, {}
         params = {key: row for key, row in _keyed(pending.get("request_params", []), _PARAMS)}
         parts: dict[tuple, list[tuple]] = {}
-        for key, (topic, *row, topic_id) in _keyed(pending.get("partitions", []), _PARTITION):
+        carrying: set[tuple] = set()  # exchanges with record bytes: the records table may have their rows
+        for key, (topic, *row, produced, topic_id) in _keyed(pending.get("partitions", []), _PARTITION):
             parts.setdefault(key, []).append((topic_key(topic, topic_id), *row))
+            if produced or row[2]:
+                carrying.add(key)
         context: dict[tuple, tuple] = {}
         for piece in pending.get("exchanges", []):
             for row in _rows(piece, _EXCHANGE):
                 context.setdefault((row[0], row[1]), (row[4], row[5], row[6], row[7]))
-                self._recall((row[0], row[1]), row[2], row[8])
+                if (row[0], row[1]) in carrying:
+                    self._recall((row[0], row[1]), row[8])
                 self._add_exchange(row, params.get((row[0], row[1])), parts.get((row[0], row[1]), ()))
         for piece in pending.get("errors", []):
             for *row, topic_id in _rows(piece, _ERROR):
                 row[9] = topic_key(row[9], topic_id)
                 self._add_error(tuple(row), context.get((row[1], row[2]), (None, None, None, None)))
 
-    def _recall(self, key: tuple, api: object, request_ts: int | None) -> None:
-        if api not in _CARRY_RECORDS:
-            return
+    def _recall(self, key: tuple, request_ts: int | None) -> None:
         self._recent.setdefault(key, request_ts)
         if key in self._waiting:
             self._waiting.discard(key)

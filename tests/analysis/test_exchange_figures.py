@@ -194,3 +194,20 @@ def test_broker_names_in_joined_tables_are_the_tables_names():
     figures, tables, _ = _report_run(capture, 3)
     slow = figures.exchanges.slowest_requests(figures.broker_label())
     assert set(slow["broker"]) <= set(broker_labels(tables["exchanges"], tables["brokers"]))
+
+
+def test_only_exchanges_with_record_bytes_wait_for_their_records():
+    """Empty Fetches (a chatty consumer's) are not remembered for records that never come: what the
+    figures hold for the transactional records' times does not grow with them."""
+    figures = ExchangeFigures()
+    n = 5000
+    for piece in range(4):
+        ex = {name: [None] * n for name, _ in TABLES["exchanges"]}
+        ex.update(connection_id=[piece] * n, correlation_id=list(range(n)), api_name=["Fetch"] * n, status=["ok"] * n)
+        parts = {name: [None] * n for name, _ in TABLES["partitions"]}
+        parts.update(connection_id=[piece] * n, correlation_id=list(range(n)), api_name=["Fetch"] * n,
+                     topic=["t"] * n, partition=[0] * n, response_records_bytes=[0] * n)
+        figures.add("exchanges", ex)
+        figures.add("partitions", parts)
+    figures.flush()
+    assert figures._recent == {}
