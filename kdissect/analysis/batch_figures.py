@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kdissect.analysis.bounded import KEY_LIMIT, OTHER, Groups
+from kdissect.analysis.placed import topic_key
 from kdissect.analysis.throughput import CODEC_COLUMNS, PARTITION_COLUMNS, PARTITION_KEY, with_rates, with_ratio
 from kdissect.tables.columns import cells
 from kdissect.tables.sink import Columns
@@ -45,10 +46,12 @@ class BatchFigures:
     def add_batches(self, b: Columns) -> None:
         names = ("direction", "topic", "partition", "is_control", "records_decoded", "batch_bytes", "compression",
                  "compressed_bytes", "decompressed_bytes")  # fmt: skip
-        rows = zip(*(cells(b[c]) for c in names), strict=True)
-        for direction, topic, partition, control, records, size, codec, compressed, decompressed in rows:
+        n = len(cells(b["direction"]))
+        ids = cells(b["_topic_id"]) if "_topic_id" in b else [None] * n  # (a Spark task's: see analysis.placed)
+        rows = zip(*(cells(b[c]) for c in names), ids, strict=True)
+        for direction, topic, partition, control, records, size, codec, compressed, decompressed, tid in rows:
             if not control:
-                sums = self.partitions.get((direction, topic, partition)).values
+                sums = self.partitions.get((direction, topic_key(topic, tid), partition)).values
                 sums[0] += 1
                 sums[1] += records or 0
                 sums[2] += size or 0

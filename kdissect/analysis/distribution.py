@@ -134,7 +134,7 @@ class Latencies:
         for key, n in theirs.items():
             self._buckets[key] = self._buckets.get(key, 0) + n  # type: ignore[index]
 
-    def _runs(self) -> Iterator[tuple[float, int]]:
+    def runs(self) -> Iterator[tuple[float, int]]:
         """(value, how many) in ascending order; a folded group's values are its buckets' midpoints,
         held within the exact min and max."""
         if self._values is not None:
@@ -155,7 +155,7 @@ class Latencies:
             ranks[lo] = ranks[min(lo + 1, last)] = math.nan
         wanted = sorted(ranks)
         seen, i = 0, 0
-        for value, n in self._runs():
+        for value, n in self.runs():
             seen += n
             while i < len(wanted) and wanted[i] < seen:
                 ranks[wanted[i]] = value

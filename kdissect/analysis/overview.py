@@ -6,7 +6,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from kdissect.analysis.errors import expected_mask
 from kdissect.analysis.summary import AnomalyFigures, Summary
 
 if TYPE_CHECKING:
@@ -48,7 +47,7 @@ def overview(tables: Mapping[str, pd.DataFrame], summary: Summary, files: Sequen
 
         figures = figures_of(tables)
     times = [pd.Timestamp(t, unit="ns", tz="UTC") for t in figures.times[:2] if t is not None]
-    errors = int((~expected_mask(tables["errors"])).sum()) if len(tables["errors"]) else 0
+    errors, expected_errors = figures.exchanges.error_codes
     return Overview(
         files=[str(f) for f in files],
         first=min(times) if times else None,
@@ -64,7 +63,7 @@ def overview(tables: Mapping[str, pd.DataFrame], summary: Summary, files: Sequen
         exchanges=summary.exchanges,
         failed=sum(a.errors for a in summary.apis),
         errors=errors,
-        expected_errors=len(tables["errors"]) - errors,
+        expected_errors=expected_errors,
         without_answer=figures.without_answer,
         records=figures.batches.records,
         anomalies=summary.anomalies,

@@ -14,7 +14,8 @@ names.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
+import bisect
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from kdissect.analysis.batch_figures import BatchFigures
@@ -22,12 +23,14 @@ from kdissect.analysis.bounded import KEY_LIMIT, OTHER, Groups
 from kdissect.analysis.client_figures import ClientFigures
 from kdissect.analysis.distribution import EXACT_VALUES, RELATIVE_ERROR, Latencies
 from kdissect.analysis.errors import NO_ANSWER
+from kdissect.analysis.exchange_figures import ExchangeFigures, ordered, percentile_frame
 from kdissect.analysis.frames import ANALYSED_RECORDS
-from kdissect.analysis.latency import DIMENSIONS, PERCENTILE_COLUMNS, broker_namer, of_latencies
+from kdissect.analysis.latency import DIMENSIONS, broker_namer
+from kdissect.analysis.placed import namer, renamed
 from kdissect.analysis.summary import Figures
 from kdissect.analysis.time_figures import TimeFigures
-from kdissect.tables.columns import cells
-from kdissect.tables.sink import Columns
+from kdissect.tables.columns import TABLES, cells
+from kdissect.tables.sink import JOINED, Columns
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -50,7 +53,7 @@ KEYED = {
 
 CLIENT_IDS_LIMIT = 100_000  # distinct client ids counted: past that the overview says "more than"
 # Tables the report reads only through these figures: its run need not keep their rows.
-REPORT_FIGURES_ONLY = ("connections", "batches")
+REPORT_FIGURES_ONLY = ("connections", "batches", *JOINED)
 
 
 _KEY_COLUMNS = sorted({c for key in KEYED.values() for c in key})
@@ -70,6 +73,7 @@ class ReportFigures(Figures):
         self.clients = ClientFigures(limit)
         self.time = TimeFigures()
         self.batches = BatchFigures(limit)
+        self.exchanges = ExchangeFigures(limit)
         self.limit = limit
         self.times: list[int | None] = [None, None, None, None]  # first request, last answer, first and last of both
         self.client_ids: set[str] = set()  # distinct client ids, up to CLIENT_IDS_LIMIT
@@ -77,6 +81,7 @@ class ReportFigures(Figures):
 
     def add(self, name: str, columns: Columns) -> None:
         super().add(name, columns)
+        self.exchanges.add(name, columns)
         if name == "exchanges":
             self._add_latencies(columns)
             self.clients.add_exchanges(columns)
@@ -84,11 +89,14 @@ class ReportFigures(Figures):
             self._add_overview(columns)
         elif name == "batches":
             self.batches.add_batches(columns)
-        elif name == "records" and self.records is not None:
+        elif name == "records":
             keep = [i for i, flag in enumerate(cells(columns[ANALYSED_RECORDS])) if flag]
-            for column, values in columns.items():
-                cells_of = cells(values)
-                self.records.setdefault(column, []).extend(cells_of[i] for i in keep)  # type: ignore[union-attr]
+            if self.records is not None:
+                for column, values in columns.items():
+                    cells_of = cells(values)
+                    self.records.setdefault(column, []).extend(cells_of[i] for i in keep)
+            keys = list(zip(cells(columns["connection_id"]), cells(columns["correlation_id"]), strict=True))
+            self.exchanges.records_seen((keys[i] for i in keep), keys[-1] if keys else None)
         elif name == "connections":
             self.clients.add_connections(columns)
         elif name == "brokers":
@@ -135,11 +143,16 @@ class ReportFigures(Figures):
         first, last = self.times[2], self.times[3]
         return pd.Timedelta(last - first, unit="ns").total_seconds() if first is not None and last is not None else 0.0
 
-    def recount_batches(self, batches: pd.DataFrame) -> None:
-        """Throughput counted again from the whole ``batches`` table: a Spark task's batch rows name
-        a topic known only by id after the driver names it, so the tasks' batch figures cannot serve."""
-        self.batches = BatchFigures(self.limit)
-        self.batches.add_batches({c: _column(batches[c]) for c in batches.columns})
+    def number_connections(self, places: list[int]) -> None:
+        self.exchanges.places = places
+
+    def settle(self, opened: Sequence[int], topics: Mapping[str, str]) -> None:
+        """A Spark driver's figures, merged from tasks that numbered connections and knew some topics
+        by id only: ``opened`` is every connection's place in capture order, ascending (a place's
+        index is its connection id), ``topics`` the run's topic id -> name."""
+        topic = namer(topics)
+        self.exchanges.settle(lambda place: bisect.bisect_left(opened, place), topic)
+        self.batches.partitions = renamed(self.batches.partitions, lambda key: (key[0], topic(key[1]), key[2]))
 
     @property
     def counted_only(self) -> tuple[str, ...]:
@@ -155,6 +168,7 @@ class ReportFigures(Figures):
             self.clients.merge(other.clients)
             self.time.merge(other.time)
             self.batches.merge(other.batches)
+            self.exchanges.merge(other.exchanges)
             self._merge_times(other.times)
             self._see_clients(other.client_ids)
             self.without_answer += other.without_answer
@@ -162,23 +176,34 @@ class ReportFigures(Figures):
     def latency_table(self, dimension: str) -> pd.DataFrame:
         """:func:`kdissect.analysis.latency.latency_by`'s table from the figures: one row per group
         (plus :data:`OTHER` for the keys not kept), slowest first (by p99, by max where too few for a p99)."""
-        import pandas as pd
-
-        by = DIMENSIONS[dimension]
-        rows = [(*key, *_figures(latencies)) for key, latencies in self._labelled(dimension)]
-        table = pd.DataFrame(rows, columns=[*by, *PERCENTILE_COLUMNS])
-        table[PERCENTILE_COLUMNS[1:]] = table[PERCENTILE_COLUMNS[1:]].astype("float64")  # None: NaN, as pandas
+        table = percentile_frame(DIMENSIONS[dimension], self._labelled(dimension), self.latency[dimension].other)
         if dimension == "api_version":
             table["api_version"] = table["api_version"].astype("Int16")
-        table = table.sort_values([*by], key=lambda c: c.astype(str), kind="stable", ignore_index=True)
-        tail = table["p99"].fillna(table["max"])
-        order = table.assign(_tail=tail).sort_values(["_tail", "count"], ascending=False, na_position="last",
-                                                     kind="stable").index  # fmt: skip
-        table = table.loc[order].reset_index(drop=True)
-        other = self.latency[dimension].other
-        if other.count:
-            table.loc[len(table)] = [OTHER, *[None] * (len(by) - 1), *_figures(other)]
         return table
+
+    def record_exchanges(self) -> Columns:
+        """The exchanges table narrowed to what the transactions section reads of it (the request
+        times of the records kept), the other columns null."""
+        self.exchanges.flush()
+        times = self.exchanges.record_times
+        columns: Columns = {name: [None] * len(times) for name, _ in TABLES["exchanges"]}
+        columns["connection_id"] = [conn for conn, _ in times]
+        columns["correlation_id"] = [corr for _, corr in times]
+        columns["request_ts"] = list(times.values())
+        return columns
+
+    def answered(self) -> pd.DataFrame:
+        """Per API its latencies above zero as runs (``latency_ms``, ``count``), ascending: the
+        overview's latency distribution (a folded group's values are its buckets' midpoints)."""
+        import pandas as pd
+
+        rows = [(api, value, n) for (api,), latencies in sorted(self.latency["api"].groups.items(), key=str)
+                for value, n in latencies.runs() if value > 0]  # fmt: skip
+        return pd.DataFrame(rows, columns=["api_name", "latency_ms", "count"])
+
+    def broker_label(self) -> Callable[[object, object], str | None]:
+        """What names a broker address as the brokers seen name it (``latency.broker_namer``)."""
+        return _broker_namer(self.brokers)
 
     def _labelled(self, dimension: str) -> Iterator[tuple[tuple, Latencies]]:
         """Each group's key as the table shows it (a broker address named by the cluster), groups
@@ -194,22 +219,19 @@ class ReportFigures(Figures):
         yield from merged.items()
 
 
-def _figures(latencies: Latencies) -> list[float | int | None]:
-    p = of_latencies(latencies)
-    return [p.count, p.p50, p.p90, p.p99, p.p999, p.max]
-
-
 def _broker_namer(brokers: dict[tuple[object, object, object, object], None]) -> Callable[[object, object], str | None]:
     import pandas as pd
 
-    rows = sorted(brokers, key=lambda row: tuple(map(str, row)))  # one order, whatever order pieces came in
+    # the brokers table's capture order (analysis.frames.in_capture_order: by each column, nulls last),
+    # whatever order pieces came in: a broker seen with and without its rack is named with it
+    rows = sorted(brokers, key=lambda row: ordered(*(None if v is None else str(v) for v in row)))
     return broker_namer(pd.DataFrame(rows, columns=["node_id", "host", "port", "rack"]))
 
 
 def figures_of(tables: Mapping[str, pd.DataFrame]) -> ReportFigures:
     """The report's figures of whole tables (what a run's hook would have added piece by piece)."""
     figures = ReportFigures()
-    for name in ("exchanges", "connections", "brokers", "batches"):
+    for name in ("exchanges", "partitions", "errors", "request_params", "connections", "brokers", "batches"):
         frame = tables[name]
         figures.add(name, {c: _column(frame[c]) for c in frame.columns})
     return figures

@@ -140,6 +140,7 @@ class PartitionDecoder:
         self.pipeline = KafkaPipeline(replace(options, exchange_rows=self.sink.takes_rows),
                                       opened=self.sink.connection_sources, several_inputs=len(files) > 1)
         self.opened_at: list[int] = []  # per local connection id: pos of the segment that opened it
+        self.figures.number_connections(self.opened_at)
         self.broker_seen: list[int] = []  # per brokers row: pos of the segment that revealed it
         self.topic_seen: list[int] = []  # per learned topic id, in learning order: pos
         self.stats: list[tuple[int, str]] = []  # (file index, counters as JSON) per unit

@@ -79,7 +79,7 @@ from kdissect.sources.shapes import SourceStats
 from kdissect.tables import merge
 from kdissect.tables.arrow import to_arrow
 from kdissect.tables.columns import TABLES
-from kdissect.tables.frames import from_arrow
+from kdissect.tables.frames import from_arrow, taken_dataframe
 from kdissect.tables.writer import ParquetFile
 from kdissect.tls.keylog import KeyLog
 
@@ -471,12 +471,16 @@ def report_input(captures: list[str], *, master: str, options: Options, verbose:
                  conf: Mapping[str, str] | None = None) -> RunResult:  # fmt: skip
     """The report's figures, counted in the tasks by the local engine's code and merged (the summary
     among them), and the tables the report still reads as rows, decoded on Spark and brought to the
-    driver as frames (not the connections: a fleet's connections stay in the tasks). The batches are
-    gathered still: the tasks name topics by id only, so throughput is counted once they are named."""
-    gathered = [name for name in TABLES if name not in REPORT_FIGURES_ONLY or name == "batches"]
+    driver as frames. Not the tables the report reads through its figures (connections, batches, the
+    exchanges and their own rows): the tasks name some topics by id only and number connections
+    themselves, and the driver settles their figures' keys (:meth:`ReportFigures.settle`). Of the
+    exchanges, the driver holds the request times of the transactional records only."""
+    gathered = [name for name in TABLES if name not in REPORT_FIGURES_ONLY]
     with _decoded(captures, master, conf, None, list(TABLES), options, verbose, ReportFigures) as decoded:
         frames, figures = decoded.frames(gathered), decoded.figures
-        figures.recount_batches(frames["batches"])  # type: ignore[attr-defined]
+        settled = decoded.settled
+        figures.settle(settled.opened, settled.topics)  # type: ignore[attr-defined]
+        frames["exchanges"] = taken_dataframe("exchanges", figures.record_exchanges())  # type: ignore[attr-defined]
         return RunResult(decoded.stats(), decoded.summary(), frames=frames, figures=figures)
 
 

@@ -11,16 +11,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from kdissect.analysis import (
-    errors,
     groups,
-    kafka_latency,
-    lag,
     throughput,
     topology,
     transactions,
 )
+from kdissect.analysis.exchange_figures import SLOWEST
 from kdissect.analysis.frames import in_capture_order
-from kdissect.analysis.latency import SUPPORT_RULE, latency_by
+from kdissect.analysis.latency import SUPPORT_RULE
 from kdissect.analysis.moments import moment
 from kdissect.analysis.overview import Overview, overview
 from kdissect.analysis.report_figures import CLIENT_IDS_LIMIT, KEPT_KEYS, PERCENTILE_FORM, ReportFigures, figures_of
@@ -36,7 +34,6 @@ if TYPE_CHECKING:
     import pandas as pd
 
 FORMATS = ("html", "md", "json")
-SLOWEST = 25
 
 
 def _figure(
@@ -72,8 +69,7 @@ def _facts(o: Overview) -> list[tuple[str, str]]:
 def _overview_section(tables: Mapping[str, pd.DataFrame], o: Overview, figures: ReportFigures) -> Section:
     import pandas as pd
 
-    ex = tables["exchanges"]
-    answered = ex[ex["latency_ms"].notna() & (ex["latency_ms"] > 0)]
+    answered = figures.answered()
     anomalies = pd.DataFrame(
         [(a.kind, a.count, a.bytes, ANOMALY_MEANING.get(a.kind)) for a in o.anomalies],
         columns=["kind", "count", "bytes", "meaning"],
@@ -115,13 +111,15 @@ def _latency_section(tables: Mapping[str, pd.DataFrame], figures: ReportFigures)
             Table("By broker", figures.latency_table("broker")),
             Table("By client id", figures.latency_table("client_id")),
             Table("By client host", figures.latency_table("client_host")),
-            Table("By topic", latency_by(tables, "topic")),
-            Table("By topic and partition", latency_by(tables, "partition"), collapsed=True),
+            Table("By topic", figures.exchanges.topic_latency("topic")),
+            Table("By topic and partition", figures.exchanges.topic_latency("partition"), collapsed=True),
         ],
     )
 
 
-def _kafka_latency_section(tables: Mapping[str, pd.DataFrame]) -> Section:
+def _kafka_latency_section(figures: ReportFigures) -> Section:
+    label, joined = figures.broker_label(), figures.exchanges
+    joins, join_count = joined.join_waits()
     return Section(
         "kafka-latency",
         "Kafka-aware latency",
@@ -131,15 +129,12 @@ def _kafka_latency_section(tables: Mapping[str, pd.DataFrame]) -> Section:
         [
             Table(
                 "Fetch against its max wait",
-                kafka_latency.fetch_waits(tables),
+                joined.fetch_waits(label),
                 "waited_full: held ≥ 90% of max_wait_ms; overran: answered later than max_wait_ms allows.",
             ),
-            Table("Produce by acks", kafka_latency.produce_by_acks(tables)),
-            Table("JoinGroup waits", kafka_latency.join_waits(tables), max_rows=LISTING_ROWS),
-            Table(
-                f"Slowest {SLOWEST} requests (waits within their bound left out)",
-                kafka_latency.slowest(tables, SLOWEST),
-            ),
+            Table("Produce by acks", joined.produce_by_acks()),
+            Table("JoinGroup waits", joins, max_rows=LISTING_ROWS, total=join_count),
+            Table(f"Slowest {SLOWEST} requests (waits within their bound left out)", joined.slowest_requests(label)),
         ],
     )
 
@@ -162,30 +157,37 @@ def _timeseries_section(figures: ReportFigures) -> Section:
     )
 
 
-def _errors_section(tables: Mapping[str, pd.DataFrame]) -> Section:
+def _errors_section(figures: ReportFigures) -> Section:
+    label, joined = figures.broker_label(), figures.exchanges
     return Section(
         "errors",
         "Errors",
         "Every non-zero error code in a response. A JoinGroup answered "
         "MEMBER_ID_REQUIRED is the normal first step of joining (KIP-394): expected, not an error.",
         [
-            Table("By API, code and place in the response", errors.errors_by(tables, "code")),
-            Table("By client id", errors.errors_by(tables, "client_id")),
-            Table("By client host", errors.errors_by(tables, "client_host")),
-            Table("By broker", errors.errors_by(tables, "broker")),
-            Table("By topic and partition", errors.errors_by(tables, "topic")),
-            Table("By group", errors.errors_by(tables, "group")),
-            Table("Throttled responses", errors.throttling(tables)),
-            Table("Requests without a usable answer", errors.without_answer(tables)),
+            Table("By API, code and place in the response", joined.errors_by("code", label)),
+            Table("By client id", joined.errors_by("client_id", label)),
+            Table("By client host", joined.errors_by("client_host", label)),
+            Table("By broker", joined.errors_by("broker", label)),
+            Table("By topic and partition", joined.errors_by("topic", label)),
+            Table("By group", joined.errors_by("group", label)),
+            Table("Throttled responses", joined.throttling()),
+            Table("Requests without a usable answer", joined.without_answer()),
         ],
     )
 
 
-def _groups_section(tables: Mapping[str, pd.DataFrame]) -> Section:
+def _groups_section(tables: Mapping[str, pd.DataFrame], figures: ReportFigures) -> Section:
     timeline = groups.timeline(tables)
     placed = timeline.assign(request_ts=moment(timeline))  # a request not captured: at its answer's time
     placed = placed[placed["request_ts"].notna()]
-    fetch_lag = lag.fetch_lag(tables)
+    by_client = groups.members_by_client(tables)
+    events = tables["group_events"]
+    keys = zip(events["connection_id"], events["correlation_id"], strict=True)
+    by_request = dict(zip(keys, events["group_id"], strict=True))
+    lag = figures.exchanges.lag
+    fetch_lag = lag.fetch_lag(by_client)
+    commits, commit_count = lag.commit_lag(by_request)
     return Section(
         "groups",
         "Consumer groups and lag",
@@ -198,8 +200,8 @@ def _groups_section(tables: Mapping[str, pd.DataFrame]) -> Section:
             Table("Group errors", groups.group_errors(tables)),
             Table("Member epochs (KIP-848)", groups.member_epochs(tables), max_rows=LISTING_ROWS),
             *_figure("Fetch lag over time", fetch_lag, plots.lag_over_time),
-            Table("Lag per group, client and partition", lag.lag_summary(tables)),
-            Table("Committed offsets against the log end", lag.commit_lag(tables), max_rows=LISTING_ROWS),
+            Table("Lag per group, client and partition", lag.lag_summary(by_client)),
+            Table("Committed offsets against the log end", commits, max_rows=LISTING_ROWS, total=commit_count),
             Table(
                 "Timeline",
                 timeline.drop(columns=["connection_id", "correlation_id"]),
@@ -301,10 +303,10 @@ def build_document(tables: Mapping[str, pd.DataFrame], summary: Summary, files: 
     sections = [
         _overview_section(tables, o, figures),
         _latency_section(tables, figures),
-        _kafka_latency_section(tables),
+        _kafka_latency_section(figures),
         _timeseries_section(figures),
-        _errors_section(tables),
-        _groups_section(tables),
+        _errors_section(figures),
+        _groups_section(tables, figures),
         _transactions_section(tables),
         _topology_section(tables),
         _clients_section(figures),

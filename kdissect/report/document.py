@@ -28,6 +28,7 @@ class Table:
     frame: pd.DataFrame
     note: str | None = None
     max_rows: int | None = None  # a listing: only the first rows are shown, and the report says so
+    total: int | None = None  # a listing's rows in all, where the frame holds only its first ones
     collapsed: bool = False  # long and secondary: folded away in HTML
 
 
@@ -96,4 +97,9 @@ def shown_rows(table: Table) -> tuple[list[str], list[list[str]], int]:
         [column_text(c, v) for c, v in zip(names, row, strict=True)]
         for row in head.itertuples(index=False, name=None)
     ]
-    return [safe_text(c) for c in names], rows, max(0, len(frame) - limit)
+    return [safe_text(c) for c in names], rows, max(0, rows_total(table) - limit)
+
+
+def rows_total(table: Table) -> int:
+    """How many rows the table has in all (a bounded listing's frame holds its first ones only)."""
+    return table.total if table.total is not None else len(table.frame)

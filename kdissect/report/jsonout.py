@@ -12,7 +12,7 @@ from typing import Any, TextIO
 
 from kdissect.decoders.jsonable import to_jsonable
 
-from .document import Document, Figure, Table
+from .document import Document, Figure, Table, rows_total
 
 
 def _value(v: Any) -> Any:
@@ -42,7 +42,7 @@ def _table(t: Table) -> dict:
         "note": t.note,
         "columns": [str(c) for c in t.frame.columns],
         "rows": rows,
-        "rows_total": len(t.frame),
+        "rows_total": rows_total(t),
     }
 
 

@@ -88,17 +88,20 @@ def _thin(values: Sequence[Any], points: int = MAX_POINTS) -> list[Any]:
 
 def latency_cdf(answered: pd.DataFrame) -> bytes:
     """Cumulative share of answered requests (latency > 0) within x ms, one line per API (the busiest
-    ones), log x axis."""
+    ones), log x axis. ``answered``: per API its latencies as runs (``latency_ms``, ``count``: how
+    many), ascending, as the report's figures keep them."""
     from matplotlib.ticker import LogLocator
 
     with _canvas(figsize=(7.5, 3.6)) as (fig, ax):
-        counts = answered["api_name"].value_counts()
+        counts = answered.groupby("api_name", sort=False)["count"].sum().sort_values(ascending=False, kind="stable")
         for api in counts.index[:MAX_SERIES]:
-            values = sorted(answered.loc[answered["api_name"] == api, "latency_ms"].astype(float))
-            n = len(values)
-            idx = _thin(range(n))
+            runs = answered[answered["api_name"] == api]
+            n = int(counts[api])
+            shares = (runs["count"].cumsum() / n).tolist()
+            values = runs["latency_ms"].astype(float).tolist()
+            idx = _thin(range(len(values)))
             ax.step(
-                [values[i] for i in idx], [(i + 1) / n for i in idx], where="post", label=f"{safe_text(str(api))} ({n})"
+                [values[i] for i in idx], [shares[i] for i in idx], where="post", label=f"{safe_text(str(api))} ({n})"
             )
         ax.set_xscale("log")
         low, high = ax.get_xlim()

@@ -49,6 +49,9 @@ ROW_TABLES = frozenset({"exchanges", "connections", "anomalies"})
 # figures) as they grow; all but ``brokers`` (one row per broker). A counted ``anomalies`` row
 # handed over keeps its count (``take``).
 SPILLABLE = tuple(name for name in TABLES if name != "brokers")
+# The tables of an exchange's own rows: spilled together (a piece of each holds the rows of the same
+# exchanges, exchanges first), so a consumer can join them piece by piece (analysis.exchange_figures).
+JOINED = ("exchanges", "partitions", "errors", "request_params")
 Columns = Mapping[str, list[Any] | Runs | Parts]  # a table's values per column name
 Spill = Callable[[str, Columns], None]
 
@@ -181,6 +184,7 @@ class TableSink:
         self.options = options
         self.spill = spill
         self.spilled_tables = [name for name in SPILLABLE if name in set(spilled_tables)]
+        self._joined = [name for name in JOINED if name in self.spilled_tables]
         self.rows: dict[str, TableRows] = {name: TableRows(name) for name in TABLES}
         self.topic_names: dict[uuid.UUID, str] = {}
         self.resolve_topics = resolve_topics
@@ -215,8 +219,12 @@ class TableSink:
         assert self.spill is not None
         big, limit = self._payload_held >= self.options.spill_bytes, self.options.spill_rows
         tables = self.rows
+        joined = any(tables[name].length >= limit for name in self._joined)
         for name in self.spilled_tables:
             rows = tables[name].length  # (an attribute, not len(): this runs once per event for every table)
+            if joined and name in self._joined:
+                self.spill(name, self.take(name))
+                continue
             if rows < limit and not (big and rows and name == "records"):
                 continue
             hold = name == "records" and self.transactions.open and rows < OPEN_TXN_HOLD * limit
