@@ -29,7 +29,7 @@ from kdissect.analysis.summary import Figures
 from kdissect.engines.local import SUMMARY_TABLES
 from kdissect.engines.run import TableRun
 from kdissect.engines.storage import open_input, open_output
-from kdissect.engines.units import ANOMALY, RUN, RUN_HEADER, SEGMENT, MappedFiles
+from kdissect.engines.units import ANOMALY, PIECE, RUN, RUN_HEADER, SEGMENT, MappedFiles, Unit
 from kdissect.events import Anomaly
 from kdissect.kafka.pipeline import KafkaPipeline
 from kdissect.options import Options
@@ -126,7 +126,7 @@ class PartitionDecoder:
 
     def __init__(self, files: list[str], options: Options, tables: Iterable[str],
                  pieces: InlinePieces | StagedPieces | None = None, task: int = 0, spill_rows: int = 10_000,
-                 figures: type[Figures] = Figures) -> None:  # fmt: skip
+                 figures: type[Figures] = Figures, several_inputs: bool | None = None) -> None:  # fmt: skip
         # Inline pieces travel as single Arrow IPC blobs through the JVM: kept to a few MB each.
         options = replace(options, spill_rows=min(options.spill_rows, spill_rows))
         self.pieces = pieces or InlinePieces()
@@ -137,7 +137,10 @@ class PartitionDecoder:
         self.run = TableRun(options, self.wanted, written=self.wanted, writer=self.write, figures=self.figures,
                             resolve_topics=False)  # fmt: skip
         self.sink = self.run.sink
-        self.pipeline = KafkaPipeline(options, opened=self.sink.connection_sources, several_inputs=len(files) > 1)
+        # ``several_inputs`` False for a read task's own connections: none repeats a packet of another input
+        # (its copy would put its key in another unit too), and the native lanes then take them.
+        several = len(files) > 1 if several_inputs is None else several_inputs
+        self.pipeline = KafkaPipeline(options, opened=self.sink.connection_sources, several_inputs=several)
         self.opened_at: list[int] = []  # per local connection id: pos of the segment that opened it
         self.broker_seen: list[int] = []  # per brokers row: pos of the segment that revealed it
         self.topic_seen: list[int] = []  # per learned topic id, in learning order: pos
@@ -151,6 +154,7 @@ class PartitionDecoder:
         self.waiting: list[tuple[object, int, _Run]] = []  # (next segment's place, order, run): a heap
         self.runs = itertools.count()
         self.out: list[Envelope] = []
+        self.ticks = 0  # clock() calls: segments of no connection that are not the input's
 
     def feed(self, batch: pa.RecordBatch) -> None:
         """Rows in the order of ``units.segment_order``; a run's segments are fed as their places come
@@ -166,10 +170,12 @@ class PartitionDecoder:
                 run = _Run(c, i, self.by_time)
                 heapq.heappush(self.waiting, (self._place(run.headers[0]), next(self.runs), run))
             elif kind == SEGMENT:  # a payload that travels inline
-                self._segment(TcpSegment(
+                self.segment(TcpSegment(
                     c["ts"][i], c["src_ip"][i], c["src_port"][i], c["dst_ip"][i], c["dst_port"][i], c["seq"][i],
                     c["ack"][i], c["flags"][i], c["window"][i], c["payload"][i], c["payload_len"][i]),
                     pos, c["file_index"][i])  # fmt: skip
+            elif kind == PIECE:  # a read task's own decoding, passed on
+                self.out.append((c["anomaly"][i], c["payload"][i], c["detail"][i]))
             elif kind == ANOMALY:
                 self.sink.consume(Anomaly(c["anomaly"][i], None, None, c["offset"][i], None, c["ts"][i],
                                           c["detail"][i], self.files[c["file_index"][i]]))  # fmt: skip
@@ -188,9 +194,17 @@ class PartitionDecoder:
             segment = run.segment(self.mapped)
             if run.at < len(run.headers):
                 heapq.heappush(waiting, (self._place(run.headers[run.at]), order, run))
-            self._segment(segment, pos, run.file_index)
+            self.segment(segment, pos, run.file_index)
 
-    def _segment(self, segment: TcpSegment, pos: int, file_index: int) -> None:
+    def clock(self, ts: int, pos: int) -> None:
+        """Capture time ``ts`` passing at ``pos`` without a segment of this decoder's connections (one of
+        another connection, or the run's end): the reassembler's idle rule sees it as a segment of no
+        connection would show it (one from no address: it opens nothing, and is not counted as stray)."""
+        self.ticks += 1
+        self._consume(self.pipeline.feed(TcpSegment(ts, "", 0, "", 0, 0, 0, 0, 0, b"", 0)), pos)
+
+    def segment(self, segment: TcpSegment, pos: int, file_index: int) -> None:
+        """One segment at its place in capture order, from file ``file_index``."""
         self.pipeline.source = self.files[file_index]
         events = self.pipeline.feed(segment)
         opened = self.sink.connection_sources
@@ -232,7 +246,8 @@ class PartitionDecoder:
         self.out.append((TOPICS, ipc_bytes(pa.table({
             "topic_id": pa.array(ids, pa.string()), "topic": pa.array(names, pa.string()),
             "seen": pa.array(self.topic_seen, pa.int64())})), None))  # fmt: skip
-        stray = self.pipeline.reassembler.ignored_segments  # segments of no connection: additive over tasks
+        # segments of no connection: additive over tasks
+        stray = self.pipeline.reassembler.ignored_segments - self.ticks
         self.out.append((STATS, json.dumps({"units": self.stats, "stray": stray}).encode(), None))
         self.out.append((merge.FIGURES, pickle.dumps(self.figures), None))
 
@@ -278,3 +293,13 @@ def _envelope(rows: Iterator[Envelope]) -> Iterator[pa.RecordBatch]:
     if columns:
         yield pa.RecordBatch.from_arrays([pa.array(c, t) for c, t in zip(columns, ENVELOPE_SCHEMA.types, strict=True)],
                                          schema=ENVELOPE_SCHEMA)  # fmt: skip
+
+
+def unit_decoder(unit: Unit, attempt: int, files: list[str], options: Options, tables: list[str],
+                 staging: str | None, figures: type[Figures], first_task: int) -> PartitionDecoder:  # fmt: skip
+    """The decoder of a read task's own connections (those wholly inside its unit): the same core as
+    every decode task, numbered after them (``first_task``: the number of decode tasks), its pieces
+    staged under a name of its own (``attempt``: a retry's are never read)."""
+    pieces = InlinePieces() if staging is None else StagedPieces(staging, f"unit-{unit.index:05d}-{attempt}")
+    return PartitionDecoder(files, options, tables, pieces, first_task + unit.index, figures=figures,
+                            several_inputs=False)  # fmt: skip
