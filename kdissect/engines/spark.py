@@ -350,11 +350,19 @@ def segment_rows(spark: SparkSession, units: list[Unit], census: Census | None =
     """Stage 1: one task per work unit, segment rows out; with ``decoder`` (``partition.unit_decoder``
     but for the unit and attempt), every connection the ``census`` does not find crossing units
     decoded in the task and only its pieces going on."""
+    return _unit_ids(spark, units).mapInArrow(_reader(spark, units, census, decoder), from_arrow_schema(SEGMENT_SCHEMA))
+
+
+def _unit_ids(spark: SparkSession, units: list[Unit]) -> DataFrame:
+    return spark.range(0, len(units), 1, max(1, len(units)))
+
+
+def _reader(spark: SparkSession, units: list[Unit], census: Census | None,
+            decoder: Callable[..., PartitionDecoder] | None) -> Callable[..., Iterator[pa.RecordBatch]]:  # fmt: skip
     context = spark.sparkContext
     crossing = context.broadcast(census.crossing if census else set())  # (broadcast: sent once per executor)
-    task = partial(_read_task, units=context.broadcast(units), crossing=crossing, decoder=decoder,
+    return partial(_read_task, units=context.broadcast(units), crossing=crossing, decoder=decoder,
                    last_ts=census.last_ts if census else None)  # fmt: skip
-    return spark.range(0, len(units), 1, max(1, len(units))).mapInArrow(task, from_arrow_schema(SEGMENT_SCHEMA))
 
 
 def _read_task(batches: Iterable[pa.RecordBatch], units: object, crossing: object,
@@ -430,11 +438,16 @@ def decode(spark: SparkSession, paths: Iterable[str], *, options: Options | None
     found_in = census(spark, units)
     options = with_secrets(options, found_in.secrets if found_in else [])
     decoder = partial(unit_decoder, files=files, options=options, tables=wanted, staging=staging, figures=figures,
-                      first_task=partitions)  # fmt: skip
-    segments = segment_rows(spark, units, found_in, decoder)
+                      first_task=max(partitions, len(units)))  # (numbered after every decode task)  # fmt: skip
     task = partial(_decode_task, files=files, options=options, tables=wanted, staging=staging, figures=figures)
-    envelope = (by_connection(segments, partitions, len(files))
-                .mapInArrow(task, from_arrow_schema(ENVELOPE_SCHEMA))
+    if found_in is not None and found_in.crossing:
+        decoded = (by_connection(segment_rows(spark, units, found_in, decoder), partitions, len(files))
+                   .mapInArrow(task, from_arrow_schema(ENVELOPE_SCHEMA)))  # fmt: skip
+    else:  # no connection crosses units: each read task passes its own rows (its pieces, the unit's
+        # anomalies and counters) to a decoder in the same task, with no shuffle and no second worker
+        whole = partial(_read_and_decode_task, read=_reader(spark, units, found_in, decoder), decode=task)
+        decoded = _unit_ids(spark, units).mapInArrow(whole, from_arrow_schema(ENVELOPE_SCHEMA))
+    envelope = (decoded
                 .persist(StorageLevel.DISK_ONLY if staging is None else StorageLevel.MEMORY_AND_DISK))  # fmt: skip
     side = envelope.filter(F.col("table").startswith("_")).collect()
     opened = [merge.read_ipc(r["data"])["pos"].to_numpy() for r in side if r["table"] == merge.OPENED]
@@ -450,6 +463,11 @@ def decode(spark: SparkSession, paths: Iterable[str], *, options: Options | None
             merged.merge(pickle.loads(r["data"]))
     return Decoded(spark, envelope, files, wanted, merge.Settled(ordered, topics, aborted), unit_stats,
                    sum(t["stray"] for t in task_stats), merged)
+
+
+def _read_and_decode_task(batches: Iterable[pa.RecordBatch], read: Callable[..., Iterator[pa.RecordBatch]],
+                          decode: Callable[..., Iterator[pa.RecordBatch]]) -> Iterator[pa.RecordBatch]:  # fmt: skip
+    return decode(read(batches))
 
 
 def _decode_task(batches: Iterable[pa.RecordBatch], files: list[str], options: Options, tables: list[str],
