@@ -137,8 +137,9 @@ class PartitionDecoder:
         self.run = TableRun(options, self.wanted, written=self.wanted, writer=self.write, figures=self.figures,
                             resolve_topics=False)  # fmt: skip
         self.sink = self.run.sink
-        # ``several_inputs`` False for a read task's own connections: none repeats a packet of another input
-        # (its copy would put its key in another unit too), and the native lanes then take them.
+        # ``several_inputs`` False when no packet can repeat one of another input: a read task's own
+        # connections (a copy would put the key in another unit too), or a census that found no key's
+        # times overlapping in two files; the native lanes then take them.
         several = len(files) > 1 if several_inputs is None else several_inputs
         self.pipeline = KafkaPipeline(options, opened=self.sink.connection_sources, several_inputs=several)
         self.opened_at: list[int] = []  # per local connection id: pos of the segment that opened it
@@ -277,10 +278,12 @@ class PartitionDecoder:
 
 def decode_partition(batches: Iterable[pa.RecordBatch], files: list[str], options: Options, tables: list[str],
                      pieces: InlinePieces | StagedPieces | None = None, task: int = 0,
-                     figures: type[Figures] = Figures) -> Iterator[pa.RecordBatch]:  # fmt: skip
+                     figures: type[Figures] = Figures, several_inputs: bool | None = None
+                     ) -> Iterator[pa.RecordBatch]:  # fmt: skip
     """Segment batches of one partition (task number ``task``) in, envelope batches
-    (``ENVELOPE_SCHEMA``) out; the task's ``figures`` among them."""
-    decoder = PartitionDecoder(files, options, tables, pieces, task, figures=figures)
+    (``ENVELOPE_SCHEMA``) out; the task's ``figures`` among them. ``several_inputs``: whether a packet
+    may repeat one of another file (``units.Census.repeats``; None: whenever there are several)."""
+    decoder = PartitionDecoder(files, options, tables, pieces, task, figures=figures, several_inputs=several_inputs)
     for batch in batches:
         decoder.feed(batch)
         yield from _envelope(decoder.take())

@@ -71,7 +71,6 @@ from kdissect.engines.units import (
     SEGMENT_SCHEMA,
     Census,
     Unit,
-    UnitCensus,
     may_hold_secrets,
     plan_units,
     read_units,
@@ -101,7 +100,7 @@ _WRITTEN_ARROW = pa.schema([("table", pa.string()), ("path", pa.string()), ("row
                             ("brokers", pa.binary())])  # fmt: skip
 _WRITTEN = from_arrow_schema(_WRITTEN_ARROW)
 _PIECES = pa.schema([("table", pa.string()), ("data", pa.binary())])
-_CENSUS = pa.schema([("unit", pa.int64()), ("keys", pa.binary()), ("secret", pa.binary()), ("last_ts", pa.int64())])
+_CENSUS = pa.schema([("unit", pa.int64()), ("census", pa.binary())])  # a unit's UnitCensus, pickled
 
 
 def spark_schema(table: str) -> T.StructType:
@@ -381,19 +380,14 @@ def census(spark: SparkSession, units: list[Unit]) -> Census | None:
         return None
     task = partial(_census_task, units=spark.sparkContext.broadcast(units))
     got = spark.range(0, len(units), 1, len(units)).mapInArrow(task, from_arrow_schema(_CENSUS)).collect()
-    got.sort(key=lambda row: row["unit"])  # (stable: a unit's blocks stay in file order)
-    return Census.merge(UnitCensus(np.frombuffer(row["keys"] or b"", np.int64),
-                                   [row["secret"]] if row["secret"] is not None else [], row["last_ts"])
-                        for row in got)  # fmt: skip
+    return Census.merge(pickle.loads(row["census"]) for row in sorted(got, key=lambda row: row["unit"]))
 
 
 def _census_task(batches: Iterable[pa.RecordBatch], units: object) -> Iterator[pa.RecordBatch]:
     for batch in batches:
         for index in batch.column("id").to_pylist():
             found = unit_census(units.value[index])  # type: ignore[attr-defined]
-            rows = [{"unit": index, "keys": found.keys.tobytes(), "secret": None, "last_ts": found.last_ts}]
-            rows += [{"unit": index, "keys": None, "secret": block, "last_ts": None} for block in found.secrets]
-            yield pa.RecordBatch.from_pylist(rows, schema=_CENSUS)
+            yield pa.RecordBatch.from_pylist([{"unit": index, "census": pickle.dumps(found)}], schema=_CENSUS)
 
 
 def by_connection(segments: DataFrame, partitions: int, files: int = 1) -> DataFrame:
@@ -441,8 +435,9 @@ def decode(spark: SparkSession, paths: Iterable[str], *, options: Options | None
                       first_task=max(partitions, len(units)))  # (numbered after every decode task)  # fmt: skip
     task = partial(_decode_task, files=files, options=options, tables=wanted, staging=staging, figures=figures)
     if found_in is not None and found_in.crossing:
+        crossed = partial(task, several_inputs=found_in.repeats)
         decoded = (by_connection(segment_rows(spark, units, found_in, decoder), partitions, len(files))
-                   .mapInArrow(task, from_arrow_schema(ENVELOPE_SCHEMA)))  # fmt: skip
+                   .mapInArrow(crossed, from_arrow_schema(ENVELOPE_SCHEMA)))  # fmt: skip
     else:  # no connection crosses units: each read task passes its own rows (its pieces, the unit's
         # anomalies and counters) to a decoder in the same task, with no shuffle and no second worker
         whole = partial(_read_and_decode_task, read=_reader(spark, units, found_in, decoder), decode=task)
@@ -471,11 +466,13 @@ def _read_and_decode_task(batches: Iterable[pa.RecordBatch], read: Callable[...,
 
 
 def _decode_task(batches: Iterable[pa.RecordBatch], files: list[str], options: Options, tables: list[str],
-                 staging: str | None, figures: type[Figures] = Figures) -> Iterator[pa.RecordBatch]:  # fmt: skip
+                 staging: str | None, figures: type[Figures] = Figures, several_inputs: bool | None = None
+                 ) -> Iterator[pa.RecordBatch]:  # fmt: skip
     context = TaskContext.get()
     task = f"task-{context.partitionId():05d}-{context.attemptNumber()}"
     pieces = InlinePieces() if staging is None else StagedPieces(staging, task)
-    yield from decode_partition(batches, files, options, tables, pieces, context.partitionId(), figures)
+    yield from decode_partition(batches, files, options, tables, pieces, context.partitionId(), figures,
+                                several_inputs)  # fmt: skip
 
 
 def read_captures(

@@ -26,6 +26,7 @@ import zlib
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
+from itertools import pairwise
 from typing import BinaryIO, Protocol
 
 import numpy as np
@@ -248,53 +249,82 @@ def _read_range(f: BinaryIO, header: bytes, start: int, end: int, stats: SourceS
 
 @dataclass(slots=True)
 class UnitCensus:
-    """What a first pass over a unit finds: the connection keys of its segments (unique, sorted), the
-    text of its TLS key log secrets blocks (in file order) and its latest segment time (None: none)."""
+    """What a first pass over a unit finds: the connection keys of its segments (unique, sorted) with
+    the first and last time each is seen, the text of its TLS key log secrets blocks (in file order),
+    and the unit's file."""
 
     keys: np.ndarray
+    first: np.ndarray
+    last: np.ndarray
     secrets: list[bytes]
-    last_ts: int | None
+    file_index: int
 
 
 @dataclass(slots=True)
 class Census:
     """The units' census merged: the keys found in more than one unit (the connections that must meet
     after the shuffle; every other one lies wholly inside one unit and is decoded by the task that
-    reads it), the key log blocks in capture order, and the run's latest segment time."""
+    reads it), the key log blocks in capture order, the run's latest segment time, and whether a
+    packet may repeat one of another file (:mod:`kdissect.sources.duplicates`): only if a crossing
+    key's times in two files overlap. When none can, the decode tasks skip the duplicate filter (and
+    take the native lanes, which it turns off): it would drop nothing."""
 
     crossing: set[int]
     secrets: list[bytes]
     last_ts: int | None
+    repeats: bool
 
     @classmethod
     def merge(cls, units: Iterable[UnitCensus]) -> Census:
         """Of the units' censuses in unit order."""
         found = list(units)
-        keys, counts = np.unique(np.concatenate([u.keys for u in found] + [np.zeros(0, np.int64)]),
-                                 return_counts=True)  # fmt: skip
-        times = [u.last_ts for u in found if u.last_ts is not None]
-        return cls(set(keys[counts > 1].tolist()), [block for u in found for block in u.secrets],
-                   max(times) if times else None)  # fmt: skip
+        every = [np.concatenate([getattr(u, name) for u in found] + [np.zeros(0, np.int64)])
+                 for name in ("keys", "first", "last")]  # fmt: skip
+        files = np.concatenate([np.full(len(u.keys), u.file_index, np.int64) for u in found] + [np.zeros(0, np.int64)])
+        keys, counts = np.unique(every[0], return_counts=True)
+        crossing = keys[counts > 1]
+        spans: dict[tuple[int, int], list[int]] = {}  # (crossing key, file) -> [first, last]
+        mask = np.isin(every[0], crossing)
+        for key, first, last, file in zip(*(column[mask].tolist() for column in (*every, files)), strict=True):
+            span = spans.setdefault((key, file), [first, last])
+            span[0], span[1] = min(span[0], first), max(span[1], last)
+        return cls(set(crossing.tolist()), [block for u in found for block in u.secrets],
+                   int(every[2].max()) if len(every[2]) else None, _overlap(spans))  # fmt: skip
+
+
+def _overlap(spans: dict[tuple[int, int], list[int]]) -> bool:
+    """Whether one key's time spans in two files share an instant (a packet there may be a copy)."""
+    ordered = sorted((key, first, last) for (key, _), (first, last) in spans.items())
+    return any(a[0] == b[0] and b[1] <= a[2] for a, b in pairwise(ordered))
 
 
 def unit_census(unit: Unit) -> UnitCensus:
     """The census of a unit (one that cannot be read has nothing: reading it again reports that)."""
-    keys: dict[tuple, int] = {}
+    spans: dict[tuple, list[int]] = {}  # 4-tuple -> [key, first time, last time]
     secrets: list[bytes] = []
-    last_ts = None
     try:
         for ev in read_unit(unit, SourceStats()):
             if type(ev) is TcpSegment:
-                ends = (ev.src_ip, ev.src_port, ev.dst_ip, ev.dst_port)
-                if ends not in keys:
-                    keys[ends] = connection_key(*ends)
-                if last_ts is None or ev.ts_ns > last_ts:
-                    last_ts = ev.ts_ns
+                ts = ev.ts_ns
+                span = spans.get((ev.src_ip, ev.src_port, ev.dst_ip, ev.dst_port))
+                if span is None:
+                    ends = (ev.src_ip, ev.src_port, ev.dst_ip, ev.dst_port)
+                    spans[ends] = [connection_key(*ends), ts, ts]
+                elif ts > span[2]:
+                    span[2] = ts
+                elif ts < span[1]:
+                    span[1] = ts
             elif type(ev) is DecryptionSecrets and ev.secrets_type == TLS_KEY_LOG:
                 secrets.append(ev.data)
     except (CaptureFormatError, OSError):
         pass
-    return UnitCensus(np.unique(np.fromiter(keys.values(), np.int64, len(keys))), secrets, last_ts)
+    rows = np.array(list(spans.values()), np.int64).reshape(-1, 3)
+    rows = rows[np.argsort(rows[:, 0], kind="stable")]
+    keys = np.unique(rows[:, 0])  # (a 4-tuple's two directions: one key)
+    at = np.searchsorted(rows[:, 0], keys)
+    first = np.minimum.reduceat(rows[:, 1], at) if len(keys) else np.zeros(0, np.int64)
+    last = np.maximum.reduceat(rows[:, 2], at) if len(keys) else np.zeros(0, np.int64)
+    return UnitCensus(keys, first, last, secrets, unit.file_index)
 
 
 class UnitDecoder(Protocol):

@@ -61,7 +61,8 @@ def simulate(paths: list[str], split_bytes: int = 1 << 40, partitions: int = 3) 
     envelope = []
     for part in range(partitions):
         mine = segments.filter(pa.array(keys % partitions == part)).sort_by([(c, "ascending") for c in order])
-        envelope += decode_partition(mine.to_batches(), list(paths), Options(), list(TABLES), task=part)
+        envelope += decode_partition(mine.to_batches(), list(paths), Options(), list(TABLES), task=part,
+                                     several_inputs=census.repeats)  # fmt: skip
     pieces = [(n, d) for b in envelope for n, d in zip(b["table"].to_pylist(), b["data"].to_pylist(), strict=True)]
     opened = np.sort(np.concatenate([merge.read_ipc(d)["pos"].to_numpy() for n, d in pieces if n == merge.OPENED]))
     topics = merge.topic_names(merge.read_ipc(d) for n, d in pieces if n == merge.TOPICS)
