@@ -200,7 +200,10 @@ class PartitionDecoder:
     def clock(self, ts: int, pos: int) -> None:
         """Capture time ``ts`` passing at ``pos`` without a segment of this decoder's connections (one of
         another connection, or the run's end): the reassembler's idle rule sees it as a segment of no
-        connection would show it (one from no address: it opens nothing, and is not counted as stray)."""
+        connection would show it (one from no address: it opens nothing, and is not counted as stray), when
+        it would run the idle sweep (else it changes nothing)."""
+        if not self.pipeline.reassembler.sweeps_at(ts):
+            return
         self.ticks += 1
         self._consume(self.pipeline.feed(TcpSegment(ts, "", 0, "", 0, 0, 0, 0, 0, b"", 0)), pos)
 
