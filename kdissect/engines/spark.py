@@ -2,11 +2,14 @@
 The only module that imports pyspark.
 
 Stages (each a Spark stage; nothing per packet or per row reaches the driver):
+0. census (several work units, or a file that may hold key log blocks): which connection keys more
+   than one unit holds, the captures' key log, the run's latest time (:class:`~kdissect.engines.units.Census`);
 1. read: one task per work unit — a file, or a byte range of a large pcap file starting at a proven
-   record boundary (:mod:`kdissect.engines.units`) — turning capture bytes into segment rows keyed
-   by their 4-tuple, with their place in capture order;
-2. shuffle: rows hashed by 4-tuple, so each connection's segments from every file meet in one task,
-   and sorted there by capture order;
+   record boundary (:mod:`kdissect.engines.units`) — decoding every connection wholly inside the
+   unit there (the same core as a decode task) and turning the others' capture bytes into segment
+   rows keyed by their 4-tuple, with their place in capture order;
+2. shuffle (only when some connection crosses units): rows hashed by 4-tuple, so each crossing
+   connection's segments from every file meet in one task, and sorted there by capture order;
 3. decode: reassembly, framing, decoding and pairing by :class:`~kdissect.kafka.pipeline.KafkaPipeline`
    per partition (:mod:`kdissect.engines.partition`), keeping table pieces as Arrow in staged files
    (or, with no staging directory, inline in Spark's cache) for the tables and figures to read once;

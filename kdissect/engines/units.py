@@ -6,6 +6,10 @@ its connection key and its place in capture order (``pos``: unit index, then ord
 or a capture-level anomaly, or the unit's counters. No pyspark here: a Spark task calls
 :func:`read_units`, and tests call it directly.
 
+A first pass (:func:`unit_census`, merged into a :class:`Census`) finds the connections that cross
+units; the read task decodes every other one itself, with the decoder it is given, and hands on
+only that decoder's pieces (``PIECE`` rows) in place of their segments.
+
 A segment's payload travels by reference when its bytes lie as they are in a local file
 (``payload_at``: their offset there; :class:`MappedFiles` reads them back after the shuffle), and
 inline otherwise (gzip, remote URIs, datagrams rebuilt from fragments).
