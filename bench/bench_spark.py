@@ -24,12 +24,13 @@ import subprocess
 import sys
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from kdissect.sources.files import iter_capture  # noqa: E402
+from kdissect.sources.files import in_time_order, iter_capture  # noqa: E402
 from kdissect.sources.reader import CaptureParser  # noqa: E402
 from kdissect.sources.segment import TcpSegment  # noqa: E402
 from kdissect.sources.shapes import CaptureRecord  # noqa: E402
@@ -183,10 +184,16 @@ def _tree_cpu(root: int) -> dict[str, float]:
 
 def stages(files: list[str], master: str, out: Path) -> dict[str, tuple[float, dict[str, float]]]:
     """Wall and CPU seconds per kind for each stage in one session, after a first job has started the
-    JVM and Python workers: reading (stage 1 alone), the shuffle (stages 1-2 minus 1), decoding (the
-    decoded pieces minus 1-2), writing and the summary's figures."""
+    JVM and Python workers: the census (which connections cross units), reading (stage 1 alone: with
+    the decoding of every connection wholly inside a unit), the shuffle (stages 1-2 minus 1), decoding
+    what crossed (the decoded pieces minus census and 1-2), writing and the summary's figures."""
+    from kdissect.analysis.summary import Figures
+    from kdissect.engines.partition import unit_decoder
     from kdissect.engines.paths import list_captures
-    from kdissect.engines.spark import by_connection, decode, segment_rows, session
+    from kdissect.engines.spark import SPLIT_BYTES, by_connection, census, decode, segment_rows, session
+    from kdissect.engines.units import plan_units
+    from kdissect.options import Options
+    from kdissect.tables.columns import TABLES
 
     spark = session(master)
     marks: list[tuple[float, dict[str, float]]] = []
@@ -194,14 +201,24 @@ def stages(files: list[str], master: str, out: Path) -> dict[str, tuple[float, d
     def mark() -> None:
         marks.append((time.perf_counter(), _tree_cpu(os.getpid())))
 
+    def noop(frame: object) -> None:
+        frame.write.format("noop").mode("overwrite").save()  # type: ignore[attr-defined]
+
     try:
         found = list_captures(files)
+        sizes = dict(found)
+        found = [(path, sizes[path]) for path in in_time_order([path for path, _ in found])]
+        units = plan_units(found, SPLIT_BYTES)
         parts = max(2, 2 * spark.sparkContext.defaultParallelism)
-        segment_rows(spark, found[:1]).write.format("noop").mode("overwrite").save()  # warm-up
+        own = partial(unit_decoder, files=[p for p, _ in found], options=Options(), tables=list(TABLES),
+                      staging=str(out / "_stage1"), figures=Figures, first_task=parts)  # fmt: skip
+        noop(segment_rows(spark, units[:1]))  # warm-up
         mark()
-        segment_rows(spark, found).write.format("noop").mode("overwrite").save()
+        units_found = census(spark, units)
         mark()
-        by_connection(segment_rows(spark, found), parts).write.format("noop").mode("overwrite").save()
+        noop(segment_rows(spark, units, units_found, own))
+        mark()
+        noop(by_connection(segment_rows(spark, units, units_found, own), parts, len(found)))
         mark()
         decoded = decode(spark, files, staging=str(out / "_staging"))
         mark()
@@ -212,16 +229,18 @@ def stages(files: list[str], master: str, out: Path) -> dict[str, tuple[float, d
         decoded.close()
     finally:
         spark.stop()
-    (w0, c0), (w1, c1), (w2, c2), (w3, c3), (w4, c4), (w5, c5) = marks
+    (w0, c0), (w1, c1), (w2, c2), (w3, c3), (w4, c4), (w5, c5), (w6, c6) = marks
 
     def minus(a: tuple[float, dict], b: tuple[float, dict]) -> tuple[float, dict[str, float]]:
         return a[0] - b[0], {k: a[1][k] - b[1][k] for k in KINDS}
 
-    read = minus((w1, c1), (w0, c0))
-    both = minus((w2, c2), (w1, c1))
-    decoded_all = minus((w3, c3), (w2, c2))
-    return {"read": read, "shuffle": minus(both, read), "decode": minus(decoded_all, both),
-            "write": minus((w4, c4), (w3, c3)), "summary": minus((w5, c5), (w4, c4))}
+    counted = minus((w1, c1), (w0, c0))
+    read = minus((w2, c2), (w1, c1))
+    both = minus((w3, c3), (w2, c2))
+    decoded_all = minus((w4, c4), (w3, c3))
+    return {"census": counted, "read": read, "shuffle": minus(both, read),
+            "decode": minus(minus(decoded_all, both), counted), "write": minus((w5, c5), (w4, c4)),
+            "summary": minus((w6, c6), (w5, c5))}  # fmt: skip
 
 
 def main() -> None:

@@ -29,7 +29,7 @@ from kdissect.analysis.summary import Figures
 from kdissect.engines.local import SUMMARY_TABLES
 from kdissect.engines.run import TableRun
 from kdissect.engines.storage import open_input, open_output
-from kdissect.engines.units import ANOMALY, RUN, RUN_HEADER, SEGMENT, MappedFiles
+from kdissect.engines.units import ANOMALY, PIECE, RUN, RUN_HEADER, SEGMENT, MappedFiles, Unit
 from kdissect.events import Anomaly
 from kdissect.kafka.pipeline import KafkaPipeline
 from kdissect.options import Options
@@ -126,7 +126,7 @@ class PartitionDecoder:
 
     def __init__(self, files: list[str], options: Options, tables: Iterable[str],
                  pieces: InlinePieces | StagedPieces | None = None, task: int = 0, spill_rows: int = 10_000,
-                 figures: type[Figures] = Figures) -> None:  # fmt: skip
+                 figures: type[Figures] = Figures, several_inputs: bool | None = None) -> None:  # fmt: skip
         # Inline pieces travel as single Arrow IPC blobs through the JVM: kept to a few MB each.
         options = replace(options, spill_rows=min(options.spill_rows, spill_rows))
         self.pieces = pieces or InlinePieces()
@@ -137,8 +137,12 @@ class PartitionDecoder:
         self.run = TableRun(options, self.wanted, written=self.wanted, writer=self.write, figures=self.figures,
                             resolve_topics=False)  # fmt: skip
         self.sink = self.run.sink
+        # ``several_inputs`` False when no packet can repeat one of another input: a read task's own
+        # connections (a copy would put the key in another unit too), or a census that found no key's
+        # times overlapping in two files; the native lanes then take them.
+        several = len(files) > 1 if several_inputs is None else several_inputs
         self.pipeline = KafkaPipeline(replace(options, exchange_rows=self.sink.takes_rows),
-                                      opened=self.sink.connection_sources, several_inputs=len(files) > 1)
+                                      opened=self.sink.connection_sources, several_inputs=several)
         self.opened_at: list[int] = []  # per local connection id: pos of the segment that opened it
         self.figures.number_connections(self.opened_at)
         self.broker_seen: list[int] = []  # per brokers row: pos of the segment that revealed it
@@ -153,6 +157,7 @@ class PartitionDecoder:
         self.waiting: list[tuple[object, int, _Run]] = []  # (next segment's place, order, run): a heap
         self.runs = itertools.count()
         self.out: list[Envelope] = []
+        self.ticks = 0  # clock() calls: segments of no connection that are not the input's
 
     def feed(self, batch: pa.RecordBatch) -> None:
         """Rows in the order of ``units.segment_order``; a run's segments are fed as their places come
@@ -168,10 +173,12 @@ class PartitionDecoder:
                 run = _Run(c, i, self.by_time)
                 heapq.heappush(self.waiting, (self._place(run.headers[0]), next(self.runs), run))
             elif kind == SEGMENT:  # a payload that travels inline
-                self._segment(TcpSegment(
+                self.segment(TcpSegment(
                     c["ts"][i], c["src_ip"][i], c["src_port"][i], c["dst_ip"][i], c["dst_port"][i], c["seq"][i],
                     c["ack"][i], c["flags"][i], c["window"][i], c["payload"][i], c["payload_len"][i]),
                     pos, c["file_index"][i])  # fmt: skip
+            elif kind == PIECE:  # a read task's own decoding, passed on
+                self.out.append((c["anomaly"][i], c["payload"][i], c["detail"][i]))
             elif kind == ANOMALY:
                 self.sink.consume(Anomaly(c["anomaly"][i], None, None, c["offset"][i], None, c["ts"][i],
                                           c["detail"][i], self.files[c["file_index"][i]]))  # fmt: skip
@@ -190,9 +197,20 @@ class PartitionDecoder:
             segment = run.segment(self.mapped)
             if run.at < len(run.headers):
                 heapq.heappush(waiting, (self._place(run.headers[run.at]), order, run))
-            self._segment(segment, pos, run.file_index)
+            self.segment(segment, pos, run.file_index)
 
-    def _segment(self, segment: TcpSegment, pos: int, file_index: int) -> None:
+    def clock(self, ts: int, pos: int) -> None:
+        """Capture time ``ts`` passing at ``pos`` without a segment of this decoder's connections (one of
+        another connection, or the run's end): the reassembler's idle rule sees it as a segment of no
+        connection would show it (one from no address: it opens nothing, and is not counted as stray), when
+        it would run the idle sweep (else it changes nothing)."""
+        if not self.pipeline.reassembler.sweeps_at(ts):
+            return
+        self.ticks += 1
+        self._consume(self.pipeline.feed(TcpSegment(ts, "", 0, "", 0, 0, 0, 0, 0, b"", 0)), pos)
+
+    def segment(self, segment: TcpSegment, pos: int, file_index: int) -> None:
+        """One segment at its place in capture order, from file ``file_index``."""
         self.pipeline.source = self.files[file_index]
         events = self.pipeline.feed(segment)
         opened = self.sink.connection_sources
@@ -234,7 +252,8 @@ class PartitionDecoder:
         self.out.append((TOPICS, ipc_bytes(pa.table({
             "topic_id": pa.array(ids, pa.string()), "topic": pa.array(names, pa.string()),
             "seen": pa.array(self.topic_seen, pa.int64())})), None))  # fmt: skip
-        stray = self.pipeline.reassembler.ignored_segments  # segments of no connection: additive over tasks
+        # segments of no connection: additive over tasks
+        stray = self.pipeline.reassembler.ignored_segments - self.ticks
         self.out.append((STATS, json.dumps({"units": self.stats, "stray": stray}).encode(), None))
         self.out.append((merge.FIGURES, pickle.dumps(self.figures), None))
 
@@ -264,10 +283,12 @@ class PartitionDecoder:
 
 def decode_partition(batches: Iterable[pa.RecordBatch], files: list[str], options: Options, tables: list[str],
                      pieces: InlinePieces | StagedPieces | None = None, task: int = 0,
-                     figures: type[Figures] = Figures) -> Iterator[pa.RecordBatch]:  # fmt: skip
+                     figures: type[Figures] = Figures, several_inputs: bool | None = None
+                     ) -> Iterator[pa.RecordBatch]:  # fmt: skip
     """Segment batches of one partition (task number ``task``) in, envelope batches
-    (``ENVELOPE_SCHEMA``) out; the task's ``figures`` among them."""
-    decoder = PartitionDecoder(files, options, tables, pieces, task, figures=figures)
+    (``ENVELOPE_SCHEMA``) out; the task's ``figures`` among them. ``several_inputs``: whether a packet
+    may repeat one of another file (``units.Census.repeats``; None: whenever there are several)."""
+    decoder = PartitionDecoder(files, options, tables, pieces, task, figures=figures, several_inputs=several_inputs)
     for batch in batches:
         decoder.feed(batch)
         yield from _envelope(decoder.take())
@@ -280,3 +301,13 @@ def _envelope(rows: Iterator[Envelope]) -> Iterator[pa.RecordBatch]:
     if columns:
         yield pa.RecordBatch.from_arrays([pa.array(c, t) for c, t in zip(columns, ENVELOPE_SCHEMA.types, strict=True)],
                                          schema=ENVELOPE_SCHEMA)  # fmt: skip
+
+
+def unit_decoder(unit: Unit, attempt: int, files: list[str], options: Options, tables: list[str],
+                 staging: str | None, figures: type[Figures], first_task: int) -> PartitionDecoder:  # fmt: skip
+    """The decoder of a read task's own connections (those wholly inside its unit): the same core as
+    every decode task, numbered after them (``first_task``: the number of decode tasks), its pieces
+    staged under a name of its own (``attempt``: a retry's are never read)."""
+    pieces = InlinePieces() if staging is None else StagedPieces(staging, f"unit-{unit.index:05d}-{attempt}")
+    return PartitionDecoder(files, options, tables, pieces, first_task + unit.index, figures=figures,
+                            several_inputs=False)  # fmt: skip

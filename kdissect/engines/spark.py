@@ -2,11 +2,14 @@
 The only module that imports pyspark.
 
 Stages (each a Spark stage; nothing per packet or per row reaches the driver):
+0. census (several work units, or a file that may hold key log blocks): which connection keys more
+   than one unit holds, the captures' key log, the run's latest time (:class:`~kdissect.engines.units.Census`);
 1. read: one task per work unit — a file, or a byte range of a large pcap file starting at a proven
-   record boundary (:mod:`kdissect.engines.units`) — turning capture bytes into segment rows keyed
-   by their 4-tuple, with their place in capture order;
-2. shuffle: rows hashed by 4-tuple, so each connection's segments from every file meet in one task,
-   and sorted there by capture order;
+   record boundary (:mod:`kdissect.engines.units`) — decoding every connection wholly inside the
+   unit there (the same core as a decode task) and turning the others' capture bytes into segment
+   rows keyed by their 4-tuple, with their place in capture order;
+2. shuffle (only when some connection crosses units): rows hashed by 4-tuple, so each crossing
+   connection's segments from every file meet in one task, and sorted there by capture order;
 3. decode: reassembly, framing, decoding and pairing by :class:`~kdissect.kafka.pipeline.KafkaPipeline`
    per partition (:mod:`kdissect.engines.partition`), keeping table pieces as Arrow in staged files
    (or, with no staging directory, inline in Spark's cache) for the tables and figures to read once;
@@ -31,7 +34,7 @@ import re
 import shutil
 import sys
 import tempfile
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from dataclasses import asdict, dataclass, field, replace
 from functools import partial
@@ -56,9 +59,11 @@ from kdissect.engines import EngineSetupError
 from kdissect.engines.partition import (
     ENVELOPE_SCHEMA,
     InlinePieces,
+    PartitionDecoder,
     StagedPieces,
     decode_partition,
     read_pieces,
+    unit_decoder,
 )
 from kdissect.engines.paths import list_captures
 from kdissect.engines.run import RunResult, RunStats
@@ -66,12 +71,14 @@ from kdissect.engines.spark_classes import ClassArchive, class_archive, keep_wri
 from kdissect.engines.spark_quiet import quiet_conf
 from kdissect.engines.storage import file_system, remove_tree
 from kdissect.engines.units import (
-    SECRETS,
     SEGMENT_SCHEMA,
+    Census,
+    Unit,
     may_hold_secrets,
     plan_units,
     read_units,
     segment_order,
+    unit_census,
 )
 from kdissect.options import Options
 from kdissect.sources.files import in_time_order
@@ -96,6 +103,7 @@ _WRITTEN_ARROW = pa.schema([("table", pa.string()), ("path", pa.string()), ("row
                             ("brokers", pa.binary())])  # fmt: skip
 _WRITTEN = from_arrow_schema(_WRITTEN_ARROW)
 _PIECES = pa.schema([("table", pa.string()), ("data", pa.binary())])
+_CENSUS = pa.schema([("unit", pa.int64()), ("census", pa.binary())])  # a unit's UnitCensus, pickled
 
 
 def spark_schema(table: str) -> T.StructType:
@@ -339,42 +347,69 @@ def _write_parts(batches: Iterable[pa.RecordBatch], settled: object, filesystem:
                                          schema=_WRITTEN_ARROW)  # fmt: skip
 
 
-def segment_rows(spark: SparkSession, found: list[tuple[str, int | None]], split_bytes: int = SPLIT_BYTES
-                 ) -> DataFrame:  # fmt: skip
-    """Stage 1: one task per work unit of the files ``found`` (path, size), segment rows out."""
-    units = plan_units(found, split_bytes)
-    task = partial(_read_task, units=spark.sparkContext.broadcast(units))  # sent once to each executor
-    return spark.range(0, len(units), 1, max(1, len(units))).mapInArrow(task, from_arrow_schema(SEGMENT_SCHEMA))
+def segment_rows(spark: SparkSession, units: list[Unit], census: Census | None = None,
+                 decoder: Callable[..., PartitionDecoder] | None = None) -> DataFrame:  # fmt: skip
+    """Stage 1: one task per work unit, segment rows out; with ``decoder`` (``partition.unit_decoder``
+    but for the unit and attempt), every connection the ``census`` does not find crossing units
+    decoded in the task and only its pieces going on."""
+    return _unit_ids(spark, units).mapInArrow(_reader(spark, units, census, decoder), from_arrow_schema(SEGMENT_SCHEMA))
 
 
-def _read_task(batches: Iterable[pa.RecordBatch], units: object) -> Iterator[pa.RecordBatch]:
+def _unit_ids(spark: SparkSession, units: list[Unit]) -> DataFrame:
+    return spark.range(0, len(units), 1, max(1, len(units)))
+
+
+def _reader(spark: SparkSession, units: list[Unit], census: Census | None,
+            decoder: Callable[..., PartitionDecoder] | None) -> Callable[..., Iterator[pa.RecordBatch]]:  # fmt: skip
+    context = spark.sparkContext
+    crossing = context.broadcast(census.crossing if census else set())  # (broadcast: sent once per executor)
+    return partial(_read_task, units=context.broadcast(units), crossing=crossing, decoder=decoder,
+                   last_ts=census.last_ts if census else None)  # fmt: skip
+
+
+def _read_task(batches: Iterable[pa.RecordBatch], units: object, crossing: object,
+               decoder: Callable[..., PartitionDecoder] | None, last_ts: int | None
+               ) -> Iterator[pa.RecordBatch]:  # fmt: skip
     """Stage 1's task: the units its partition names (one), from the broadcast plan."""
-    return read_units(batches, units.value)  # type: ignore[attr-defined]
+    attempt = TaskContext.get().attemptNumber()
+    made = None if decoder is None else (lambda unit: decoder(unit, attempt))
+    return read_units(batches, units.value, crossing.value, made, last_ts)  # type: ignore[attr-defined]
+
+
+def census(spark: SparkSession, units: list[Unit]) -> Census | None:
+    """The census of every unit merged (``units.unit_census``, a first pass with the native reader, a few
+    rows per unit back); None when there is one unit that holds no secrets: nothing crosses then."""
+    if len(units) == 1 and not may_hold_secrets(units[0].path):
+        return None
+    task = partial(_census_task, units=spark.sparkContext.broadcast(units))
+    got = spark.range(0, len(units), 1, len(units)).mapInArrow(task, from_arrow_schema(_CENSUS)).collect()
+    return Census.merge(pickle.loads(row["census"]) for row in sorted(got, key=lambda row: row["unit"]))
+
+
+def _census_task(batches: Iterable[pa.RecordBatch], units: object) -> Iterator[pa.RecordBatch]:
+    for batch in batches:
+        for index in batch.column("id").to_pylist():
+            found = unit_census(units.value[index])  # type: ignore[attr-defined]
+            yield pa.RecordBatch.from_pylist([{"unit": index, "census": pickle.dumps(found)}], schema=_CENSUS)
 
 
 def by_connection(segments: DataFrame, partitions: int, files: int = 1) -> DataFrame:
     """Stage 2: each 4-tuple's rows from every file in one partition, in capture order (of ``files`` files:
-    ``units.segment_order``). Secrets rows stay behind (the driver has read them)."""
-    rows = segments.filter(F.col("kind") != SECRETS)
-    return rows.repartition(partitions, "key").sortWithinPartitions(*segment_order(files))
+    ``units.segment_order``)."""
+    return segments.repartition(partitions, "key").sortWithinPartitions(*segment_order(files))
 
 
-def with_capture_secrets(options: Options, segments: DataFrame, files: list[str]) -> tuple[Options, DataFrame]:
-    """The options with the captures' Decryption Secrets Blocks added to their key log, in capture order,
-    as the local engine adds them, and the segment rows to decode. Only when a file may hold such blocks
-    (pcapng or gzip) are the rows read ahead, once, and kept on disk for the decode stage to reuse; the
-    secrets' text reaches the driver and the tasks' options, never a row of the output."""
-    if not any(may_hold_secrets(path) for path in files):
-        return options, segments
-    segments = segments.persist(StorageLevel.DISK_ONLY)
-    blocks = segments.filter(F.col("kind") == SECRETS).select("pos", "payload").orderBy("pos").collect()
+def with_secrets(options: Options, blocks: list[bytes]) -> Options:
+    """The options with the captures' Decryption Secrets Blocks (the census', in capture order) added to
+    their key log, as the local engine adds them: the secrets' text reaches the driver and the tasks'
+    options, never a row of the output."""
     if not blocks:
-        return options, segments
+        return options
     keylog = copy.deepcopy(options.tls_keylog) if options.tls_keylog is not None else KeyLog()
     for block in blocks:  # each block's text complete in itself, as KafkaPipeline.add_secrets reads it
-        keylog.feed(block["payload"])
+        keylog.feed(block)
         keylog.close()
-    return replace(options, tls_keylog=keylog), segments
+    return replace(options, tls_keylog=keylog)
 
 
 def decode(spark: SparkSession, paths: Iterable[str], *, options: Options | None = None,
@@ -396,13 +431,23 @@ def decode(spark: SparkSession, paths: Iterable[str], *, options: Options | None
     found = [(path, sizes[path]) for path in in_time_order([path for path, _ in found])]  # as the local engine
     files = [path for path, _ in found]
     partitions = partitions or max(2, 2 * spark.sparkContext.defaultParallelism)
-    options, segments = with_capture_secrets(options, segment_rows(spark, found, split_bytes), files)
+    units = plan_units(found, split_bytes)
+    found_in = census(spark, units)
+    options = with_secrets(options, found_in.secrets if found_in else [])
+    decoder = partial(unit_decoder, files=files, options=options, tables=wanted, staging=staging, figures=figures,
+                      first_task=max(partitions, len(units)))  # (numbered after every decode task)  # fmt: skip
     task = partial(_decode_task, files=files, options=options, tables=wanted, staging=staging, figures=figures)
-    envelope = (by_connection(segments, partitions, len(files))
-                .mapInArrow(task, from_arrow_schema(ENVELOPE_SCHEMA))
+    if found_in is not None and found_in.crossing:
+        crossed = partial(task, several_inputs=found_in.repeats)
+        decoded = (by_connection(segment_rows(spark, units, found_in, decoder), partitions, len(files))
+                   .mapInArrow(crossed, from_arrow_schema(ENVELOPE_SCHEMA)))  # fmt: skip
+    else:  # no connection crosses units: each read task passes its own rows (its pieces, the unit's
+        # anomalies and counters) to a decoder in the same task, with no shuffle and no second worker
+        whole = partial(_read_and_decode_task, read=_reader(spark, units, found_in, decoder), decode=task)
+        decoded = _unit_ids(spark, units).mapInArrow(whole, from_arrow_schema(ENVELOPE_SCHEMA))
+    envelope = (decoded
                 .persist(StorageLevel.DISK_ONLY if staging is None else StorageLevel.MEMORY_AND_DISK))  # fmt: skip
     side = envelope.filter(F.col("table").startswith("_")).collect()
-    segments.unpersist()  # (kept, if at all, only for the decode stage)
     opened = [merge.read_ipc(r["data"])["pos"].to_numpy() for r in side if r["table"] == merge.OPENED]
     topics = merge.topic_names(merge.read_ipc(r["data"]) for r in side if r["table"] == merge.TOPICS)
     aborted = merge.aborted_marks((read_pieces(r["data"], r["path"]) for r in side if r["table"] == merge.JOURNAL),
@@ -418,12 +463,19 @@ def decode(spark: SparkSession, paths: Iterable[str], *, options: Options | None
                    sum(t["stray"] for t in task_stats), merged)
 
 
+def _read_and_decode_task(batches: Iterable[pa.RecordBatch], read: Callable[..., Iterator[pa.RecordBatch]],
+                          decode: Callable[..., Iterator[pa.RecordBatch]]) -> Iterator[pa.RecordBatch]:  # fmt: skip
+    return decode(read(batches))
+
+
 def _decode_task(batches: Iterable[pa.RecordBatch], files: list[str], options: Options, tables: list[str],
-                 staging: str | None, figures: type[Figures] = Figures) -> Iterator[pa.RecordBatch]:  # fmt: skip
+                 staging: str | None, figures: type[Figures] = Figures, several_inputs: bool | None = None
+                 ) -> Iterator[pa.RecordBatch]:  # fmt: skip
     context = TaskContext.get()
     task = f"task-{context.partitionId():05d}-{context.attemptNumber()}"
     pieces = InlinePieces() if staging is None else StagedPieces(staging, task)
-    yield from decode_partition(batches, files, options, tables, pieces, context.partitionId(), figures)
+    yield from decode_partition(batches, files, options, tables, pieces, context.partitionId(), figures,
+                                several_inputs)  # fmt: skip
 
 
 def read_captures(

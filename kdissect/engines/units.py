@@ -6,6 +6,10 @@ its connection key and its place in capture order (``pos``: unit index, then ord
 or a capture-level anomaly, or the unit's counters. No pyspark here: a Spark task calls
 :func:`read_units`, and tests call it directly.
 
+A first pass (:func:`unit_census`, merged into a :class:`Census`) finds the connections that cross
+units; the read task decodes every other one itself, with the decoder it is given, and hands on
+only that decoder's pieces (``PIECE`` rows) in place of their segments.
+
 A segment's payload travels by reference when its bytes lie as they are in a local file
 (``payload_at``: their offset there; :class:`MappedFiles` reads them back after the shuffle), and
 inline otherwise (gzip, remote URIs, datagrams rebuilt from fragments).
@@ -23,10 +27,11 @@ from __future__ import annotations
 import json
 import mmap
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
-from typing import BinaryIO
+from itertools import pairwise
+from typing import BinaryIO, Protocol
 
 import numpy as np
 import pyarrow as pa
@@ -50,7 +55,7 @@ from kdissect.sources.shapes import (
 )
 from kdissect.sources.split import PcapLayout, chain_span, pcap_layout, pcapng_cuts, prove_boundary
 
-SEGMENT, ANOMALY, DONE, RUN, SECRETS = 0, 1, 2, 3, 4  # row kinds
+SEGMENT, ANOMALY, DONE, RUN, PIECE = 0, 1, 2, 3, 5  # row kinds (PIECE: an envelope row of a unit's own decoding)
 SEGMENT_SCHEMA = pa.schema([
     ("key", pa.int64()), ("pos", pa.int64()), ("kind", pa.int8()), ("file_index", pa.int32()),
     ("ts", pa.int64()), ("src_ip", pa.string()), ("src_port", pa.int32()), ("dst_ip", pa.string()),
@@ -246,18 +251,119 @@ def _read_range(f: BinaryIO, header: bytes, start: int, end: int, stats: SourceS
     stats.bytes_read -= len(header)
 
 
-def read_units(batches: Iterable[pa.RecordBatch], units: list[Unit]) -> Iterator[pa.RecordBatch]:
+@dataclass(slots=True)
+class UnitCensus:
+    """What a first pass over a unit finds: the connection keys of its segments (unique, sorted) with
+    the first and last time each is seen, the text of its TLS key log secrets blocks (in file order),
+    and the unit's file."""
+
+    keys: np.ndarray
+    first: np.ndarray
+    last: np.ndarray
+    secrets: list[bytes]
+    file_index: int
+
+
+@dataclass(slots=True)
+class Census:
+    """The units' census merged: the keys found in more than one unit (the connections that must meet
+    after the shuffle; every other one lies wholly inside one unit and is decoded by the task that
+    reads it), the key log blocks in capture order, the run's latest segment time, and whether a
+    packet may repeat one of another file (:mod:`kdissect.sources.duplicates`): only if a crossing
+    key's times in two files overlap. When none can, the decode tasks skip the duplicate filter (and
+    take the native lanes, which it turns off): it would drop nothing."""
+
+    crossing: set[int]
+    secrets: list[bytes]
+    last_ts: int | None
+    repeats: bool
+
+    @classmethod
+    def merge(cls, units: Iterable[UnitCensus]) -> Census:
+        """Of the units' censuses in unit order."""
+        found = list(units)
+        every = [np.concatenate([getattr(u, name) for u in found] + [np.zeros(0, np.int64)])
+                 for name in ("keys", "first", "last")]  # fmt: skip
+        files = np.concatenate([np.full(len(u.keys), u.file_index, np.int64) for u in found] + [np.zeros(0, np.int64)])
+        keys, counts = np.unique(every[0], return_counts=True)
+        crossing = keys[counts > 1]
+        spans: dict[tuple[int, int], list[int]] = {}  # (crossing key, file) -> [first, last]
+        mask = np.isin(every[0], crossing)
+        for key, first, last, file in zip(*(column[mask].tolist() for column in (*every, files)), strict=True):
+            span = spans.setdefault((key, file), [first, last])
+            span[0], span[1] = min(span[0], first), max(span[1], last)
+        return cls(set(crossing.tolist()), [block for u in found for block in u.secrets],
+                   int(every[2].max()) if len(every[2]) else None, _overlap(spans))  # fmt: skip
+
+
+def _overlap(spans: dict[tuple[int, int], list[int]]) -> bool:
+    """Whether one key's time spans in two files share an instant (a packet there may be a copy)."""
+    ordered = sorted((key, first, last) for (key, _), (first, last) in spans.items())
+    return any(a[0] == b[0] and b[1] <= a[2] for a, b in pairwise(ordered))
+
+
+def unit_census(unit: Unit) -> UnitCensus:
+    """The census of a unit (one that cannot be read has nothing: reading it again reports that)."""
+    spans: dict[tuple, list[int]] = {}  # 4-tuple -> [key, first time, last time]
+    secrets: list[bytes] = []
+    try:
+        for ev in read_unit(unit, SourceStats()):
+            if type(ev) is TcpSegment:
+                ts = ev.ts_ns
+                span = spans.get((ev.src_ip, ev.src_port, ev.dst_ip, ev.dst_port))
+                if span is None:
+                    ends = (ev.src_ip, ev.src_port, ev.dst_ip, ev.dst_port)
+                    spans[ends] = [connection_key(*ends), ts, ts]
+                elif ts > span[2]:
+                    span[2] = ts
+                elif ts < span[1]:
+                    span[1] = ts
+            elif type(ev) is DecryptionSecrets and ev.secrets_type == TLS_KEY_LOG:
+                secrets.append(ev.data)
+    except (CaptureFormatError, OSError):
+        pass
+    rows = np.array(list(spans.values()), np.int64).reshape(-1, 3)
+    rows = rows[np.argsort(rows[:, 0], kind="stable")]
+    keys = np.unique(rows[:, 0])  # (a 4-tuple's two directions: one key)
+    at = np.searchsorted(rows[:, 0], keys)
+    first = np.minimum.reduceat(rows[:, 1], at) if len(keys) else np.zeros(0, np.int64)
+    last = np.maximum.reduceat(rows[:, 2], at) if len(keys) else np.zeros(0, np.int64)
+    return UnitCensus(keys, first, last, secrets, unit.file_index)
+
+
+class UnitDecoder(Protocol):
+    """What decodes a unit's own connections in its read task (``partition.PartitionDecoder``)."""
+
+    def segment(self, segment: TcpSegment, pos: int, file_index: int) -> None: ...
+
+    def clock(self, ts: int, pos: int) -> None: ...
+
+    def finish(self) -> None: ...
+
+    def take(self) -> Iterator[tuple[str, bytes | None, str | None]]: ...
+
+
+def read_units(batches: Iterable[pa.RecordBatch], units: list[Unit], crossing: set[int] | None = None,
+               decoder: Callable[[Unit], UnitDecoder] | None = None, last_ts: int | None = None
+               ) -> Iterator[pa.RecordBatch]:  # fmt: skip
     """Rows naming units by their index (column ``id``: Spark's ``range``, so that no Python job
-    makes them) in, segment rows (``SEGMENT_SCHEMA``) out: a Spark task's read."""
+    makes them) in, segment rows (``SEGMENT_SCHEMA``) out: a Spark task's read. With ``decoder``,
+    the segments of every connection whose key is not ``crossing`` are decoded here, by the decoder
+    made for the unit, and only its pieces (``PIECE`` rows) go on. Its clock follows the unit's other
+    segments and then the run's latest time (``last_ts``), so the idle rule ends its connections as
+    in a run over everything."""
     for batch in batches:
         for index in batch.column("id").to_pylist():
-            yield from _unit_rows(units[index])
+            unit = units[index]
+            yield from _unit_rows(unit, crossing or set(), decoder(unit) if decoder else None, last_ts)
 
 
-def _unit_rows(unit: Unit) -> Iterator[pa.RecordBatch]:
+def _unit_rows(unit: Unit, crossing: set[int], decoder: UnitDecoder | None, last_ts: int | None
+               ) -> Iterator[pa.RecordBatch]:  # fmt: skip
     rows = _Rows(unit)
     stats = SourceStats()
     error = None
+    here: dict[tuple, bool] = {}  # 4-tuple -> decoded in this task
     try:
         with _file_bytes(unit.path) as data:
             record = None
@@ -265,11 +371,17 @@ def _unit_rows(unit: Unit) -> Iterator[pa.RecordBatch]:
                 if type(ev) is CaptureRecord:
                     record = ev
                 elif type(ev) is TcpSegment:
+                    if decoder is not None:
+                        ends = (ev.src_ip, ev.src_port, ev.dst_ip, ev.dst_port)
+                        local = here.get(ends)
+                        if local is None:
+                            local = here[ends] = connection_key(*ends) not in crossing
+                        if local:
+                            decoder.segment(ev, rows.place(), unit.file_index)
+                            continue
+                        decoder.clock(ev.ts_ns, rows.base + rows.n)
                     rows.segment(ev, _payload_at(data, record, ev.payload) if ev.payload else None)
-                elif type(ev) is DecryptionSecrets:
-                    if ev.secrets_type == TLS_KEY_LOG:  # (other kinds of secrets: unused, as locally)
-                        rows.secrets(ev.data)
-                else:
+                elif type(ev) is not DecryptionSecrets:  # (secrets: read by the census, before any decoding)
                     rows.anomaly(ev)  # type: ignore[arg-type]
                 if rows.bytes >= _BATCH_BYTES:
                     yield rows.take()
@@ -278,6 +390,12 @@ def _unit_rows(unit: Unit) -> Iterator[pa.RecordBatch]:
         why = CaptureFormatError(f"cannot read: {exc.strerror or exc}") if isinstance(exc, OSError) else exc
         rows.anomaly(unreadable_file(unit.path, why, stats))
         error = str(why)
+    if decoder is not None:
+        if last_ts is not None:
+            decoder.clock(last_ts, rows.base + rows.n)
+        decoder.finish()
+        for piece in decoder.take():
+            rows.piece(*piece)
     rows.done(stats, error)
     yield rows.take()
 
@@ -379,9 +497,16 @@ class _Rows:
         self._add(self.unit.file_index, ANOMALY, {"ts": a.ts_ns, "offset": a.offset, "anomaly": a.kind,
                                                   "detail": a.message})  # fmt: skip
 
-    def secrets(self, data: bytes) -> None:
-        self._add(self.unit.file_index, SECRETS, {"payload": data})
-        self.bytes += len(data)
+    def place(self) -> int:
+        """The place in capture order of a segment that is decoded in the read task (no row)."""
+        self.n += 1
+        return self.base + self.n - 1
+
+    def piece(self, table: str, data: bytes | None, path: str | None) -> None:
+        """An envelope row of the unit's own decoding (``partition.ENVELOPE_SCHEMA``), passed on by the
+        decode task that gets it."""
+        self._add(self.unit.index, PIECE, {"anomaly": table, "payload": data, "detail": path})
+        self.bytes += len(data or b"")
 
     def done(self, stats: SourceStats, error: str | None) -> None:
         counters = {**asdict(stats), "error": error}

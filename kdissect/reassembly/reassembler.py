@@ -103,6 +103,11 @@ class TcpReassembler:
     def open_connections(self) -> int:
         return len(self._quiet) + len(self._active)
 
+    def sweeps_at(self, ts: int) -> bool:
+        """Whether a segment at capture time ``ts`` would run the idle sweep (an engine that feeds only
+        some connections tells the time of the others by feeding a segment only then)."""
+        return self._idle_ns is not None and ts >= self._next_sweep
+
     def feed(self, seg: TcpSegment) -> list[ReassemblyEvent]:
         """Take one segment; return the events it completes, in order.
 

@@ -5,16 +5,17 @@ from __future__ import annotations
 
 import os
 import random
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from kdissect.analysis.summary import Summary
+from kdissect.analysis.summary import Figures, Summary
 from kdissect.engines import local
-from kdissect.engines.partition import decode_partition
-from kdissect.engines.units import plan_units, read_units, segment_order
+from kdissect.engines.partition import decode_partition, unit_decoder
+from kdissect.engines.units import Census, plan_units, read_units, segment_order, unit_census
 from kdissect.options import Options
 from kdissect.sources.files import in_time_order
 from kdissect.sources.reader import CaptureParser
@@ -45,17 +46,23 @@ def read_parquet_dir(directory: Path) -> pa.Table:
 
 
 def simulate(paths: list[str], split_bytes: int = 1 << 40, partitions: int = 3) -> dict[str, pa.Table]:
-    """The Spark engine's steps without Spark: units read, rows hashed into partitions and sorted,
-    each partition decoded apart, the pieces merged."""
+    """The Spark engine's steps without Spark: the units' census, units read (their own connections
+    decoded there), the other rows hashed into partitions and sorted, each partition decoded apart,
+    the pieces merged."""
     paths = in_time_order(list(paths))  # as the Spark engine plans them
     units = plan_units([(p, os.path.getsize(p)) for p in paths], split_bytes)
-    segments = pa.Table.from_batches(list(read_units([pa.record_batch({"id": range(len(units))})], units)))
+    census = Census.merge(unit_census(unit) for unit in units)
+    own = partial(unit_decoder, attempt=0, files=list(paths), options=Options(), tables=list(TABLES), staging=None,
+                  figures=Figures, first_task=partitions)  # fmt: skip
+    ids = [pa.record_batch({"id": range(len(units))})]
+    segments = pa.Table.from_batches(list(read_units(ids, units, census.crossing, own, census.last_ts)))
     keys = np.asarray(segments["key"])
     order = segment_order(len(paths))
     envelope = []
     for part in range(partitions):
         mine = segments.filter(pa.array(keys % partitions == part)).sort_by([(c, "ascending") for c in order])
-        envelope += decode_partition(mine.to_batches(), list(paths), Options(), list(TABLES), task=part)
+        envelope += decode_partition(mine.to_batches(), list(paths), Options(), list(TABLES), task=part,
+                                     several_inputs=census.repeats)  # fmt: skip
     pieces = [(n, d) for b in envelope for n, d in zip(b["table"].to_pylist(), b["data"].to_pylist(), strict=True)]
     opened = np.sort(np.concatenate([merge.read_ipc(d)["pos"].to_numpy() for n, d in pieces if n == merge.OPENED]))
     topics = merge.topic_names(merge.read_ipc(d) for n, d in pieces if n == merge.TOPICS)
