@@ -26,7 +26,7 @@ HIDDEN = ("_topic_id",)
 class TableRows:
     """Rows of one table, a list (or :class:`Runs`, or :class:`Parts`) per column; missing cells are None."""
 
-    __slots__ = ("block", "columns", "counts", "length", "orders", "others", "runs")
+    __slots__ = ("block", "columns", "counts", "length", "orders", "others", "run_lists", "runs")
 
     def __init__(self, table: str) -> None:
         self.columns: dict[str, list[Any] | Runs | Parts] = {name: [] for name, _ in TABLES[table]}
@@ -38,6 +38,8 @@ class TableRows:
         self.counts: list[int] | None = None  # the counts of every column kept as runs
         self.others: dict[tuple[str, ...], list[str]] = {}  # per set of per-row columns: the rest
         self.orders: dict[tuple[str, ...], tuple[tuple[list[Any], ...], list[list[Any]]]] = {}  # append_values'
+        # _same's: per set of per-row columns, the run values lists of the rest when they are all runs
+        self.run_lists: dict[tuple[str, ...], tuple[list[Any], ...] | None] = {}
 
     def __len__(self) -> int:
         return self.length
@@ -49,8 +51,13 @@ class TableRows:
             self.block = None  # its rows are in the list now: later ones start a new block
         if isinstance(column, Runs | Parts):
             column = self.columns[name] = column.expand()
-            self.orders.clear()
+            self._columns_changed()
         return column
+
+    def _columns_changed(self) -> None:
+        """A column's object was replaced: the lists cached for appending are stale."""
+        self.orders.clear()
+        self.run_lists.clear()
 
     def _tail(self, name: str) -> list[Any]:
         """The list that column ``name``'s next values go to (a block's rows stay as they are)."""
@@ -146,7 +153,7 @@ class TableRows:
                 column = self.columns[name]
                 if not isinstance(column, Parts):
                     column = self.columns[name] = Parts([column] if column else [])
-                    self.orders.clear()
+                    self._columns_changed()
                 column.parts.append((block, name))
             self.runs = True  # (append expands them)
         block.add(records, first_offset)
@@ -163,15 +170,26 @@ class TableRows:
             self.counts = []
             for name in others:
                 columns[name] = Runs(counts=self.counts)
-            self.orders.clear()
+            self._columns_changed()
             self.runs = True
         get = same.get
-        for name in others:
-            column = columns[name]
-            if type(column) is Runs:  # (the only runs a table has, since every other column is each's)
-                column.values.append(get(name))
+        lists = self.run_lists.get(key, False)
+        if lists is False:
+            lists = self.run_lists[key] = (tuple(columns[name].values for name in others)  # type: ignore[union-attr]
+                                           if all(type(columns[name]) is Runs for name in others) else None)
+        if lists is not None:  # every batch after a table's first: one value per run, no loop per column
+            if _native_rows is not None:
+                _native_rows.append_rows(lists, tuple(map(get, others)), ((),))
             else:
-                self._tail(name).extend(repeat(get(name), n))
+                for values, value in zip(lists, map(get, others), strict=True):
+                    values.append(value)
+        else:
+            for name in others:
+                column = columns[name]
+                if type(column) is Runs:  # (the only runs a table has, since every other column is each's)
+                    column.values.append(get(name))
+                else:
+                    self._tail(name).extend(repeat(get(name), n))
         if self.counts is not None:
             self.counts.append(n)
         self.length += n
