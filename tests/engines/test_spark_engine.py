@@ -81,6 +81,16 @@ def written(decoded: Decoded, out: Path) -> dict:
     return {name: read_parquet_dir(out / name) for name in TABLES}
 
 
+def assert_as_locally(spark, out: Path, paths: list[str], want: dict, figures, **decode_kw) -> None:
+    """Spark's tables (written under ``out``) and summary for ``paths`` are the local engine's."""
+    decoded = decode(spark, paths, partitions=2, **decode_kw)
+    try:
+        assert_same_tables(written(decoded, out), want)
+        assert decoded.summary() == figures
+    finally:
+        decoded.close()
+
+
 def damaged_captures(tmp: Path) -> list[str]:
     """Synthetic captures damaged the ways real ones are: cut mid-packet, a corrupt pcapng block,
     snap-length cuts, flipped payload bytes, and a TLS-looking stream on the Kafka port."""
@@ -132,12 +142,7 @@ def test_damaged_synthetic_captures_match_the_local_engine(spark, tmp_path: Path
     paths = damaged_captures(tmp_path)
     want, figures = local_tables(paths)
     assert {"truncated_file", "corrupt_record", "gap", "tls_no_key"} <= set(want["anomalies"]["kind"].to_pylist())
-    decoded = decode(spark, paths, partitions=2)
-    try:
-        assert_same_tables(written(decoded, tmp_path / "out"), want)
-        assert decoded.summary() == figures
-    finally:
-        decoded.close()
+    assert_as_locally(spark, tmp_path / "out", paths, want, figures)
 
 
 def test_rotated_files_and_byte_ranges_decode_as_the_unsplit_capture(spark, tmp_path: Path) -> None:
@@ -306,12 +311,7 @@ def test_rotated_files_that_interleave_in_time_give_the_local_tables_and_report(
     local engine's."""
     files = interleaved_rotations(tmp_path / "captures")
     want, figures = local_tables(files)
-    decoded = decode(spark, files, partitions=2)
-    try:
-        assert_same_tables(written(decoded, tmp_path / "out"), want)
-        assert decoded.summary() == figures
-    finally:
-        decoded.close()
+    assert_as_locally(spark, tmp_path / "out", files, want, figures)
     local_report, spark_report = reports(files, tmp_path)
     assert b"connection_id" in local_report and spark_report == local_report
 
@@ -353,9 +353,5 @@ def assert_decrypted_as_locally(spark, tmp_path: Path, paths: list[str], options
     run = local.analyze(paths, options)
     want = {name: to_arrow(name, run.tables[name]) for name in TABLES}
     assert set(want["connections"]["decryption"].to_pylist()) == {"handshake"}
-    decoded = decode(spark, paths, options=options, partitions=2)
-    try:
-        assert_same_tables(written(decoded, tmp_path / "out"), want)
-        assert decoded.summary() == run.summary and run.summary.decrypted_connections == 8
-    finally:
-        decoded.close()
+    assert run.summary.decrypted_connections == 8
+    assert_as_locally(spark, tmp_path / "out", paths, want, run.summary, options=options)
