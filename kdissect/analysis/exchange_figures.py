@@ -196,7 +196,7 @@ class ExchangeFigures:
         self._waiting: set[tuple] = set()
         self.record_times: dict[tuple, int | None] = {}
         # A Spark task's connection ids are its own: their places in capture order (see number_connections).
-        self.places: list[int] | None = None
+        self.places: list[tuple[int, int]] | None = None
         self._error_codes = [0, 0]  # error codes in responses: (not normal steps, normal steps)
 
     def add(self, name: str, columns: Columns) -> None:
@@ -354,7 +354,7 @@ class ExchangeFigures:
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
 
-    def settle(self, connection: Callable[[int], int], topic: Callable[[object], object]) -> None:
+    def settle(self, connection: Callable[[tuple[int, int]], int], topic: Callable[[object], object]) -> None:
         """A Spark driver's figures (merged from tasks) with final connection ids and named topics."""
         self.flush()
         self.topic = renamed(self.topic, lambda key: _named(topic, key, 0, drop=True))

@@ -146,7 +146,7 @@ class LagFigures:
             self._until = rows[-1][0]
             self.ends.prune(self._until)
 
-    def settle(self, connection: Callable[[int], int], topic: Callable[[object], object]) -> None:
+    def settle(self, connection: Callable[[tuple[int, int]], int], topic: Callable[[object], object]) -> None:
         """A Spark driver's figures (merged from tasks) with final connection ids and named topics."""
         self.lag = renamed(self.lag, lambda key: (key[0], topic(key[1]), key[2]))
         self.commits.map_rows(lambda row: (row[0], connection(row[1]), row[2], topic(row[3]), *row[4:]))

@@ -14,8 +14,7 @@ names.
 
 from __future__ import annotations
 
-import bisect
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING
 
 from kdissect.analysis.batch_figures import BatchFigures
@@ -143,15 +142,15 @@ class ReportFigures(Figures):
         first, last = self.times[2], self.times[3]
         return pd.Timedelta(last - first, unit="ns").total_seconds() if first is not None and last is not None else 0.0
 
-    def number_connections(self, places: list[int]) -> None:
+    def number_connections(self, places: list[tuple[int, int]]) -> None:
         self.exchanges.places = places
 
-    def settle(self, opened: Sequence[int], topics: Mapping[str, str]) -> None:
+    def settle(self, connection: Callable[[tuple[int, int]], int], topics: Mapping[str, str]) -> None:
         """A Spark driver's figures, merged from tasks that numbered connections and knew some topics
-        by id only: ``opened`` is every connection's place in capture order, ascending (a place's
-        index is its connection id), ``topics`` the run's topic id -> name."""
+        by id only: ``connection`` gives a place's connection id (places sort as their ids do),
+        ``topics`` the run's topic id -> name."""
         topic = namer(topics)
-        self.exchanges.settle(lambda place: bisect.bisect_left(opened, place), topic)
+        self.exchanges.settle(connection, topic)
         self.batches.partitions = renamed(self.batches.partitions, lambda key: (key[0], topic(key[1]), key[2]))
 
     @property

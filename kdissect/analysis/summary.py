@@ -94,7 +94,7 @@ class Figures:
         self._tcp: Counter[str] = Counter()
         self.seen: set[str] = set()  # the tables any piece came from
 
-    def number_connections(self, places: list[int]) -> None:
+    def number_connections(self, places: list[tuple[int, int]]) -> None:
         """A Spark task's connection ids are its own: ``places`` (growing as its connections open)
         gives each one's place in capture order, for figures that order or list connections (these
         figures do neither)."""

@@ -37,7 +37,7 @@ from kdissect.sources.segment import TcpSegment
 from kdissect.tables import merge
 from kdissect.tables.arrow import to_arrow
 from kdissect.tables.columns import TABLES, cells
-from kdissect.tables.merge import BROKER_SEEN, OPENED, STATS, TOPIC_ID, TOPICS, ipc_bytes, read_ipc
+from kdissect.tables.merge import BROKER_SEEN, BROKER_SEEN_TS, OPENED, STATS, TOPIC_ID, TOPICS, ipc_bytes, read_ipc
 from kdissect.tables.sink import SPILLABLE, Columns
 
 ENVELOPE_SCHEMA = pa.schema([("table", pa.string()), ("data", pa.binary()), ("path", pa.string())])
@@ -89,7 +89,8 @@ def read_pieces(data: bytes | None, path: str | None) -> Iterator[pa.Table]:
     with open_input(path) as f, pa.ipc.open_stream(f) as reader:
         for batch in reader:
             yield pa.Table.from_batches([batch])
-_FINISHING = 1 << 62  # events of the end of input come after every segment
+_FINISHING = (1 << 62, 1 << 62)  # events of the end of input come after every segment
+Place = tuple[int, int]  # (ts, pos): where an event came in the run's order; ts 0 in a one-file run (merge.Opened)
 
 
 def _by_time(header: tuple) -> tuple[int, int]:
@@ -144,13 +145,15 @@ class PartitionDecoder:
         self.pipeline = KafkaPipeline(replace(options, exchange_rows=self.sink.takes_rows),
                                       opened=self.sink.connection_sources, several_inputs=several)
         self.opened_at: list[int] = []  # per local connection id: pos of the segment that opened it
-        self.figures.number_connections(self.opened_at)
-        self.broker_seen: list[int] = []  # per brokers row: pos of the segment that revealed it
-        self.topic_seen: list[int] = []  # per learned topic id, in learning order: pos
+        # per local connection id: its place in the order the run numbers connections in (merge.Opened)
+        self.places: list[Place] = []
+        self.figures.number_connections(self.places)
+        self.broker_seen: list[Place] = []  # per brokers row: place of the segment that revealed it
+        self.topic_seen: list[Place] = []  # per learned topic id, in learning order: place
         self.stats: list[tuple[int, str]] = []  # (file index, counters as JSON) per unit
         self.task = task  # this task's number among the run's (records rows are numbered by it)
         self.records = 0  # records rows spilled so far
-        self.journal: list[tuple[int, tuple]] = []  # (pos, call) of the transaction rules' inputs not yet put
+        self.journal: list[tuple[Place, tuple]] = []  # (place, call) of the transaction rules' inputs not yet put
         self.journaled = 0  # calls put in pieces so far
         self.sink.transactions.journal = []
         self.by_time = len(files) > 1  # segments come in order of (ts, pos), else pos (units.segment_order)
@@ -207,25 +210,30 @@ class PartitionDecoder:
         if not self.pipeline.reassembler.sweeps_at(ts):
             return
         self.ticks += 1
-        self._consume(self.pipeline.feed(TcpSegment(ts, "", 0, "", 0, 0, 0, 0, 0, b"", 0)), pos)
+        self._consume(self.pipeline.feed(TcpSegment(ts, "", 0, "", 0, 0, 0, 0, 0, b"", 0)), self._at(ts, pos))
 
     def segment(self, segment: TcpSegment, pos: int, file_index: int) -> None:
         """One segment at its place in capture order, from file ``file_index``."""
         self.pipeline.source = self.files[file_index]
         events = self.pipeline.feed(segment)
         opened = self.sink.connection_sources
+        place = self._at(segment.ts_ns, pos)
         while len(self.opened_at) < len(opened):
             self.opened_at.append(pos)
-        self._consume(events, pos)
+            self.places.append(place)
+        self._consume(events, place)
 
-    def _consume(self, events: list, pos: int) -> None:
+    def _at(self, ts: int, pos: int) -> Place:
+        return (ts if self.by_time else 0, pos)
+
+    def _consume(self, events: list, place: Place) -> None:
         for ev in events:
             self.sink.consume(ev)
-        self.broker_seen.extend([pos] * (len(self.sink.rows["brokers"]) - len(self.broker_seen)))
-        self.topic_seen.extend([pos] * (len(self.sink.topic_names) - len(self.topic_seen)))
+        self.broker_seen.extend([place] * (len(self.sink.rows["brokers"]) - len(self.broker_seen)))
+        self.topic_seen.extend([place] * (len(self.sink.topic_names) - len(self.topic_seen)))
         calls = self.sink.transactions.journal
         if calls:
-            self.journal += [(pos, call) for call in calls]
+            self.journal += [(place, call) for call in calls]
             calls.clear()
             if len(self.journal) >= merge.JOURNAL_CALLS:
                 self._put_journal()
@@ -246,12 +254,15 @@ class PartitionDecoder:
             self.run.write(name, rest[name])
         self._put_journal()
         self.out += self.pieces.close()
-        self.out.append((OPENED, ipc_bytes(pa.table({"pos": pa.array(self.opened_at, pa.int64())})), None))
+        self.out.append((OPENED, ipc_bytes(pa.table({"pos": pa.array(self.opened_at, pa.int64()),
+                                                     "ts": pa.array([ts for ts, _ in self.places], pa.int64())})),
+                          None))  # fmt: skip
         ids = [str(t) for t in self.sink.topic_names]
         names = list(self.sink.topic_names.values())
         self.out.append((TOPICS, ipc_bytes(pa.table({
             "topic_id": pa.array(ids, pa.string()), "topic": pa.array(names, pa.string()),
-            "seen": pa.array(self.topic_seen, pa.int64())})), None))  # fmt: skip
+            "seen_ts": pa.array([ts for ts, _ in self.topic_seen], pa.int64()),
+            "seen": pa.array([pos for _, pos in self.topic_seen], pa.int64())})), None))  # fmt: skip
         # segments of no connection: additive over tasks
         stray = self.pipeline.reassembler.ignored_segments - self.ticks
         self.out.append((STATS, json.dumps({"units": self.stats, "stray": stray}).encode(), None))
@@ -277,7 +288,8 @@ class PartitionDecoder:
             self.records += table.num_rows
         if name == "brokers":
             seen, self.broker_seen = self.broker_seen[: table.num_rows], self.broker_seen[table.num_rows :]
-            table = table.append_column(BROKER_SEEN, pa.array(seen, pa.int64()))
+            table = table.append_column(BROKER_SEEN_TS, pa.array([ts for ts, _ in seen], pa.int64()))
+            table = table.append_column(BROKER_SEEN, pa.array([pos for _, pos in seen], pa.int64()))
         self.out += self.pieces.put(name, table)
 
 

@@ -39,7 +39,6 @@ from contextlib import contextmanager, suppress
 from dataclasses import asdict, dataclass, field, replace
 from functools import partial
 
-import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -448,18 +447,17 @@ def decode(spark: SparkSession, paths: Iterable[str], *, options: Options | None
     envelope = (decoded
                 .persist(StorageLevel.DISK_ONLY if staging is None else StorageLevel.MEMORY_AND_DISK))  # fmt: skip
     side = envelope.filter(F.col("table").startswith("_")).collect()
-    opened = [merge.read_ipc(r["data"])["pos"].to_numpy() for r in side if r["table"] == merge.OPENED]
+    opened = merge.Opened.of_pieces(merge.read_ipc(r["data"]) for r in side if r["table"] == merge.OPENED)
     topics = merge.topic_names(merge.read_ipc(r["data"]) for r in side if r["table"] == merge.TOPICS)
     aborted = merge.aborted_marks((read_pieces(r["data"], r["path"]) for r in side if r["table"] == merge.JOURNAL),
                                   topics)  # fmt: skip
     task_stats = [json.loads(r["data"]) for r in side if r["table"] == merge.STATS]
     unit_stats = [(i, json.loads(s)) for task in task_stats for i, s in task["units"]]
-    ordered = np.sort(np.concatenate(opened)) if opened else np.zeros(0, np.int64)
     merged = figures()
     for r in side:
         if r["table"] == merge.FIGURES:
             merged.merge(pickle.loads(r["data"]))
-    return Decoded(spark, envelope, files, wanted, merge.Settled(ordered, topics, aborted), unit_stats,
+    return Decoded(spark, envelope, files, wanted, merge.Settled(opened, topics, aborted), unit_stats,
                    sum(t["stray"] for t in task_stats), merged)
 
 
@@ -531,7 +529,7 @@ def report_input(captures: list[str], *, master: str, options: Options, verbose:
     with _decoded(captures, master, conf, None, list(TABLES), options, verbose, ReportFigures) as decoded:
         frames, figures = decoded.frames(gathered), decoded.figures
         settled = decoded.settled
-        figures.settle(settled.opened, settled.topics)  # type: ignore[attr-defined]
+        figures.settle(settled.opened.id_of, settled.topics)  # type: ignore[attr-defined]
         frames["exchanges"] = taken_dataframe("exchanges", figures.record_exchanges())  # type: ignore[attr-defined]
         return RunResult(decoded.stats(), decoded.summary(), frames=frames, figures=figures)
 

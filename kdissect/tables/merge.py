@@ -2,9 +2,10 @@
 local engine gives for the same captures.
 
 A task cannot know three things the whole run settles, so it leaves them in hidden columns:
-- connection ids: a task numbers its connections by where they opened (``pos``, capture order);
-  the final id is the number of connections of the whole run opened before (the local engine's
-  order of first appearance);
+- connection ids: a task numbers its connections by where they opened (``pos``), and tells when
+  (``ts``); the final id is the number of connections of the whole run opened before, in the order
+  the local engine reads packets: by (time, pos) when several files are merged by time (rotated files
+  that interleave), by pos in one file (:class:`Opened`);
 - topic names for topic ids (Fetch v13+): named from every task's Metadata, the first naming in
   capture order winning, as in the local engine;
 - brokers: kept once per (node, host, port, rack), from the first response in capture order;
@@ -34,7 +35,8 @@ OPENED, TOPICS, STATS, JOURNAL, FIGURES = "_opened", "_topics", "_stats", "_jour
 ROW = "_row"  # a records row's number in the whole run: task << ROW_BITS | row in the task
 ROW_BITS = 40
 TOPIC_ID = "_topic_id"  # unnamed topic ids of a piece's rows (text)
-BROKER_SEEN = "_seen"  # pos of the response that revealed a broker row
+# place (pos, and ts as in Opened) of the response that revealed a broker row
+BROKER_SEEN, BROKER_SEEN_TS = "_seen", "_seen_ts"
 
 
 def ipc_bytes(table: pa.Table, options: pa.ipc.IpcWriteOptions | None = None) -> bytes:
@@ -49,21 +51,54 @@ def read_ipc(data: bytes) -> pa.Table:
     return pa.ipc.open_stream(data).read_all()
 
 
-def connection_ids(provisional: pa.Array | pa.ChunkedArray, opened: np.ndarray) -> pa.Array:
-    """Final ids for provisional ones (``pos`` of the opening segment), ``opened`` being every
-    connection's ``pos`` in ascending order; nulls stay null."""
+def connection_ids(provisional: pa.Array | pa.ChunkedArray, opened: Opened) -> pa.Array:
+    """Final ids for provisional ones (``pos`` of the opening segment); nulls stay null."""
     column = provisional.combine_chunks() if isinstance(provisional, pa.ChunkedArray) else provisional
     nulls = column.is_null().to_numpy(zero_copy_only=False)
     values = column.fill_null(0).to_numpy(zero_copy_only=False)
-    ids = np.searchsorted(opened, values).astype(np.int64)
+    ids = opened.ids_of(values) if len(opened.pos) else np.zeros(len(values), np.int64)
     return pa.array(ids, pa.int64(), mask=nulls if nulls.any() else None)
+
+
+@dataclass(frozen=True)
+class Opened:
+    """Every connection of the run by its opening segment's ``pos`` (ascending), with its final id:
+    its rank by (``ts``, pos), the order the local engine opens connections in (``ts`` is 0 for every
+    connection of a one-file run, read in file order whatever its times)."""
+
+    pos: np.ndarray
+    ids: np.ndarray
+
+    @classmethod
+    def of(cls, pos: np.ndarray, ts: np.ndarray) -> Opened:
+        rank = np.empty(len(pos), np.int64)
+        rank[np.lexsort((pos, ts))] = np.arange(len(pos))
+        by_pos = np.argsort(pos, kind="stable")
+        return cls(pos[by_pos], rank[by_pos])
+
+    @classmethod
+    def of_pieces(cls, pieces: Iterable[pa.Table]) -> Opened:
+        """From the tasks' ``OPENED`` pieces."""
+        pieces = list(pieces)
+        column = [np.concatenate([p[c].to_numpy() for p in pieces]) if pieces else np.zeros(0, np.int64)
+                  for c in ("pos", "ts")]  # fmt: skip
+        return cls.of(*column)
+
+    def ids_of(self, pos: np.ndarray) -> np.ndarray:
+        return self.ids[np.searchsorted(self.pos, pos)]
+
+    def id_of(self, place: tuple[int, int]) -> int:
+        """The final id of a connection by its place (ts, pos), as tasks' figures hold it."""
+        return int(self.ids[np.searchsorted(self.pos, place[1])])
 
 
 def topic_names(pieces: Iterable[pa.Table]) -> dict[str, str]:
     """topic id -> name from tasks' ``TOPICS`` pieces: the naming seen first in capture order."""
     best: dict[str, tuple[int, str]] = {}
     for piece in pieces:
-        for tid, name, seen in zip(*(piece[c].to_pylist() for c in ("topic_id", "topic", "seen")), strict=True):
+        for tid, name, *place in zip(*(piece[c].to_pylist() for c in ("topic_id", "topic", "seen_ts", "seen")),
+                                     strict=True):  # fmt: skip
+            seen = tuple(place)
             if tid not in best or seen < best[tid][0]:
                 best[tid] = (seen, name)
     return {tid: name for tid, (_, name) in best.items()}
@@ -73,26 +108,28 @@ def topic_names(pieces: Iterable[pa.Table]) -> dict[str, str]:
 class Settled:
     """What only the whole run knows, for finishing every task's pieces."""
 
-    opened: np.ndarray  # every connection's place in capture order, ascending
+    opened: Opened  # every connection's opening place and final id
     topics: dict[str, str]  # topic id -> name
     aborted: list[tuple[int, int, str]]  # (first ROW, rows, rule) of records of aborted transactions
 
 
 JOURNAL_CALLS = 4096  # calls a task holds before handing them over as a piece: its journal's memory bound
-_JOURNAL_SCHEMA = pa.schema([("pos", pa.int64()), ("task", pa.int64()), ("seq", pa.int64()), ("call", pa.string())])
+_JOURNAL_SCHEMA = pa.schema([("ts", pa.int64()), ("pos", pa.int64()), ("task", pa.int64()), ("seq", pa.int64()),
+                             ("call", pa.string())])  # fmt: skip
 
 
-def journal_piece(task: int, first: int, calls: list[tuple[int, tuple]]) -> pa.Table:
+def journal_piece(task: int, first: int, calls: list[tuple[tuple[int, int], tuple]]) -> pa.Table:
     """Calls ``first``, ``first + 1``, ... of task ``task``'s journal of transaction calls, each with
-    the ``pos`` it came at (rows renumbered as ``ROW``), as a piece: a task's pieces follow each
-    other in capture order."""
+    the place (ts, pos, as in :class:`Opened`) it came at (rows renumbered as ``ROW``), as a piece:
+    a task's pieces follow each other in capture order."""
     out = []
     for _, call in calls:
         if call[0] == "opened":
             *head, row, n = call
             call = (*head, task << ROW_BITS | row, n)
         out.append(json.dumps([str(v) if isinstance(v, uuid.UUID) else v for v in call]))
-    return pa.table([pa.array([pos for pos, _ in calls], pa.int64()), pa.array([task] * len(calls), pa.int64()),
+    return pa.table([pa.array([ts for (ts, _), _ in calls], pa.int64()),
+                     pa.array([pos for (_, pos), _ in calls], pa.int64()), pa.array([task] * len(calls), pa.int64()),
                      pa.array(range(first, first + len(calls)), pa.int64()), pa.array(out, pa.string())],
                     schema=_JOURNAL_SCHEMA)  # fmt: skip
 
@@ -107,13 +144,13 @@ def aborted_marks(journals: Iterable[Iterable[pa.Table]], topics: Mapping[str, s
 
 def _calls(pieces: Iterable[pa.Table]) -> Iterator[tuple[tuple[int, int, int], tuple]]:
     for piece in pieces:
-        for pos, task, seq, call in zip(*(piece[c].to_pylist() for c in _JOURNAL_SCHEMA.names), strict=True):
-            yield (pos, task, seq), tuple(json.loads(call))
+        for ts, pos, task, seq, call in zip(*(piece[c].to_pylist() for c in _JOURNAL_SCHEMA.names), strict=True):
+            yield (ts, pos, task, seq), tuple(json.loads(call))
 
 
 def finish_piece(name: str, piece: pa.Table, settled: Settled) -> pa.Table:
     """A task's piece of table ``name`` with final connection ids, named topics and aborted marks, in
-    the schema the local engine writes (hidden columns other than ``BROKER_SEEN`` dropped)."""
+    the schema the local engine writes (hidden columns other than ``BROKER_SEEN``, ``BROKER_SEEN_TS`` dropped)."""
     topics = settled.topics
     if "connection_id" in piece.column_names:
         piece = piece.set_column(piece.column_names.index("connection_id"), "connection_id",
@@ -131,9 +168,11 @@ def finish_piece(name: str, piece: pa.Table, settled: Settled) -> pa.Table:
                 piece = piece.set_column(piece.column_names.index("topic_id"), "topic_id",
                                          pc.coalesce(piece["topic_id"], ids))  # fmt: skip
         piece = piece.drop_columns([TOPIC_ID])
-    seen = piece[BROKER_SEEN] if BROKER_SEEN in piece.column_names else None
     finished = with_pandas_metadata(name, piece.select([column for column, _ in TABLES[name]]))
-    return finished if seen is None else finished.append_column(BROKER_SEEN, seen)
+    if BROKER_SEEN in piece.column_names:
+        for hidden in (BROKER_SEEN_TS, BROKER_SEEN):
+            finished = finished.append_column(hidden, piece[hidden])
+    return finished
 
 
 def _marked(piece: pa.Table, marks: list[tuple[int, int, str]]) -> pa.Table:
@@ -161,11 +200,12 @@ def first_brokers(pieces: list[pa.Table]) -> pa.Table:
     if not pieces:
         return with_pandas_metadata("brokers", arrow_schema("brokers").empty_table())
     table = pa.concat_tables(pieces, promote_options="permissive").combine_chunks()
-    order = pc.sort_indices(table, [(BROKER_SEEN, "ascending")]).to_pylist()
+    order = pc.sort_indices(table, [(BROKER_SEEN_TS, "ascending"), (BROKER_SEEN, "ascending")]).to_pylist()
     keys = list(zip(*(table[c].to_pylist() for c in ("node_id", "host", "port", "rack")), strict=True))
     kept, chosen = set(), []
     for i in order:
         if keys[i] not in kept:
             kept.add(keys[i])
             chosen.append(i)
-    return with_pandas_metadata("brokers", table.take(pa.array(chosen, pa.int64())).drop_columns([BROKER_SEEN]))
+    chosen_rows = table.take(pa.array(chosen, pa.int64())).drop_columns([BROKER_SEEN_TS, BROKER_SEEN])
+    return with_pandas_metadata("brokers", chosen_rows)

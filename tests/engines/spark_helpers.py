@@ -23,6 +23,9 @@ from kdissect.sources.shapes import CaptureRecord
 from kdissect.tables import merge
 from kdissect.tables.arrow import to_arrow
 from kdissect.tables.columns import TABLES
+from kdissect.testing.conversation import tcp_conversation
+from kdissect.testing.pcapwrite import write_capture
+from kdissect.testing.synthetic import MS, T0, kafka_messages
 
 REPO = Path(__file__).resolve().parents[2]
 REAL_CAPTURES = sorted(str(p) for p in (REPO / "captures").glob("*.pcap*"))
@@ -64,7 +67,7 @@ def simulate(paths: list[str], split_bytes: int = 1 << 40, partitions: int = 3) 
         envelope += decode_partition(mine.to_batches(), list(paths), Options(), list(TABLES), task=part,
                                      several_inputs=census.repeats)  # fmt: skip
     pieces = [(n, d) for b in envelope for n, d in zip(b["table"].to_pylist(), b["data"].to_pylist(), strict=True)]
-    opened = np.sort(np.concatenate([merge.read_ipc(d)["pos"].to_numpy() for n, d in pieces if n == merge.OPENED]))
+    opened = merge.Opened.of_pieces(merge.read_ipc(d) for n, d in pieces if n == merge.OPENED)
     topics = merge.topic_names(merge.read_ipc(d) for n, d in pieces if n == merge.TOPICS)
     journals = ([merge.read_ipc(d)] for n, d in pieces if n == merge.JOURNAL)
     settled = merge.Settled(opened, topics, merge.aborted_marks(journals, topics))
@@ -103,6 +106,25 @@ def write_rotated(data: bytes, cut_at: list[int], out: Path) -> list[str]:
         paths.append(str(path))
         start = end
     return paths
+
+
+def interleaved_rotations(out: Path) -> list[str]:
+    """Two captures whose connections interleave in time (the second on another subnet), each rotated
+    into two files, as a set of rotated captures from two places: a connection of a file read later
+    (by first time) opens before some of an earlier file's, and reveals the broker first. The first
+    capture's first connection only produces, so its file starts before any Metadata answer."""
+    files = []
+    for subnet, starts in (("10.0.0.", (0, 40, 80)), ("10.0.1.", (20, 60, 100))):
+        segments = []
+        for i, start in enumerate(starts):
+            messages = kafka_messages(2, t0=T0 + start * MS)
+            if start == 0:
+                messages = messages[2:4] + messages[6:]  # its Produce round trips only
+            segments += tcp_conversation(messages, client=(f"{subnet}1", 40000 + i), server=(f"{subnet}2", 9092))
+        data = write_capture(sorted(segments, key=lambda s: s.ts_ns))
+        ends = record_ends(data)
+        files += write_rotated(data, [ends[len(ends) // 2]], out / subnet.strip("."))
+    return files
 
 
 def assert_same_tables(got: dict[str, pa.Table], want: dict[str, pa.Table], drop: tuple[str, ...] = ()) -> None:

@@ -29,6 +29,7 @@ from tests.conftest import require_tool
 from tests.engines.spark_helpers import (
     REAL_CAPTURES,
     assert_same_tables,
+    interleaved_rotations,
     local_tables,
     read_parquet_dir,
     record_ends,
@@ -78,6 +79,16 @@ def test_spark_s_services_listen_on_loopback_only_and_settings_given_win(spark) 
 def written(decoded: Decoded, out: Path) -> dict:
     decoded.write(str(out), TABLES)
     return {name: read_parquet_dir(out / name) for name in TABLES}
+
+
+def assert_as_locally(spark, out: Path, paths: list[str], want: dict, figures, **decode_kw) -> None:
+    """Spark's tables (written under ``out``) and summary for ``paths`` are the local engine's."""
+    decoded = decode(spark, paths, partitions=2, **decode_kw)
+    try:
+        assert_same_tables(written(decoded, out), want)
+        assert decoded.summary() == figures
+    finally:
+        decoded.close()
 
 
 def damaged_captures(tmp: Path) -> list[str]:
@@ -131,12 +142,7 @@ def test_damaged_synthetic_captures_match_the_local_engine(spark, tmp_path: Path
     paths = damaged_captures(tmp_path)
     want, figures = local_tables(paths)
     assert {"truncated_file", "corrupt_record", "gap", "tls_no_key"} <= set(want["anomalies"]["kind"].to_pylist())
-    decoded = decode(spark, paths, partitions=2)
-    try:
-        assert_same_tables(written(decoded, tmp_path / "out"), want)
-        assert decoded.summary() == figures
-    finally:
-        decoded.close()
+    assert_as_locally(spark, tmp_path / "out", paths, want, figures)
 
 
 def test_rotated_files_and_byte_ranges_decode_as_the_unsplit_capture(spark, tmp_path: Path) -> None:
@@ -278,20 +284,36 @@ def test_a_directory_stands_for_its_capture_files_only(spark, tmp_path: Path) ->
         decoded.close()
 
 
-def test_the_report_on_spark_is_the_local_engine_s_report(tmp_path: Path) -> None:
-    """``kdissect report --engine spark`` (its own session, so in a subprocess) writes the same report."""
+def reports(paths: list[str], out: Path) -> tuple[bytes, bytes]:
+    """``kdissect report`` of ``paths`` by the local engine and by ``--engine spark`` (its own session,
+    so in a subprocess), as written."""
     from kdissect.cli import main
 
-    assert main(["report", *REAL_CAPTURES, "-o", str(tmp_path / "local.json")]) == 0
-    on_spark = subprocess.run([sys.executable, "-m", "kdissect.cli", "report", *REAL_CAPTURES, "-o",
-                               str(tmp_path / "spark.json"), "--engine", "spark", "--master", "local[2]"],
+    assert main(["report", *paths, "-o", str(out / "local.json")]) == 0
+    on_spark = subprocess.run([sys.executable, "-m", "kdissect.cli", "report", *paths, "-o",
+                               str(out / "spark.json"), "--engine", "spark", "--master", "local[2]"],
                               capture_output=True, text=True, timeout=600)  # fmt: skip
     assert on_spark.returncode == 0, on_spark.stderr[-3000:]
     # Quiet by default (-v shows it): no log4j warnings, progress bars or PySpark's pandas warning. The
     # JVM's own notice of the incubator module Spark loads is printed before any setting applies.
     assert [line for line in on_spark.stderr.splitlines() if line != JVM_NOTICE] == [], on_spark.stderr[-3000:]
-    local_report = json.loads((tmp_path / "local.json").read_text())
-    assert local_report["sections"] and json.loads((tmp_path / "spark.json").read_text()) == local_report
+    return (out / "local.json").read_bytes(), (out / "spark.json").read_bytes()
+
+
+def test_the_report_on_spark_is_the_local_engine_s_report(tmp_path: Path) -> None:
+    local_report, spark_report = reports(REAL_CAPTURES, tmp_path)
+    assert json.loads(local_report)["sections"] and json.loads(spark_report) == json.loads(local_report)
+
+
+def test_rotated_files_that_interleave_in_time_give_the_local_tables_and_report(spark, tmp_path: Path) -> None:
+    """Connections numbered in time order across rotated files (as the local engine meets them): the
+    tables, the summary and the report (its slowest requests and anomalies name connections) are the
+    local engine's."""
+    files = interleaved_rotations(tmp_path / "captures")
+    want, figures = local_tables(files)
+    assert_as_locally(spark, tmp_path / "out", files, want, figures)
+    local_report, spark_report = reports(files, tmp_path)
+    assert b"connection_id" in local_report and spark_report == local_report
 
 
 def test_tls_decrypts_in_the_tasks_with_the_key_log_shipped(spark, tmp_path: Path) -> None:
@@ -331,9 +353,5 @@ def assert_decrypted_as_locally(spark, tmp_path: Path, paths: list[str], options
     run = local.analyze(paths, options)
     want = {name: to_arrow(name, run.tables[name]) for name in TABLES}
     assert set(want["connections"]["decryption"].to_pylist()) == {"handshake"}
-    decoded = decode(spark, paths, options=options, partitions=2)
-    try:
-        assert_same_tables(written(decoded, tmp_path / "out"), want)
-        assert decoded.summary() == run.summary and run.summary.decrypted_connections == 8
-    finally:
-        decoded.close()
+    assert run.summary.decrypted_connections == 8
+    assert_as_locally(spark, tmp_path / "out", paths, want, run.summary, options=options)

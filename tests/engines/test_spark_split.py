@@ -21,7 +21,7 @@ from kdissect.engines.units import (
     read_unit,
     read_units,
 )
-from kdissect.sources.files import iter_capture
+from kdissect.sources.files import in_time_order, iter_capture
 from kdissect.sources.segment import TcpSegment
 from kdissect.sources.shapes import SourceStats
 from kdissect.sources.split import pcap_layout, pcapng_cuts, prove_boundary
@@ -32,6 +32,7 @@ from kdissect.testing.synthetic import conversation
 from tests.engines.spark_helpers import (
     REAL_CAPTURES,
     assert_same_tables,
+    interleaved_rotations,
     local_tables,
     record_ends,
     rotate,
@@ -200,6 +201,22 @@ def test_rotated_files_decode_as_the_unsplit_capture(tmp_path: Path) -> None:
         got = simulate(files, partitions=3)
         for name in ("exchanges", "records", "batches", "partitions", "connections"):
             assert rows(got[name], ("source_file",)) == rows(want[name], ("source_file",)), (seed, name)
+
+
+def test_rotated_files_that_interleave_in_time_number_connections_as_the_local_engine(tmp_path: Path) -> None:
+    """Rotated files of two captures whose times interleave: the local engine meets (and numbers)
+    connections in time order across files, not file by file. Every table is the local engine's,
+    connection ids and the brokers' first sighting included (with the read tasks' own decoding, and
+    with every connection crossing units)."""
+    files = interleaved_rotations(tmp_path)
+    want, _ = local_tables(files)
+    read = {path: i for i, path in enumerate(in_time_order(files))}  # the order the Spark engine plans them in
+    opened = want["connections"].select(["source_file", "connection_id"]).to_pylist()
+    by_file = [r["connection_id"] for r in sorted(opened, key=lambda r: (read[r["source_file"]], r["connection_id"]))]
+    assert by_file != sorted(by_file)  # numbered across files, not file by file
+    for partitions in (1, 3):
+        assert_same_tables(simulate(files, partitions=partitions), want)
+    assert_same_tables(simulate(files, split_bytes=3000, partitions=2), want)
 
 
 def test_a_file_boundary_inside_a_frame(tmp_path: Path) -> None:
