@@ -191,16 +191,25 @@ def _ending(ends: list[tuple], produced_at: object) -> bool | None:
     return None
 
 
-def record_outcomes(tables: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
-    """Transactional records counted by direction, topic, outcome and rule."""
+NOT_KEPT = "not kept (past the journal's limit)"  # the outcome of records a bounded journal only counted
+
+
+def record_outcomes(tables: Mapping[str, pd.DataFrame], not_kept: Mapping[tuple, int] | None = None) -> pd.DataFrame:
+    """Transactional records counted by direction, topic, outcome and rule; ``not_kept`` counts, per
+    (direction, topic), records a bounded journal (:mod:`.journal`) counted without keeping."""
     import pandas as pd
 
+    columns = ["direction", "topic", "outcome", "rule", "records"]
     recs = transactional_records(tables)
-    if recs.empty:
-        return pd.DataFrame(columns=["direction", "topic", "outcome", "rule", "records"])
-    return (
+    counted = (
         recs.groupby(["direction", "topic", "outcome", "rule"], observed=True, dropna=False)
         .size()
         .rename("records")
         .reset_index()
+        if not recs.empty
+        else pd.DataFrame(columns=columns)
     )
+    if not not_kept:
+        return counted
+    extra = pd.DataFrame([(d, t, NOT_KEPT, None, n) for (d, t), n in not_kept.items()], columns=columns)
+    return pd.concat([counted.astype(object), extra], ignore_index=True) if len(counted) else extra
