@@ -81,3 +81,34 @@ class Journal:
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Journal) and (self.kept, self.total) == (other.kept, other.total)
+
+
+EVENT_LIMIT = 10_000  # transaction events (InitProducerId … EndTxn) kept: the first in capture order
+
+
+class FirstEvents:
+    """The first :data:`EVENT_LIMIT` rows of ``txn_events`` by (request time, connection, correlation
+    id): the Transactions table walks them in that order, so it lists the transactions they begin
+    exactly; ``kept.total`` counts every event offered."""
+
+    __slots__ = ("kept", "names")
+
+    def __init__(self, limit: int | None = None) -> None:
+        self.kept = Listing(EVENT_LIMIT if limit is None else limit)
+        self.names = [name for name, _ in TABLES["txn_events"]]
+
+    def add(self, columns: Columns) -> None:
+        values = [cells(columns[name]) for name in self.names]
+        for row in zip(*values, strict=True):
+            self.kept.add(ordered(row[3], row[0], row[1]), row)
+
+    def merge(self, other: FirstEvents) -> None:
+        self.kept.merge(other.kept)
+
+    def events(self) -> Columns:
+        """The kept events as the ``txn_events`` table's columns."""
+        rows = self.kept.rows()
+        return {name: [row[at] for row in rows] for at, name in enumerate(self.names)}
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, FirstEvents) and self.kept == other.kept

@@ -25,7 +25,7 @@ from kdissect.analysis.distribution import EXACT_VALUES, RELATIVE_ERROR, Latenci
 from kdissect.analysis.errors import NO_ANSWER
 from kdissect.analysis.exchange_figures import ExchangeFigures, ordered, percentile_frame
 from kdissect.analysis.frames import ANALYSED_RECORDS
-from kdissect.analysis.journal import Journal
+from kdissect.analysis.journal import FirstEvents, Journal
 from kdissect.analysis.latency import DIMENSIONS, broker_namer
 from kdissect.analysis.placed import namer, renamed
 from kdissect.analysis.summary import Figures
@@ -69,6 +69,7 @@ class ReportFigures(Figures):
         # The transactional records, bounded (the transactions section lists them): kept here only
         # for a run that does not keep the records table (the local engine's report).
         self.journal: Journal | None = Journal() if keep_records else None
+        self.txn_events: FirstEvents | None = FirstEvents() if keep_records else None
         self.latency = {dimension: Groups(Latencies, limit) for dimension in KEYED}
         self.brokers: dict[tuple[object, object, object, object], None] = {}  # (node, host, port, rack) seen
         self.clients = ClientFigures(limit)
@@ -98,6 +99,8 @@ class ReportFigures(Figures):
                 self.journal.add(columns)
                 if self.exchanges.record_times_held > 2 * self.journal.limit:
                     self.exchanges.keep_record_times(self.journal.keys())
+        elif name == "txn_events" and self.txn_events is not None:
+            self.txn_events.add(columns)
         elif name == "connections":
             self.clients.add_connections(columns)
         elif name == "brokers":
@@ -158,7 +161,7 @@ class ReportFigures(Figures):
     @property
     def counted_only(self) -> tuple[str, ...]:
         """The tables a run may hand to these figures and drop: the report reads them only here."""
-        return REPORT_FIGURES_ONLY + (("records",) if self.journal is not None else ())
+        return REPORT_FIGURES_ONLY + (("records", "txn_events") if self.journal is not None else ())
 
     def merge(self, other: Figures) -> None:
         super().merge(other)
@@ -175,6 +178,8 @@ class ReportFigures(Figures):
             self.without_answer += other.without_answer
             if self.journal is not None and other.journal is not None:
                 self.journal.merge(other.journal)
+            if self.txn_events is not None and other.txn_events is not None:
+                self.txn_events.merge(other.txn_events)
 
     def latency_table(self, dimension: str) -> pd.DataFrame:
         """:func:`kdissect.analysis.latency.latency_by`'s table from the figures: one row per group

@@ -87,6 +87,7 @@ def run(request: Request) -> RunResult:
         result = local.analyze(captures, options, figures=figures, counted_only=figures.counted_only)
         check_readable(result.stats, captures)
         result.tables["records"] = figures.journal.records()  # type: ignore[union-attr]
+        result.tables["txn_events"] = figures.txn_events.events()  # type: ignore[union-attr]
         result.tables["exchanges"] = figures.record_exchanges()
         result.frames = taken_frames(result.tables)  # the tables' column lists are freed one by one
         result.figures = figures

@@ -12,8 +12,8 @@ import pytest
 
 from kdissect.analysis import journal as journal_module
 from kdissect.analysis.frames import analysis_frames, in_capture_order
-from kdissect.analysis.journal import Journal
-from kdissect.analysis.transactions import NOT_KEPT, record_outcomes, transactional_records
+from kdissect.analysis.journal import FirstEvents, Journal
+from kdissect.analysis.transactions import NOT_KEPT, record_outcomes, transactional_records, transactions
 from kdissect.engines import local
 from kdissect.engines.request import Request, run
 from kdissect.report.build import build_document
@@ -101,13 +101,39 @@ def test_past_its_limit_the_journal_keeps_the_first_records_and_counts_the_rest(
     assert (outcomes.outcome == NOT_KEPT).any()
 
 
+@pytest.mark.parametrize("seed", [0, 1])
+def test_the_first_events_of_any_split_give_the_transactions_table(records_capture, seed):
+    """The transaction events cut in pieces of 2 rows or random sizes, merged in random order: the
+    Transactions table equals pandas' of the whole ``txn_events`` table; with a limit of 3 it is the
+    table of the 3 first events in request-time order."""
+    tables = local.analyze([records_capture]).tables
+    want = in_capture_order(analysis_frames(tables))
+    rng = random.Random(seed)
+    n = len(cells(tables["txn_events"]["connection_id"]))
+    sizes = [2] * n if seed == 0 else [rng.randint(1, 4) for _ in range(n)]
+    for limit, expected in ((None, want["txn_events"]), (3, want["txn_events"].sort_values("request_ts").head(3))):
+        events = [FirstEvents(limit) for _ in range(n)]
+        for piece, first in zip(_pieces(tables["txn_events"], sizes), events, strict=False):
+            first.add(piece)
+        rng.shuffle(events)
+        merged = FirstEvents(limit)
+        for first in events:
+            merged.merge(pickle.loads(pickle.dumps(first)))
+        got = in_capture_order(analysis_frames({"txn_events": merged.events()}))
+        assert merged.kept.total == n > 3
+        table = transactions(got)
+        assert len(table) > 0 and table.astype(str).equals(transactions({"txn_events": expected}).astype(str))
+
+
 def _many_transactions(path: Path, batches: int) -> Path:
-    """One transactional producer writing ``batches`` batches of 2 records, each transaction closed
-    by a COMMIT marker that a read_committed consumer fetches."""
+    """One transactional producer writing ``batches`` batches of 2 records, each transaction ended
+    by EndTxn(commit) and closed by a COMMIT marker that a read_committed consumer fetches."""
     txn, fetcher = Connection(2, 41001), Connection(3, 41002)
     for i in range(batches):
         at = 1000 + 10 * i
         txn.call(0, 9, produce("payments", 0, -1, 2, "tx-many", 7000), produced("payments", 0, 3 * i), at, 1, "p")
+        txn.call(26, 3, {"transactional_id": "tx-many", "producer_id": 7000, "producer_epoch": 0, "committed": True},
+                 {}, at + 2, 1, "p")  # fmt: skip
         data = encode_batch([new_record(b"k", b"v", offset=j) for j in range(2)], base_offset=3 * i,
                             transactional=True, producer_id=7000, producer_epoch=0, base_sequence=2 * i)  # fmt: skip
         marker = encode_batch([control_record(1)], base_offset=3 * i + 2, transactional=True, control=True,
@@ -124,6 +150,7 @@ def test_very_many_transactional_batches_keep_the_report_s_journal_bounded(tmp_p
     500: the report keeps 500 records and at most 1,000 request times, its pickled journal stays
     under 100 KB, and every record is still counted in "Records by outcome"."""
     monkeypatch.setattr(journal_module, "RECORD_LIMIT", 500)
+    monkeypatch.setattr(journal_module, "EVENT_LIMIT", 300)
     capture = _many_transactions(tmp_path / "many.pcap", 4000)
     result = run(Request([str(capture)], report=True))
     figures = result.figures
@@ -136,3 +163,5 @@ def test_very_many_transactional_batches_keep_the_report_s_journal_bounded(tmp_p
     outcomes = next(t for t in section.blocks if t.title == "Records by outcome").frame
     assert outcomes.records.sum() == 4000 * 2 * 2  # data records produced and fetched
     assert (outcomes.outcome == NOT_KEPT).any()
+    assert len(result.frames["txn_events"]) == 300 and figures.txn_events.kept.total == 4000
+    assert len(next(t for t in section.blocks if t.title == "Transactions").frame) <= 300
