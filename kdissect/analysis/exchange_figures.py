@@ -234,6 +234,17 @@ class ExchangeFigures:
             self._waiting.discard(key)
             self.record_times[self._placed(key)] = self._recent[key]
 
+    @property
+    def record_times_held(self) -> int:
+        """Records' exchanges whose request times are held or awaited."""
+        return len(self.record_times) + len(self._waiting)
+
+    def keep_record_times(self, keys: Iterable[tuple]) -> None:
+        """Forget the request times of records no longer kept (a bounded journal dropped them)."""
+        kept = {self._placed(key) for key in keys}
+        self.record_times = {key: ts for key, ts in self.record_times.items() if key in kept}
+        self._waiting = {key for key in self._waiting if self._placed(key) in kept}
+
     def records_seen(self, kept: Iterable[tuple], last: tuple | None) -> None:
         """The keys of records kept (their request times are found now or when their exchange
         comes), and the last record's key of the piece: records come in exchange order, so the

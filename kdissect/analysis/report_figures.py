@@ -24,6 +24,7 @@ from kdissect.analysis.distribution import EXACT_VALUES, RELATIVE_ERROR, Latenci
 from kdissect.analysis.errors import NO_ANSWER
 from kdissect.analysis.exchange_figures import ExchangeFigures, ordered, percentile_frame
 from kdissect.analysis.frames import ANALYSED_RECORDS
+from kdissect.analysis.journal import FirstEvents, Journal
 from kdissect.analysis.latency import DIMENSIONS, broker_namer
 from kdissect.analysis.placed import namer, renamed
 from kdissect.analysis.summary import Figures
@@ -64,9 +65,10 @@ class ReportFigures(Figures):
 
     def __init__(self, limit: int = KEY_LIMIT, keep_records: bool = False) -> None:
         super().__init__()
-        # The transactional records, row by row (the transactions section lists them): kept here only
+        # The transactional records, bounded (the transactions section lists them): kept here only
         # for a run that does not keep the records table (the local engine's report).
-        self.records: Columns | None = {} if keep_records else None
+        self.journal: Journal | None = Journal() if keep_records else None
+        self.txn_events: FirstEvents | None = FirstEvents() if keep_records else None
         self.latency = {dimension: Groups(Latencies, limit) for dimension in KEYED}
         self.brokers: dict[tuple[object, object, object, object], None] = {}  # (node, host, port, rack) seen
         self.clients = ClientFigures(limit)
@@ -90,12 +92,14 @@ class ReportFigures(Figures):
             self.batches.add_batches(columns)
         elif name == "records":
             keep = [i for i, flag in enumerate(cells(columns[ANALYSED_RECORDS])) if flag]
-            if self.records is not None:
-                for column, values in columns.items():
-                    cells_of = cells(values)
-                    self.records.setdefault(column, []).extend(cells_of[i] for i in keep)
             keys = list(zip(cells(columns["connection_id"]), cells(columns["correlation_id"]), strict=True))
             self.exchanges.records_seen((keys[i] for i in keep), keys[-1] if keys else None)
+            if self.journal is not None:
+                self.journal.add(columns)
+                if self.exchanges.record_times_held > 2 * self.journal.limit:
+                    self.exchanges.keep_record_times(self.journal.keys())
+        elif name == "txn_events" and self.txn_events is not None:
+            self.txn_events.add(columns)
         elif name == "connections":
             self.clients.add_connections(columns)
         elif name == "brokers":
@@ -156,7 +160,7 @@ class ReportFigures(Figures):
     @property
     def counted_only(self) -> tuple[str, ...]:
         """The tables a run may hand to these figures and drop: the report reads them only here."""
-        return REPORT_FIGURES_ONLY + (("records",) if self.records is not None else ())
+        return REPORT_FIGURES_ONLY + (("records", "txn_events") if self.journal is not None else ())
 
     def merge(self, other: Figures) -> None:
         super().merge(other)
@@ -171,6 +175,10 @@ class ReportFigures(Figures):
             self._merge_times(other.times)
             self._see_clients(other.client_ids)
             self.without_answer += other.without_answer
+            if self.journal is not None and other.journal is not None:
+                self.journal.merge(other.journal)
+            if self.txn_events is not None and other.txn_events is not None:
+                self.txn_events.merge(other.txn_events)
 
     def latency_table(self, dimension: str) -> pd.DataFrame:
         """:func:`kdissect.analysis.latency.latency_by`'s table from the figures: one row per group

@@ -16,6 +16,7 @@ abort rules (``kdissect.tables.transactions``); ``aborted_by`` names the rule, r
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
@@ -166,15 +167,14 @@ def _next_marker(markers: list[tuple[int, str]], offset: object) -> str | None:
     """The control type of the first marker after ``offset`` (the one that closes its transaction)."""
     if not given(offset):
         return None
-    for at, kind in markers:
-        if at > offset:  # type: ignore[operator]
-            return kind
-    return None
+    at = bisect.bisect_right(markers, offset, key=lambda marker: marker[0])  # markers sorted by offset
+    return markers[at][1] if at < len(markers) else None
 
 
 def _end_txns_by_producer(tables: Mapping[str, pd.DataFrame]) -> dict[int, list[tuple]]:
     events = tables["txn_events"]
-    ends = events[(events["api_name"] == "EndTxn") & events["producer_id"].notna()].sort_values("request_ts")
+    ends = events[(events["api_name"] == "EndTxn") & events["producer_id"].notna() & events["request_ts"].notna()]
+    ends = ends.sort_values("request_ts")
     out: dict[int, list[tuple]] = {}
     for e in ends.itertuples():
         out.setdefault(int(e.producer_id), []).append((e.request_ts, flag(e.committed)))
@@ -185,22 +185,29 @@ def _ending(ends: list[tuple], produced_at: object) -> bool | None:
     """``committed`` of the first EndTxn after a record was produced, None when there is none."""
     if not given(produced_at):
         return None
-    for at, committed in ends:
-        if at >= produced_at:  # type: ignore[operator]
-            return committed
-    return None
+    at = bisect.bisect_left(ends, produced_at, key=lambda end: end[0])  # ends sorted by time
+    return ends[at][1] if at < len(ends) else None
 
 
-def record_outcomes(tables: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
-    """Transactional records counted by direction, topic, outcome and rule."""
+NOT_KEPT = "not kept (past the journal's limit)"  # the outcome of records a bounded journal only counted
+
+
+def record_outcomes(tables: Mapping[str, pd.DataFrame], not_kept: Mapping[tuple, int] | None = None) -> pd.DataFrame:
+    """Transactional records counted by direction, topic, outcome and rule; ``not_kept`` counts, per
+    (direction, topic), records a bounded journal (:mod:`.journal`) counted without keeping."""
     import pandas as pd
 
+    columns = ["direction", "topic", "outcome", "rule", "records"]
     recs = transactional_records(tables)
-    if recs.empty:
-        return pd.DataFrame(columns=["direction", "topic", "outcome", "rule", "records"])
-    return (
+    counted = (
         recs.groupby(["direction", "topic", "outcome", "rule"], observed=True, dropna=False)
         .size()
         .rename("records")
         .reset_index()
+        if not recs.empty
+        else pd.DataFrame(columns=columns)
     )
+    if not not_kept:
+        return counted
+    extra = pd.DataFrame([(d, t, NOT_KEPT, None, n) for (d, t), n in not_kept.items()], columns=columns)
+    return pd.concat([counted.astype(object), extra], ignore_index=True) if len(counted) else extra

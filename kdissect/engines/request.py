@@ -81,12 +81,13 @@ def run(request: Request) -> RunResult:
         from kdissect.analysis.report_figures import ReportFigures
 
         # The tables the report reads only through its figures are handed to them as they grow and
-        # dropped; of the records, the figures keep the transactional ones (all the report lists).
+        # dropped; of the records, the figures keep the transactional ones, bounded (analysis.journal).
         figures = ReportFigures(keep_records=True)
         options = replace(request.options, spill_rows=min(request.options.spill_rows, REPORT_SPILL_ROWS))
         result = local.analyze(captures, options, figures=figures, counted_only=figures.counted_only)
         check_readable(result.stats, captures)
-        result.tables["records"], figures.records = figures.records or {}, {}
+        result.tables["records"] = figures.journal.records()  # type: ignore[union-attr]
+        result.tables["txn_events"] = figures.txn_events.events()  # type: ignore[union-attr]
         result.tables["exchanges"] = figures.record_exchanges()
         result.frames = taken_frames(result.tables)  # the tables' column lists are freed one by one
         result.figures = figures

@@ -212,7 +212,10 @@ def _groups_section(tables: Mapping[str, pd.DataFrame], figures: ReportFigures) 
     )
 
 
-def _transactions_section(tables: Mapping[str, pd.DataFrame]) -> Section:
+def _transactions_section(tables: Mapping[str, pd.DataFrame], figures: ReportFigures) -> Section:
+    journal = figures.journal
+    dropped = journal.not_kept() if journal is not None else {}
+    listed = transactions.transactional_records(tables)
     return Section(
         "transactions",
         "Transactions",
@@ -221,11 +224,12 @@ def _transactions_section(tables: Mapping[str, pd.DataFrame]) -> Section:
         "the broker's aborted-transactions list, or an EndTxn(abort) of their producer; `rule` says which.",
         [
             Table("Transactions", transactions.transactions(tables)),
-            Table("Records by outcome", transactions.record_outcomes(tables)),
+            Table("Records by outcome", transactions.record_outcomes(tables, dropped)),
             Table(
                 "Transactional records",
-                transactions.transactional_records(tables),
+                listed,
                 max_rows=LISTING_ROWS,
+                total=len(listed) + sum(dropped.values()) if dropped else None,
                 collapsed=True,
             ),
         ],
@@ -307,7 +311,7 @@ def build_document(tables: Mapping[str, pd.DataFrame], summary: Summary, files: 
         _timeseries_section(figures),
         _errors_section(figures),
         _groups_section(tables, figures),
-        _transactions_section(tables),
+        _transactions_section(tables, figures),
         _topology_section(tables),
         _clients_section(figures),
         _throughput_section(figures),
