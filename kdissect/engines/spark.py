@@ -66,7 +66,7 @@ from kdissect.engines.partition import (
 )
 from kdissect.engines.paths import list_captures
 from kdissect.engines.run import RunResult, RunStats
-from kdissect.engines.spark_classes import ClassArchive, class_archive, keep_written
+from kdissect.engines.spark_classes import ClassArchive, class_archive, keep_written, spark_install
 from kdissect.engines.spark_quiet import quiet_conf
 from kdissect.engines.storage import file_system, remove_tree
 from kdissect.engines.units import (
@@ -539,7 +539,7 @@ def _decoded(captures: list[str], master: str, conf: Mapping[str, str] | None, o
              options: Options, verbose: bool, figures: type[Figures] = Figures) -> Iterator[Decoded]:  # fmt: skip
     """A session and the captures decoded on it, for one command; all of it gone after."""
     fresh = _on_this_machine(master) and SparkContext._gateway is None  # (a JVM already running: as it is)
-    classes = class_archive(f"{pyspark.__version__}|{pyspark.__file__}") if fresh else None
+    classes = class_archive(spark_install(pyspark.__version__, os.path.dirname(pyspark.__file__))) if fresh else None
     spark = session(master, conf, verbose, classes)
     # Pieces staged in this machine's temp directory in local mode, beside the output on a cluster
     # (which its executors write anyway), or with neither, in Spark's cache.

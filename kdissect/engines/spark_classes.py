@@ -38,6 +38,19 @@ class ClassArchive:
         return [f"-XX:SharedArchiveFile={self.path}", _QUIET]
 
 
+def spark_install(version: str, package_dir: str) -> str:
+    """What a class archive is valid for on the Spark side: pyspark's version, place and the time its
+    jars were installed. The JVM ignores, silently, an archive whose jars changed since it was written
+    (a venv made again in the same place, same version): the jars' directory time gives such an
+    install a new archive instead of slow starts with the stale one forever."""
+    jars = os.path.join(package_dir, "jars")
+    try:
+        installed = os.stat(jars).st_mtime_ns
+    except OSError:
+        installed = 0
+    return f"{version}|{package_dir}|{installed}"
+
+
 def class_archive(spark_install: str) -> ClassArchive | None:
     """The archive to use or write for a JVM about to start (``spark_install``: the pyspark version and
     place), or None (no ``java`` found, no cache)."""

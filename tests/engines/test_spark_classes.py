@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from kdissect.engines.spark_classes import spark_install
 from tests.conftest import require_tool
 from tests.engines.spark_helpers import REAL_CAPTURES
 
@@ -37,3 +38,16 @@ def test_writing_the_class_archive_leaves_stderr_quiet_without_verbose(tmp_path:
     first = analyze(tmp_path / "cache", tmp_path / "out")
     assert [p.suffix for p in (tmp_path / "cache" / "kdissect").iterdir()] == [".jsa"]
     assert "class archive" not in first.stderr
+
+
+def test_an_archive_is_not_reused_once_the_spark_jars_are_installed_again(tmp_path: Path) -> None:
+    """The JVM silently ignores an archive whose jars changed: a venv made again in the same place (same
+    pyspark version) must get a new archive, not slow starts with the stale one."""
+    jars = tmp_path / "pyspark" / "jars"
+    jars.mkdir(parents=True)
+    os.utime(jars, ns=(1_000_000_000, 1_000_000_000))
+    before = spark_install("3.5.0", str(jars.parent))
+    os.utime(jars, ns=(2_000_000_000, 2_000_000_000))  # reinstalled
+    after = spark_install("3.5.0", str(jars.parent))
+    assert before != after
+    assert spark_install("3.5.0", str(jars.parent)) == after  # the same install keeps its archive
