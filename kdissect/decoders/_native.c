@@ -535,17 +535,29 @@ walk_element(Cursor *c, Py_ssize_t L, const Node *nd, int nullable, Py_ssize_t *
     }
 }
 
+/* An array's element count, read and vetted: 1 (``*n`` elements follow), 0 (a null array: nothing
+ * follows), or W_BAD / W_UNDECIDED (more elements than bytes left: bad, or for elements that may be
+ * empty, the Python decoder decides). */
+static int
+array_count(Cursor *c, Py_ssize_t L, const Node *nd, long long *n)
+{
+    if (read_len(c, L, nd->flags & F_COMPACT, 1, n) < 0)
+        return W_BAD;
+    int null = null_length(*n, nd->flags & F_NULLABLE);
+    if (null)
+        return null < 0 ? W_BAD : 0;
+    if (*n * (nd->min_elem ? nd->min_elem : 1) > L - c->p)
+        return nd->min_elem ? W_BAD : W_UNDECIDED;
+    return 1;
+}
+
 static int
 walk_array(Cursor *c, Py_ssize_t L, const Node *nd, Py_ssize_t *left)
 {
     long long n;
-    if (read_len(c, L, nd->flags & F_COMPACT, 1, &n) < 0)
-        return W_BAD;
-    int null = null_length(n, nd->flags & F_NULLABLE);
-    if (null)
-        return null < 0 ? W_BAD : 0;
-    if (n * (nd->min_elem ? nd->min_elem : 1) > L - c->p)
-        return nd->min_elem ? W_BAD : W_UNDECIDED; /* empty elements: the Python decoder decides */
+    int counted = array_count(c, L, nd, &n);
+    if (counted <= 0)
+        return counted;
     if (nd->kind <= K_UUID) { /* fixed width: min_elem is their width, and they all fit */
         c->p += (Py_ssize_t)n * FIXED_SIZE[nd->kind];
         return 0;
@@ -684,13 +696,9 @@ scan_member(Cursor *c, Py_ssize_t L, const Node *nd, int top, Scan *out, Errors 
         return walk_array(c, L, nd, &left);
     }
     long long n;
-    if (read_len(c, L, nd->flags & F_COMPACT, 1, &n) < 0)
-        return W_BAD;
-    int null = null_length(n, nd->flags & F_NULLABLE);
-    if (null)
-        return null < 0 ? W_BAD : 0;
-    if (n * (nd->min_elem ? nd->min_elem : 1) > L - c->p)
-        return nd->min_elem ? W_BAD : W_UNDECIDED;
+    int counted = array_count(c, L, nd, &n);
+    if (counted <= 0)
+        return counted;
     for (long long i = 0; i < n; i++) {
         int rc = scan_struct(c, L, nd, 0, out, children);
         if (rc)

@@ -131,6 +131,22 @@ static PyObject *partition_row(Walk *w, Context *ctx)
     return row; /* borrowed */
 }
 
+/* The i-th member of ``members`` and its value in the decoded struct ``value``, for the walk's loops over
+ * members: 1 with *flags and *v (borrowed) set, 0 to pass it by (``want`` not 0 and its flags hold none of
+ * it, or they hold some of ``skip``, or the struct lacks it), -1 on error. */
+static int
+member_at(PyObject *members, Py_ssize_t i, PyObject *value, long want, long skip, long *flags, PyObject **v)
+{
+    PyObject *m = PyTuple_GET_ITEM(members, i);
+    *flags = PyLong_AsLong(PyTuple_GET_ITEM(m, 1));
+    if ((want && !(*flags & want)) || (*flags & skip))
+        return 0;
+    *v = PyDict_GetItemWithError(value, PyTuple_GET_ITEM(m, 0));
+    if (*v != NULL)
+        return 1;
+    return PyErr_Occurred() ? -1 : 0;
+}
+
 /* Fold one struct's scalars into its partition row (TableSink._partition_rows's loop body). */
 static int merge_partition(Walk *w, Context *ctx, PyObject *members, PyObject *value)
 {
@@ -139,17 +155,14 @@ static int merge_partition(Walk *w, Context *ctx, PyObject *members, PyObject *v
         return -1;
     Py_ssize_t n = PyTuple_GET_SIZE(members);
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *m = PyTuple_GET_ITEM(members, i);
-        long flags = PyLong_AsLong(PyTuple_GET_ITEM(m, 1));
-        long slot = PyLong_AsLong(PyTuple_GET_ITEM(m, 3));
-        if (flags & (M_STRUCT | M_ARRAY))
+        long flags;
+        PyObject *v;
+        int found = member_at(members, i, value, 0, M_STRUCT | M_ARRAY, &flags, &v);
+        if (found < 0)
+            return -1;
+        if (!found)
             continue;
-        PyObject *v = PyDict_GetItemWithError(value, PyTuple_GET_ITEM(m, 0));
-        if (v == NULL) {
-            if (PyErr_Occurred())
-                return -1;
-            continue;
-        }
+        long slot = PyLong_AsLong(PyTuple_GET_ITEM(PyTuple_GET_ITEM(members, i), 3));
         if (slot >= 0 && PyList_GET_ITEM(row, P_VALUES + slot) == Py_None)
             PyList_SetItem(row, P_VALUES + slot, Py_NewRef(v));
         if (w->response && (flags & M_ERROR_CODE)) {
@@ -258,16 +271,13 @@ static int walk_struct(Walk *w, PyObject *members, PyObject *value, const Contex
     Py_ssize_t n = PyTuple_GET_SIZE(members);
     /* Scalars first: the struct's context is complete before anything reads it. */
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *m = PyTuple_GET_ITEM(members, i);
-        long flags = PyLong_AsLong(PyTuple_GET_ITEM(m, 1));
-        if (flags & (M_STRUCT | M_ARRAY))
+        long flags;
+        PyObject *v;
+        int found = member_at(members, i, value, 0, M_STRUCT | M_ARRAY, &flags, &v);
+        if (found < 0)
+            return -1;
+        if (!found)
             continue;
-        PyObject *v = PyDict_GetItemWithError(value, PyTuple_GET_ITEM(m, 0));
-        if (v == NULL) {
-            if (PyErr_Occurred())
-                return -1;
-            continue;
-        }
         if ((flags & M_TOPIC_NAME) && PyUnicode_Check(v))
             ctx.topic = v;
         else if ((flags & M_GROUP_ID) && PyUnicode_Check(v))
@@ -290,19 +300,16 @@ static int walk_struct(Walk *w, PyObject *members, PyObject *value, const Contex
         && merge_partition(w, &ctx, members, value) < 0)
         return -1;
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *m = PyTuple_GET_ITEM(members, i);
-        long flags = PyLong_AsLong(PyTuple_GET_ITEM(m, 1));
-        if (!(flags & (M_ERROR | M_RECORDS | M_BASE_OFFSET)) || (flags & (M_STRUCT | M_ARRAY)))
+        long flags;
+        PyObject *v;
+        int found = member_at(members, i, value, M_ERROR | M_RECORDS | M_BASE_OFFSET, M_STRUCT | M_ARRAY, &flags, &v);
+        if (found < 0)
+            return -1;
+        if (!found)
             continue;
-        PyObject *v = PyDict_GetItemWithError(value, PyTuple_GET_ITEM(m, 0));
-        if (v == NULL) {
-            if (PyErr_Occurred())
-                return -1;
-            continue;
-        }
         if ((flags & M_ERROR) && w->errors != NULL) {
             int set = PyObject_IsTrue(v);
-            if (set < 0 || (set && add_error(w, &ctx, PyTuple_GET_ITEM(m, 0), v, message) < 0))
+            if (set < 0 || (set && add_error(w, &ctx, PyTuple_GET_ITEM(PyTuple_GET_ITEM(members, i), 0), v, message) < 0))
                 return -1;
         }
         if ((flags & M_RECORDS) && w->records != NULL && PyBytes_Check(v) && PyBytes_GET_SIZE(v) > 0
@@ -325,20 +332,17 @@ static int walk_struct(Walk *w, PyObject *members, PyObject *value, const Contex
     }
     /* Then the nested structs, in member order, each with this struct's context. */
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *m = PyTuple_GET_ITEM(members, i);
-        long flags = PyLong_AsLong(PyTuple_GET_ITEM(m, 1));
-        if (!(flags & M_STRUCT))
+        long flags;
+        PyObject *v;
+        int found = member_at(members, i, value, M_STRUCT, 0, &flags, &v);
+        if (found < 0)
+            return -1;
+        if (!found)
             continue;
-        PyObject *v = PyDict_GetItemWithError(value, PyTuple_GET_ITEM(m, 0));
-        if (v == NULL) {
-            if (PyErr_Occurred())
-                return -1;
-            continue;
-        }
         if (v == Py_None)
             continue;
         Py_INCREF(v);
-        int rc = walk_child(w, m, v, &ctx);
+        int rc = walk_child(w, PyTuple_GET_ITEM(members, i), v, &ctx);
         Py_DECREF(v);
         if (rc < 0)
             return -1;
