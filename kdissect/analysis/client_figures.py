@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from kdissect.analysis.bounded import KEY_LIMIT, OTHER, Groups
 from kdissect.analysis.clients import COLUMNS, Removed
+from kdissect.analysis.slot_state import SlotState
 from kdissect.tables.columns import cells
 from kdissect.tables.sink import Columns
 
@@ -27,7 +28,7 @@ SOFTWARE_LIMIT = 32  # software names kept per client (the rest are not listed)
 VERSIONS_LIMIT = 1024  # (API, version) pairs kept per client: more than the schema has
 
 
-class Client:
+class Client(SlotState):
     """One key's figures: connections, requests, software (first seen first) and API versions used."""
 
     __slots__ = ("connections", "requests", "software", "versions")
@@ -52,9 +53,6 @@ class Client:
             return
         if seen is None or (first is not None and first < seen):  # type: ignore[operator]
             self.software[software] = first
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Client) and all(getattr(self, s) == getattr(other, s) for s in self.__slots__)
 
 
 class ClientFigures:

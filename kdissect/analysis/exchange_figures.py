@@ -27,6 +27,7 @@ from kdissect.analysis.lag_figures import LagFigures
 from kdissect.analysis.latency import DIMENSIONS, PERCENTILE_COLUMNS, of_latencies
 from kdissect.analysis.listing import Listing
 from kdissect.analysis.placed import renamed, topic_key
+from kdissect.analysis.slot_state import SlotState
 from kdissect.tables.columns import cells
 from kdissect.tables.sink import JOINED, Columns
 
@@ -58,7 +59,7 @@ def _number(value: object) -> float | None:
     return value if isinstance(value, int | float) and value == value else None  # NaN: null
 
 
-class FetchWaits:
+class FetchWaits(SlotState):
     """Fetches of one client to one broker: how many, returned data, waited their max wait, overran it."""
 
     __slots__ = ("count", "latencies", "max_wait", "overran", "returned", "waited_full")
@@ -88,20 +89,9 @@ class FetchWaits:
         self.overran += other.overran
         self._wait(other.max_wait)
 
-    def _state(self) -> tuple:
-        return self.count, self.latencies, self.max_wait, self.returned, self.waited_full, self.overran
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, FetchWaits) and self._state() == other._state()
-
-    def __getstate__(self) -> tuple:
-        return self._state()
-
-    def __setstate__(self, state: tuple) -> None:
-        self.count, self.latencies, self.max_wait, self.returned, self.waited_full, self.overran = state
 
 
-class Tally:
+class Tally(SlotState):
     """A count, a sum and a max of some values, the first of some rows and the first non-null note
     among them (firsts by an order key, so they do not depend on arrival order), and whether every
     row was flagged."""
@@ -134,18 +124,6 @@ class Tally:
             if theirs is not None and (mine is None or theirs[0] < mine[0]):
                 setattr(self, name, theirs)
 
-    def _state(self) -> tuple:
-        return self.count, self.total, self.largest, self.flagged, self.first, self.note
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Tally) and self._state() == other._state()
-
-    def __getstate__(self) -> tuple:
-        return self._state()
-
-    def __setstate__(self, state: tuple) -> None:
-        self.count, self.total, self.largest, self.flagged, self.first, self.note = state
-
 
 class Lost(Tally):
     """Requests without a usable answer of one API and status, with the client ids that sent them
@@ -166,13 +144,6 @@ class Lost(Tally):
         super().merge(other)
         if isinstance(other, Lost):
             self.name(other.clients)
-
-    def _state(self) -> tuple:
-        return (*super()._state(), self.clients)
-
-    def __setstate__(self, state: tuple) -> None:
-        super().__setstate__(state[:-1])
-        self.clients = state[-1]
 
 
 class ExchangeFigures:

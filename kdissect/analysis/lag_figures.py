@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from kdissect.analysis.bounded import KEY_LIMIT, Groups
 from kdissect.analysis.listing import Listing
 from kdissect.analysis.placed import renamed
+from kdissect.analysis.slot_state import SlotState
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -28,7 +29,7 @@ LISTED = 200  # commits listed
 _FIRST_STEP_NS = 1 << 20  # about a millisecond
 
 
-class PartitionLag:
+class PartitionLag(SlotState):
     """The lag of one client on one partition."""
 
     __slots__ = ("fetches", "largest", "last", "points", "step")
@@ -68,18 +69,6 @@ class PartitionLag:
             self._widen(other.step)
         for point in other.points.values():
             self._point(point[1] // self.step, point)
-
-    def _state(self) -> tuple:
-        return self.fetches, self.largest, self.last, self.step, self.points
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, PartitionLag) and self._state() == other._state()
-
-    def __getstate__(self) -> tuple:
-        return self._state()
-
-    def __setstate__(self, state: tuple) -> None:
-        self.fetches, self.largest, self.last, self.step, self.points = state
 
 
 class LogEnds:

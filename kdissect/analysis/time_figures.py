@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from kdissect.analysis.distribution import Latencies
 from kdissect.analysis.expected import is_expected
 from kdissect.analysis.latency import of_latencies
+from kdissect.analysis.slot_state import SlotState
 from kdissect.analysis.timeseries import TIMESERIES_COLUMNS
 from kdissect.tables.columns import cells
 from kdissect.tables.sink import Columns
@@ -27,7 +28,7 @@ BIN_LIMIT = 600  # bins at most: the step widens (doubling) past that
 NS = 1_000_000_000
 
 
-class Bin:
+class Bin(SlotState):
     __slots__ = ("failed", "latencies", "request_bytes", "requests", "response_bytes")
 
     def __init__(self) -> None:
@@ -40,9 +41,6 @@ class Bin:
         self.response_bytes += other.response_bytes
         self.failed += other.failed
         self.latencies.merge(other.latencies)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Bin) and all(getattr(self, s) == getattr(other, s) for s in self.__slots__)
 
 
 class TimeFigures:
