@@ -212,6 +212,18 @@ class PartitionDecoder:
         self.ticks += 1
         self._consume(self.pipeline.feed(TcpSegment(ts, "", 0, "", 0, 0, 0, 0, 0, b"", 0)), self._at(ts, pos))
 
+    def clocks(self, ts: np.ndarray, pos: np.ndarray) -> None:
+        """:meth:`clock` at each of these times and places in turn, without a call for those that change nothing."""
+        done = 0
+        while done < len(ts):
+            due = self.pipeline.reassembler.sweep_due()
+            later = np.flatnonzero(ts[done:] >= due) if due is not None else ()
+            if not len(later):
+                return
+            i = done + int(later[0])
+            self.clock(int(ts[i]), int(pos[i]))
+            done = i + 1
+
     def segment(self, segment: TcpSegment, pos: int, file_index: int) -> None:
         """One segment at its place in capture order, from file ``file_index``."""
         self.pipeline.source = self.files[file_index]

@@ -37,7 +37,7 @@ import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from dataclasses import asdict, dataclass, field, replace
-from functools import partial
+from functools import cache, partial
 
 import pandas as pd
 import pyarrow as pa
@@ -55,6 +55,7 @@ from kdissect.analysis.frames import ANALYSED_RECORDS
 from kdissect.analysis.report_figures import REPORT_FIGURES_ONLY, ReportFigures
 from kdissect.analysis.summary import Figures, Summary
 from kdissect.engines import EngineSetupError
+from kdissect.engines.local import tune_gc
 from kdissect.engines.partition import (
     ENVELOPE_SCHEMA,
     InlinePieces,
@@ -280,7 +281,16 @@ class Decoded:
         self.envelope.unpersist()
 
 
+@cache
+def _worker_tuned() -> None:
+    """A Spark Python worker's task is one big analysis, as the local engine's process is: the same
+    collector settings (``local.tune_gc``; the default rescans a task's rows so often that it cost
+    10% of a decode task and 30% of a read task), once per worker (Spark reuses them across tasks)."""
+    tune_gc()
+
+
 def _analysed_pieces(batches: Iterable[pa.RecordBatch], settled: object) -> Iterator[pa.RecordBatch]:
+    _worker_tuned()
     for name, table in _finished(batches, settled):
         if name == "records":
             table = table.filter(pc.equal(table[ANALYSED_RECORDS], True))
@@ -302,6 +312,7 @@ def _finished(batches: Iterable[pa.RecordBatch], settled: object) -> Iterator[tu
 
 
 def _finished_batches(batches: Iterable[pa.RecordBatch], name: str, settled: object) -> Iterator[pa.RecordBatch]:
+    _worker_tuned()
     for _, table in _finished(batches, settled):
         yield from _arrow_to_spark(table).to_batches()
 
@@ -322,6 +333,7 @@ def _write_parts(batches: Iterable[pa.RecordBatch], settled: object, filesystem:
                  ) -> Iterator[pa.RecordBatch]:  # fmt: skip
     """One task's pieces into one Parquet file per table (named by partition: a retry overwrites);
     brokers pieces are returned instead (``brokers``, Arrow IPC) for the driver to keep each once."""
+    _worker_tuned()
     partition = TaskContext.get().partitionId()
     writers: dict[str, tuple[object, ParquetFile]] = {}
     brokers: list[pa.Table] = []
@@ -370,6 +382,7 @@ def _read_task(batches: Iterable[pa.RecordBatch], units: object, crossing: objec
                decoder: Callable[..., PartitionDecoder] | None, last_ts: int | None
                ) -> Iterator[pa.RecordBatch]:  # fmt: skip
     """Stage 1's task: the units its partition names (one), from the broadcast plan."""
+    _worker_tuned()
     attempt = TaskContext.get().attemptNumber()
     made = None if decoder is None else (lambda unit: decoder(unit, attempt))
     return read_units(batches, units.value, crossing.value, made, last_ts)  # type: ignore[attr-defined]
@@ -386,6 +399,7 @@ def census(spark: SparkSession, units: list[Unit]) -> Census | None:
 
 
 def _census_task(batches: Iterable[pa.RecordBatch], units: object) -> Iterator[pa.RecordBatch]:
+    _worker_tuned()
     for batch in batches:
         for index in batch.column("id").to_pylist():
             found = unit_census(units.value[index])  # type: ignore[attr-defined]
@@ -469,6 +483,7 @@ def _read_and_decode_task(batches: Iterable[pa.RecordBatch], read: Callable[...,
 def _decode_task(batches: Iterable[pa.RecordBatch], files: list[str], options: Options, tables: list[str],
                  staging: str | None, figures: type[Figures] = Figures, several_inputs: bool | None = None
                  ) -> Iterator[pa.RecordBatch]:  # fmt: skip
+    _worker_tuned()
     context = TaskContext.get()
     task = f"task-{context.partitionId():05d}-{context.attemptNumber()}"
     pieces = InlinePieces() if staging is None else StagedPieces(staging, task)

@@ -17,7 +17,11 @@ inline otherwise (gzip, remote URIs, datagrams rebuilt from fragments).
 Segments that travel by reference (and those without payload) are packed: a ``RUN`` row holds up
 to ``RUN_SEGMENTS`` segments of one 4-tuple from one unit as an array of fixed-size headers
 (``RUN_HEADER``), so Spark moves, shuffles and sorts a row per run instead of a row per segment,
-which cost several times the packing (``bench/bench_spark_rows.py``). A run's ``pos`` is its first
+which cost several times the packing (``bench/bench_spark_rows.py``). Where the sources' native path
+takes the records, it hands them over packed (``PackedSegments``: headers and payload offsets, no
+object per segment), and the runs and the census are made from those arrays with numpy; the records
+it leaves to Python (and every record without the native path: the reference) go one segment at a
+time. A run's ``pos`` is its first
 segment's and its ``ts`` its earliest segment's, so it sorts (``segment_order``) before every one of its
 segments; a decode task merges the runs back into that order (:mod:`kdissect.engines.partition`).
 """
@@ -31,6 +35,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from itertools import pairwise
+from socket import AF_INET, AF_INET6, inet_ntop
 from typing import BinaryIO, Protocol
 
 import numpy as np
@@ -41,6 +46,7 @@ from kdissect.engines.storage import is_local, local_path, open_input
 from kdissect.sources.decoder import CaptureDecoder
 from kdissect.sources.files import iter_capture
 from kdissect.sources.gunzip import GZIP_MAGIC
+from kdissect.sources.native_records import PACKED_FIELDS, PackedSegments
 from kdissect.sources.pcap import GLOBAL_HEADER_LEN
 from kdissect.sources.pcapng import SHB_MAGIC
 from kdissect.sources.segment import TcpSegment
@@ -70,6 +76,8 @@ RUN_HEADER = np.dtype([("pos", "<i8"), ("ts", "<i8"), ("seq", "<i8"), ("ack", "<
                        ("window", "<i4"), ("payload_len", "<i4"), ("captured", "<i4"), ("payload_at", "<i8"),
                        ("forward", "i1")])  # fmt: skip
 RUN_SEGMENTS = 4096
+PACKED = np.dtype(list(PACKED_FIELDS))
+_ENDS_AT = PACKED.fields["src_port"][1]  # a packed segment's 4-tuple: its bytes from here to its end
 
 
 def segment_order(files: int) -> tuple[str, ...]:
@@ -167,9 +175,11 @@ def connection_key(src_ip: str, src_port: int, dst_ip: str, dst_port: int) -> in
     return zlib.crc32((f"{a}|{b}" if a <= b else f"{b}|{a}").encode())
 
 
-def read_unit(unit: Unit, stats: SourceStats, records: bool = False) -> Iterator[SourceEvent | CaptureRecord]:
+def read_unit(unit: Unit, stats: SourceStats, records: bool = False, packed: bool = False
+              ) -> Iterator[SourceEvent | CaptureRecord | PackedSegments]:  # fmt: skip
     """The unit's segments and anomalies in file order (with ``records``, each record before the
-    segments made of it, at its file offset). Raises ``OSError`` and ``CaptureFormatError`` as
+    segments made of it, at its file offset; with ``packed``, the native path's runs of segments as
+    ``PackedSegments``, payload offsets the file's). Raises ``OSError`` and ``CaptureFormatError`` as
     :func:`~kdissect.sources.files.iter_capture` does."""
     with open_input(unit.path) as f:
         layout = pcap_layout(f.read(GLOBAL_HEADER_LEN))
@@ -177,17 +187,18 @@ def read_unit(unit: Unit, stats: SourceStats, records: bool = False) -> Iterator
         if unit.section is not None and (unit.start, unit.end) != (0, -1):  # a range of a pcapng file
             size = f.seek(0, 2)
             end = size if unit.end < 0 else unit.end
-            yield from _read_range(f, _blocks(f, unit.section), unit.start, end, stats, end < size, records)
+            yield from _read_range(f, _blocks(f, unit.section), unit.start, end, stats, end < size, records, packed)
             return
         if unit.start == 0 and (unit.end < 0 or layout is None):
-            yield from iter_capture(f, stats=stats, records=records)  # a whole file (gzip, pcapng, or small)
+            # a whole file (gzip, pcapng, or small)
+            yield from iter_capture(f, stats=stats, records=records, packed=packed)
             return
         if layout is None:
             return  # a later range of a file that is read whole by its first range
         size = f.seek(0, 2)
         start = GLOBAL_HEADER_LEN if unit.start == 0 else _boundary(f, layout, unit.start, size)
         end = size if unit.end < 0 else _boundary(f, layout, unit.end, size)
-        yield from _read_range(f, layout.header, start, end, stats, end < size, records)
+        yield from _read_range(f, layout.header, start, end, stats, end < size, records, packed)
 
 
 def _blocks(f: BinaryIO, spans: tuple[tuple[int, int], ...]) -> bytes:
@@ -215,20 +226,22 @@ def _boundary(f: BinaryIO, layout: PcapLayout, at: int, size: int) -> int:
 
 
 def _read_range(f: BinaryIO, header: bytes, start: int, end: int, stats: SourceStats, more: bool,
-                records: bool) -> Iterator[SourceEvent | CaptureRecord]:  # fmt: skip
+                records: bool, packed: bool) -> Iterator[SourceEvent | CaptureRecord | PackedSegments]:  # fmt: skip
     """Records ``[start, end)`` read after ``header`` (a pcap file's header; a pcapng section's header
     and interface blocks, or nothing at the file's start); anomaly offsets are the file's, and the
     header's own anomalies are left to the range that holds it. When ``more`` of the file follows,
     ``end`` is a proven record start: a resync still going on there ends there."""
-    decoder = CaptureDecoder(stats=stats, records=records)
+    decoder = CaptureDecoder(stats=stats, records=records, packed=packed)
     later = start > len(header)
     shift = start - len(header)
 
-    def placed(events: list) -> Iterator[SourceEvent | CaptureRecord]:
+    def placed(events: list) -> Iterator[SourceEvent | CaptureRecord | PackedSegments]:
         for ev in events:
             if type(ev) is CaptureRecord:
                 ev.offset += shift
                 yield ev
+            elif type(ev) is PackedSegments:
+                yield PackedSegments(ev.data, ev.shift + shift)
             elif type(ev) is not SourceAnomaly:
                 yield ev
             elif ev.offset is None or ev.offset >= len(header):
@@ -306,9 +319,23 @@ def unit_census(unit: Unit) -> UnitCensus:
     """The census of a unit (one that cannot be read has nothing: reading it again reports that)."""
     spans: dict[tuple, list[int]] = {}  # 4-tuple -> [key, first time, last time]
     secrets: list[bytes] = []
+    ends_of = _Ends()
     try:
-        for ev in read_unit(unit, SourceStats()):
-            if type(ev) is TcpSegment:
+        for ev in read_unit(unit, SourceStats(), packed=True):
+            if type(ev) is PackedSegments:
+                segments = np.frombuffer(ev.data, PACKED)
+                tuples, inverse = ends_of.unique(segments)
+                ts = segments["ts"]
+                early, late = np.full(len(tuples), np.iinfo(np.int64).max), np.full(len(tuples), np.iinfo(np.int64).min)
+                np.minimum.at(early, inverse, ts)
+                np.maximum.at(late, inverse, ts)
+                for ends, t0, t1 in zip(tuples, early.tolist(), late.tolist(), strict=True):
+                    span = spans.get(ends)
+                    if span is None:
+                        spans[ends] = [connection_key(*ends), t0, t1]
+                    else:
+                        span[1], span[2] = min(span[1], t0), max(span[2], t1)
+            elif type(ev) is TcpSegment:
                 ts = ev.ts_ns
                 span = spans.get((ev.src_ip, ev.src_port, ev.dst_ip, ev.dst_port))
                 if span is None:
@@ -331,12 +358,44 @@ def unit_census(unit: Unit) -> UnitCensus:
     return UnitCensus(keys, first, last, secrets, unit.file_index)
 
 
+class _Ends:
+    """The 4-tuples of packed segments, as the segments' ``(src_ip, src_port, dst_ip, dst_port)`` name
+    them (address text as the native walk writes it), each made once."""
+
+    def __init__(self) -> None:
+        self._known: dict[bytes, tuple[str, int, str, int]] = {}
+
+    def unique(self, segments: np.ndarray) -> tuple[list[tuple[str, int, str, int]], np.ndarray]:
+        """The distinct 4-tuples of ``segments`` in order of first appearance, and each segment's
+        4-tuple (an index into them)."""
+        raw = np.ascontiguousarray(segments.view(np.uint8).reshape(len(segments), PACKED.itemsize)[:, _ENDS_AT:])
+        keys = raw.view(np.dtype((np.void, PACKED.itemsize - _ENDS_AT))).ravel()
+        _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+        order = np.argsort(first, kind="stable")  # sorted by bytes -> by first appearance
+        rank = np.empty_like(order)
+        rank[order] = np.arange(len(order))
+        tuples = [self._ends(keys[first[i]].tobytes()) for i in order.tolist()]
+        return tuples, rank[inverse.ravel()]
+
+    def _ends(self, key: bytes) -> tuple[str, int, str, int]:
+        ends = self._known.get(key)
+        if ends is None:
+            one = np.frombuffer(key.rjust(PACKED.itemsize, b"\0"), PACKED)[0]
+            family, size = (AF_INET, 4) if int(one["version"]) == 4 else (AF_INET6, 16)
+            src, dst = one["src"].tobytes()[:size], one["dst"].tobytes()[:size]
+            ends = (inet_ntop(family, src), int(one["src_port"]), inet_ntop(family, dst), int(one["dst_port"]))
+            self._known[key] = ends
+        return ends
+
+
 class UnitDecoder(Protocol):
     """What decodes a unit's own connections in its read task (``partition.PartitionDecoder``)."""
 
     def segment(self, segment: TcpSegment, pos: int, file_index: int) -> None: ...
 
     def clock(self, ts: int, pos: int) -> None: ...
+
+    def clocks(self, ts: np.ndarray, pos: np.ndarray) -> None: ...
 
     def finish(self) -> None: ...
 
@@ -364,11 +423,15 @@ def _unit_rows(unit: Unit, crossing: set[int], decoder: UnitDecoder | None, last
     stats = SourceStats()
     error = None
     here: dict[tuple, bool] = {}  # 4-tuple -> decoded in this task
+    ends_of = _Ends()
     try:
         with _file_bytes(unit.path) as data:
             record = None
-            for ev in read_unit(unit, stats, records=data is not None):
-                if type(ev) is CaptureRecord:
+            for ev in read_unit(unit, stats, records=data is not None, packed=data is not None):
+                if type(ev) is PackedSegments:
+                    assert data is not None
+                    _packed_rows(rows, ev, ends_of, here, crossing, decoder, data)
+                elif type(ev) is CaptureRecord:
                     record = ev
                 elif type(ev) is TcpSegment:
                     if decoder is not None:
@@ -398,6 +461,42 @@ def _unit_rows(unit: Unit, crossing: set[int], decoder: UnitDecoder | None, last
             rows.piece(*piece)
     rows.done(stats, error)
     yield rows.take()
+
+
+def _packed_rows(rows: _Rows, packed: PackedSegments, ends_of: _Ends, here: dict[tuple, bool], crossing: set[int],
+                 decoder: UnitDecoder | None, data: mmap.mmap) -> None:  # fmt: skip
+    """A run of packed segments, as ``_unit_rows`` takes segments one by one: the decoder's own
+    connections' segments to the decoder (its clock told by the others'), the others into runs."""
+    segments = np.frombuffer(packed.data, PACKED)
+    tuples, inverse = ends_of.unique(segments)
+    pos = rows.base + rows.n + np.arange(len(segments), dtype=np.int64)
+    at = np.where(segments["captured"] > 0, segments["payload_at"] + packed.shift, -1)
+    if decoder is None:
+        own = np.zeros(len(tuples), bool)
+    else:
+        own = np.array([here[ends] if ends in here else here.setdefault(ends, connection_key(*ends) not in crossing)
+                        for ends in tuples], bool)  # fmt: skip
+    local = own[inverse]
+    rows.headers(tuples, inverse[~local], segments[~local], pos[~local], at[~local])
+    rows.n += len(segments)
+    if decoder is None or not local.any():
+        if decoder is not None:
+            decoder.clocks(segments["ts"], pos)
+        return
+    done = 0
+    for i in np.flatnonzero(local).tolist():
+        if i > done:
+            decoder.clocks(segments["ts"][done:i], pos[done:i])
+        one = segments[i]
+        src_ip, src_port, dst_ip, dst_port = tuples[inverse[i]]
+        start = int(at[i])
+        payload = data[start : start + int(one["captured"])] if start >= 0 else b""
+        decoder.segment(TcpSegment(int(one["ts"]), src_ip, src_port, dst_ip, dst_port, int(one["seq"]),
+                                   int(one["ack"]), int(one["flags"]), int(one["window"]), payload,
+                                   int(one["payload_len"])), int(pos[i]), rows.unit.file_index)  # fmt: skip
+        done = i + 1
+    if done < len(segments):
+        decoder.clocks(segments["ts"][done:], pos[done:])
 
 
 def may_hold_secrets(path: str) -> bool:
@@ -439,6 +538,38 @@ def _payload_at(data: mmap.mmap | None, record: CaptureRecord | None, payload: b
     return at if at >= 0 else None
 
 
+class _RunHeaders:
+    """A run's headers being gathered, in order: one segment's (a tuple) or many (a ``RUN_HEADER`` array)."""
+
+    __slots__ = ("parts", "size")
+
+    def __init__(self) -> None:
+        self.parts: list[tuple | np.ndarray] = []
+        self.size = 0
+
+    def add(self, header: tuple) -> None:
+        self.parts.append(header)
+        self.size += 1
+
+    def extend(self, headers: np.ndarray) -> None:
+        self.parts.append(headers)
+        self.size += len(headers)
+
+    def array(self) -> np.ndarray:
+        arrays, loose = [], []
+        for part in self.parts:
+            if type(part) is tuple:
+                loose.append(part)
+                continue
+            if loose:
+                arrays.append(np.array(loose, RUN_HEADER))
+                loose = []
+            arrays.append(part)
+        if loose:
+            arrays.append(np.array(loose, RUN_HEADER))
+        return np.concatenate(arrays)
+
+
 class _Rows:
     """Segment rows being gathered column by column, and runs being gathered per 4-tuple."""
 
@@ -447,7 +578,7 @@ class _Rows:
         self.base = unit.index << 32
         self.n = 0
         self.columns: dict[str, list] = {name: [] for name in SEGMENT_SCHEMA.names}
-        self.runs: dict[tuple, list[tuple]] = {}  # (src ip, port, dst ip, port) of its first -> headers
+        self.runs: dict[tuple, _RunHeaders] = {}  # (src ip, port, dst ip, port) of its first -> headers
         self.bytes = 0
 
     def _add(self, key: int, kind: int, values: dict) -> None:
@@ -472,26 +603,67 @@ class _Rows:
             })  # fmt: skip
             self.bytes += len(s.payload) + 64
             return
-        ends = (s.src_ip, s.src_port, s.dst_ip, s.dst_port)
-        forward = ends in self.runs
-        if not forward and (s.dst_ip, s.dst_port, s.src_ip, s.src_port) not in self.runs:
-            self.runs[ends] = []
-            forward = True
-        run = self.runs[ends if forward else (s.dst_ip, s.dst_port, s.src_ip, s.src_port)]
-        run.append((self.base + self.n, s.ts_ns, s.seq, s.ack, s.flags, s.window, s.payload_len, len(s.payload),
-                    -1 if at is None else at, forward))  # fmt: skip
+        ends, forward = self._run_of((s.src_ip, s.src_port, s.dst_ip, s.dst_port))
+        run = self.runs[ends]
+        run.add((self.base + self.n, s.ts_ns, s.seq, s.ack, s.flags, s.window, s.payload_len, len(s.payload),
+                 -1 if at is None else at, forward))  # fmt: skip
         self.n += 1
         self.bytes += RUN_HEADER.itemsize
-        if len(run) >= RUN_SEGMENTS:
-            self._run(ends if forward else (s.dst_ip, s.dst_port, s.src_ip, s.src_port))
+        if run.size >= RUN_SEGMENTS:
+            self._run(ends)
 
-    def _run(self, ends: tuple) -> None:
-        headers = self.runs.pop(ends)
+    def _run_of(self, ends: tuple) -> tuple[tuple, bool]:
+        """The 4-tuple of the run a segment of ``ends`` joins (made if there is none), and whether the
+        segment goes in that run's direction."""
+        if ends in self.runs:
+            return ends, True
+        back = (ends[2], ends[3], ends[0], ends[1])
+        if back in self.runs:
+            return back, False
+        self.runs[ends] = _RunHeaders()
+        return ends, True
+
+    def headers(self, tuples: list[tuple], which: np.ndarray, segments: np.ndarray, pos: np.ndarray,
+                at: np.ndarray) -> None:  # fmt: skip
+        """Packed segments into their runs (``which``: each one's 4-tuple, an index into ``tuples``; ``pos``
+        their places; ``at`` where their payloads lie, -1: none), as :meth:`segment` puts them one by one."""
+        if not len(segments):
+            return
+        headers = np.empty(len(segments), RUN_HEADER)
+        headers["pos"], headers["payload_at"] = pos, at
+        for name in ("ts", "seq", "ack", "flags", "window", "payload_len", "captured"):
+            headers[name] = segments[name]
+        run_of = np.zeros(len(tuples), np.int64)  # per 4-tuple: its run, an index into ``runs``
+        forward = np.zeros(len(tuples), bool)
+        runs: list[tuple] = []
+        for k in np.unique(which).tolist():  # (in order of first appearance, as one by one)
+            ends, forward[k] = self._run_of(tuples[k])
+            if ends not in runs:
+                runs.append(ends)
+            run_of[k] = runs.index(ends)
+        headers["forward"] = forward[which]
+        each = run_of[which]
+        order = np.argsort(each, kind="stable")  # a run's segments in their order
+        for part in np.split(order, np.flatnonzero(np.diff(each[order])) + 1):
+            self.runs[runs[int(each[part[0]])]].extend(headers[part])
+        for ends in runs:
+            if self.runs[ends].size >= RUN_SEGMENTS:
+                self._run(ends, whole=True)
+        self.bytes += RUN_HEADER.itemsize * len(segments)
+
+    def _run(self, ends: tuple, whole: bool = False) -> None:
+        """The run's rows, of ``RUN_SEGMENTS`` headers at most (``whole``: only full ones, the rest waits)."""
+        headers = self.runs.pop(ends).array()
+        if whole and len(headers) % RUN_SEGMENTS:
+            rest = self.runs[ends] = _RunHeaders()
+            rest.extend(headers[len(headers) - len(headers) % RUN_SEGMENTS :])
+            headers = headers[: len(headers) - len(headers) % RUN_SEGMENTS]
         src_ip, src_port, dst_ip, dst_port = ends
-        self._add(connection_key(*ends), RUN, {  # placed (pos, ts) no later than any of its segments
-            "pos": headers[0][0], "ts": min(h[1] for h in headers), "src_ip": src_ip, "src_port": src_port,
-            "dst_ip": dst_ip, "dst_port": dst_port,
-            "run": np.array(headers, RUN_HEADER).tobytes()})  # fmt: skip
+        for start in range(0, len(headers), RUN_SEGMENTS):
+            part = headers[start : start + RUN_SEGMENTS]
+            self._add(connection_key(*ends), RUN, {  # placed (pos, ts) no later than any of its segments
+                "pos": int(part["pos"][0]), "ts": int(part["ts"].min()), "src_ip": src_ip, "src_port": src_port,
+                "dst_ip": dst_ip, "dst_port": dst_port, "run": part.tobytes()})  # fmt: skip
 
     def anomaly(self, a: SourceAnomaly) -> None:
         self._add(self.unit.file_index, ANOMALY, {"ts": a.ts_ns, "offset": a.offset, "anomaly": a.kind,

@@ -108,6 +108,11 @@ class TcpReassembler:
         some connections tells the time of the others by feeding a segment only then)."""
         return self._idle_ns is not None and ts >= self._next_sweep
 
+    def sweep_due(self) -> int | None:
+        """The capture time from which a segment runs the idle sweep (None: never; ``sweeps_at`` for many
+        times at once)."""
+        return None if self._idle_ns is None else self._next_sweep
+
     def feed(self, seg: TcpSegment) -> list[ReassemblyEvent]:
         """Take one segment; return the events it completes, in order.
 

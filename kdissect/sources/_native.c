@@ -23,7 +23,8 @@ enum { STOP_MORE = 0 }; /* needs more bytes (or the buffer ended); else a SEG_DE
 
 /* pcap_segments(buf, pos, big_endian, ns_per_unit, rec_len, max_caplen, link_type, segment_type, out,
  *               base, record_type) -> (pos, records, captured_bytes, last_sec, stop): segments appended to
- * out ((record, segment) pairs with a record_type; base is the stream offset of buf[0]). */
+ * out ((record, segment) pairs with a record_type; PackedSegments into a bytearray given instead; base is
+ * the stream offset of buf[0]). */
 static PyObject *
 pcap_segments(PyObject *module, PyObject *args)
 {
@@ -36,9 +37,9 @@ pcap_segments(PyObject *module, PyObject *args)
     if (!PyArg_ParseTuple(args, "y*npLiLiOO!LO", &view, &pos, &big_endian, &ns_per_unit, &rec_len, &max_caplen,
                           &link_type, &em.segment_type, &PyList_Type, &em.out, &base, &record_type))
         return NULL;
-    if (set_record_type(&em, record_type) < 0)
-        goto done;
     const unsigned char *b = view.buf;
+    if (set_output(&em, record_type, b, base) < 0)
+        goto done;
     Py_ssize_t n = view.len;
     if (pos < 0 || rec_len < 16) {
         PyErr_SetString(PyExc_ValueError, "bad position or record header length");
@@ -95,7 +96,8 @@ PyInit__native(void)
         return NULL;
     if (PyModule_AddIntConstant(m, "STOP_MORE", STOP_MORE) < 0
         || PyModule_AddIntConstant(m, "DEFER_SAFE", SEG_DEFER_SAFE) < 0
-        || PyModule_AddIntConstant(m, "DEFER_UNSAFE", SEG_DEFER_UNSAFE) < 0) {
+        || PyModule_AddIntConstant(m, "DEFER_UNSAFE", SEG_DEFER_UNSAFE) < 0
+        || PyModule_AddIntConstant(m, "PACKED_SIZE", (long)sizeof(PackedSegment)) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -87,7 +87,8 @@ enum { STOP_MORE = 0 };
 
 /* pcapng_segments(buf, pos, big_endian, interfaces, max_block_len, last_ts, segment_type, out, base,
  *                 record_type) -> (pos, records, captured_bytes, last_ts, stop): segments appended to out
- * ((record, segment) pairs with a record_type; base is the stream offset of buf[0]). */
+ * ((record, segment) pairs with a record_type; PackedSegments into a bytearray given instead; base is the
+ * stream offset of buf[0]). */
 PyObject *
 pcapng_segments(PyObject *module, PyObject *args)
 {
@@ -101,9 +102,9 @@ pcapng_segments(PyObject *module, PyObject *args)
     if (!PyArg_ParseTuple(args, "y*npO!LOOO!LO", &view, &pos, &big_endian, &PyList_Type, &interfaces,
                           &max_block_len, &last_obj, &em.segment_type, &PyList_Type, &em.out, &base, &record_type))
         return NULL;
-    if (set_record_type(&em, record_type) < 0)
-        goto done;
     const unsigned char *b = view.buf;
+    if (set_output(&em, record_type, b, base) < 0)
+        goto done;
     Py_ssize_t n = view.len;
     last_ts = PyLong_AsLongLongAndOverflow(last_obj, &overflow);
     if (last_ts == -1 && PyErr_Occurred())

@@ -7,7 +7,10 @@
  * - A frame _headers.c declines appends nothing: the caller stops before it and the Python path
  *   decodes and reports it.
  * - With a record type, the record is built too (as pcap.py/pcapng.py build it) and the pair goes
- *   out as one (record, segment) tuple: the Spark engine reads records to locate payloads.
+ *   out as one (record, segment) tuple: a reader that wants the records too.
+ * - Packed, the same fields go into a PackedSegment, with the stream offset of the captured payload
+ *   (where the Python reader would find the payload's bytes in the record), and no object is built:
+ *   the Spark engine's read side keeps a connection's segments as runs of such headers.
  * - Address strings are cached (a small direct-mapped table), so a busy connection costs no string
  *   per packet.
  */
@@ -104,18 +107,49 @@ done:
 }
 
 int
-set_record_type(Emitter *em, PyObject *record_type)
+set_output(Emitter *em, PyObject *how, const unsigned char *buf, long long base)
 {
-    if (record_type == NULL || record_type == Py_None) {
-        em->record_type = NULL;
+    em->record_type = em->packed = NULL;
+    if (how == NULL || how == Py_None)
+        return 0;
+    if (PyByteArray_CheckExact(how) && buf != NULL) {
+        em->packed = how;
+        em->buf = buf;
+        em->base = base;
         return 0;
     }
-    if (!PyType_Check(record_type)) {
-        PyErr_SetString(PyExc_TypeError, "record_type must be a type or None");
+    if (!PyType_Check(how)) {
+        PyErr_SetString(PyExc_TypeError, "a walk's output must be None, a record type or a bytearray");
         return -1;
     }
-    em->record_type = record_type;
+    em->record_type = how;
     return 0;
+}
+
+static int
+append_packed(Emitter *em, long long ts_ns, const unsigned char *frame, const CommonSegment *c)
+{
+    PackedSegment p;
+    size_t alen = c->version == 4 ? 4 : 16;
+    Py_ssize_t used = PyByteArray_GET_SIZE(em->packed);
+    memset(&p, 0, sizeof p);
+    p.ts_ns = ts_ns;
+    p.payload_at = em->base + (long long)(frame - em->buf) + (long long)c->payload_start;
+    p.payload_len = c->payload_len;
+    p.seq = c->seq;
+    p.ack = c->ack;
+    p.captured = (uint32_t)(c->payload_end - c->payload_start);
+    p.flags = (uint16_t)c->flags;
+    p.window = (uint16_t)c->window;
+    p.src_port = (uint16_t)c->src_port;
+    p.dst_port = (uint16_t)c->dst_port;
+    p.version = (uint8_t)c->version;
+    memcpy(p.src, c->src, alen);
+    memcpy(p.dst, c->dst, alen);
+    if (PyByteArray_Resize(em->packed, used + (Py_ssize_t)sizeof p) < 0)
+        return EMIT_ERROR;
+    memcpy(PyByteArray_AS_STRING(em->packed) + used, &p, sizeof p);
+    return SEG_OK;
 }
 
 int
@@ -127,6 +161,13 @@ emit_segment(Emitter *em, long long ts_ns, int link_type, const unsigned char *f
     int rc = common_segment(link_type, frame, captured, wire_len, &seg);
     if (rc != SEG_OK)
         return rc;
+    if (em->packed != NULL) {
+        if (append_packed(em, ts_ns, frame, &seg) != SEG_OK)
+            return EMIT_ERROR;
+        em->records++;
+        em->captured += (long long)captured;
+        return SEG_OK;
+    }
     obj = make_segment(em->segment_type, ts_ns, frame, &seg);
     if (obj != NULL && em->record_type != NULL) {
         record = make_record(em->record_type, link_type, ts_ns, frame, captured, wire_len, offset, interface);

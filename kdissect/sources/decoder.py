@@ -7,7 +7,7 @@ to the packet decoder and keeps the counters.
 from __future__ import annotations
 
 from kdissect.sources.defrag import DefragLimits
-from kdissect.sources.native_records import NativeRecords
+from kdissect.sources.native_records import NativeRecords, PackedSegments
 from kdissect.sources.packets import PacketDecoder
 from kdissect.sources.reader import CaptureParser
 from kdissect.sources.record_loop import ReaderLimits
@@ -17,7 +17,8 @@ from kdissect.sources.shapes import CaptureRecord, DecryptionSecrets, RecordEven
 
 class CaptureDecoder:
     """Feed pcap/pcapng bytes in any chunking; get events in stream order (with ``records``, each
-    ``CaptureRecord`` too, before the events decoded from it). Common pcap records and pcapng packet
+    ``CaptureRecord`` too, before the events decoded from it; ``packed`` too, each run of segments the
+    native path takes as one ``PackedSegments`` in their place). Common pcap records and pcapng packet
     blocks take the native path when it is built (``native_records``).
 
     Raises ``CaptureFormatError`` only when the stream is not a capture at all.
@@ -29,10 +30,11 @@ class CaptureDecoder:
         defrag: DefragLimits | None = None,
         stats: SourceStats | None = None,
         records: bool = False,
+        packed: bool = False,
     ) -> None:
         self.stats = stats if stats is not None else SourceStats()
         self._records = records
-        native = NativeRecords(with_records=records) if NativeRecords.available() else None
+        native = NativeRecords(with_records=records, packed=packed) if NativeRecords.available() else None
         self._native = native
         self._parser = CaptureParser(limits, native)
         self._packets = PacketDecoder(defrag, self.stats)
@@ -60,13 +62,14 @@ class CaptureDecoder:
         if self._native is not None:
             self._native.active = not self._packets.reassembling
 
-    def _decode(self, records: list[RecordEvent | TcpSegment | tuple[CaptureRecord, TcpSegment]]) -> list[SourceEvent]:
+    def _decode(self, records: list[RecordEvent | TcpSegment | tuple[CaptureRecord, TcpSegment] | PackedSegments]
+                ) -> list[SourceEvent]:  # fmt: skip
         out: list[SourceEvent] = []
         decode = self._packets.decode
         keep = self._records
         for event in records:
             kind = type(event)
-            if kind is TcpSegment:  # a record the native path decoded
+            if kind is TcpSegment or kind is PackedSegments:  # records the native path decoded
                 out.append(event)  # type: ignore[arg-type]
             elif kind is tuple:  # the same, with its record (``records``)
                 out += event  # type: ignore[arg-type]

@@ -14,6 +14,7 @@ from typing import BinaryIO
 from kdissect.sources.decoder import CaptureDecoder
 from kdissect.sources.defrag import DefragLimits
 from kdissect.sources.gunzip import GUNZIP_FREE, GUNZIP_RATIO, GZIP_MAGIC, GzipStream
+from kdissect.sources.native_records import PackedSegments
 from kdissect.sources.record_loop import ReaderLimits
 from kdissect.sources.shapes import CaptureFormatError, CaptureRecord, SourceAnomaly, SourceEvent, SourceStats
 
@@ -30,14 +31,16 @@ def iter_capture(
     gunzip_ratio: int = GUNZIP_RATIO,
     gunzip_free: int = GUNZIP_FREE,
     records: bool = False,
-) -> Iterator[SourceEvent | CaptureRecord]:
+    packed: bool = False,
+) -> Iterator[SourceEvent | CaptureRecord | PackedSegments]:
     """Yield the ``TcpSegment`` and ``SourceAnomaly`` events of a pcap/pcapng file (or
     gzip of one) in file order.
 
     ``source`` is a path or a binary file object (left open). Pass ``stats`` to read the
     counters while or after iterating. ``defrag`` and ``gunzip_*`` bound what the input may
     cost (:class:`kdissect.sources.gunzip.GzipStream`). With ``records``, each ``CaptureRecord``
-    comes before the events decoded from it (a distributed read locates payloads by it). Raises
+    comes before the events decoded from it (a distributed read locates payloads by it); with ``packed``
+    too, the native path's runs of segments come as ``PackedSegments`` (payload offsets in place). Raises
     ``CaptureFormatError`` if the input is not a capture (naming the gzip damage when that is why no
     capture bytes came), ``OSError`` if it cannot be read.
     """
@@ -46,7 +49,7 @@ def iter_capture(
             stream: BinaryIO = stack.enter_context(open(source, "rb"))
         else:
             stream = source
-        decoder = CaptureDecoder(limits, defrag, stats, records)
+        decoder = CaptureDecoder(limits, defrag, stats, records, packed)
         gzip = GzipStream(chunk_size, gunzip_ratio, gunzip_free)
         damage: SourceAnomaly | None = None
         try:
