@@ -192,15 +192,24 @@ class PartitionDecoder:
         return (header[1], header[0]) if self.by_time else header[0]
 
     def _release(self, before: object) -> None:
-        """Feed the waiting runs' segments placed before ``before`` (all: None)."""
+        """Feed the waiting runs' segments placed before ``before`` (all: None): the earliest run's, until
+        another run's next segment comes first (then it waits in the heap again)."""
         waiting = self.waiting
         while waiting and (before is None or waiting[0][0] < before):
             _, order, run = heapq.heappop(waiting)
-            pos = run.headers[run.at][0]
-            segment = run.segment(self.mapped)
-            if run.at < len(run.headers):
-                heapq.heappush(waiting, (self._place(run.headers[run.at]), order, run))
-            self.segment(segment, pos, run.file_index)
+            until = waiting[0][0] if waiting else None  # (places are unique: no ties)
+            if until is None or (before is not None and before < until):
+                until = before
+            while True:
+                pos = run.headers[run.at][0]
+                segment = run.segment(self.mapped)
+                self.segment(segment, pos, run.file_index)
+                if run.at == len(run.headers):
+                    break
+                place = self._place(run.headers[run.at])
+                if until is not None and not place < until:
+                    heapq.heappush(waiting, (place, order, run))
+                    break
 
     def clock(self, ts: int, pos: int) -> None:
         """Capture time ``ts`` passing at ``pos`` without a segment of this decoder's connections (one of
@@ -239,6 +248,8 @@ class PartitionDecoder:
         return (ts if self.by_time else 0, pos)
 
     def _consume(self, events: list, place: Place) -> None:
+        if not events:
+            return
         for ev in events:
             self.sink.consume(ev)
         self.broker_seen.extend([place] * (len(self.sink.rows["brokers"]) - len(self.broker_seen)))

@@ -151,8 +151,12 @@ class MappedFiles:
     def __init__(self, files: list[str]) -> None:
         self.files = files
         self._maps: dict[int, mmap.mmap] = {}
+        self._last: mmap.mmap | None = None  # the most recently used map, and its file's index
+        self._last_index = -1
 
     def payload(self, file_index: int, at: int, size: int) -> bytes:
+        if file_index == self._last_index:  # (the usual case: no reordering)
+            return self._last[at : at + size]  # type: ignore[index]
         mapped = self._maps.pop(file_index, None)
         if mapped is None:
             if len(self._maps) >= _MAPPED_FILES:
@@ -160,12 +164,14 @@ class MappedFiles:
             with open(local_path(self.files[file_index]), "rb") as f:
                 mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
         self._maps[file_index] = mapped  # most recently used last
+        self._last, self._last_index = mapped, file_index
         return mapped[at : at + size]
 
     def close(self) -> None:
         for mapped in self._maps.values():
             mapped.close()
         self._maps.clear()
+        self._last, self._last_index = None, -1
 
 
 def connection_key(src_ip: str, src_port: int, dst_ip: str, dst_port: int) -> int:
