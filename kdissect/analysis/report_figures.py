@@ -183,6 +183,11 @@ class ReportFigures(Figures):
             placed.settle(connection)
         self.batches.partitions = renamed(self.batches.partitions, lambda key: (key[0], topic(key[1]), key[2]))
 
+    def name_topics(self, topics: dict[str, str]) -> None:
+        """A local run's figures, whose sink named some topic ids only after handing rows of them
+        over: those rows' topics named (its connections are numbered already)."""
+        self.settle(lambda conn: conn, topics)  # type: ignore[arg-type,return-value]
+
     @property
     def counted_only(self) -> tuple[str, ...]:
         """The tables a run may hand to these figures and drop: the report reads them only here."""

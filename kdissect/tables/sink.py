@@ -471,13 +471,13 @@ class TableSink:
         for i, tid in enumerate(ids):
             if tid is None:
                 continue
-            ids[i] = None
-            if tid.int == 0:
-                continue
-            if strings is not None:
-                strings[i] = text.get(tid) or text.setdefault(tid, str(tid))
-            if topics[i] is None:
-                topics[i] = self.topic_names.get(tid)
+            if tid.int != 0:
+                if strings is not None:
+                    strings[i] = text.get(tid) or text.setdefault(tid, str(tid))
+                if topics[i] is None:
+                    topics[i] = self.topic_names.get(tid)
+            if topics[i] is not None or tid.int == 0:
+                ids[i] = None  # (an id not named yet stays: the run's figures name it at the end)
 
     def _name_sources(self, rows: TableRows) -> None:
         """A connection's rows come from the capture file the connection opened in."""
