@@ -25,7 +25,7 @@ from kdissect.analysis.errors import ERROR_DIMENSIONS, NO_ANSWER
 from kdissect.analysis.expected import OVERRUN_TOLERANCE_MS, is_expected
 from kdissect.analysis.lag_figures import LagFigures
 from kdissect.analysis.latency import DIMENSIONS, PERCENTILE_COLUMNS, of_latencies
-from kdissect.analysis.listing import Listing, ordered
+from kdissect.analysis.listing import Listing, ordered, smallest
 from kdissect.analysis.placed import renamed, topic_key
 from kdissect.analysis.slot_state import SlotState
 from kdissect.tables.columns import cells
@@ -132,8 +132,7 @@ class Lost(Tally):
 
     def name(self, clients: Iterable[str]) -> None:
         self.clients.update(clients)
-        if len(self.clients) > CLIENT_IDS_NAMED:
-            self.clients = set(sorted(self.clients)[:CLIENT_IDS_NAMED])
+        self.clients = smallest(self.clients, CLIENT_IDS_NAMED)
 
     def merge(self, other: Tally) -> None:
         super().merge(other)

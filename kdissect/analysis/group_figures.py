@@ -29,7 +29,7 @@ from kdissect.analysis import groups
 from kdissect.analysis.bounded import KEY_LIMIT, OTHER, Groups
 from kdissect.analysis.exchange_figures import LISTED, Tally, ordered
 from kdissect.analysis.expected import is_expected
-from kdissect.analysis.listing import Listing
+from kdissect.analysis.listing import Listing, smallest
 from kdissect.analysis.slot_state import SlotState
 from kdissect.tables.columns import TABLES, cells
 from kdissect.tables.sink import Columns
@@ -59,8 +59,7 @@ class Named(SlotState):
 
     def add(self, names: Iterable[str]) -> None:
         self.names.update(names)
-        if len(self.names) > GROUPS_NAMED:
-            self.names = set(sorted(self.names)[:GROUPS_NAMED])
+        self.names = smallest(self.names, GROUPS_NAMED)
 
     def merge(self, other: Named) -> None:
         self.add(other.names)

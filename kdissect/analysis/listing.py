@@ -21,6 +21,11 @@ def ordered(*values: object) -> tuple:
     return tuple(x for v in values for x in ((True, 0) if v is None else (False, v)))
 
 
+def smallest(values: set[str], limit: int) -> set[str]:
+    """``values`` cut to the ``limit`` smallest (names listed beside a figure: the same whatever the split)."""
+    return values if len(values) <= limit else set(sorted(values)[:limit])
+
+
 class _Row:
     """A kept row in a heap whose top is the row to drop first (the largest key)."""
 
