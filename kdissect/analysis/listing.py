@@ -96,8 +96,8 @@ def capture_order(table: str) -> Callable[[tuple], tuple]:
     kinds = [kind for _, kind in TABLES[table]]
     at = [i for i, kind in enumerate(kinds) if kind == "timestamp"]
     at += [i for i, kind in enumerate(kinds) if kind not in ("timestamp", "bytes", "headers")]
-    return lambda row: ordered(*(row[i] if row[i] is None or isinstance(row[i], int | float) else str(row[i])
-                                 for i in at))  # fmt: skip
+    return lambda row: ordered(*(row[i] if row[i] is None or isinstance(row[i], int | float | tuple) else str(row[i])
+                                 for i in at))  # (a tuple: a Spark task's connection place)  # fmt: skip
 
 
 class FirstRows:

@@ -102,23 +102,18 @@ def _feed(figures: tuple, name: str, columns: dict) -> None:
         anomalies.add(zip(*(columns[c] for c, _ in TABLES["anomalies"]), strict=True))
 
 
-@pytest.mark.parametrize("seed", range(6))
-def test_tasks_split_at_random_rows_merge_into_the_figures_of_one_piece(seed, cluster):
-    """As on Spark: connections dealt to tasks, each task's tables cut at random rows, the tasks'
-    figures pickled and merged in any order: the same figures as one piece."""
-    rng = random.Random(seed)
-    capture = cluster if seed == 0 else rng.choice(CAPTURES)
-    tables = {name: {c: list(cells(v)) for c, v in columns.items()}
-              for name, columns in local.analyze([capture]).tables.items() if name in PLACED}  # fmt: skip
-    whole = _placed_figures()
-    for name in PLACED:
-        _feed(whole, name, tables[name])
+def _split_and_merged(tables: dict, rng: random.Random, placed: bool) -> tuple:
+    """The tables' connections dealt to tasks, each task's tables cut at random rows (with
+    ``placed``, its connections named by place, as a Spark task names them), the tasks' figures
+    pickled and merged in any order (and settled)."""
     tasks = rng.randrange(2, 6)
     parts = [_placed_figures() for _ in range(tasks)]
     for task, part in enumerate(parts):
         for name, columns in tables.items():
             mine = {c: [v for v, conn in zip(values, columns["connection_id"], strict=True)
                         if (conn or 0) % tasks == task] for c, values in columns.items()}  # fmt: skip
+            if placed:
+                mine["connection_id"] = [None if conn is None else (0, conn) for conn in mine["connection_id"]]
             n = len(mine["connection_id"])
             cuts = [0, *sorted(rng.sample(range(1, n), min(n - 1, rng.randrange(0, 6)))), n] if n > 1 else [0, n]
             for a, b in itertools.pairwise(cuts):
@@ -127,7 +122,35 @@ def test_tasks_split_at_random_rows_merge_into_the_figures_of_one_piece(seed, cl
     for part in rng.sample(parts, len(parts)):
         for mine, theirs in zip(merged, pickle.loads(pickle.dumps(part)), strict=True):
             mine.merge(theirs)
-    assert merged == whole
+    if placed:
+        for figures in merged:
+            figures.settle(lambda place: place[1])
+    return merged
+
+
+def _shown(figures: tuple) -> list[str]:
+    """Every table the report shows of the figures, as text."""
+    group, topo, anomalies = figures
+    frames = [group.rebalances(), group.member_epochs(), group.group_errors(), group.timeline(), group.ticks_frame(),
+              topo.leader_changes(), topology.partition_health(topo.newest_rows()), anomalies.frame()]  # fmt: skip
+    return [frame.astype(str).to_csv() for frame in frames] + [str(group.members_by_client()),
+                                                               str(group.commit_groups())]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_tasks_split_at_random_rows_merge_into_the_figures_of_one_piece(seed, cluster):
+    """As on Spark: connections dealt to tasks, each task's tables cut at random rows, the tasks'
+    figures pickled and merged in any order: the same figures as one piece (and where the tasks
+    named connections by place, the same tables once settled)."""
+    rng = random.Random(seed)
+    capture = cluster if seed == 0 else rng.choice(CAPTURES)
+    tables = {name: {c: list(cells(v)) for c, v in columns.items()}
+              for name, columns in local.analyze([capture]).tables.items() if name in PLACED}  # fmt: skip
+    whole = _placed_figures()
+    for name in PLACED:
+        _feed(whole, name, tables[name])
+    assert _split_and_merged(tables, rng, placed=False) == whole
+    assert _shown(_split_and_merged(tables, rng, placed=True)) == _shown(whole)
 
 
 def _events(n: int, **values) -> dict[str, list]:
@@ -162,3 +185,21 @@ def test_many_partitions_and_metadata_rows_stay_bounded():
     figures.add(columns)
     assert figures.partitions == limit and figures.first.kept.total == n and len(figures.first.kept.rows()) == 10_000
     assert len(topology.partition_health(figures.newest_rows())) == limit
+
+
+def test_rows_at_one_time_are_kept_in_connection_order_by_place_too():
+    """A Spark task's connections are places, (file, packet) tuples: rows at the same time keep
+    the order of their connections (as ids order them locally), not the order of their text."""
+    names = [name for name, _ in TABLES["anomalies"]]
+
+    def row(conn: object) -> tuple:
+        values = dict.fromkeys(names)
+        values.update(kind="gap", connection_id=conn, ts=7, count=1)
+        return tuple(values[name] for name in names)
+
+    for conns, settle in (([12, 5], None), ([(0, 12), (0, 5)], lambda place: place[1])):
+        first = FirstRows("anomalies", 1)
+        first.add([row(conn) for conn in conns])
+        if settle is not None:
+            first.settle(settle)
+        assert first.frame()["connection_id"].tolist() == [5]
