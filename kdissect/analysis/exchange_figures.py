@@ -25,7 +25,7 @@ from kdissect.analysis.errors import ERROR_DIMENSIONS, NO_ANSWER
 from kdissect.analysis.expected import OVERRUN_TOLERANCE_MS, is_expected
 from kdissect.analysis.lag_figures import LagFigures
 from kdissect.analysis.latency import DIMENSIONS, PERCENTILE_COLUMNS, of_latencies
-from kdissect.analysis.listing import Listing
+from kdissect.analysis.listing import Listing, ordered, smallest
 from kdissect.analysis.placed import renamed, topic_key
 from kdissect.analysis.slot_state import SlotState
 from kdissect.tables.columns import cells
@@ -48,11 +48,6 @@ _PARTITION = ("topic", "partition", "api_name", "response_records_bytes", "reque
 _ERROR = ("response_ts", "connection_id", "correlation_id", "api_key", "path", "error_code", "api_name",
           "error_name", "retriable", "topic", "partition", "group", "error_message", "_topic_id")  # fmt: skip
 _BROKER = "broker"  # the dimension named from a broker address (ip, port) after the run
-
-
-def ordered(*values: object) -> tuple:
-    """An order key of nullable values: each value's place, nulls last (the tables' capture order)."""
-    return tuple(x for v in values for x in ((True, 0) if v is None else (False, v)))
 
 
 def _number(value: object) -> float | None:
@@ -137,8 +132,7 @@ class Lost(Tally):
 
     def name(self, clients: Iterable[str]) -> None:
         self.clients.update(clients)
-        if len(self.clients) > CLIENT_IDS_NAMED:
-            self.clients = set(sorted(self.clients)[:CLIENT_IDS_NAMED])
+        self.clients = smallest(self.clients, CLIENT_IDS_NAMED)
 
     def merge(self, other: Tally) -> None:
         super().merge(other)

@@ -24,11 +24,14 @@ from kdissect.analysis.distribution import EXACT_VALUES, RELATIVE_ERROR, Latenci
 from kdissect.analysis.errors import NO_ANSWER
 from kdissect.analysis.exchange_figures import ExchangeFigures, ordered, percentile_frame
 from kdissect.analysis.frames import ANALYSED_RECORDS
+from kdissect.analysis.group_figures import GroupFigures
 from kdissect.analysis.journal import FirstEvents, Journal
 from kdissect.analysis.latency import DIMENSIONS, broker_namer
+from kdissect.analysis.listing import FirstRows
 from kdissect.analysis.placed import namer, renamed
 from kdissect.analysis.summary import Figures
 from kdissect.analysis.time_figures import TimeFigures
+from kdissect.analysis.topology_figures import TopologyFigures
 from kdissect.tables.columns import TABLES, cells
 from kdissect.tables.sink import JOINED, Columns
 
@@ -52,8 +55,11 @@ KEYED = {
 
 
 CLIENT_IDS_LIMIT = 100_000  # distinct client ids counted: past that the overview says "more than"
+ANOMALIES_LISTED = 200  # anomaly rows listed (the first in capture order; the report shows as many)
+# Tables whose rows these figures keep a bounded part of, by connection (a Spark task's: by place).
+PLACED = ("group_events", "metadata_partitions", "anomalies")
 # Tables the report reads only through these figures: its run need not keep their rows.
-REPORT_FIGURES_ONLY = ("connections", "batches", *JOINED)
+REPORT_FIGURES_ONLY = ("connections", "batches", *JOINED, *PLACED)
 
 
 _KEY_COLUMNS = sorted({c for key in KEYED.values() for c in key})
@@ -75,6 +81,9 @@ class ReportFigures(Figures):
         self.time = TimeFigures()
         self.batches = BatchFigures(limit)
         self.exchanges = ExchangeFigures(limit)
+        self.groups = GroupFigures(limit)
+        self.topology = TopologyFigures(limit)
+        self.anomalies = FirstRows("anomalies", ANOMALIES_LISTED)
         self.limit = limit
         self.times: list[int | None] = [None, None, None, None]  # first request, last answer, first and last of both
         self.client_ids: set[str] = set()  # distinct client ids, up to CLIENT_IDS_LIMIT
@@ -100,11 +109,26 @@ class ReportFigures(Figures):
                     self.exchanges.keep_record_times(self.journal.keys())
         elif name == "txn_events" and self.txn_events is not None:
             self.txn_events.add(columns)
+        elif name in PLACED:
+            self._add_placed(name, columns)
         elif name == "connections":
             self.clients.add_connections(columns)
         elif name == "brokers":
             rows = zip(*(cells(columns[c]) for c in ("node_id", "host", "port", "rack")), strict=True)
             self.brokers.update(dict.fromkeys(rows))
+
+    def _add_placed(self, name: str, columns: Columns) -> None:
+        """A piece of a table kept in part, a Spark task's connections given as their places."""
+        places = self.exchanges.places
+        if places is not None:
+            columns = {**columns, "connection_id": [None if conn is None else places[conn]
+                                                    for conn in cells(columns["connection_id"])]}  # fmt: skip
+        if name == "group_events":
+            self.groups.add(columns)
+        elif name == "metadata_partitions":
+            self.topology.add(columns)
+        else:
+            self.anomalies.add(zip(*(cells(columns[c]) for c, _ in TABLES["anomalies"]), strict=True))
 
     def _add_latencies(self, ex: Columns) -> None:
         """Latencies grouped by every key column at once (a piece has few distinct combinations),
@@ -155,7 +179,14 @@ class ReportFigures(Figures):
         ``topics`` the run's topic id -> name."""
         topic = namer(topics)
         self.exchanges.settle(connection, topic)
+        for placed in (self.groups, self.topology, self.anomalies):
+            placed.settle(connection)
         self.batches.partitions = renamed(self.batches.partitions, lambda key: (key[0], topic(key[1]), key[2]))
+
+    def name_topics(self, topics: dict[str, str]) -> None:
+        """A local run's figures, whose sink named some topic ids only after handing rows of them
+        over: those rows' topics named (its connections are numbered already)."""
+        self.settle(lambda conn: conn, topics)  # type: ignore[arg-type,return-value]
 
     @property
     def counted_only(self) -> tuple[str, ...]:
@@ -172,6 +203,9 @@ class ReportFigures(Figures):
             self.time.merge(other.time)
             self.batches.merge(other.batches)
             self.exchanges.merge(other.exchanges)
+            self.groups.merge(other.groups)
+            self.topology.merge(other.topology)
+            self.anomalies.merge(other.anomalies)
             self._merge_times(other.times)
             self._see_clients(other.client_ids)
             self.without_answer += other.without_answer
@@ -238,7 +272,8 @@ def _broker_namer(brokers: dict[tuple[object, object, object, object], None]) ->
 def figures_of(tables: Mapping[str, pd.DataFrame]) -> ReportFigures:
     """The report's figures of whole tables (what a run's hook would have added piece by piece)."""
     figures = ReportFigures()
-    for name in ("exchanges", "partitions", "errors", "request_params", "connections", "brokers", "batches"):
+    for name in ("exchanges", "partitions", "errors", "request_params", "connections", "brokers", "batches",
+                 *PLACED):
         frame = tables[name]
         figures.add(name, {c: _column(frame[c]) for c in frame.columns})
     return figures

@@ -99,6 +99,10 @@ class Figures:
         gives each one's place in capture order, for figures that order or list connections (these
         figures do neither)."""
 
+    def name_topics(self, topics: dict[str, str]) -> None:
+        """Topics known by id only when their rows were counted, named at the run's end from
+        ``topics`` (id as text -> name; figures that key no topic ignore it)."""
+
     def add(self, name: str, columns: Columns) -> None:
         """One piece of table ``name`` (tables the figures do not read are ignored)."""
         if name == "exchanges":

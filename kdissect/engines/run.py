@@ -164,5 +164,8 @@ class TableRun:
         rest = {name: self.sink.take(name) for name in self.kept}
         for name, columns in rest.items():
             self.count(name, columns)
+        if self.figures is not None and self.sink.resolve_topics and self.sink.unnamed_ids:
+            # a topic id named by Metadata only after rows of it were handed over: named now
+            self.figures.name_topics({str(tid): name for tid, name in self.sink.topic_names.items()})
         return rest
 

@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from kdissect.analysis import (
-    groups,
     throughput,
     topology,
     transactions,
@@ -19,14 +18,13 @@ from kdissect.analysis import (
 from kdissect.analysis.exchange_figures import SLOWEST
 from kdissect.analysis.frames import in_capture_order
 from kdissect.analysis.latency import SUPPORT_RULE
-from kdissect.analysis.moments import moment
 from kdissect.analysis.overview import Overview, overview
 from kdissect.analysis.report_figures import CLIENT_IDS_LIMIT, KEPT_KEYS, PERCENTILE_FORM, ReportFigures, figures_of
 from kdissect.analysis.summary import Summary
 from kdissect.analysis.time_figures import BIN_LIMIT
 from kdissect.decoders.apis import removed_version
 
-from . import plots
+from . import limits, plots
 from .document import LISTING_ROWS, Document, Figure, Section, Table, cell_text
 from .terminal import ANOMALY_MEANING
 
@@ -125,7 +123,7 @@ def _kafka_latency_section(figures: ReportFigures) -> Section:
         "Kafka-aware latency",
         "A Fetch long-polls up to its max_wait_ms when there is "
         "nothing to read, and a JoinGroup is held until the group has joined: such waits are not slowness. "
-        "Produce latency depends on acks (-1 all in-sync replicas, 1 leader, 0 none).",
+        "Produce latency depends on acks (-1 all in-sync replicas, 1 leader, 0 none). " + limits.kafka_latency(joined),
         [
             Table(
                 "Fetch against its max wait",
@@ -163,7 +161,7 @@ def _errors_section(figures: ReportFigures) -> Section:
         "errors",
         "Errors",
         "Every non-zero error code in a response. A JoinGroup answered "
-        "MEMBER_ID_REQUIRED is the normal first step of joining (KIP-394): expected, not an error.",
+        "MEMBER_ID_REQUIRED is the normal first step of joining (KIP-394): expected, not an error. " + limits.errors(),
         [
             Table("By API, code and place in the response", joined.errors_by("code", label)),
             Table("By client id", joined.errors_by("client_id", label)),
@@ -177,28 +175,23 @@ def _errors_section(figures: ReportFigures) -> Section:
     )
 
 
-def _groups_section(tables: Mapping[str, pd.DataFrame], figures: ReportFigures) -> Section:
-    timeline = groups.timeline(tables)
-    placed = timeline.assign(request_ts=moment(timeline))  # a request not captured: at its answer's time
-    placed = placed[placed["request_ts"].notna()]
-    by_client = groups.members_by_client(tables)
-    events = tables["group_events"]
-    keys = zip(events["connection_id"], events["correlation_id"], strict=True)
-    by_request = dict(zip(keys, events["group_id"], strict=True))
-    lag = figures.exchanges.lag
+def _groups_section(figures: ReportFigures) -> Section:
+    kept, lag = figures.groups, figures.exchanges.lag
+    timeline = kept.timeline()
+    by_client = kept.members_by_client()
     fetch_lag = lag.fetch_lag(by_client)
-    commits, commit_count = lag.commit_lag(by_request)
+    commits, commit_count = lag.commit_lag(kept.commit_groups())
     return Section(
         "groups",
         "Consumer groups and lag",
         "Membership as the wire shows it (classic protocol and "
         "KIP-848 ConsumerGroupHeartbeat); lag is the Fetch answer's high watermark minus the offset "
-        "the consumer fetched from.",
+        "the consumer fetched from. " + limits.groups(kept, lag),
         [
-            *_figure("Group requests over time", placed, plots.group_timeline),
-            Table("Rebalances", groups.rebalances(tables)),
-            Table("Group errors", groups.group_errors(tables)),
-            Table("Member epochs (KIP-848)", groups.member_epochs(tables), max_rows=LISTING_ROWS),
+            *_figure("Group requests over time", kept.ticks_frame(), plots.group_timeline),
+            Table("Rebalances", kept.rebalances()),
+            Table("Group errors", kept.group_errors()),
+            Table("Member epochs (KIP-848)", kept.member_epochs(), max_rows=LISTING_ROWS),
             *_figure("Fetch lag over time", fetch_lag, plots.lag_over_time),
             Table("Lag per group, client and partition", lag.lag_summary(by_client)),
             Table("Committed offsets against the log end", commits, max_rows=LISTING_ROWS, total=commit_count),
@@ -206,6 +199,7 @@ def _groups_section(tables: Mapping[str, pd.DataFrame], figures: ReportFigures) 
                 "Timeline",
                 timeline.drop(columns=["connection_id", "correlation_id"]),
                 max_rows=LISTING_ROWS,
+                total=kept.first.total,
                 collapsed=True,
             ),
         ],
@@ -216,12 +210,15 @@ def _transactions_section(tables: Mapping[str, pd.DataFrame], figures: ReportFig
     journal = figures.journal
     dropped = journal.not_kept() if journal is not None else {}
     listed = transactions.transactional_records(tables)
+    records = len(listed) + sum(dropped.values())
+    events = figures.txn_events.kept.total if figures.txn_events is not None else len(tables["txn_events"])
     return Section(
         "transactions",
         "Transactions",
         "Per transactional id: from the first call after InitProducerId "
         "(or the previous EndTxn) to EndTxn. Records are marked aborted by an ABORT marker in the capture, "
-        "the broker's aborted-transactions list, or an EndTxn(abort) of their producer; `rule` says which.",
+        "the broker's aborted-transactions list, or an EndTxn(abort) of their producer; `rule` says which. "
+        + limits.transactions(records, events),
         [
             Table("Transactions", transactions.transactions(tables)),
             Table("Records by outcome", transactions.record_outcomes(tables, dropped)),
@@ -229,20 +226,21 @@ def _transactions_section(tables: Mapping[str, pd.DataFrame], figures: ReportFig
                 "Transactional records",
                 listed,
                 max_rows=LISTING_ROWS,
-                total=len(listed) + sum(dropped.values()) if dropped else None,
+                total=records if dropped else None,
                 collapsed=True,
             ),
         ],
     )
 
 
-def _topology_section(tables: Mapping[str, pd.DataFrame]) -> Section:
-    health = topology.partition_health(tables)
-    unhealthy = topology.unhealthy(tables)
+def _topology_section(tables: Mapping[str, pd.DataFrame], figures: ReportFigures) -> Section:
+    kept = figures.topology
+    newest = kept.newest_rows()
+    health, unhealthy = topology.partition_health(newest), topology.unhealthy(newest)
     return Section(
         "topology",
         "Cluster topology",
-        "From the Metadata responses: the newest state seen of each partition.",
+        "From the Metadata responses: the newest state seen of each partition. " + limits.topology(kept),
         [
             Table("Brokers", topology.brokers(tables)),
             Table(
@@ -250,7 +248,7 @@ def _topology_section(tables: Mapping[str, pd.DataFrame]) -> Section:
                 unhealthy,
                 None if len(unhealthy) else "None: every partition had a leader and a full ISR.",
             ),
-            Table("Leader changes", topology.leader_changes(tables), max_rows=LISTING_ROWS),
+            Table("Leader changes", kept.leader_changes(), max_rows=LISTING_ROWS),
             Table("All partitions", health, max_rows=LISTING_ROWS, collapsed=True),
         ],
     )
@@ -274,7 +272,7 @@ def _throughput_section(figures: ReportFigures) -> Section:
         "throughput",
         "Throughput",
         "From record batches; rates over the capture's span. Fetched "
-        "batches are data read again, so produce and fetch are kept apart.",
+        f"batches are data read again, so produce and fetch are kept apart. {KEPT_KEYS}",
         [
             Table("By topic", throughput.topic_sums(partitions)),
             Table("By partition", partitions, collapsed=True),
@@ -283,14 +281,16 @@ def _throughput_section(figures: ReportFigures) -> Section:
     )
 
 
-def _anomaly_section(tables: Mapping[str, pd.DataFrame]) -> Section:
-    an = tables["anomalies"]
+def _anomaly_section(figures: ReportFigures) -> Section:
+    listed = figures.anomalies
+    an = listed.frame()
     return Section(
         "anomalies",
         "Anomalies",
-        "Every byte that could not be decoded (gaps, resyncs, undecodable frames): how complete the picture above is.",
+        "Every byte that could not be decoded (gaps, resyncs, undecodable frames): how complete the picture above is."
+        + limits.anomalies(listed.kept.total),
         [
-            Table("Anomalies", an, "None." if an.empty else None, max_rows=LISTING_ROWS),
+            Table("Anomalies", an, "None." if an.empty else None, max_rows=LISTING_ROWS, total=listed.kept.total),
         ],
     )
 
@@ -310,12 +310,12 @@ def build_document(tables: Mapping[str, pd.DataFrame], summary: Summary, files: 
         _kafka_latency_section(figures),
         _timeseries_section(figures),
         _errors_section(figures),
-        _groups_section(tables, figures),
+        _groups_section(figures),
         _transactions_section(tables, figures),
-        _topology_section(tables),
+        _topology_section(tables, figures),
         _clients_section(figures),
         _throughput_section(figures),
-        _anomaly_section(tables),
+        _anomaly_section(figures),
     ]
     return Document("kdissect report", _facts(o), sections)
 

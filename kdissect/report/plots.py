@@ -216,7 +216,9 @@ def lag_over_time(lag: pd.DataFrame) -> bytes:
 
 
 def group_timeline(events: pd.DataFrame) -> bytes:
-    """Group requests over time, one row per group and API, errors in red (normal steps in grey)."""
+    """Group requests over time, one row per group and API, errors in red (normal steps in grey):
+    ``events`` has ``group_id``, ``api_name``, ``request_ts`` and ``outcome`` (one of
+    :data:`kdissect.analysis.group_figures.OUTCOMES`)."""
     rows = events.assign(
         _row=[f"{safe_text(str(g))} · {a}" for g, a in zip(events["group_id"], events["api_name"], strict=True)]
     )
@@ -224,13 +226,9 @@ def group_timeline(events: pd.DataFrame) -> bytes:
     rows = rows[rows["_row"].isin(names)]
     with _canvas(figsize=(7.5, 0.6 + 0.28 * len(names))) as (fig, ax):
         y = {n: i for i, n in enumerate(names)}
-        failed = rows["error_name"].notna() & (rows["error_name"] != "NONE")
-        for mask, color, label in (
-            (~failed, "tab:blue", "ok"),
-            (failed & ~rows["expected"], "tab:red", "error"),
-            (failed & rows["expected"], "grey", "normal step"),
-        ):
-            part = rows[mask]
+        for outcome, color, label in (("ok", "tab:blue", "ok"), ("error", "tab:red", "error"),
+                                      ("normal step", "grey", "normal step")):  # fmt: skip
+            part = rows[rows["outcome"] == outcome]
             if not part.empty:
                 ax.scatter(
                     part["request_ts"].dt.tz_convert(None),

@@ -187,6 +187,7 @@ class TableSink:
         self._joined = [name for name in JOINED if name in self.spilled_tables]
         self.rows: dict[str, TableRows] = {name: TableRows(name) for name in TABLES}
         self.topic_names: dict[uuid.UUID, str] = {}
+        self.unnamed_ids = False  # whether rows went out with a topic id Metadata had not named yet
         self.resolve_topics = resolve_topics
         self.connection_sources: dict[int, str | None] = {}
         self._brokers_seen: set[tuple] = set()
@@ -471,13 +472,15 @@ class TableSink:
         for i, tid in enumerate(ids):
             if tid is None:
                 continue
-            ids[i] = None
-            if tid.int == 0:
-                continue
-            if strings is not None:
-                strings[i] = text.get(tid) or text.setdefault(tid, str(tid))
-            if topics[i] is None:
-                topics[i] = self.topic_names.get(tid)
+            if tid.int != 0:
+                if strings is not None:
+                    strings[i] = text.get(tid) or text.setdefault(tid, str(tid))
+                if topics[i] is None:
+                    topics[i] = self.topic_names.get(tid)
+            if topics[i] is not None or tid.int == 0:
+                ids[i] = None
+            else:  # an id not named yet stays: the run's figures name it at the end
+                self.unnamed_ids = True
 
     def _name_sources(self, rows: TableRows) -> None:
         """A connection's rows come from the capture file the connection opened in."""

@@ -83,8 +83,7 @@ def test_one_instant_draws_without_warnings() -> None:
         {
             "group_id": ["g"],
             "api_name": ["JoinGroup"],
-            "error_name": ["NONE"],
-            "expected": [False],
+            "outcome": ["ok"],
             "request_ts": [T0],
         }
     )

@@ -190,3 +190,28 @@ def test_captures_with_nothing_to_show_still_give_every_section(tmp_path: Path) 
         assert [s["title"] for s in doc["sections"]] == SECTIONS
     anomalies = doc["sections"][-1]["tables"][0]
     assert "not_kafka" in {row[0] for row in anomalies["rows"]}
+
+
+def test_each_bounded_listing_states_its_limit_and_true_total_in_every_format(reports: dict[str, str]) -> None:
+    """A listing's limit and its true total are said in its section's intro, in HTML, Markdown and
+    JSON alike (not only in docs/report-figures.md)."""
+    import html
+
+    from kdissect.report.limits import first
+
+    doc = json.loads(reports["json"])
+    sections = {s["id"]: s for s in doc["sections"]}
+    total = {t["title"]: t["rows_total"] for s in doc["sections"] for t in s["tables"]}
+    said = {
+        "kafka-latency": first("JoinGroup waits", 200, total["JoinGroup waits"], "in capture order"),
+        "groups": first("committed offsets", 200, total["Committed offsets against the log end"]),
+        "topology": first("all partitions listed", 200, total["All partitions"], "by topic and partition"),
+        "anomalies": first("anomaly rows", 200, total["Anomalies"], "in capture order"),
+    }
+    assert total["JoinGroup waits"] and total["All partitions"]  # (the capture has rows to count)
+    for section, sentence in said.items():
+        assert sentence in sections[section]["intro"], section
+        assert sentence in html.unescape(reports["html"]) and sentence in reports["md"], section
+    assert first("rows", 200, 1234) == "rows: the first 200 in time order of 1,234 (limit 200)"
+    for section in ("latency", "errors", "groups", "clients", "throughput"):
+        assert "at most 10,000" in sections[section]["intro"], section

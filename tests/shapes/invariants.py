@@ -19,6 +19,7 @@ from kdissect.decoders.apis import removed_version
 if TYPE_CHECKING:
     import pandas as pd
 
+    from kdissect.analysis.report_figures import ReportFigures
     from kdissect.analysis.rolling import RollingFigures
 
 # Breakdowns in which every answered exchange falls in exactly one group.
@@ -90,4 +91,30 @@ def live_agrees(summary: Summary, figures: RollingFigures) -> list[str]:
         broken.append(f"live per API (count, errors, unanswered) {mine} != summary {theirs}")
     if figures.failed != sum(a.errors for a in summary.apis):
         broken.append(f"live counts {figures.failed} errors, the summary {sum(a.errors for a in summary.apis)}")
+    return broken
+
+
+def kept_figures_agree(tables: Mapping[str, pd.DataFrame], figures: ReportFigures) -> list[str]:
+    """The report's group, topology and anomaly figures (a run that kept none of their rows) are
+    the pandas functions over the whole tables (docs/report-figures.md)."""
+    from kdissect.analysis import groups, topology
+
+    kept, newest = figures.groups, figures.topology.newest_rows()
+    shown = {
+        "rebalances": (kept.rebalances(), groups.rebalances(tables)),
+        "member epochs": (kept.member_epochs(), groups.member_epochs(tables)),
+        "group errors": (kept.group_errors(), groups.group_errors(tables)),
+        "timeline": (kept.timeline(), groups.timeline(tables).head(len(kept.timeline()))),
+        "partitions": (topology.partition_health(newest), topology.partition_health(tables)),
+        "leader changes": (figures.topology.leader_changes(), topology.leader_changes(tables)),
+        "anomalies": (figures.anomalies.frame(), tables["anomalies"].head(len(figures.anomalies.frame()))),
+    }
+    broken = [f"{name}: the figures' table is not the tables' one" for name, (got, want) in shown.items()
+              if not got.astype(str).reset_index(drop=True).equals(want.astype(str).reset_index(drop=True))]
+    totals = {"timeline": (kept.first.total, len(tables["group_events"])),
+              "anomalies": (figures.anomalies.kept.total, len(tables["anomalies"]))}  # fmt: skip
+    broken += [f"{name}: {got} rows counted, the table has {want}" for name, (got, want) in totals.items()
+               if got != want]
+    if kept.members_by_client() != groups.members_by_client(tables):
+        broken.append("a client's groups differ from the table's")
     return broken

@@ -76,13 +76,18 @@ def figure_failures(files: Sequence[Path]) -> list[str]:
     """Invariants of the figures: the report's breakdowns, the summary against the report, and
     (one file) the live figures against the summary."""
     from kdissect.analysis.frames import analysis_frames, in_capture_order
+    from kdissect.analysis.report_figures import ReportFigures
     from kdissect.engines import local
     from kdissect.engines.live import LiveOptions, LiveRun
+    from kdissect.options import Options
     from tests.shapes import invariants
 
     run = local.analyze(files)
     tables = in_capture_order(analysis_frames(run.tables))
     broken = invariants.report_figures(tables) + invariants.summary_agrees(tables, run.summary)
+    figures = ReportFigures(keep_records=True)  # the report's run, its pieces small
+    local.analyze(files, Options(spill_rows=7), figures=figures, counted_only=figures.counted_only)
+    broken += invariants.kept_figures_agree(tables, figures)
     if len(files) == 1:
         live = LiveRun(LiveOptions())
         for seg in segments_of(files[0].read_bytes()):
