@@ -89,3 +89,9 @@ class Options:
     spill_rows: int = 50_000  # rows of a growing table written out at once (with ``--out``)
     spill_bytes: int = 64 * MiB  # payload bytes of a growing table written out at once (with ``--out``)
     anomaly_rows: int = 100  # rows of one anomaly kind per connection and direction; the rest are counted
+
+    # -- the report ------------------------------------------------------------------------------
+    # The transactions section's journal (kdissect.analysis.journal): the first this many transactional
+    # records and transaction events in capture order are kept; past them, the rest are only counted.
+    journal_records: int = 100_000
+    journal_events: int = 10_000

@@ -29,6 +29,7 @@ from kdissect.analysis.latency import DIMENSIONS, broker_namer
 from kdissect.analysis.placed import namer, renamed
 from kdissect.analysis.summary import Figures
 from kdissect.analysis.time_figures import TimeFigures
+from kdissect.options import Options
 from kdissect.tables.columns import TABLES, cells
 from kdissect.tables.sink import JOINED, Columns
 
@@ -63,12 +64,13 @@ _KEY_AT = {dimension: [_KEY_COLUMNS.index(c) for c in key] for dimension, key in
 class ReportFigures(Figures):
     """The summary's figures and the report's latency tables, added piece by piece and mergeable."""
 
-    def __init__(self, limit: int = KEY_LIMIT, keep_records: bool = False) -> None:
+    def __init__(self, limit: int = KEY_LIMIT, keep_records: bool = False, options: Options | None = None) -> None:
         super().__init__()
-        # The transactional records, bounded (the transactions section lists them): kept here only
-        # for a run that does not keep the records table (the local engine's report).
-        self.journal: Journal | None = Journal() if keep_records else None
-        self.txn_events: FirstEvents | None = FirstEvents() if keep_records else None
+        # The transactional records and events, bounded by ``options`` (the transactions section lists
+        # them): kept here only for a run that does not keep those tables (a report, on any engine).
+        bounds = options or Options()
+        self.journal = Journal(bounds.journal_records) if keep_records else None
+        self.txn_events = FirstEvents(bounds.journal_events) if keep_records else None
         self.latency = {dimension: Groups(Latencies, limit) for dimension in KEYED}
         self.brokers: dict[tuple[object, object, object, object], None] = {}  # (node, host, port, rack) seen
         self.clients = ClientFigures(limit)
@@ -96,8 +98,7 @@ class ReportFigures(Figures):
             self.exchanges.records_seen((keys[i] for i in keep), keys[-1] if keys else None)
             if self.journal is not None:
                 self.journal.add(columns)
-                if self.exchanges.record_times_held > 2 * self.journal.limit:
-                    self.exchanges.keep_record_times(self.journal.keys())
+                self._forget_record_times()
         elif name == "txn_events" and self.txn_events is not None:
             self.txn_events.add(columns)
         elif name == "connections":
@@ -146,15 +147,27 @@ class ReportFigures(Figures):
         first, last = self.times[2], self.times[3]
         return pd.Timedelta(last - first, unit="ns").total_seconds() if first is not None and last is not None else 0.0
 
-    def number_connections(self, places: list[tuple[int, int]]) -> None:
-        self.exchanges.places = places
+    def _forget_record_times(self) -> None:
+        """The request times of records the journal no longer holds, forgotten past twice its limit."""
+        if self.journal is not None and self.exchanges.record_times_held > 2 * self.journal.limit:
+            self.exchanges.keep_record_times(self.journal.keys())
 
-    def settle(self, connection: Callable[[tuple[int, int]], int], topics: Mapping[str, str]) -> None:
+    def number_connections(self, places: list[tuple[int, int]], first_row: int = 0) -> None:
+        self.exchanges.places = places
+        if self.journal is not None and self.txn_events is not None:
+            self.journal.places = self.txn_events.places = places
+            self.journal.first_row = first_row
+
+    def settle(self, connection: Callable[[tuple[int, int]], int], topics: Mapping[str, str],
+               marks: list[tuple[int, int, str]]) -> None:  # fmt: skip
         """A Spark driver's figures, merged from tasks that numbered connections and knew some topics
         by id only: ``connection`` gives a place's connection id (places sort as their ids do),
-        ``topics`` the run's topic id -> name."""
+        ``topics`` the run's topic id -> name, ``marks`` the aborted marks of its records."""
         topic = namer(topics)
         self.exchanges.settle(connection, topic)
+        if self.journal is not None and self.txn_events is not None:
+            self.journal.settle(connection, topic, marks)
+            self.txn_events.settle(connection)
         self.batches.partitions = renamed(self.batches.partitions, lambda key: (key[0], topic(key[1]), key[2]))
 
     @property
@@ -177,6 +190,7 @@ class ReportFigures(Figures):
             self.without_answer += other.without_answer
             if self.journal is not None and other.journal is not None:
                 self.journal.merge(other.journal)
+                self._forget_record_times()
             if self.txn_events is not None and other.txn_events is not None:
                 self.txn_events.merge(other.txn_events)
 
@@ -188,11 +202,20 @@ class ReportFigures(Figures):
             table["api_version"] = table["api_version"].astype("Int16")
         return table
 
+    def kept_tables(self) -> dict[str, Columns]:
+        """The tables the report reads as rows that these figures keep (bounded): the transactional
+        records, the transaction events and the request times of those records' exchanges."""
+        return {"records": self.journal.records(), "txn_events": self.txn_events.events(),  # type: ignore[union-attr]
+                "exchanges": self.record_exchanges()}  # fmt: skip
+
     def record_exchanges(self) -> Columns:
         """The exchanges table narrowed to what the transactions section reads of it (the request
-        times of the records kept), the other columns null."""
+        times of the records kept, in their order: the same whichever way a run was split), the other
+        columns null."""
         self.exchanges.flush()
-        times = self.exchanges.record_times
+        held = self.exchanges.record_times
+        kept = [(row[1], row[2]) for row in self.journal.rows()] if self.journal is not None else held
+        times = {key: held[key] for key in kept if key in held}
         columns: Columns = {name: [None] * len(times) for name, _ in TABLES["exchanges"]}
         columns["connection_id"] = [conn for conn, _ in times]
         columns["correlation_id"] = [corr for _, corr in times]

@@ -82,13 +82,11 @@ def run(request: Request) -> RunResult:
 
         # The tables the report reads only through its figures are handed to them as they grow and
         # dropped; of the records, the figures keep the transactional ones, bounded (analysis.journal).
-        figures = ReportFigures(keep_records=True)
+        figures = ReportFigures(keep_records=True, options=request.options)
         options = replace(request.options, spill_rows=min(request.options.spill_rows, REPORT_SPILL_ROWS))
         result = local.analyze(captures, options, figures=figures, counted_only=figures.counted_only)
         check_readable(result.stats, captures)
-        result.tables["records"] = figures.journal.records()  # type: ignore[union-attr]
-        result.tables["txn_events"] = figures.txn_events.events()  # type: ignore[union-attr]
-        result.tables["exchanges"] = figures.record_exchanges()
+        result.tables.update(figures.kept_tables())
         result.frames = taken_frames(result.tables)  # the tables' column lists are freed one by one
         result.figures = figures
         result.inputs = [str(c) for c in captures]

@@ -51,8 +51,8 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from pyspark.sql.pandas.types import from_arrow_schema
 
-from kdissect.analysis.frames import ANALYSED_RECORDS
-from kdissect.analysis.report_figures import REPORT_FIGURES_ONLY, ReportFigures
+from kdissect.analysis.frames import ANALYSED_RECORDS, taken_frames
+from kdissect.analysis.report_figures import ReportFigures
 from kdissect.analysis.summary import Figures, Summary
 from kdissect.engines import EngineSetupError
 from kdissect.engines.partition import (
@@ -85,7 +85,7 @@ from kdissect.sources.shapes import SourceStats
 from kdissect.tables import merge
 from kdissect.tables.arrow import to_arrow
 from kdissect.tables.columns import TABLES
-from kdissect.tables.frames import from_arrow, taken_dataframe
+from kdissect.tables.frames import from_arrow
 from kdissect.tables.writer import ParquetFile
 from kdissect.tls.keylog import KeyLog
 
@@ -413,7 +413,7 @@ def with_secrets(options: Options, blocks: list[bytes]) -> Options:
 
 def decode(spark: SparkSession, paths: Iterable[str], *, options: Options | None = None,
            tables: Iterable[str] | None = None, split_bytes: int = SPLIT_BYTES, partitions: int | None = None,
-           staging: str | None = None, figures: type[Figures] = Figures) -> Decoded:  # fmt: skip
+           staging: str | None = None, figures: Callable[[], Figures] = Figures) -> Decoded:  # fmt: skip
     """Read and decode ``paths`` (files, directories, globs, URIs) on ``spark``. The decoded pieces
     are kept in staged files under ``staging`` (a new directory every executor can write and read:
     local disk in local mode, HDFS, S3 or a shared file system on a cluster; the caller removes it
@@ -467,7 +467,7 @@ def _read_and_decode_task(batches: Iterable[pa.RecordBatch], read: Callable[...,
 
 
 def _decode_task(batches: Iterable[pa.RecordBatch], files: list[str], options: Options, tables: list[str],
-                 staging: str | None, figures: type[Figures] = Figures, several_inputs: bool | None = None
+                 staging: str | None, figures: Callable[[], Figures] = Figures, several_inputs: bool | None = None
                  ) -> Iterator[pa.RecordBatch]:  # fmt: skip
     context = TaskContext.get()
     task = f"task-{context.partitionId():05d}-{context.attemptNumber()}"
@@ -522,21 +522,23 @@ def report_input(captures: list[str], *, master: str, options: Options, verbose:
     """The report's figures, counted in the tasks by the local engine's code and merged (the summary
     among them), and the tables the report still reads as rows, decoded on Spark and brought to the
     driver as frames. Not the tables the report reads through its figures (connections, batches, the
-    exchanges and their own rows): the tasks name some topics by id only and number connections
-    themselves, and the driver settles their figures' keys (:meth:`ReportFigures.settle`). Of the
-    exchanges, the driver holds the request times of the transactional records only."""
-    gathered = [name for name in TABLES if name not in REPORT_FIGURES_ONLY]
-    with _decoded(captures, master, conf, None, list(TABLES), options, verbose, ReportFigures) as decoded:
+    exchanges and their own rows, the transactional records and events, whose bounded journal each
+    task keeps): the tasks name some topics by id only and number connections themselves, and the
+    driver settles their figures' keys (:meth:`ReportFigures.settle`)."""
+    report_figures = partial(ReportFigures, keep_records=True, options=options)
+    gathered = [name for name in TABLES if name not in report_figures().counted_only]
+    with _decoded(captures, master, conf, None, list(TABLES), options, verbose, report_figures) as decoded:
         frames, figures = decoded.frames(gathered), decoded.figures
         settled = decoded.settled
-        figures.settle(settled.opened.id_of, settled.topics)  # type: ignore[attr-defined]
-        frames["exchanges"] = taken_dataframe("exchanges", figures.record_exchanges())  # type: ignore[attr-defined]
+        figures.settle(settled.opened.id_of, settled.topics, settled.aborted)  # type: ignore[attr-defined]
+        frames.update(taken_frames(figures.kept_tables()))  # type: ignore[attr-defined]
         return RunResult(decoded.stats(), decoded.summary(), frames=frames, figures=figures)
 
 
 @contextmanager
 def _decoded(captures: list[str], master: str, conf: Mapping[str, str] | None, out: str | None, tables: list[str],
-             options: Options, verbose: bool, figures: type[Figures] = Figures) -> Iterator[Decoded]:  # fmt: skip
+             options: Options, verbose: bool, figures: Callable[[], Figures] = Figures
+             ) -> Iterator[Decoded]:  # fmt: skip
     """A session and the captures decoded on it, for one command; all of it gone after."""
     fresh = _on_this_machine(master) and SparkContext._gateway is None  # (a JVM already running: as it is)
     classes = class_archive(spark_install(pyspark.__version__, os.path.dirname(pyspark.__file__))) if fresh else None

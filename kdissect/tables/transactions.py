@@ -24,8 +24,10 @@ from __future__ import annotations
 
 import uuid
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
+
+import numpy as np
 
 from kdissect.decoders.records import Batch
 from kdissect.tables.rows import TableRows
@@ -145,3 +147,21 @@ def replay(journal: Iterable[tuple], topic_names: Mapping[uuid.UUID, str]) -> li
     for call in journal:
         calls[call[0]](*call[1:])
     return marks.marks
+
+
+def marked(rows: Sequence[int] | np.ndarray, marks: Iterable[tuple[int, int, str]]) -> dict[int, str]:
+    """Of records numbered ``rows`` (as :func:`replay`'s marks number them), those in a marked range:
+    index in ``rows`` -> the mark's rule (the marker's name wins where rules overlap, as in
+    :meth:`TransactionMarks.apply`)."""
+    numbers = np.asarray(rows, np.int64)
+    if not len(numbers):
+        return {}
+    order = np.argsort(numbers, kind="stable")
+    ascending = numbers[order]
+    lo, hi = int(ascending[0]), int(ascending[-1]) + 1
+    out: dict[int, str] = {}
+    for start, n, rule in sorted((m for m in marks if m[0] < hi and m[0] + m[1] > lo),
+                                 key=lambda m: m[2] == ABORT_MARKER):  # fmt: skip
+        first, end = np.searchsorted(ascending, [start, start + n])
+        out.update(dict.fromkeys(order[first:end].tolist(), rule))
+    return out
