@@ -26,6 +26,8 @@ from __future__ import annotations
 import heapq
 from collections.abc import Callable, Iterable
 
+import numpy as np
+
 from kdissect.analysis.exchange_figures import ordered
 from kdissect.analysis.frames import ANALYSED_RECORDS
 from kdissect.analysis.listing import Listing
@@ -138,6 +140,11 @@ class Journal:
         for (direction, name), n in self.total.items():
             total[(direction, topic(name))] = total.get((direction, topic(name)), 0) + n
         self.total = total
+
+    def numbers(self) -> np.ndarray:
+        """A Spark journal's: the run-wide records row numbers of the rows held, ascending (whose
+        aborted marks :meth:`settle` needs)."""
+        return np.sort(np.fromiter((row[_ROW] for answer in self._heap for row in answer.rows), np.int64))
 
     def rows(self) -> list[tuple]:
         """The first ``limit`` records kept, in capture order."""

@@ -413,12 +413,15 @@ def with_secrets(options: Options, blocks: list[bytes]) -> Options:
 
 def decode(spark: SparkSession, paths: Iterable[str], *, options: Options | None = None,
            tables: Iterable[str] | None = None, split_bytes: int = SPLIT_BYTES, partitions: int | None = None,
-           staging: str | None = None, figures: Callable[[], Figures] = Figures) -> Decoded:  # fmt: skip
+           staging: str | None = None, figures: Callable[[], Figures] = Figures, records_read: bool = True
+           ) -> Decoded:  # fmt: skip
     """Read and decode ``paths`` (files, directories, globs, URIs) on ``spark``. The decoded pieces
     are kept in staged files under ``staging`` (a new directory every executor can write and read:
     local disk in local mode, HDFS, S3 or a shared file system on a cluster; the caller removes it
     when done), or, without it, in Spark's cache until :meth:`Decoded.close` (slower: every piece
-    then moves through the JVM)."""
+    then moves through the JVM). ``records_read`` False: the caller reads the records only through the
+    figures' journal (a report), and the driver keeps the aborted marks of the records it holds only
+    (the records table of the result is then not to be read)."""
     options = options or Options()
     wanted = list(tables) if tables is not None else list(TABLES)
     # Rows here are whole segments and table pieces (MBs each): Arrow batches are bounded by bytes, or
@@ -449,14 +452,16 @@ def decode(spark: SparkSession, paths: Iterable[str], *, options: Options | None
     side = envelope.filter(F.col("table").startswith("_")).collect()
     opened = merge.Opened.of_pieces(merge.read_ipc(r["data"]) for r in side if r["table"] == merge.OPENED)
     topics = merge.topic_names(merge.read_ipc(r["data"]) for r in side if r["table"] == merge.TOPICS)
-    aborted = merge.aborted_marks((read_pieces(r["data"], r["path"]) for r in side if r["table"] == merge.JOURNAL),
-                                  topics)  # fmt: skip
     task_stats = [json.loads(r["data"]) for r in side if r["table"] == merge.STATS]
     unit_stats = [(i, json.loads(s)) for task in task_stats for i, s in task["units"]]
     merged = figures()
     for r in side:
         if r["table"] == merge.FIGURES:
             merged.merge(pickle.loads(r["data"]))
+    # Records read only through the figures' journal (a report): the marks of the records it holds do.
+    journal = None if records_read else getattr(merged, "journal", None)
+    aborted = merge.aborted_marks((read_pieces(r["data"], r["path"]) for r in side if r["table"] == merge.JOURNAL),
+                                  topics, None if journal is None else journal.numbers())  # fmt: skip
     return Decoded(spark, envelope, files, wanted, merge.Settled(opened, topics, aborted), unit_stats,
                    sum(t["stray"] for t in task_stats), merged)
 
@@ -527,7 +532,8 @@ def report_input(captures: list[str], *, master: str, options: Options, verbose:
     driver settles their figures' keys (:meth:`ReportFigures.settle`)."""
     report_figures = partial(ReportFigures, keep_records=True, options=options)
     gathered = [name for name in TABLES if name not in report_figures().counted_only]
-    with _decoded(captures, master, conf, None, list(TABLES), options, verbose, report_figures) as decoded:
+    with _decoded(captures, master, conf, None, list(TABLES), options, verbose, report_figures,
+                  records_read=False) as decoded:  # fmt: skip
         frames, figures = decoded.frames(gathered), decoded.figures
         settled = decoded.settled
         figures.settle(settled.opened.id_of, settled.topics, settled.aborted)  # type: ignore[attr-defined]
@@ -537,9 +543,9 @@ def report_input(captures: list[str], *, master: str, options: Options, verbose:
 
 @contextmanager
 def _decoded(captures: list[str], master: str, conf: Mapping[str, str] | None, out: str | None, tables: list[str],
-             options: Options, verbose: bool, figures: Callable[[], Figures] = Figures
+             options: Options, verbose: bool, figures: Callable[[], Figures] = Figures, records_read: bool = True
              ) -> Iterator[Decoded]:  # fmt: skip
-    """A session and the captures decoded on it, for one command; all of it gone after."""
+    """A session and the captures decoded on it (:func:`decode`), for one command; all of it gone after."""
     fresh = _on_this_machine(master) and SparkContext._gateway is None  # (a JVM already running: as it is)
     classes = class_archive(spark_install(pyspark.__version__, os.path.dirname(pyspark.__file__))) if fresh else None
     spark = session(master, conf, verbose, classes)
@@ -548,7 +554,8 @@ def _decoded(captures: list[str], master: str, conf: Mapping[str, str] | None, o
     staging = _temporary_staging(spark) or (f"{out.rstrip('/')}/_staging" if out else None)
     try:
         with executors_set_up():
-            decoded = decode(spark, captures, options=options, tables=tables, staging=staging, figures=figures)
+            decoded = decode(spark, captures, options=options, tables=tables, staging=staging, figures=figures,
+                             records_read=records_read)  # fmt: skip
             try:
                 yield decoded
             finally:

@@ -134,12 +134,14 @@ def journal_piece(task: int, first: int, calls: list[tuple[tuple[int, int], tupl
                     schema=_JOURNAL_SCHEMA)  # fmt: skip
 
 
-def aborted_marks(journals: Iterable[Iterable[pa.Table]], topics: Mapping[str, str]) -> list[tuple[int, int, str]]:
+def aborted_marks(journals: Iterable[Iterable[pa.Table]], topics: Mapping[str, str],
+                  rows: np.ndarray | None = None) -> list[tuple[int, int, str]]:  # fmt: skip
     """Journals (each a sequence of pieces in capture order, read as they are needed) merged in
     capture order and replayed by the one set of rules: streamed, so what is held at once is a
-    piece per journal and the rules' own bounded state, whatever the number of calls."""
+    piece per journal and the rules' own bounded state, whatever the number of calls; with ``rows``
+    (``ROW`` numbers, ascending), the marks of those rows only (``transactions.replay``)."""
     merged = heapq.merge(*(_calls(pieces) for pieces in journals), key=itemgetter(0))
-    return replay((call for _, call in merged), topics)  # type: ignore[arg-type]
+    return replay((call for _, call in merged), topics, rows)  # type: ignore[arg-type]
 
 
 def _calls(pieces: Iterable[pa.Table]) -> Iterator[tuple[tuple[int, int, int], tuple]]:

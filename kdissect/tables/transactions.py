@@ -139,14 +139,32 @@ class TransactionMarks:
         self.marks.clear()
 
 
-def replay(journal: Iterable[tuple], topic_names: Mapping[uuid.UUID, str]) -> list[tuple[int, int, str]]:
+_FILTER_EVERY = 4096  # marks a replay for some rows only holds before dropping those that hit none
+
+
+def replay(journal: Iterable[tuple], topic_names: Mapping[uuid.UUID, str],
+           rows: np.ndarray | None = None) -> list[tuple[int, int, str]]:  # fmt: skip
     """The marks the rules give for calls journalled apart and merged in capture order (rows as the
-    journals numbered them), topic ids named by ``topic_names``: (first row, rows, rule)."""
+    journals numbered them), topic ids named by ``topic_names``: (first row, rows, rule). With ``rows``
+    (ascending), only the marks that hit one of them: what is held stays bounded by them, whatever
+    the number of transactions."""
     marks = TransactionMarks(topic_names)
     calls = {"opened": marks.opened, "markers": marks.markers, "end_txn": marks.end_txn}
     for call in journal:
         calls[call[0]](*call[1:])
-    return marks.marks
+        if rows is not None and len(marks.marks) >= _FILTER_EVERY:
+            marks.marks = hitting(marks.marks, rows)
+    return marks.marks if rows is None else hitting(marks.marks, rows)
+
+
+def hitting(marks: list[tuple[int, int, str]], rows: np.ndarray) -> list[tuple[int, int, str]]:
+    """The marks whose range holds one of ``rows`` (ascending)."""
+    if not marks:
+        return marks
+    starts = np.fromiter((m[0] for m in marks), np.int64, len(marks))
+    ends = starts + np.fromiter((m[1] for m in marks), np.int64, len(marks))
+    hit = np.searchsorted(rows, starts) < np.searchsorted(rows, ends)
+    return [m for m, keep in zip(marks, hit.tolist(), strict=True) if keep]
 
 
 def marked(rows: Sequence[int] | np.ndarray, marks: Iterable[tuple[int, int, str]]) -> dict[int, str]:

@@ -69,17 +69,19 @@ def simulate(paths: list[str], split_bytes: int = 1 << 40, partitions: int = 3) 
     return tables
 
 
-def simulate_report(paths: list[str], options: Options, partitions: int = 3) -> ReportFigures:
+def simulate_report(paths: list[str], options: Options, partitions: int = 3) -> tuple[ReportFigures, list]:
     """The Spark report's figures without Spark: the tasks' (each with its own journal), merged and
-    settled as the driver does."""
+    settled as the driver does, with the aborted marks of the records the journal holds only (returned too)."""
     figures = partial(ReportFigures, keep_records=True, options=options)
     pieces, settled = simulated_pieces(paths, partitions=partitions, figures=figures, options=options)
     merged = figures()
     for name, data in pieces:
         if name == merge.FIGURES:
             merged.merge(pickle.loads(data))
-    merged.settle(settled.opened.id_of, settled.topics, settled.aborted)
-    return merged
+    journals = ([merge.read_ipc(d)] for n, d in pieces if n == merge.JOURNAL)
+    marks = merge.aborted_marks(journals, settled.topics, merged.journal.numbers())
+    merged.settle(settled.opened.id_of, settled.topics, marks)
+    return merged, marks
 
 
 def simulated_pieces(paths: list[str], split_bytes: int = 1 << 40, partitions: int = 3,

@@ -12,7 +12,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from kdissect.engines.request import Request, run
+from kdissect.engines.request import Request
+from kdissect.engines.request import run as run_request
 from kdissect.engines.units import (
     RUN,
     RUN_HEADER,
@@ -22,12 +23,12 @@ from kdissect.engines.units import (
     read_unit,
     read_units,
 )
+from kdissect.options import Options
 from kdissect.sources.files import in_time_order, iter_capture
 from kdissect.sources.segment import TcpSegment
 from kdissect.sources.shapes import SourceStats
 from kdissect.sources.split import pcap_layout, pcapng_cuts, prove_boundary
-from kdissect.options import Options
-from kdissect.tables import merge
+from kdissect.tables import merge, transactions
 from kdissect.testing.packets import Encapsulation
 from kdissect.testing.pcapwrite import Interface, pcapng_section, segment_frame_list, write_capture
 from kdissect.testing.synthetic import conversation
@@ -291,20 +292,23 @@ def test_topic_ids_and_aborted_transactions_across_interleaved_rotations_as_the_
 
 
 @pytest.mark.parametrize("limits", [(None, None), (150, 20)], ids=["below", "past"])
-def test_the_tasks_journals_merge_to_the_local_report_s(tmp_path: Path, limits: tuple) -> None:
+def test_the_tasks_journals_merge_to_the_local_report_s(tmp_path: Path, limits: tuple, monkeypatch) -> None:
     """Each task keeps its bounded journal of transactional records and events, the driver merges
     and settles them (connection ids, topic names of Fetch v13 answers, aborted marks decided by other
-    tasks' calls): below the limits and past them (an answer cut by the limit, topics by id whose
-    names sort otherwise than their ids) the kept tables are the local report's."""
+    tasks' calls, of the records held only): below the limits and past them (an answer cut by the
+    limit, topics by id whose names sort otherwise than their ids) the kept tables are the local
+    report's."""
+    monkeypatch.setattr(transactions, "_FILTER_EVERY", 2)  # the replay drops marks of no record held as it goes
     files = transactions_at_two_places(tmp_path, 60)
     records, events = limits
     options = Options() if records is None else Options(journal_records=records, journal_events=events)
-    local = run(Request(files, options, report=True)).figures
+    local = run_request(Request(files, options, report=True)).figures
     assert local is not None and local.journal is not None
     past = bool(local.journal.not_kept())
     assert past == (records is not None) == (len(local.txn_events.kept.rows()) < local.txn_events.kept.total)
     for partitions in (1, 3):
-        spark = simulate_report(files, options, partitions)
+        spark, marks = simulate_report(files, options, partitions)
+        assert 0 < len(marks) <= len(spark.journal.rows()) + 1  # (an answer's rows past the limit)
         assert spark.journal.not_kept() == local.journal.not_kept()
         assert spark.kept_tables() == local.kept_tables(), partitions
 
