@@ -449,21 +449,38 @@ def decode(spark: SparkSession, paths: Iterable[str], *, options: Options | None
         decoded = _unit_ids(spark, units).mapInArrow(whole, from_arrow_schema(ENVELOPE_SCHEMA))
     envelope = (decoded
                 .persist(StorageLevel.DISK_ONLY if staging is None else StorageLevel.MEMORY_AND_DISK))  # fmt: skip
-    side = envelope.filter(F.col("table").startswith("_")).collect()
+    # The summary's figures are a few KB per task, merged here; a report's (each task's journal may
+    # hold journal_records rows) are merged in one task, one at a time, and only the result comes here.
+    summary_only = figures is Figures
+    side_pieces = F.col("table").startswith("_")
+    side = envelope.filter(side_pieces if summary_only else side_pieces & (F.col("table") != merge.FIGURES)).collect()
     opened = merge.Opened.of_pieces(merge.read_ipc(r["data"]) for r in side if r["table"] == merge.OPENED)
     topics = merge.topic_names(merge.read_ipc(r["data"]) for r in side if r["table"] == merge.TOPICS)
     task_stats = [json.loads(r["data"]) for r in side if r["table"] == merge.STATS]
     unit_stats = [(i, json.loads(s)) for task in task_stats for i, s in task["units"]]
-    merged = figures()
-    for r in side:
-        if r["table"] == merge.FIGURES:
-            merged.merge(pickle.loads(r["data"]))
+    if summary_only:
+        merged = figures()
+        for r in side:
+            if r["table"] == merge.FIGURES:
+                merged.merge(pickle.loads(r["data"]))
+    else:
+        task = partial(_merged_figures, figures=figures)
+        got = envelope.filter(F.col("table") == merge.FIGURES).coalesce(1).mapInArrow(task, from_arrow_schema(_PIECES))
+        merged = pickle.loads(got.collect()[0]["data"])
     # Records read only through the figures' journal (a report): the marks of the records it holds do.
     journal = None if records_read else getattr(merged, "journal", None)
     aborted = merge.aborted_marks((read_pieces(r["data"], r["path"]) for r in side if r["table"] == merge.JOURNAL),
                                   topics, None if journal is None else journal.numbers())  # fmt: skip
     return Decoded(spark, envelope, files, wanted, merge.Settled(opened, topics, aborted), unit_stats,
                    sum(t["stray"] for t in task_stats), merged)
+
+
+def _merged_figures(batches: Iterable[pa.RecordBatch], figures: Callable[[], Figures]) -> Iterator[pa.RecordBatch]:
+    merged = figures()
+    for batch in batches:
+        for data in batch.column("data").to_pylist():
+            merged.merge(pickle.loads(data))
+    yield pa.RecordBatch.from_pylist([{"table": merge.FIGURES, "data": pickle.dumps(merged)}], schema=_PIECES)
 
 
 def _read_and_decode_task(batches: Iterable[pa.RecordBatch], read: Callable[..., Iterator[pa.RecordBatch]],
