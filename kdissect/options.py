@@ -93,5 +93,6 @@ class Options:
     # -- the report ------------------------------------------------------------------------------
     # The transactions section's journal (kdissect.analysis.journal): the first this many transactional
     # records and transaction events in capture order are kept; past them, the rest are only counted.
-    journal_records: int = 100_000
-    journal_events: int = 10_000
+    # None: the journal's own defaults (RECORD_LIMIT, EVENT_LIMIT: 100,000 and 10,000).
+    journal_records: int | None = None
+    journal_events: int | None = None

@@ -3,7 +3,8 @@
 The transactions section decides each transactional record's outcome from the markers, the abort
 rules and the EndTxn calls of the whole capture (:mod:`.transactions`), so its records cannot be
 counted and dropped as they come. The journal keeps them, but only the columns that section reads
-(no keys, values or headers) and at most ``limit`` of them (``Options.journal_records``): those
+(no keys, values or headers) and at most ``limit`` of them (:data:`RECORD_LIMIT` unless
+``Options.journal_records`` says otherwise): those
 first in capture order (timestamp, connection, correlation id, direction, topic, partition, offset).
 That choice does not depend on how a run was split or in which order pieces merged. The records
 past the limit are counted per direction and topic, so the section's counts still add up.
@@ -43,6 +44,8 @@ JOURNAL_COLUMNS = ("timestamp", "connection_id", "correlation_id", "direction", 
 _ANSWER, _ORDER = 4, 7  # the first JOURNAL_COLUMNS, in order: one answer's records; a record's capture order
 _CONNECTION, _TOPIC, _ABORTED, _RULE = 1, 4, 12, 13
 _ROW = len(JOURNAL_COLUMNS)  # a Spark task's rows end with their run-wide records row number
+RECORD_LIMIT = 100_000  # transactional records a report's journal keeps by default
+EVENT_LIMIT = 10_000  # transaction events (InitProducerId … EndTxn) it keeps by default
 
 
 def _order(values: Iterable[object]) -> tuple:
@@ -185,7 +188,7 @@ class Journal:
 
 
 class FirstEvents:
-    """The first ``limit`` rows of ``txn_events`` (``Options.journal_events``) by (request time,
+    """The first ``limit`` rows of ``txn_events`` (:data:`EVENT_LIMIT` by default) by (request time,
     connection, correlation id): the Transactions table walks them in that order, so it lists the
     transactions they begin exactly; ``kept.total`` counts every event offered. A Spark task's hold
     each connection's place for its id, settled on the driver (as :class:`Journal`'s)."""

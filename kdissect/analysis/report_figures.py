@@ -24,12 +24,11 @@ from kdissect.analysis.distribution import EXACT_VALUES, RELATIVE_ERROR, Latenci
 from kdissect.analysis.errors import NO_ANSWER
 from kdissect.analysis.exchange_figures import ExchangeFigures, ordered, percentile_frame
 from kdissect.analysis.frames import ANALYSED_RECORDS
-from kdissect.analysis.journal import FirstEvents, Journal
+from kdissect.analysis.journal import EVENT_LIMIT, RECORD_LIMIT, FirstEvents, Journal
 from kdissect.analysis.latency import DIMENSIONS, broker_namer
 from kdissect.analysis.placed import namer, renamed
 from kdissect.analysis.summary import Figures
 from kdissect.analysis.time_figures import TimeFigures
-from kdissect.options import Options
 from kdissect.tables.columns import TABLES, cells
 from kdissect.tables.sink import JOINED, Columns
 
@@ -64,13 +63,13 @@ _KEY_AT = {dimension: [_KEY_COLUMNS.index(c) for c in key] for dimension, key in
 class ReportFigures(Figures):
     """The summary's figures and the report's latency tables, added piece by piece and mergeable."""
 
-    def __init__(self, limit: int = KEY_LIMIT, keep_records: bool = False, options: Options | None = None) -> None:
+    def __init__(self, limit: int = KEY_LIMIT, keep_records: bool = False, records: int = RECORD_LIMIT,
+                 events: int = EVENT_LIMIT) -> None:  # fmt: skip
         super().__init__()
-        # The transactional records and events, bounded by ``options`` (the transactions section lists
-        # them): kept here only for a run that does not keep those tables (a report, on any engine).
-        bounds = options or Options()
-        self.journal = Journal(bounds.journal_records) if keep_records else None
-        self.txn_events = FirstEvents(bounds.journal_events) if keep_records else None
+        # The first ``records`` transactional records and ``events`` transaction events (the transactions
+        # section lists them): kept here only for a run that does not keep those tables (a report).
+        self.journal = Journal(records) if keep_records else None
+        self.txn_events = FirstEvents(events) if keep_records else None
         self.latency = {dimension: Groups(Latencies, limit) for dimension in KEYED}
         self.brokers: dict[tuple[object, object, object, object], None] = {}  # (node, host, port, rack) seen
         self.clients = ClientFigures(limit)

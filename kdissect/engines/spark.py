@@ -52,7 +52,6 @@ from pyspark.sql import types as T
 from pyspark.sql.pandas.types import from_arrow_schema
 
 from kdissect.analysis.frames import ANALYSED_RECORDS, taken_frames
-from kdissect.analysis.report_figures import ReportFigures
 from kdissect.analysis.summary import Figures, Summary
 from kdissect.engines import EngineSetupError
 from kdissect.engines.partition import (
@@ -65,7 +64,7 @@ from kdissect.engines.partition import (
     unit_decoder,
 )
 from kdissect.engines.paths import list_captures
-from kdissect.engines.run import RunResult, RunStats
+from kdissect.engines.run import RunResult, RunStats, report_figures
 from kdissect.engines.spark_classes import ClassArchive, class_archive, keep_written, spark_install
 from kdissect.engines.spark_quiet import quiet_conf
 from kdissect.engines.storage import file_system, remove_tree
@@ -547,9 +546,9 @@ def report_input(captures: list[str], *, master: str, options: Options, verbose:
     exchanges and their own rows, the transactional records and events, whose bounded journal each
     task keeps): the tasks name some topics by id only and number connections themselves, and the
     driver settles their figures' keys (:meth:`ReportFigures.settle`)."""
-    report_figures = partial(ReportFigures, keep_records=True, options=options)
-    gathered = [name for name in TABLES if name not in report_figures().counted_only]
-    with _decoded(captures, master, conf, None, list(TABLES), options, verbose, report_figures,
+    figures_of_task = partial(report_figures, options)
+    gathered = [name for name in TABLES if name not in figures_of_task().counted_only]
+    with _decoded(captures, master, conf, None, list(TABLES), options, verbose, figures_of_task,
                   records_read=False) as decoded:  # fmt: skip
         frames, figures = decoded.frames(gathered), decoded.figures
         settled = decoded.settled

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from kdissect.analysis.frames import analysis_frames, in_capture_order
-from kdissect.analysis.journal import FirstEvents, Journal
+from kdissect.analysis.journal import EVENT_LIMIT, RECORD_LIMIT, FirstEvents, Journal
 from kdissect.analysis.transactions import NOT_KEPT, record_outcomes, transactional_records, transactions
 from kdissect.engines import local
 from kdissect.engines.request import Request, run
@@ -24,7 +24,6 @@ from kdissect.testing.records_encode import control_record, encode_batch, new_re
 
 CAPTURES = sorted(p for p in (Path(__file__).parents[2] / "captures").iterdir() if ".pcap" in p.name)
 TRANSACTIONAL = [c for c in CAPTURES if "transactions" in c.name]
-RECORDS, EVENTS = Options().journal_records, Options().journal_events  # the journal's default limits
 
 
 @pytest.fixture(scope="module")
@@ -60,14 +59,14 @@ def test_the_journal_of_any_split_gives_the_records_tables_section(records_captu
     sizes = [2] * n if seed == 0 else [rng.randint(1, 7) for _ in range(n)]
     journals = []
     for piece in _pieces(tables["records"], sizes):
-        j = Journal(RECORDS)
+        j = Journal(RECORD_LIMIT)
         j.add(piece)
         journals.append(pickle.loads(pickle.dumps(j)))
     rng.shuffle(journals)
-    merged = Journal(RECORDS)
+    merged = Journal(RECORD_LIMIT)
     for j in journals:
         merged.merge(j)
-    whole = Journal(RECORDS)
+    whole = Journal(RECORD_LIMIT)
     whole.add(tables["records"])
     assert merged == whole
     listed, outcomes = _section(tables, merged)
@@ -112,7 +111,8 @@ def test_the_first_events_of_any_split_give_the_transactions_table(records_captu
     rng = random.Random(seed)
     n = len(cells(tables["txn_events"]["connection_id"]))
     sizes = [2] * n if seed == 0 else [rng.randint(1, 4) for _ in range(n)]
-    for limit, expected in ((EVENTS, want["txn_events"]), (3, want["txn_events"].sort_values("request_ts").head(3))):
+    first_three = want["txn_events"].sort_values("request_ts").head(3)
+    for limit, expected in ((EVENT_LIMIT, want["txn_events"]), (3, first_three)):
         events = [FirstEvents(limit) for _ in range(n)]
         for piece, first in zip(_pieces(tables["txn_events"], sizes), events, strict=False):
             first.add(piece)

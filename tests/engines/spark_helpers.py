@@ -19,6 +19,7 @@ from kdissect.analysis.report_figures import ReportFigures
 from kdissect.analysis.summary import Figures, Summary
 from kdissect.engines import local
 from kdissect.engines.partition import decode_partition, unit_decoder
+from kdissect.engines.run import report_figures
 from kdissect.engines.units import Census, plan_units, read_units, segment_order, unit_census
 from kdissect.options import Options
 from kdissect.sources.files import in_time_order
@@ -72,7 +73,7 @@ def simulate(paths: list[str], split_bytes: int = 1 << 40, partitions: int = 3) 
 def simulate_report(paths: list[str], options: Options, partitions: int = 3) -> tuple[ReportFigures, list]:
     """The Spark report's figures without Spark: the tasks' (each with its own journal), merged and
     settled as the driver does, with the aborted marks of the records the journal holds only (returned too)."""
-    figures = partial(ReportFigures, keep_records=True, options=options)
+    figures = partial(report_figures, options)
     pieces, settled = simulated_pieces(paths, partitions=partitions, figures=figures, options=options)
     merged = figures()
     for name, data in pieces:
