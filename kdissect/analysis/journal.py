@@ -4,10 +4,10 @@ The transactions section decides each transactional record's outcome from the ma
 rules and the EndTxn calls of the whole capture (:mod:`.transactions`), so its records cannot be
 counted and dropped as they come. The journal keeps them, but only the columns that section reads
 (no keys, values or headers) and at most ``limit`` of them (:data:`RECORD_LIMIT` unless
-``Options.journal_records`` says otherwise): those
-first in capture order (timestamp, connection, correlation id, direction, topic, partition, offset).
-That choice does not depend on how a run was split or in which order pieces merged. The records
-past the limit are counted per direction and topic, so the section's counts still add up.
+``Options.journal_records`` says otherwise): those first in capture order (timestamp, connection,
+correlation id, direction, topic, partition, offset). That choice does not depend on how a run was
+split or in which order pieces merged. The records past the limit are counted per direction and
+topic, so the section's counts still add up.
 
 A Spark task decodes some connections only and cannot settle three things of its records: their
 connection ids, the names of topics it knows by id only, and the aborted marks other tasks' calls
@@ -97,7 +97,8 @@ class Journal:
         for i in keep:
             row = tuple(v[i] for v in values)
             if ids is not None:  # a Spark task's: placed, its topic id kept, numbered
-                row = (row[0], self.places[row[_CONNECTION]], *row[2:_TOPIC],  # type: ignore[index]
+                conn = row[_CONNECTION]
+                row = (row[0], None if conn is None else self.places[conn], *row[2:_TOPIC],  # type: ignore[index]
                        topic_key(row[_TOPIC], ids[i]), *row[_TOPIC + 1 :], self.first_row + first + i)  # fmt: skip
             if not row[7]:  # a data record (markers are not listed)
                 self.total[(row[3], row[4])] = self.total.get((row[3], row[4]), 0) + 1
@@ -129,11 +130,12 @@ class Journal:
         """A Spark driver's journal (merged from tasks') with final connection ids, named topics and
         the aborted marks of the whole run (``tables.merge.Settled``)."""
         rows = [row for answer in self._heap for row in answer.rows]
-        hits = dict(marked([row[_ROW] for row in rows], marks))
+        hits = marked([row[_ROW] for row in rows], marks)
         answers: dict[tuple, list[tuple]] = {}
         for at, row in enumerate(rows):
             aborted, rule = (True, hits[at]) if at in hits else (row[_ABORTED], row[_RULE])
-            row = (row[0], connection(row[_CONNECTION]), *row[2:_TOPIC], topic(row[_TOPIC]),
+            conn = row[_CONNECTION]
+            row = (row[0], None if conn is None else connection(conn), *row[2:_TOPIC], topic(row[_TOPIC]),
                    *row[_TOPIC + 1 : _ABORTED], aborted, rule)  # fmt: skip
             answers.setdefault(_order(row[:_ANSWER]), []).append(row)
         self._answers, self._heap, self.held = {}, [], 0
