@@ -89,3 +89,10 @@ class Options:
     spill_rows: int = 50_000  # rows of a growing table written out at once (with ``--out``)
     spill_bytes: int = 64 * MiB  # payload bytes of a growing table written out at once (with ``--out``)
     anomaly_rows: int = 100  # rows of one anomaly kind per connection and direction; the rest are counted
+
+    # -- the report ------------------------------------------------------------------------------
+    # The transactions section's journal (kdissect.analysis.journal): the first this many transactional
+    # records and transaction events in capture order are kept; past them, the rest are only counted.
+    # None: the journal's own defaults (RECORD_LIMIT, EVENT_LIMIT: 100,000 and 10,000).
+    journal_records: int | None = None
+    journal_events: int | None = None

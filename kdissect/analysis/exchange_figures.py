@@ -204,9 +204,9 @@ class ExchangeFigures:
         """Records' exchanges whose request times are held or awaited."""
         return len(self.record_times) + len(self._waiting)
 
-    def keep_record_times(self, keys: Iterable[tuple]) -> None:
-        """Forget the request times of records no longer kept (a bounded journal dropped them)."""
-        kept = {self._placed(key) for key in keys}
+    def keep_record_times(self, kept: set[tuple]) -> None:
+        """Forget the request times of records no longer kept (a bounded journal dropped them):
+        ``kept``, the (connection's place in a Spark task, else id; correlation id) of those kept."""
         self.record_times = {key: ts for key, ts in self.record_times.items() if key in kept}
         self._waiting = {key for key in self._waiting if self._placed(key) in kept}
 

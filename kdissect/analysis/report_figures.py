@@ -25,7 +25,7 @@ from kdissect.analysis.errors import NO_ANSWER
 from kdissect.analysis.exchange_figures import ExchangeFigures, ordered, percentile_frame
 from kdissect.analysis.frames import ANALYSED_RECORDS
 from kdissect.analysis.group_figures import GroupFigures
-from kdissect.analysis.journal import FirstEvents, Journal
+from kdissect.analysis.journal import EVENT_LIMIT, RECORD_LIMIT, FirstEvents, Journal
 from kdissect.analysis.latency import DIMENSIONS, broker_namer
 from kdissect.analysis.listing import FirstRows
 from kdissect.analysis.placed import namer, renamed
@@ -69,12 +69,13 @@ _KEY_AT = {dimension: [_KEY_COLUMNS.index(c) for c in key] for dimension, key in
 class ReportFigures(Figures):
     """The summary's figures and the report's latency tables, added piece by piece and mergeable."""
 
-    def __init__(self, limit: int = KEY_LIMIT, keep_records: bool = False) -> None:
+    def __init__(self, limit: int = KEY_LIMIT, keep_records: bool = False, records: int = RECORD_LIMIT,
+                 events: int = EVENT_LIMIT) -> None:  # fmt: skip
         super().__init__()
-        # The transactional records, bounded (the transactions section lists them): kept here only
-        # for a run that does not keep the records table (the local engine's report).
-        self.journal: Journal | None = Journal() if keep_records else None
-        self.txn_events: FirstEvents | None = FirstEvents() if keep_records else None
+        # The first ``records`` transactional records and ``events`` transaction events (the transactions
+        # section lists them): kept here only for a run that does not keep those tables (a report).
+        self.journal = Journal(records) if keep_records else None
+        self.txn_events = FirstEvents(events) if keep_records else None
         self.latency = {dimension: Groups(Latencies, limit) for dimension in KEYED}
         self.brokers: dict[tuple[object, object, object, object], None] = {}  # (node, host, port, rack) seen
         self.clients = ClientFigures(limit)
@@ -105,8 +106,7 @@ class ReportFigures(Figures):
             self.exchanges.records_seen((keys[i] for i in keep), keys[-1] if keys else None)
             if self.journal is not None:
                 self.journal.add(columns)
-                if self.exchanges.record_times_held > 2 * self.journal.limit:
-                    self.exchanges.keep_record_times(self.journal.keys())
+                self._forget_record_times()
         elif name == "txn_events" and self.txn_events is not None:
             self.txn_events.add(columns)
         elif name in PLACED:
@@ -170,23 +170,44 @@ class ReportFigures(Figures):
         first, last = self.times[2], self.times[3]
         return pd.Timedelta(last - first, unit="ns").total_seconds() if first is not None and last is not None else 0.0
 
-    def number_connections(self, places: list[tuple[int, int]]) -> None:
-        self.exchanges.places = places
+    def _forget_record_times(self) -> None:
+        """The request times of records the journal no longer holds, forgotten past twice its limit."""
+        if self.journal is not None and self.exchanges.record_times_held > 2 * self.journal.limit:
+            self.exchanges.keep_record_times(self.journal.keys())
 
-    def settle(self, connection: Callable[[tuple[int, int]], int], topics: Mapping[str, str]) -> None:
+    def number_connections(self, places: list[tuple[int, int]], first_row: int = 0) -> None:
+        self.exchanges.places = places
+        if self.journal is not None and self.txn_events is not None:
+            self.journal.places = self.txn_events.places = places
+            self.journal.first_row = first_row
+
+    def settle(self, connection: Callable[[tuple[int, int]], int], topics: Mapping[str, str],
+               marks: list[tuple[int, int, str]] | None = None) -> None:  # fmt: skip
         """A Spark driver's figures, merged from tasks that numbered connections and knew some topics
         by id only: ``connection`` gives a place's connection id (places sort as their ids do),
-        ``topics`` the run's topic id -> name."""
+        ``topics`` the run's topic id -> name, ``marks`` the aborted marks of its records (a Spark
+        driver's journal is settled with them; a local run's journal needs no settling)."""
         topic = namer(topics)
         self.exchanges.settle(connection, topic)
         for placed in (self.groups, self.topology, self.anomalies):
             placed.settle(connection)
+        if marks is not None and self.journal is not None and self.txn_events is not None:
+            self.journal.settle(connection, topic, marks)
+            self.txn_events.settle(connection)
         self.batches.partitions = renamed(self.batches.partitions, lambda key: (key[0], topic(key[1]), key[2]))
 
     def name_topics(self, topics: dict[str, str]) -> None:
         """A local run's figures, whose sink named some topic ids only after handing rows of them
         over: those rows' topics named (its connections are numbered already)."""
         self.settle(lambda conn: conn, topics)  # type: ignore[arg-type,return-value]
+
+    @property
+    def journal_limits(self) -> tuple[int, int]:
+        """The transactional records and transaction events a report keeps (the defaults when this
+        run keeps those tables whole)."""
+        if self.journal is None or self.txn_events is None:
+            return RECORD_LIMIT, EVENT_LIMIT
+        return self.journal.limit, self.txn_events.kept.limit
 
     @property
     def counted_only(self) -> tuple[str, ...]:
@@ -211,6 +232,7 @@ class ReportFigures(Figures):
             self.without_answer += other.without_answer
             if self.journal is not None and other.journal is not None:
                 self.journal.merge(other.journal)
+                self._forget_record_times()
             if self.txn_events is not None and other.txn_events is not None:
                 self.txn_events.merge(other.txn_events)
 
@@ -222,11 +244,20 @@ class ReportFigures(Figures):
             table["api_version"] = table["api_version"].astype("Int16")
         return table
 
+    def kept_tables(self) -> dict[str, Columns]:
+        """The tables the report reads as rows that these figures keep (bounded): the transactional
+        records, the transaction events and the request times of those records' exchanges."""
+        return {"records": self.journal.records(), "txn_events": self.txn_events.events(),  # type: ignore[union-attr]
+                "exchanges": self.record_exchanges()}  # fmt: skip
+
     def record_exchanges(self) -> Columns:
         """The exchanges table narrowed to what the transactions section reads of it (the request
-        times of the records kept), the other columns null."""
+        times of the records kept, in their order: the same whichever way a run was split), the other
+        columns null."""
         self.exchanges.flush()
-        times = self.exchanges.record_times
+        held = self.exchanges.record_times
+        kept = [(row[1], row[2]) for row in self.journal.rows()] if self.journal is not None else held
+        times = {key: held[key] for key in kept if key in held}
         columns: Columns = {name: [None] * len(times) for name, _ in TABLES["exchanges"]}
         columns["connection_id"] = [conn for conn, _ in times]
         columns["correlation_id"] = [corr for _, corr in times]

@@ -94,10 +94,11 @@ class Figures:
         self._tcp: Counter[str] = Counter()
         self.seen: set[str] = set()  # the tables any piece came from
 
-    def number_connections(self, places: list[tuple[int, int]]) -> None:
+    def number_connections(self, places: list[tuple[int, int]], first_row: int = 0) -> None:
         """A Spark task's connection ids are its own: ``places`` (growing as its connections open)
-        gives each one's place in capture order, for figures that order or list connections (these
-        figures do neither)."""
+        gives each one's place in capture order, for figures that order or list connections, and
+        ``first_row`` the run-wide number of its first records row (``tables.merge.ROW``), for figures
+        that keep records (these figures do neither)."""
 
     def name_topics(self, topics: dict[str, str]) -> None:
         """Topics known by id only when their rows were counted, named at the run's end from

@@ -19,7 +19,7 @@ import heapq
 import itertools
 import json
 import pickle
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 
 import numpy as np
@@ -127,7 +127,7 @@ class PartitionDecoder:
 
     def __init__(self, files: list[str], options: Options, tables: Iterable[str],
                  pieces: InlinePieces | StagedPieces | None = None, task: int = 0, spill_rows: int = 10_000,
-                 figures: type[Figures] = Figures, several_inputs: bool | None = None) -> None:  # fmt: skip
+                 figures: Callable[[], Figures] = Figures, several_inputs: bool | None = None) -> None:  # fmt: skip
         # Inline pieces travel as single Arrow IPC blobs through the JVM: kept to a few MB each.
         options = replace(options, spill_rows=min(options.spill_rows, spill_rows))
         self.pieces = pieces or InlinePieces()
@@ -147,7 +147,7 @@ class PartitionDecoder:
         self.opened_at: list[int] = []  # per local connection id: pos of the segment that opened it
         # per local connection id: its place in the order the run numbers connections in (merge.Opened)
         self.places: list[Place] = []
-        self.figures.number_connections(self.places)
+        self.figures.number_connections(self.places, task << merge.ROW_BITS)
         self.broker_seen: list[Place] = []  # per brokers row: place of the segment that revealed it
         self.topic_seen: list[Place] = []  # per learned topic id, in learning order: place
         self.stats: list[tuple[int, str]] = []  # (file index, counters as JSON) per unit
@@ -318,7 +318,7 @@ class PartitionDecoder:
 
 def decode_partition(batches: Iterable[pa.RecordBatch], files: list[str], options: Options, tables: list[str],
                      pieces: InlinePieces | StagedPieces | None = None, task: int = 0,
-                     figures: type[Figures] = Figures, several_inputs: bool | None = None
+                     figures: Callable[[], Figures] = Figures, several_inputs: bool | None = None
                      ) -> Iterator[pa.RecordBatch]:  # fmt: skip
     """Segment batches of one partition (task number ``task``) in, envelope batches
     (``ENVELOPE_SCHEMA``) out; the task's ``figures`` among them. ``several_inputs``: whether a packet
@@ -339,7 +339,7 @@ def _envelope(rows: Iterator[Envelope]) -> Iterator[pa.RecordBatch]:
 
 
 def unit_decoder(unit: Unit, attempt: int, files: list[str], options: Options, tables: list[str],
-                 staging: str | None, figures: type[Figures], first_task: int) -> PartitionDecoder:  # fmt: skip
+                 staging: str | None, figures: Callable[[], Figures], first_task: int) -> PartitionDecoder:  # fmt: skip
     """The decoder of a read task's own connections (those wholly inside its unit): the same core as
     every decode task, numbered after them (``first_task``: the number of decode tasks), its pieces
     staged under a name of its own (``attempt``: a retry's are never read)."""

@@ -16,7 +16,7 @@ from typing import Any
 from kdissect.analysis.filters import FilterError as FilterError  # the filter language's one error, for faces
 from kdissect.engines import RequestError, local
 from kdissect.engines.paths import list_captures
-from kdissect.engines.run import RunResult, RunStats, check_readable
+from kdissect.engines.run import RunResult, RunStats, check_readable, report_figures
 from kdissect.events import Exchange
 from kdissect.options import Options
 from kdissect.tables.columns import TABLES
@@ -78,17 +78,14 @@ def run(request: Request) -> RunResult:
     local.tune_gc()
     if request.report:
         from kdissect.analysis.frames import taken_frames
-        from kdissect.analysis.report_figures import ReportFigures
 
         # The tables the report reads only through its figures are handed to them as they grow and
         # dropped; of the records, the figures keep the transactional ones, bounded (analysis.journal).
-        figures = ReportFigures(keep_records=True)
+        figures = report_figures(request.options)
         options = replace(request.options, spill_rows=min(request.options.spill_rows, REPORT_SPILL_ROWS))
         result = local.analyze(captures, options, figures=figures, counted_only=figures.counted_only)
         check_readable(result.stats, captures)
-        result.tables["records"] = figures.journal.records()  # type: ignore[union-attr]
-        result.tables["txn_events"] = figures.txn_events.events()  # type: ignore[union-attr]
-        result.tables["exchanges"] = figures.record_exchanges()
+        result.tables.update(figures.kept_tables())
         result.frames = taken_frames(result.tables)  # the tables' column lists are freed one by one
         result.figures = figures
         result.inputs = [str(c) for c in captures]

@@ -23,6 +23,8 @@ from kdissect.tables.sink import SPILLABLE, Columns, Spill, TableSink
 if TYPE_CHECKING:
     import pandas as pd
 
+    from kdissect.analysis.report_figures import ReportFigures
+
 UNREADABLE_FILE = AnomalyKind.UNREADABLE_FILE  # the anomaly kind of a file that is not a capture
 
 
@@ -83,6 +85,15 @@ class RunResult:
     @property
     def unreadable(self) -> list[tuple[str, str]]:
         return self.stats.unreadable
+
+
+def report_figures(options: Options) -> ReportFigures:
+    """The figures of a report's run, on any engine: it keeps no records or txn_events table, so they
+    keep the transactional records and events, within the ``options``' journal bounds."""
+    from kdissect.analysis.report_figures import ReportFigures
+
+    limits = {"records": options.journal_records, "events": options.journal_events}
+    return ReportFigures(keep_records=True, **{k: v for k, v in limits.items() if v is not None})
 
 
 def unreadable_file(path: str, exc: CaptureFormatError, stats: SourceStats) -> SourceAnomaly:

@@ -51,8 +51,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from pyspark.sql.pandas.types import from_arrow_schema
 
-from kdissect.analysis.frames import ANALYSED_RECORDS
-from kdissect.analysis.report_figures import REPORT_FIGURES_ONLY, ReportFigures
+from kdissect.analysis.frames import ANALYSED_RECORDS, taken_frames
 from kdissect.analysis.summary import Figures, Summary
 from kdissect.engines import EngineSetupError
 from kdissect.engines.local import tune_gc
@@ -66,7 +65,7 @@ from kdissect.engines.partition import (
     unit_decoder,
 )
 from kdissect.engines.paths import list_captures
-from kdissect.engines.run import RunResult, RunStats
+from kdissect.engines.run import RunResult, RunStats, report_figures
 from kdissect.engines.spark_classes import ClassArchive, class_archive, keep_written, spark_install
 from kdissect.engines.spark_quiet import quiet_conf
 from kdissect.engines.storage import file_system, remove_tree
@@ -86,7 +85,7 @@ from kdissect.sources.shapes import SourceStats
 from kdissect.tables import merge
 from kdissect.tables.arrow import to_arrow
 from kdissect.tables.columns import TABLES
-from kdissect.tables.frames import from_arrow, taken_dataframe
+from kdissect.tables.frames import from_arrow
 from kdissect.tables.writer import ParquetFile
 from kdissect.tls.keylog import KeyLog
 
@@ -427,12 +426,15 @@ def with_secrets(options: Options, blocks: list[bytes]) -> Options:
 
 def decode(spark: SparkSession, paths: Iterable[str], *, options: Options | None = None,
            tables: Iterable[str] | None = None, split_bytes: int = SPLIT_BYTES, partitions: int | None = None,
-           staging: str | None = None, figures: type[Figures] = Figures) -> Decoded:  # fmt: skip
+           staging: str | None = None, figures: Callable[[], Figures] = Figures, records_read: bool = True
+           ) -> Decoded:  # fmt: skip
     """Read and decode ``paths`` (files, directories, globs, URIs) on ``spark``. The decoded pieces
     are kept in staged files under ``staging`` (a new directory every executor can write and read:
     local disk in local mode, HDFS, S3 or a shared file system on a cluster; the caller removes it
     when done), or, without it, in Spark's cache until :meth:`Decoded.close` (slower: every piece
-    then moves through the JVM)."""
+    then moves through the JVM). ``records_read`` False: the caller reads the records only through the
+    figures' journal (a report), and the driver keeps the aborted marks of the records it holds only
+    (the records table of the result is then not to be read)."""
     options = options or Options()
     wanted = list(tables) if tables is not None else list(TABLES)
     # Rows here are whole segments and table pieces (MBs each): Arrow batches are bounded by bytes, or
@@ -460,19 +462,38 @@ def decode(spark: SparkSession, paths: Iterable[str], *, options: Options | None
         decoded = _unit_ids(spark, units).mapInArrow(whole, from_arrow_schema(ENVELOPE_SCHEMA))
     envelope = (decoded
                 .persist(StorageLevel.DISK_ONLY if staging is None else StorageLevel.MEMORY_AND_DISK))  # fmt: skip
-    side = envelope.filter(F.col("table").startswith("_")).collect()
+    # The summary's figures are a few KB per task, merged here; a report's (each task's journal may
+    # hold journal_records rows) are merged in one task, one at a time, and only the result comes here.
+    summary_only = figures is Figures
+    side_pieces = F.col("table").startswith("_")
+    side = envelope.filter(side_pieces if summary_only else side_pieces & (F.col("table") != merge.FIGURES)).collect()
     opened = merge.Opened.of_pieces(merge.read_ipc(r["data"]) for r in side if r["table"] == merge.OPENED)
     topics = merge.topic_names(merge.read_ipc(r["data"]) for r in side if r["table"] == merge.TOPICS)
-    aborted = merge.aborted_marks((read_pieces(r["data"], r["path"]) for r in side if r["table"] == merge.JOURNAL),
-                                  topics)  # fmt: skip
     task_stats = [json.loads(r["data"]) for r in side if r["table"] == merge.STATS]
     unit_stats = [(i, json.loads(s)) for task in task_stats for i, s in task["units"]]
-    merged = figures()
-    for r in side:
-        if r["table"] == merge.FIGURES:
-            merged.merge(pickle.loads(r["data"]))
+    if summary_only:
+        merged = figures()
+        for r in side:
+            if r["table"] == merge.FIGURES:
+                merged.merge(pickle.loads(r["data"]))
+    else:
+        task = partial(_merged_figures, figures=figures)
+        got = envelope.filter(F.col("table") == merge.FIGURES).coalesce(1).mapInArrow(task, from_arrow_schema(_PIECES))
+        merged = pickle.loads(got.collect()[0]["data"])
+    # Records read only through the figures' journal (a report): the marks of the records it holds do.
+    journal = None if records_read else getattr(merged, "journal", None)
+    aborted = merge.aborted_marks((read_pieces(r["data"], r["path"]) for r in side if r["table"] == merge.JOURNAL),
+                                  topics, None if journal is None else journal.numbers())  # fmt: skip
     return Decoded(spark, envelope, files, wanted, merge.Settled(opened, topics, aborted), unit_stats,
                    sum(t["stray"] for t in task_stats), merged)
+
+
+def _merged_figures(batches: Iterable[pa.RecordBatch], figures: Callable[[], Figures]) -> Iterator[pa.RecordBatch]:
+    merged = figures()
+    for batch in batches:
+        for data in batch.column("data").to_pylist():
+            merged.merge(pickle.loads(data))
+    yield pa.RecordBatch.from_pylist([{"table": merge.FIGURES, "data": pickle.dumps(merged)}], schema=_PIECES)
 
 
 def _read_and_decode_task(batches: Iterable[pa.RecordBatch], read: Callable[..., Iterator[pa.RecordBatch]],
@@ -481,7 +502,7 @@ def _read_and_decode_task(batches: Iterable[pa.RecordBatch], read: Callable[...,
 
 
 def _decode_task(batches: Iterable[pa.RecordBatch], files: list[str], options: Options, tables: list[str],
-                 staging: str | None, figures: type[Figures] = Figures, several_inputs: bool | None = None
+                 staging: str | None, figures: Callable[[], Figures] = Figures, several_inputs: bool | None = None
                  ) -> Iterator[pa.RecordBatch]:  # fmt: skip
     _worker_tuned()
     context = TaskContext.get()
@@ -537,22 +558,25 @@ def report_input(captures: list[str], *, master: str, options: Options, verbose:
     """The report's figures, counted in the tasks by the local engine's code and merged (the summary
     among them), and the tables the report still reads as rows, decoded on Spark and brought to the
     driver as frames. Not the tables the report reads through its figures (connections, batches, the
-    exchanges and their own rows): the tasks name some topics by id only and number connections
-    themselves, and the driver settles their figures' keys (:meth:`ReportFigures.settle`). Of the
-    exchanges, the driver holds the request times of the transactional records only."""
-    gathered = [name for name in TABLES if name not in REPORT_FIGURES_ONLY]
-    with _decoded(captures, master, conf, None, list(TABLES), options, verbose, ReportFigures) as decoded:
+    exchanges and their own rows, the transactional records and events, whose bounded journal each
+    task keeps): the tasks name some topics by id only and number connections themselves, and the
+    driver settles their figures' keys (:meth:`ReportFigures.settle`)."""
+    figures_of_task = partial(report_figures, options)
+    gathered = [name for name in TABLES if name not in figures_of_task().counted_only]
+    with _decoded(captures, master, conf, None, list(TABLES), options, verbose, figures_of_task,
+                  records_read=False) as decoded:  # fmt: skip
         frames, figures = decoded.frames(gathered), decoded.figures
         settled = decoded.settled
-        figures.settle(settled.opened.id_of, settled.topics)  # type: ignore[attr-defined]
-        frames["exchanges"] = taken_dataframe("exchanges", figures.record_exchanges())  # type: ignore[attr-defined]
+        figures.settle(settled.opened.id_of, settled.topics, settled.aborted)  # type: ignore[attr-defined]
+        frames.update(taken_frames(figures.kept_tables()))  # type: ignore[attr-defined]
         return RunResult(decoded.stats(), decoded.summary(), frames=frames, figures=figures)
 
 
 @contextmanager
 def _decoded(captures: list[str], master: str, conf: Mapping[str, str] | None, out: str | None, tables: list[str],
-             options: Options, verbose: bool, figures: type[Figures] = Figures) -> Iterator[Decoded]:  # fmt: skip
-    """A session and the captures decoded on it, for one command; all of it gone after."""
+             options: Options, verbose: bool, figures: Callable[[], Figures] = Figures, records_read: bool = True
+             ) -> Iterator[Decoded]:  # fmt: skip
+    """A session and the captures decoded on it (:func:`decode`), for one command; all of it gone after."""
     fresh = _on_this_machine(master) and SparkContext._gateway is None  # (a JVM already running: as it is)
     classes = class_archive(spark_install(pyspark.__version__, os.path.dirname(pyspark.__file__))) if fresh else None
     spark = session(master, conf, verbose, classes)
@@ -561,7 +585,8 @@ def _decoded(captures: list[str], master: str, conf: Mapping[str, str] | None, o
     staging = _temporary_staging(spark) or (f"{out.rstrip('/')}/_staging" if out else None)
     try:
         with executors_set_up():
-            decoded = decode(spark, captures, options=options, tables=tables, staging=staging, figures=figures)
+            decoded = decode(spark, captures, options=options, tables=tables, staging=staging, figures=figures,
+                             records_read=records_read)  # fmt: skip
             try:
                 yield decoded
             finally:

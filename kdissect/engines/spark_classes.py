@@ -8,7 +8,9 @@ local run on a machine asks for one and then lets its JVM exit instead of leavin
 the Python process (a once-only wait of some seconds); the runs after it map the archive. The JVM
 checks the archive itself (its JDK, its class path) and starts without it if it does not fit; the
 archive's name holds the JDK and the Spark version so that a new one is written when they change.
-``--conf spark.driver.extraJavaOptions=-Xshare:off`` turns it off for a run.
+``--conf spark.driver.extraJavaOptions=-Xshare:off`` turns it off for a run. A run killed while its
+JVM wrote the archive leaves the half-written file (named by its process id, some 160 MB): the next
+run removes those of processes that are gone.
 """
 
 from __future__ import annotations
@@ -62,6 +64,7 @@ def class_archive(spark_install: str) -> ClassArchive | None:
     key = hashlib.sha256(f"{real}|{os.stat(real).st_mtime_ns}|{spark_install}".encode())
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kdissect"
     path = cache / f"spark-classes-{key.hexdigest()[:16]}.jsa"
+    remove_abandoned(cache)
     if path.exists():
         return ClassArchive(path, None)
     try:
@@ -69,6 +72,25 @@ def class_archive(spark_install: str) -> ClassArchive | None:
     except OSError:
         return None
     return ClassArchive(path, path.with_name(f"{path.name}.{os.getpid()}.tmp"))
+
+
+def remove_abandoned(cache: Path) -> None:
+    """Remove the archives being written (``*.jsa.<pid>.tmp``) whose process is gone (killed before its
+    JVM finished); a live process's, another run writing now, stays."""
+    for half in cache.glob("spark-classes-*.jsa.*.tmp"):
+        pid = half.suffixes[-2].lstrip(".")
+        if pid.isdigit() and not _alive(int(pid)):
+            half.unlink(missing_ok=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)  # no signal sent: only whether the process exists
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's process (PermissionError): alive
+        return True
+    return True
 
 
 def keep_written(archive: ClassArchive, jvm: Popen, verbose: bool) -> None:

@@ -218,7 +218,7 @@ def _transactions_section(tables: Mapping[str, pd.DataFrame], figures: ReportFig
         "Per transactional id: from the first call after InitProducerId "
         "(or the previous EndTxn) to EndTxn. Records are marked aborted by an ABORT marker in the capture, "
         "the broker's aborted-transactions list, or an EndTxn(abort) of their producer; `rule` says which. "
-        + limits.transactions(records, events),
+        + limits.transactions(records, events, *figures.journal_limits),
         [
             Table("Transactions", transactions.transactions(tables)),
             Table("Records by outcome", transactions.record_outcomes(tables, dropped)),

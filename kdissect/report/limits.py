@@ -56,11 +56,12 @@ def groups(kept: GroupFigures, lag: LagFigures) -> str:
     ) + " " + KEPT_KEYS
 
 
-def transactions(records: int, events: int) -> str:
+def transactions(records: int, events: int, record_limit: int = RECORD_LIMIT, event_limit: int = EVENT_LIMIT) -> str:
+    """The section's bounds: the journal's limits are the run's (``Options`` may set them)."""
     return bounds(
-        first("transactional data records decided", RECORD_LIMIT, records, "in capture order")
-        + ("" if records <= RECORD_LIMIT else ", the rest counted per topic as not kept"),
-        first("transaction events walked", EVENT_LIMIT, events),
+        first("transactional data records decided", record_limit, records, "in capture order")
+        + ("" if records <= record_limit else ", the rest counted per topic as not kept"),
+        first("transaction events walked", event_limit, events),
         first("records listed", LISTING_ROWS, records, "in capture order"),
     )
 

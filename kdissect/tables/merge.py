@@ -29,7 +29,7 @@ import pyarrow.compute as pc
 
 from .arrow import arrow_schema, with_pandas_metadata
 from .columns import TABLES
-from .transactions import ABORT_MARKER, replay
+from .transactions import marked, replay
 
 OPENED, TOPICS, STATS, JOURNAL, FIGURES = "_opened", "_topics", "_stats", "_journal", "_figures"  # a task's side pieces
 ROW = "_row"  # a records row's number in the whole run: task << ROW_BITS | row in the task
@@ -134,12 +134,14 @@ def journal_piece(task: int, first: int, calls: list[tuple[tuple[int, int], tupl
                     schema=_JOURNAL_SCHEMA)  # fmt: skip
 
 
-def aborted_marks(journals: Iterable[Iterable[pa.Table]], topics: Mapping[str, str]) -> list[tuple[int, int, str]]:
+def aborted_marks(journals: Iterable[Iterable[pa.Table]], topics: Mapping[str, str],
+                  rows: np.ndarray | None = None) -> list[tuple[int, int, str]]:  # fmt: skip
     """Journals (each a sequence of pieces in capture order, read as they are needed) merged in
     capture order and replayed by the one set of rules: streamed, so what is held at once is a
-    piece per journal and the rules' own bounded state, whatever the number of calls."""
+    piece per journal and the rules' own bounded state, whatever the number of calls; with ``rows``
+    (``ROW`` numbers, ascending), the marks of those rows only (``transactions.replay``)."""
     merged = heapq.merge(*(_calls(pieces) for pieces in journals), key=itemgetter(0))
-    return replay((call for _, call in merged), topics)  # type: ignore[arg-type]
+    return replay((call for _, call in merged), topics, rows)  # type: ignore[arg-type]
 
 
 def _calls(pieces: Iterable[pa.Table]) -> Iterator[tuple[tuple[int, int, int], tuple]]:
@@ -176,19 +178,16 @@ def finish_piece(name: str, piece: pa.Table, settled: Settled) -> pa.Table:
 
 
 def _marked(piece: pa.Table, marks: list[tuple[int, int, str]]) -> pa.Table:
-    """Records rows (numbered by ``ROW``) in the marked ranges: aborted, by the mark's rule (the
-    marker's name wins where rules overlap, as in :class:`~kdissect.tables.transactions.TransactionMarks`)."""
+    """Records rows (numbered by ``ROW``) in the marked ranges: aborted, by the mark's rule
+    (:func:`~kdissect.tables.transactions.marked`)."""
     if not marks or not piece.num_rows:
         return piece
-    rows = piece[ROW].to_numpy()
-    lo, hi = int(rows.min()), int(rows.max()) + 1
-    hits = sorted((m for m in marks if m[0] < hi and m[0] + m[1] > lo), key=lambda m: m[2] == ABORT_MARKER)
+    hits = marked(piece[ROW].to_numpy(), marks)
     if not hits:
         return piece
     aborted, rules = piece["aborted"].to_pylist(), piece["aborted_by"].to_pylist()
-    for start, n, rule in hits:
-        for i in np.nonzero((rows >= start) & (rows < start + n))[0]:
-            aborted[i], rules[i] = True, rule
+    for i, rule in hits.items():
+        aborted[i], rules[i] = True, rule
     piece = piece.set_column(piece.column_names.index("aborted"), "aborted",
                              pa.array(aborted, piece.schema.field("aborted").type))  # fmt: skip
     return piece.set_column(piece.column_names.index("aborted_by"), "aborted_by",

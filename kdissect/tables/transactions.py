@@ -24,8 +24,10 @@ from __future__ import annotations
 
 import uuid
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
+
+import numpy as np
 
 from kdissect.decoders.records import Batch
 from kdissect.tables.rows import TableRows
@@ -137,11 +139,49 @@ class TransactionMarks:
         self.marks.clear()
 
 
-def replay(journal: Iterable[tuple], topic_names: Mapping[uuid.UUID, str]) -> list[tuple[int, int, str]]:
+_FILTER_EVERY = 4096  # marks a replay for some rows only holds before dropping those that hit none
+
+
+def replay(journal: Iterable[tuple], topic_names: Mapping[uuid.UUID, str],
+           rows: np.ndarray | None = None) -> list[tuple[int, int, str]]:  # fmt: skip
     """The marks the rules give for calls journalled apart and merged in capture order (rows as the
-    journals numbered them), topic ids named by ``topic_names``: (first row, rows, rule)."""
+    journals numbered them), topic ids named by ``topic_names``: (first row, rows, rule). With ``rows``
+    (ascending), only the marks that hit one of them: what is held stays bounded by them, whatever
+    the number of transactions."""
     marks = TransactionMarks(topic_names)
     calls = {"opened": marks.opened, "markers": marks.markers, "end_txn": marks.end_txn}
+    bound = _FILTER_EVERY
     for call in journal:
         calls[call[0]](*call[1:])
-    return marks.marks
+        if rows is not None and len(marks.marks) >= bound:  # (twice what hit: linear time in all)
+            marks.marks = hitting(marks.marks, rows)
+            bound = max(_FILTER_EVERY, 2 * len(marks.marks))
+    return marks.marks if rows is None else hitting(marks.marks, rows)
+
+
+def hitting(marks: list[tuple[int, int, str]], rows: np.ndarray) -> list[tuple[int, int, str]]:
+    """The marks whose range holds one of ``rows`` (ascending)."""
+    if not marks:
+        return marks
+    starts = np.fromiter((m[0] for m in marks), np.int64, len(marks))
+    ends = starts + np.fromiter((m[1] for m in marks), np.int64, len(marks))
+    hit = np.searchsorted(rows, starts) < np.searchsorted(rows, ends)
+    return [m for m, keep in zip(marks, hit.tolist(), strict=True) if keep]
+
+
+def marked(rows: Sequence[int] | np.ndarray, marks: Iterable[tuple[int, int, str]]) -> dict[int, str]:
+    """Of records numbered ``rows`` (as :func:`replay`'s marks number them), those in a marked range:
+    index in ``rows`` -> the mark's rule (the marker's name wins where rules overlap, as in
+    :meth:`TransactionMarks.apply`)."""
+    numbers = np.asarray(rows, np.int64)
+    if not len(numbers):
+        return {}
+    order = np.argsort(numbers, kind="stable")
+    ascending = numbers[order]
+    lo, hi = int(ascending[0]), int(ascending[-1]) + 1
+    out: dict[int, str] = {}
+    for start, n, rule in sorted((m for m in marks if m[0] < hi and m[0] + m[1] > lo),
+                                 key=lambda m: m[2] == ABORT_MARKER):  # fmt: skip
+        first, end = np.searchsorted(ascending, [start, start + n])
+        out.update(dict.fromkeys(order[first:end].tolist(), rule))
+    return out

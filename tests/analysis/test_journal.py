@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from kdissect.analysis import journal as journal_module
 from kdissect.analysis.frames import analysis_frames, in_capture_order
-from kdissect.analysis.journal import FirstEvents, Journal
+from kdissect.analysis.journal import EVENT_LIMIT, RECORD_LIMIT, FirstEvents, Journal
 from kdissect.analysis.transactions import NOT_KEPT, record_outcomes, transactional_records, transactions
 from kdissect.engines import local
 from kdissect.engines.request import Request, run
+from kdissect.options import Options
 from kdissect.report.build import build_document
 from kdissect.tables.columns import cells
 from kdissect.testing.cluster import Connection, cluster_capture, fetch, fetched, produce, produced
@@ -59,14 +59,14 @@ def test_the_journal_of_any_split_gives_the_records_tables_section(records_captu
     sizes = [2] * n if seed == 0 else [rng.randint(1, 7) for _ in range(n)]
     journals = []
     for piece in _pieces(tables["records"], sizes):
-        j = Journal()
+        j = Journal(RECORD_LIMIT)
         j.add(piece)
         journals.append(pickle.loads(pickle.dumps(j)))
     rng.shuffle(journals)
-    merged = Journal()
+    merged = Journal(RECORD_LIMIT)
     for j in journals:
         merged.merge(j)
-    whole = Journal()
+    whole = Journal(RECORD_LIMIT)
     whole.add(tables["records"])
     assert merged == whole
     listed, outcomes = _section(tables, merged)
@@ -90,7 +90,7 @@ def test_past_its_limit_the_journal_keeps_the_first_records_and_counts_the_rest(
         j = Journal(2)
         j.add(piece)
         split.merge(j)
-    assert split == one and len(one.kept.rows()) == 2
+    assert split == one and len(one.rows()) == 2
     first = in_capture_order(analysis_frames(tables))["records"]
     first = first[first.transactional.fillna(False).astype(bool)].head(2)
     kept = analysis_frames({"records": one.records()})["records"]
@@ -111,7 +111,8 @@ def test_the_first_events_of_any_split_give_the_transactions_table(records_captu
     rng = random.Random(seed)
     n = len(cells(tables["txn_events"]["connection_id"]))
     sizes = [2] * n if seed == 0 else [rng.randint(1, 4) for _ in range(n)]
-    for limit, expected in ((None, want["txn_events"]), (3, want["txn_events"].sort_values("request_ts").head(3))):
+    first_three = want["txn_events"].sort_values("request_ts").head(3)
+    for limit, expected in ((EVENT_LIMIT, want["txn_events"]), (3, first_three)):
         events = [FirstEvents(limit) for _ in range(n)]
         for piece, first in zip(_pieces(tables["txn_events"], sizes), events, strict=False):
             first.add(piece)
@@ -145,16 +146,14 @@ def _many_transactions(path: Path, batches: int) -> Path:
     return path
 
 
-def test_very_many_transactional_batches_keep_the_report_s_journal_bounded(tmp_path, monkeypatch):
+def test_very_many_transactional_batches_keep_the_report_s_journal_bounded(tmp_path):
     """4,000 transactions (12,000 transactional records, produced and fetched) against a limit of
     500: the report keeps 500 records and at most 1,000 request times, its pickled journal stays
     under 100 KB, and every record is still counted in "Records by outcome"."""
-    monkeypatch.setattr(journal_module, "RECORD_LIMIT", 500)
-    monkeypatch.setattr(journal_module, "EVENT_LIMIT", 300)
     capture = _many_transactions(tmp_path / "many.pcap", 4000)
-    result = run(Request([str(capture)], report=True))
+    result = run(Request([str(capture)], Options(journal_records=500, journal_events=300), report=True))
     figures = result.figures
-    assert len(figures.journal.kept.rows()) == 500
+    assert len(figures.journal.rows()) == 500
     assert figures.exchanges.record_times_held <= 1000
     assert len(pickle.dumps(figures.journal)) < 100_000
     assert len(result.frames["records"]) == 500

@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from kdissect.engines.spark_classes import spark_install
+from kdissect.engines.spark_classes import class_archive, spark_install
 from tests.conftest import require_tool
 from tests.engines.spark_helpers import REAL_CAPTURES
 
@@ -51,3 +51,22 @@ def test_an_archive_is_not_reused_once_the_spark_jars_are_installed_again(tmp_pa
     after = spark_install("3.5.0", str(jars.parent))
     assert before != after
     assert spark_install("3.5.0", str(jars.parent)) == after  # the same install keeps its archive
+
+
+def test_a_killed_run_s_half_written_archive_is_removed_by_the_next_run(tmp_path: Path, monkeypatch) -> None:
+    """A run killed while its JVM wrote the archive leaves ``*.jsa.<pid>.tmp``: the next run removes it
+    once that process is gone, and leaves the one a live run is writing (and anything else) alone."""
+    require_tool("java")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    cache = tmp_path / "kdissect"
+    cache.mkdir()
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    killed = cache / f"spark-classes-0123456789abcdef.jsa.{gone.pid}.tmp"
+    writing = cache / f"spark-classes-0123456789abcdef.jsa.{os.getpid()}.tmp"
+    other = cache / "notes.tmp"
+    for path in (killed, writing, other):
+        path.write_bytes(b"half an archive")
+    archive = class_archive(spark_install("3.5.0", str(tmp_path / "pyspark")))
+    assert archive is not None and archive.writing is not None
+    assert not killed.exists() and writing.exists() and other.exists()

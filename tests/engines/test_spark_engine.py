@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import pickle
 import random
 import re
 import subprocess
 import sys
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import duckdb
@@ -20,7 +22,10 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
+from kdissect.engines.request import Request, run
 from kdissect.engines.spark import Decoded, decode, session, spark_schema
+from kdissect.options import LENGTHS_ONLY, Options
+from kdissect.report.build import write_report
 from kdissect.spark import read_captures
 from kdissect.tables.columns import TABLES
 from kdissect.testing.pcapwrite import write_capture
@@ -35,6 +40,7 @@ from tests.engines.spark_helpers import (
     record_ends,
     rotate,
     rows,
+    transactions_at_two_places,
 )
 
 UI_PORT, DRIVER_PORT = 19740, 19741  # this test's range (Spark moves on to the next free port if taken)
@@ -314,6 +320,49 @@ def test_rotated_files_that_interleave_in_time_give_the_local_tables_and_report(
     assert_as_locally(spark, tmp_path / "out", files, want, figures)
     local_report, spark_report = reports(files, tmp_path)
     assert b"connection_id" in local_report and spark_report == local_report
+
+
+# A report run with the given options as the command line runs it, on Spark in a process of its own.
+_SPARK_REPORT = """
+import pickle, sys
+from pathlib import Path
+from kdissect.engines.request import Request, SparkSettings, run
+from kdissect.report.build import format_for, write_report
+paths, options, out = pickle.loads(bytes.fromhex(sys.argv[1]))
+result = run(Request(paths, options, report=True, spark=SparkSettings("local[2]", verbose=False)))
+write_report(result.frames, result.summary, result.inputs, Path(out), format_for(Path(out), None), result.figures)
+"""
+
+
+def reports_with(paths: list[str], options: Options, out: Path) -> tuple[bytes, bytes]:
+    """The JSON reports of ``paths`` with ``options`` by the local engine and on Spark, as written."""
+    options = replace(options, payloads=LENGTHS_ONLY)  # as the command line's report
+    result = run(Request(paths, options, report=True))
+    write_report(result.frames, result.summary, result.inputs, out / "local.json", "json", result.figures)
+    argument = pickle.dumps((paths, options, str(out / "spark.json"))).hex()
+    on_spark = subprocess.run([sys.executable, "-c", _SPARK_REPORT, argument], capture_output=True, text=True,
+                              timeout=600)  # fmt: skip
+    assert on_spark.returncode == 0, on_spark.stderr[-3000:]
+    return (out / "local.json").read_bytes(), (out / "spark.json").read_bytes()
+
+
+@pytest.mark.parametrize("limits", [(None, None), (500, 300)], ids=["below", "past"])
+def test_topic_ids_and_transactions_across_interleaved_rotations_give_the_local_tables_and_report(
+        spark, tmp_path: Path, limits: tuple) -> None:  # fmt: skip
+    """Two captures of 700 transactions (Fetch v13 answers naming topics by id, EndTxn calls and
+    markers on other connections than the records), rotated at different times: Spark's tables are the
+    local engine's, and its report is byte for byte the local report below the journal's limits and
+    past them (500 records, 300 events: ``not kept`` rows and the true totals), each task keeping its
+    own bounded journal."""
+    files = transactions_at_two_places(tmp_path / "captures", 700)
+    records, events = limits
+    if records is None:
+        want, figures = local_tables(files)
+        assert_as_locally(spark, tmp_path / "out", files, want, figures)
+    options = Options() if records is None else Options(journal_records=records, journal_events=events)
+    local_report, spark_report = reports_with(files, options, tmp_path)
+    assert (b"not kept" in local_report) == (records is not None) and b"zeta-audit" in local_report
+    assert spark_report == local_report
 
 
 def test_tls_decrypts_in_the_tasks_with_the_key_log_shipped(spark, tmp_path: Path) -> None:

@@ -12,6 +12,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from kdissect.engines.request import Request
+from kdissect.engines.request import run as run_request
 from kdissect.engines.units import (
     RUN,
     RUN_HEADER,
@@ -21,11 +23,12 @@ from kdissect.engines.units import (
     read_unit,
     read_units,
 )
+from kdissect.options import Options
 from kdissect.sources.files import in_time_order, iter_capture
 from kdissect.sources.segment import TcpSegment
 from kdissect.sources.shapes import SourceStats
 from kdissect.sources.split import pcap_layout, pcapng_cuts, prove_boundary
-from kdissect.tables import merge
+from kdissect.tables import merge, transactions
 from kdissect.testing.packets import Encapsulation
 from kdissect.testing.pcapwrite import Interface, pcapng_section, segment_frame_list, write_capture
 from kdissect.testing.synthetic import conversation
@@ -38,6 +41,8 @@ from tests.engines.spark_helpers import (
     rotate,
     rows,
     simulate,
+    simulate_report,
+    transactions_at_two_places,
     write_rotated,
 )
 
@@ -268,6 +273,44 @@ def test_records_of_aborted_transactions_are_marked_across_tasks(journal_calls: 
     assert {m[0] for m in marked(want)} == {"produce", "fetch"}  # produced records marked by a fetched marker
     for partitions in (1, 3, 7):
         assert marked(simulate([capture], partitions=partitions)["records"]) == marked(want), partitions
+
+
+def test_topic_ids_and_aborted_transactions_across_interleaved_rotations_as_the_local_engine(tmp_path: Path) -> None:
+    """Two captures of one transaction stream, rotated at different times (``transactions_at_two_places``):
+    the topic id named first in time (in a file read later) names the Fetch v13 records, and EndTxn
+    calls read before the Produce calls they end still mark them, as in the local engine; every table
+    is the local engine's, with the read tasks' own decoding and with every connection crossing units."""
+    files = transactions_at_two_places(tmp_path, 60)
+    want, _ = local_tables(files)
+    records = want["records"].to_pandas()
+    fetched = want["partitions"].to_pandas().query("api_name == 'Fetch'")
+    assert set(records.topic) == set(fetched.topic) == {"payments", "zeta-audit"} and fetched.topic_id.notna().all()
+    assert {"end_txn", "abort_marker"} <= set(records.aborted_by.dropna())
+    for partitions in (1, 3):
+        assert_same_tables(simulate(files, partitions=partitions), want)
+    assert_same_tables(simulate(files, split_bytes=3000, partitions=2), want)
+
+
+@pytest.mark.parametrize("limits", [(None, None), (150, 20)], ids=["below", "past"])
+def test_the_tasks_journals_merge_to_the_local_report_s(tmp_path: Path, limits: tuple, monkeypatch) -> None:
+    """Each task keeps its bounded journal of transactional records and events, the driver merges
+    and settles them (connection ids, topic names of Fetch v13 answers, aborted marks decided by other
+    tasks' calls, of the records held only): below the limits and past them (an answer cut by the
+    limit, topics by id whose names sort otherwise than their ids) the kept tables are the local
+    report's."""
+    monkeypatch.setattr(transactions, "_FILTER_EVERY", 2)  # the replay drops marks of no record held as it goes
+    files = transactions_at_two_places(tmp_path, 60)
+    records, events = limits
+    options = Options() if records is None else Options(journal_records=records, journal_events=events)
+    local = run_request(Request(files, options, report=True)).figures
+    assert local is not None and local.journal is not None
+    past = bool(local.journal.not_kept())
+    assert past == (records is not None) == (len(local.txn_events.kept.rows()) < local.txn_events.kept.total)
+    for partitions in (1, 3):
+        spark, marks = simulate_report(files, options, partitions)
+        assert 0 < len(marks) <= len(spark.journal.rows()) + 1  # (an answer's rows past the limit)
+        assert spark.journal.not_kept() == local.journal.not_kept()
+        assert spark.kept_tables() == local.kept_tables(), partitions
 
 
 def test_a_capture_read_with_a_copy_of_part_of_it_decodes_apart_as_alone(tmp_path: Path) -> None:
