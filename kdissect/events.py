@@ -129,6 +129,9 @@ class ExchangeRows:
     ``tables.sink.exchange_row`` makes of the Exchange events they stand for, in their place."""
 
     lists: tuple[list[Any], ...] = field(default_factory=lambda: tuple([] for _ in EXCHANGE_ROW))
+    # In a run whose sink writes detail tables too (``Options.exchange_details``): the detail rows of the
+    # same exchanges, as the sink's piece factory made them (tables/detail_walk.py's LaneParts).
+    details: Any = None
 
     def __len__(self) -> int:
         return len(self.lists[0])

@@ -82,6 +82,9 @@ class Options:
     # Set by an engine whose table sink takes exchanges rows as column pieces (events.ExchangeRows): the
     # native lanes then pair the common case into rows (kafka/_pairing.c) instead of Exchange events.
     exchange_rows: bool = False
+    # Set by an engine whose table sink also takes the detail rows of those exchanges from the lane
+    # (TableSink.lane_details: the spec kafka/_details.c reads); rows then come with detail parts.
+    exchange_details: tuple | None = field(default=None, repr=False, compare=False)
 
     # -- record batches and tables ------------------------------------------------------------
     decompressed_run: int = 16 * 1024 * MiB  # all batches of the run together; past it payloads are not inflated

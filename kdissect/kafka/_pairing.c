@@ -31,6 +31,7 @@
 #include <string.h>
 
 #include "../decoders/_scan.h"
+#include "_details.h"
 
 /* What every lane's pairing shares (one run's registries and the piece rows go to). */
 enum { C_CONNECTION_ID, C_CLIENT_IP, C_CLIENT_PORT, C_BROKER_IP, C_BROKER_PORT, C_API_KEY, C_API_NAME,
@@ -43,6 +44,7 @@ static struct {
     PyObject *requests, *responses, *api_names, *left, *silent, *error_name, *new_piece, *ok, *error;
     PyObject *names;  /* error code -> error_name(code), as met */
     PyObject *piece;  /* the piece rows go to while it is the last of the events */
+    PyObject *parts;  /* its detail parts (a details piece), or NULL */
     PyObject *columns[COLUMNS];
     const ScanApi *scan;
 } shared;
@@ -81,23 +83,23 @@ read_shared(PyObject *t)
     return 0;
 }
 
-/* spec: (shared, limit, (client ip, port), (broker ip, port), conn_id, client_ids, pairs, resume, waiting)
+/* spec: (shared, limit, (client ip, port), (broker ip, port), conn_id, client_ids, pairs, resume, waiting, details)
  * with waiting [(correlation_id, api_key, api_version, offset, ts_first, ts_last, size, client_id, message,
  * overtaken)], oldest first: at most MAX_WAITING (lanes.py's MAX_WAITING). */
 int
 pairing_start(Pairing *p, PyObject *spec, int request_dir, PyObject *frame_type)
 {
-    PyObject *t, *conn_id, *client_ids, *pairs, *resume, *waiting;
+    PyObject *t, *conn_id, *client_ids, *pairs, *resume, *waiting, *details;
     Py_ssize_t limit;
     PyObject *client_ip, *client_port, *broker_ip, *broker_port;
     if (p->on) {
         PyErr_SetString(PyExc_RuntimeError, "a lane's pairing started twice");
         return -1;
     }
-    if (!PyArg_ParseTuple(spec, "O!n(OO)(OO)OO!O!OO!", &PyTuple_Type, &t, &limit, &client_ip, &client_port, &broker_ip,
-                          &broker_port, &conn_id, &PyList_Type, &client_ids, &PyDict_Type, &pairs, &resume,
-                          &PyList_Type, &waiting)
-        || read_shared(t) < 0)
+    if (!PyArg_ParseTuple(spec, "O!n(OO)(OO)OO!O!OO!O", &PyTuple_Type, &t, &limit, &client_ip, &client_port,
+                          &broker_ip, &broker_port, &conn_id, &PyList_Type, &client_ids, &PyDict_Type, &pairs,
+                          &resume, &PyList_Type, &waiting, &details)
+        || read_shared(t) < 0 || (details != Py_None && details_read(details) < 0))
         return -1;
     if (limit < 1) {
         PyErr_SetString(PyExc_ValueError, "pending_requests must be positive");
@@ -125,6 +127,7 @@ pairing_start(Pairing *p, PyObject *spec, int request_dir, PyObject *frame_type)
         p->waiting[p->count++] = w;
     }
     p->on = 1;
+    p->details = details != Py_None;
     p->request_dir = request_dir;
     p->limit = limit;
     p->conn_id = Py_NewRef(conn_id);
@@ -284,6 +287,8 @@ request(Pairing *p, long long offset, const char *b, Py_ssize_t n, long long ts_
     int key = (int16_t)be16(b), version = (int16_t)be16(b + 2);
     long long cid = be32(b + 4);
     int left = in_set(shared.left, key);
+    if (!left && p->details)
+        left = details_left(key);
     if (left)
         return left < 0 ? -1 : 0;
     for (Py_ssize_t k = 0; k < p->count; k++)
@@ -310,29 +315,37 @@ request(Pairing *p, long long offset, const char *b, Py_ssize_t n, long long ts_
 
 /* -- responses: the row ------------------------------------------------------------------------- */
 
-/* The piece rows go to: the current one if it is still the last of the events, else a new one there. */
+/* The piece rows go to: the current one if it is still the last of the events (and of the kind wanted: with
+ * detail parts or not), else a new one there. */
 static int
-piece_ready(PyObject *events)
+piece_ready(PyObject *events, int details)
 {
     Py_ssize_t n = PyList_GET_SIZE(events);
-    if (shared.piece != NULL && n && PyList_GET_ITEM(events, n - 1) == shared.piece)
+    if (shared.piece != NULL && n && PyList_GET_ITEM(events, n - 1) == shared.piece && (shared.parts != NULL) == details)
         return 0;
-    PyObject *made = PyObject_CallNoArgs(shared.new_piece), *piece, *columns;
+    PyObject *made = PyObject_CallNoArgs(details ? details_new_piece() : shared.new_piece), *piece, *columns;
     if (made == NULL)
         return -1;
-    if (!PyArg_ParseTuple(made, "OO!", &piece, &PyTuple_Type, &columns) || PyTuple_GET_SIZE(columns) != COLUMNS) {
-        if (!PyErr_Occurred())
-            PyErr_SetString(PyExc_TypeError, "new_piece() returns (piece, a list per exchanges column)");
+    if (!PyTuple_Check(made) || PyTuple_GET_SIZE(made) != (details ? 6 : 2)
+        || !PyTuple_Check(columns = PyTuple_GET_ITEM(made, 1)) || PyTuple_GET_SIZE(columns) != COLUMNS) {
+        PyErr_SetString(PyExc_TypeError, "new_piece() returns (piece, a list per exchanges column[, details])");
         Py_DECREF(made);
         return -1;
     }
+    piece = PyTuple_GET_ITEM(made, 0);
     for (int k = 0; k < COLUMNS; k++)
         if (!PyList_CheckExact(PyTuple_GET_ITEM(columns, k))) {
             PyErr_SetString(PyExc_TypeError, "new_piece() columns are lists");
             Py_DECREF(made);
             return -1;
         }
+    PyObject *parts = details ? PyTuple_GetSlice(made, 2, 6) : NULL;
+    if (details && parts == NULL) {
+        Py_DECREF(made);
+        return -1;
+    }
     Py_XSETREF(shared.piece, Py_NewRef(piece));
+    Py_XSETREF(shared.parts, parts);
     for (int k = 0; k < COLUMNS; k++)
         shared.columns[k] = PyTuple_GET_ITEM(columns, k); /* held by the piece */
     Py_DECREF(made);
@@ -361,7 +374,7 @@ static int
 row(Pairing *p, const Waiting *w, int overtook, long long resp_first, long long resp_last, Py_ssize_t resp_size,
     const Scan *s)
 {
-    if (piece_ready(p->events) < 0)
+    if (piece_ready(p->events, p->details) < 0)
         return -1;
     PyObject *cells[COLUMNS] = {0};
     PyObject *api_name = w->api_key < PyList_GET_SIZE(shared.api_names) ? PyList_GET_ITEM(shared.api_names, w->api_key)
@@ -418,24 +431,40 @@ pairing_waits(const Pairing *p, long long correlation_id)
 }
 
 static int
-response(Pairing *p, const char *b, Py_ssize_t n, long long ts_first, long long ts_last)
+response(Pairing *p, long long offset, const char *b, Py_ssize_t n, long long ts_first, long long ts_last)
 {
     Py_ssize_t k = n < 4 ? -1 : find(p, be32(b));
     if (k < 0)
         return 0;
     Waiting *w = &p->waiting[k];
     int left = in_set(shared.left, w->api_key);
+    if (!left && p->details)
+        left = details_left(w->api_key);
     if (left)
         return left < 0 ? -1 : 0;
     Scan s;
     int ok = shared.scan->scan_frame(shared.responses, (const unsigned char *)b, n, w->api_key, w->api_version, &s);
     if (ok <= 0)
         return ok;
+    Bodies bodies = {NULL, NULL};
+    if (p->details && (ok = details_decode(w->data ? w->data : w->message, shared.requests, shared.responses, b, n,
+                                           w->api_key, w->api_version, &bodies)) <= 0)
+        return ok;
     /* Pairer.take: it overtook older requests (overtaken ones wait, or the older ones become so) */
     int overtook = k > 0;
     for (Py_ssize_t j = 0; j < k; j++)
         p->waiting[j].overtaken = 1;
-    if (row(p, w, overtook, ts_first, ts_last, n, &s) < 0)
+    int rc = row(p, w, overtook, ts_first, ts_last, n, &s);
+    if (rc == 0 && p->details) {
+        PyObject *api_name = w->api_key < PyList_GET_SIZE(shared.api_names) ? PyList_GET_ITEM(shared.api_names,
+                                                                                              w->api_key)
+                                                                              : Py_None;
+        Paired x = {p->conn_id, api_name, w->correlation_id, w->api_key, w->api_version, w->offset, w->ts_first,
+                    offset, ts_first};
+        rc = details_add(shared.parts, &x, &bodies);
+    }
+    details_clear(&bodies);
+    if (rc < 0)
         return -1;
     p->counts[FRAMES_TO_CLIENT]++;
     p->counts[BYTES_TO_CLIENT] += n + 4;
@@ -456,7 +485,8 @@ pairing_frame(Pairing *p, int d, long long offset, const char *b, Py_ssize_t n, 
 {
     if (!p->on)
         return 0;
-    int rc = d == p->request_dir ? request(p, offset, b, n, ts_first, ts_last) : response(p, b, n, ts_first, ts_last);
+    int rc = d == p->request_dir ? request(p, offset, b, n, ts_first, ts_last)
+                                   : response(p, offset, b, n, ts_first, ts_last);
     if (rc == 1)
         p->counts[CUT_0 + d]++;
     else if (rc == 0 && pairing_stop(p) < 0)

@@ -20,6 +20,7 @@ enum { FRAMES_TO_BROKER, BYTES_TO_BROKER, FRAMES_TO_CLIENT, BYTES_TO_CLIENT, CUT
 
 typedef struct {
     int on, request_dir;
+    int details;                       /* the run writes detail tables too: rows from the bodies (_details.c) */
     PyObject *events;                  /* where rows and replayed events go (set before each run's frames) */
     Waiting *waiting;                  /* requests in arrival order (the overtaken ones first): MAX_WAITING */
     Py_ssize_t count, limit;
@@ -33,7 +34,7 @@ typedef struct {
     int seen[64], seen_n;     /* (api_key << 16 | version) already added to the session's pairs */
 } Pairing;
 
-/* spec: KafkaConnection.lane_pairing()'s tuple; 0, or -1 with an exception. */
+/* spec: KafkaConnection.lane_pairing()'s tuple (its last item the sink's details spec, or None); 0, or -1 with an exception. */
 int pairing_start(Pairing *p, PyObject *spec, int request_dir, PyObject *frame_type);
 /* One frame of direction ``d`` (offset of its size field, its bytes, capture times): 1 taken (a request
  * waits, or an exchange row was added), 0 not (the pairing was handed back first: the caller gives

@@ -173,12 +173,12 @@ class KafkaConnection:
 
     def lane_pairing(self) -> tuple | None:
         """What a native lane needs to pair this connection's frames into exchanges rows itself
-        (``kafka/_pairing.c``), taking over the requests the pairer holds; or None when it may not: the
-        engine takes no rows (``Options.exchange_rows``), frames are kept, an authentication is under way,
-        more requests wait than a lane holds (``MAX_WAITING``), or one of them is acks=0, cut or undecoded,
-        or warned about."""
+        (``kafka/_pairing.c``; with their detail rows too, ``Options.exchange_details``), taking over the
+        requests the pairer holds; or None when it may not: the engine takes no rows (``Options.exchange_rows``
+        or ``exchange_details``), frames are kept, an authentication is under way, more requests wait than a
+        lane holds (``MAX_WAITING``), or one of them is acks=0, cut or undecoded, or warned about."""
         opts = self.options
-        if not opts.exchange_rows or opts.keep_frames or self.sasl.pending:
+        if not (opts.exchange_rows or opts.exchange_details) or opts.keep_frames or self.sasl.pending:
             return None
         if len(self.pairer) > MAX_WAITING or not all(m.body is not None and not m.warnings
                                                      for m, _ in self.pairer.waiting()):
@@ -189,7 +189,8 @@ class KafkaConnection:
         return (_pairing_shared(), opts.pending_requests, self.summary.client, self.summary.broker, self.conn_id,
                 self.summary.client_ids, self._pairs, self.resume_pairing,
                 [(m.correlation_id, m.api_key, m.api_version, m.offset, m.ts_first, m.ts_last, m.size,
-                  m.header.get("client_id") if m.header else None, m, overtaken) for m, overtaken in waiting])
+                  m.header.get("client_id") if m.header else None, m, overtaken) for m, overtaken in waiting],
+                opts.exchange_details)
 
     def resume_pairing(self, counts: tuple[int, ...], waiting: list[tuple[Frame | KafkaMessage, bool]],
                        ) -> list[KafkaEvent]:

@@ -13,7 +13,6 @@ from typing import Any
 
 from kdissect.decoders.entities import Entry
 from kdissect.decoders.records import CONTROL_TYPES, RecordSet, decode_records
-from kdissect.events import Exchange
 from kdissect.options import Options
 from kdissect.tables.blocks import MAX_MS, WIRE
 from kdissect.tables.rows import TableRows
@@ -99,13 +98,11 @@ def batch_rows(parts: list[PartitionRecords]) -> list[tuple[Any, ...]]:
     return out
 
 
-def add_records(table: TableRows, ex: Exchange, direction: str, parts: list[PartitionRecords],
-                base_offsets: dict[tuple[str | None, int | None], int], marks: TransactionMarks,
-                spilled: int = 0) -> None:
-    """Add a row per record to the ``records`` table, a batch at a time (see :mod:`.rows`);
+def add_records(table: TableRows, conn_id: int, correlation_id: int | None, direction: str,
+                parts: list[PartitionRecords], base_offsets: dict[tuple[str | None, int | None], int],
+                marks: TransactionMarks, spilled: int = 0) -> None:
+    """Add a row per record of an exchange to the ``records`` table, a batch at a time (see :mod:`.rows`);
     ``spilled``: rows of the table already handed on, so ``marks`` can number rows."""
-    first = ex.request or ex.response
-    assert first is not None
     for part in parts:
         assigned = base_offsets.get((part.topic, part.partition))
         index = 0
@@ -125,7 +122,7 @@ def add_records(table: TableRows, ex: Exchange, direction: str, parts: list[Part
             first_offset = assigned + index if assigned is not None else (WIRE if direction == "fetch" else None)
             index += n
             same = {
-                "connection_id": ex.conn_id, "correlation_id": first.correlation_id, "direction": direction,
+                "connection_id": conn_id, "correlation_id": correlation_id, "direction": direction,
                 "topic": part.topic, "_topic_id": part.topic_id, "partition": part.partition,
                 "batch_base_offset": b.base_offset, "magic": b.magic, "compression": b.codec_name,
                 "batch_bytes": b.decompressed_size or b.size, "batch_compressed_bytes": b.compressed_size or None,
