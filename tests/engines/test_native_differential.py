@@ -7,7 +7,8 @@ mid-conversation, a rotated set read as one capture, the same traffic as pcapng 
 of two resolutions in two sections) and the hostile generators. The live engine's leg runs
 ``kdissect live --read CAP --no-follow --out`` both ways (its records go to the native path a poll
 at a time). The exchanges-only table and the summary's figures are compared too: those runs take
-exchanges as rows the native pairing makes. What each native
+exchanges as rows the native pairing makes; every-table runs (and one of a few tables) take them
+with their detail rows made by the pairing too. What each native
 part takes is checked by its own differential test (tests/sources/test_native_sources.py, the
 decoder's in tests/decoders); this one checks that nothing between them changes a table.
 """
@@ -50,6 +51,10 @@ for name, paths in cases.items():
     rows = local.analyze(paths, tables=["exchanges"])
     out[name]["exchanges only"] = {c: cells(v) for c, v in rows.tables["exchanges"].items()}
     out[name]["summary"] = repr(local.summary(paths).summary)
+    # every table above, and a few: the runs whose pairing also makes the detail rows
+    # (Options.exchange_details), whatever tables the sink leaves out
+    some = local.analyze(paths, tables=["partitions", "errors", "brokers", "records"])
+    out[name]["details"] = {t: {c: cells(v) for c, v in cols.items()} for t, cols in some.tables.items()}
 sys.stdout.buffer.write(pickle.dumps(out))
 """
 

@@ -21,7 +21,7 @@ from kdissect.kafka.session import KafkaConnection
 from kdissect.options import Options
 from kdissect.reassembly.lanes import NativeLanes
 from kdissect.sources.segment import ACK, RST, TcpSegment
-from kdissect.tables.columns import cells
+from kdissect.tables.columns import TABLES, cells
 from kdissect.tables.sink import ROW_TABLES, TableSink
 from kdissect.testing.conversation import tcp_conversation
 from kdissect.testing.encoder import encode_request, encode_response
@@ -71,15 +71,28 @@ def _tables(events: list, options: Options) -> dict:
     return {name: {c: cells(v) for c, v in sink.columns(name).items()} for name in ROW_TABLES}
 
 
-def _same_rows(segments: list[TcpSegment], options: Options, batches: list[int]) -> list:
+def _every_table(events: list, options: Options) -> dict:
+    """Every table a sink builds from ``events``."""
+    sink = TableSink(None, options)
+    sink.consume_all(events)
+    return {name: {c: cells(v) for c, v in sink.columns(name).items()} for name in TABLES}
+
+
+def _same_rows(segments: list[TcpSegment], options: Options, batches: list[int]) -> tuple[list, list]:
     """With the native pairing on (``Options.exchange_rows``): the same tables as the reference's events
-    make, and every other event the same, in the same order. Returns the native events."""
-    native = _events(segments, replace(options, exchange_rows=True), batches)
+    make, and every other event the same, in the same order; the same with the detail rows made by the
+    pairing too (``Options.exchange_details``), every table compared. Returns both runs' native events."""
+    rows = _events(segments, replace(options, exchange_rows=True), batches)
     reference = _events(segments, options, None)
-    assert _tables(native, options) == _tables(reference, options)
-    assert ([ev for ev in native if not isinstance(ev, Exchange | ExchangeRows)]
-            == [ev for ev in reference if not isinstance(ev, Exchange)])
-    return native
+    assert _tables(rows, options) == _tables(reference, options)
+    others = [ev for ev in reference if not isinstance(ev, Exchange)]
+    assert [ev for ev in rows if not isinstance(ev, Exchange | ExchangeRows)] == others
+    details = TableSink(None, options).lane_details()
+    assert details is not None
+    detailed = _events(segments, replace(options, exchange_details=details), batches)
+    assert _every_table(detailed, options) == _every_table(reference, options)
+    assert [ev for ev in detailed if not isinstance(ev, Exchange | ExchangeRows)] == others
+    return rows, detailed
 
 
 def _variant(seg: TcpSegment, **changes) -> TcpSegment:
@@ -294,11 +307,19 @@ def test_lanes_pair_the_common_exchanges_into_rows() -> None:
     clean = [s for i in range(3) for s in _connection(i, 20, 1448, close=True)]
     frames = [f for cid in range(0, 60, 3) for f in _frames("pipelined", cid)]
     pipelined = tcp_conversation([(d, f, n * MS) for n, (d, f) in enumerate(frames)], client=("10.0.0.9", 40999))
-    for segments, exchanges in ((clean, 60), (pipelined, 60)):
-        native = _same_rows(segments, Options(), [64])
+    for segments, exchanges, produces in ((clean, 60, 30), (pipelined, 60, 20)):
+        native, detailed = _same_rows(segments, Options(), [64])
         rows = sum(len(ev) for ev in native if isinstance(ev, ExchangeRows))
         assert rows >= exchanges - 3
         assert sum(isinstance(ev, Exchange) for ev in native) + rows == exchanges
+        # with the detail rows too: the Produce exchanges come as rows, with their partitions rows and
+        # records (Metadata, whose rows read its whole answer, goes to the session)
+        pieces = [ev for ev in detailed if isinstance(ev, ExchangeRows)]
+        assert all(piece.details is not None for piece in pieces)
+        produced = sum(piece.lists[5].count(0) for piece in pieces)
+        assert produced >= produces - 3
+        assert sum(len(piece.details.partitions[0]) for piece in pieces) == produced
+        assert sum(bool(left[7]) for piece in pieces for left in piece.details.left) >= produced - 3
 
 
 def test_a_broken_pairing_hand_back_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
