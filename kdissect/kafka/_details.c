@@ -4,8 +4,10 @@
  *
  * Per exchange: both bodies decoded by the decoder's C path (decode_frame, the schema programs), both
  * walked by the table sink's detail walk (tables/_native.c, through its capsule, _native.h, with the
- * plans tables/detail_walk.py compiles per message version), and then, into the lists of the current
- * piece (tables/detail_walk.py's LanePiece):
+ * plans tables/detail_walk.py compiles per message version), which also gives the exchanges row its
+ * error columns and throttle time as the sink's _walked_details does (so a response the exchange scan
+ * leaves, with tagged fields, is taken here), and then, into the lists of the current piece
+ * (tables/detail_walk.py's LaneParts):
  *   - the partitions rows (merged per topic-partition by the walk), in PARTITION_COLUMNS order,
  *     unless the api is cluster-state traffic (``no_partitions``);
  *   - the request_params row of an api in ``params_apis``: the request body's ``params_fields``;
@@ -25,6 +27,8 @@
 
 #include "../tables/_native.h"
 
+static PyObject *str_throttle; /* "throttle_time_ms" */
+
 static struct {
     PyObject *spec; /* the spec tuple, as given */
     PyObject *decode, *plan_for, *new_piece, *handed_back, *no_partitions, *params_apis, *params_fields;
@@ -40,6 +44,8 @@ details_read(PyObject *spec)
     if (spec == d.spec)
         return 0;
     if (d.walk == NULL && (d.walk = PyCapsule_Import(KD_DETAIL_CAPSULE, 0)) == NULL)
+        return -1;
+    if (str_throttle == NULL && (str_throttle = PyUnicode_InternFromString("throttle_time_ms")) == NULL)
         return -1;
     PyObject *decode, *plan_for, *new_piece, *handed_back, *no_partitions, *params_apis, *params_fields;
     if (!PyArg_ParseTuple(spec, "OOOO!O!O!O!", &decode, &plan_for, &new_piece, &PyFrozenSet_Type, &handed_back,
@@ -225,36 +231,73 @@ left_item(PyObject *left, const Paired *x)
     return rc;
 }
 
-int
-details_add(PyObject *parts, const Paired *x, const Bodies *bodies)
+/* The reused parts start empty for the next exchange. */
+static void
+reset(void)
 {
-    PyObject *partitions_columns, *params_columns, *topics, *left;
-    if (!PyArg_ParseTuple(parts, "O!O!O!O!", &PyTuple_Type, &partitions_columns, &PyTuple_Type, &params_columns,
-                          &PyDict_Type, &topics, &PyList_Type, &left))
-        return -1;
-    int no_partitions = in_set(d.no_partitions, x->api_key), params = in_set(d.params_apis, x->api_key);
-    PyObject *req_plan = plan(x->api_key, x->api_version, 0), *resp_plan = req_plan ? plan(x->api_key, x->api_version, 1)
-                                                                                     : NULL;
-    if (no_partitions < 0 || params < 0 || resp_plan == NULL)
-        return -1;
-    PyObject *merged = no_partitions ? NULL : d.partitions;
-    int rc = d.walk->walk_body(req_plan, bodies->request, 0, merged, NULL, d.request_records, topics, NULL, NULL);
-    if (rc == 0)
-        rc = d.walk->walk_body(resp_plan, bodies->response, 1, merged, d.errors, d.response_records, topics,
-                               d.base_offsets, d.brokers);
-    if (rc == 0 && PyDict_GET_SIZE(d.partitions))
-        rc = partition_rows(partitions_columns, x);
-    if (rc == 0 && params)
-        rc = params_row(params_columns, x, bodies->request);
-    if (rc == 0 && (PyList_GET_SIZE(d.errors) || PyList_GET_SIZE(d.brokers) || PyList_GET_SIZE(d.request_records)
-                    || PyList_GET_SIZE(d.response_records)))
-        rc = left_item(left, x);
-    /* the reused parts start empty for the next exchange (also after an error) */
     PyDict_Clear(d.partitions);
     PyDict_Clear(d.base_offsets);
     PyList_SetSlice(d.errors, 0, PyList_GET_SIZE(d.errors), NULL);
     PyList_SetSlice(d.brokers, 0, PyList_GET_SIZE(d.brokers), NULL);
     PyList_SetSlice(d.request_records, 0, PyList_GET_SIZE(d.request_records), NULL);
     PyList_SetSlice(d.response_records, 0, PyList_GET_SIZE(d.response_records), NULL);
+}
+
+int
+details_walk(PyObject *parts, const Paired *x, const Bodies *bodies, Outcome *out)
+{
+    PyObject *topics;
+    if (!PyTuple_Check(parts) || PyTuple_GET_SIZE(parts) != 4 || !PyDict_Check(topics = PyTuple_GET_ITEM(parts, 2))) {
+        PyErr_SetString(PyExc_TypeError, "a details piece's parts: (partitions, params, topics, left)");
+        return -1;
+    }
+    int no_partitions = in_set(d.no_partitions, x->api_key);
+    PyObject *req_plan = plan(x->api_key, x->api_version, 0), *resp_plan = req_plan ? plan(x->api_key, x->api_version, 1)
+                                                                                     : NULL;
+    if (no_partitions < 0 || resp_plan == NULL)
+        return -1;
+    PyObject *merged = no_partitions ? NULL : d.partitions;
+    int rc = d.walk->walk_body(req_plan, bodies->request, 0, merged, NULL, d.request_records, topics, NULL, NULL);
+    if (rc == 0)
+        rc = d.walk->walk_body(resp_plan, bodies->response, 1, merged, d.errors, d.response_records, topics,
+                               d.base_offsets, d.brokers);
+    *out = (Outcome){0, PyList_GET_SIZE(d.errors), NULL};
+    if (rc == 0 && out->errors) { /* (path, key, code, ...) */
+        PyObject *first = PyList_GET_ITEM(d.errors, 0);
+        out->first_error = PyTuple_Check(first) && PyTuple_GET_SIZE(first) > 2
+                               ? PyLong_AsLongLong(PyTuple_GET_ITEM(first, 2)) : -1;
+        rc = PyErr_Occurred() ? -1 : 0;
+    }
+    if (rc == 0) { /* the response body's throttle_time_ms, or None */
+        out->throttle = PyDict_GetItemWithError(bodies->response, str_throttle);
+        rc = out->throttle == NULL && PyErr_Occurred() ? -1 : 0;
+        out->throttle = Py_NewRef(out->throttle ? out->throttle : Py_None);
+    }
+    if (rc < 0) {
+        Py_CLEAR(out->throttle);
+        reset();
+    }
+    return rc;
+}
+
+int
+details_emit(PyObject *parts, const Paired *x, const Bodies *bodies)
+{
+    PyObject *partitions_columns, *params_columns, *topics, *left;
+    int rc = -1, params;
+    if (!PyArg_ParseTuple(parts, "O!O!O!O!", &PyTuple_Type, &partitions_columns, &PyTuple_Type, &params_columns,
+                          &PyDict_Type, &topics, &PyList_Type, &left)
+        || (params = in_set(d.params_apis, x->api_key)) < 0)
+        goto done;
+    rc = 0;
+    if (PyDict_GET_SIZE(d.partitions))
+        rc = partition_rows(partitions_columns, x);
+    if (rc == 0 && params)
+        rc = params_row(params_columns, x, bodies->request);
+    if (rc == 0 && (PyList_GET_SIZE(d.errors) || PyList_GET_SIZE(d.brokers) || PyList_GET_SIZE(d.request_records)
+                    || PyList_GET_SIZE(d.response_records)))
+        rc = left_item(left, x);
+done:
+    reset();
     return rc;
 }

@@ -30,9 +30,18 @@ int details_left(int api_key);
  * the pairing back), -1. ``request`` is the request's bytes, or the session's KafkaMessage (its body). */
 int details_decode(PyObject *request, PyObject *requests, PyObject *responses, const char *b, Py_ssize_t n,
                    int api_key, int api_version, Bodies *out);
-/* The exchange's rows into the current piece's detail parts (``piece``: what new_piece gave, after the
- * exchanges lists); 0 or -1. */
-int details_add(PyObject *piece, const Paired *x, const Bodies *bodies);
+/* What the exchanges row takes from the walk: the first non-zero error code, how many, the response's
+ * throttle_time_ms (a new reference, None when absent). */
+typedef struct {
+    long long first_error, errors;
+    PyObject *throttle;
+} Outcome;
+
+/* Both bodies walked (``parts``: what new_piece gave after the exchanges lists; the topic ids learned go
+ * to its topics), the exchanges row's outcome set: 0, or -1 (nothing kept). details_emit must follow. */
+int details_walk(PyObject *parts, const Paired *x, const Bodies *bodies, Outcome *out);
+/* The walked exchange's rows into the piece's detail parts: 0 or -1. */
+int details_emit(PyObject *parts, const Paired *x, const Bodies *bodies);
 void details_clear(Bodies *bodies);
 
 #endif

@@ -372,7 +372,7 @@ error_name_of(long long code)
 
 static int
 row(Pairing *p, const Waiting *w, int overtook, long long resp_first, long long resp_last, Py_ssize_t resp_size,
-    const Scan *s)
+    const Outcome *s)
 {
     if (piece_ready(p->events, p->details) < 0)
         return -1;
@@ -398,7 +398,7 @@ row(Pairing *p, const Waiting *w, int overtook, long long resp_first, long long 
     cells[C_ERROR_CODE] = PyLong_FromLongLong(s->first_error);
     cells[C_ERROR_NAME] = error_name_of(s->first_error);
     cells[C_ERROR_COUNT] = PyLong_FromLongLong(s->errors);
-    cells[C_THROTTLE_TIME_MS] = s->found[SLOT_THROTTLE] ? PyLong_FromLongLong(s->value[SLOT_THROTTLE]) : Py_NewRef(Py_None);
+    cells[C_THROTTLE_TIME_MS] = Py_NewRef(s->throttle);
     cells[C_STATUS] = Py_NewRef(s->errors ? shared.error : shared.ok);
     cells[C_OUT_OF_ORDER] = Py_NewRef(overtook ? Py_True : Py_False);
     cells[C_INFERRED] = Py_NewRef(Py_False);
@@ -442,27 +442,40 @@ response(Pairing *p, long long offset, const char *b, Py_ssize_t n, long long ts
         left = details_left(w->api_key);
     if (left)
         return left < 0 ? -1 : 0;
-    Scan s;
-    int ok = shared.scan->scan_frame(shared.responses, (const unsigned char *)b, n, w->api_key, w->api_version, &s);
-    if (ok <= 0)
-        return ok;
+    /* the row's outcome: from the exchange scan, or in a details run from the walk of the decoded bodies */
+    Outcome out = {0, 0, NULL};
     Bodies bodies = {NULL, NULL};
-    if (p->details && (ok = details_decode(w->data ? w->data : w->message, shared.requests, shared.responses, b, n,
-                                           w->api_key, w->api_version, &bodies)) <= 0)
-        return ok;
+    PyObject *api_name = w->api_key < PyList_GET_SIZE(shared.api_names) ? PyList_GET_ITEM(shared.api_names, w->api_key)
+                                                                          : Py_None;
+    Paired x = {p->conn_id, api_name, w->correlation_id, w->api_key, w->api_version, w->offset, w->ts_first, offset,
+                ts_first};
+    if (p->details) {
+        int ok = details_decode(w->data ? w->data : w->message, shared.requests, shared.responses, b, n, w->api_key,
+                                w->api_version, &bodies);
+        if (ok <= 0)
+            return ok;
+        if (piece_ready(p->events, 1) < 0 || details_walk(shared.parts, &x, &bodies, &out) < 0) {
+            details_clear(&bodies);
+            return -1;
+        }
+    } else {
+        Scan s;
+        int ok = shared.scan->scan_frame(shared.responses, (const unsigned char *)b, n, w->api_key, w->api_version, &s);
+        if (ok <= 0)
+            return ok;
+        out = (Outcome){s.first_error, s.errors,
+                        s.found[SLOT_THROTTLE] ? PyLong_FromLongLong(s.value[SLOT_THROTTLE]) : Py_NewRef(Py_None)};
+        if (out.throttle == NULL)
+            return -1;
+    }
     /* Pairer.take: it overtook older requests (overtaken ones wait, or the older ones become so) */
     int overtook = k > 0;
     for (Py_ssize_t j = 0; j < k; j++)
         p->waiting[j].overtaken = 1;
-    int rc = row(p, w, overtook, ts_first, ts_last, n, &s);
-    if (rc == 0 && p->details) {
-        PyObject *api_name = w->api_key < PyList_GET_SIZE(shared.api_names) ? PyList_GET_ITEM(shared.api_names,
-                                                                                              w->api_key)
-                                                                              : Py_None;
-        Paired x = {p->conn_id, api_name, w->correlation_id, w->api_key, w->api_version, w->offset, w->ts_first,
-                    offset, ts_first};
-        rc = details_add(shared.parts, &x, &bodies);
-    }
+    int rc = row(p, w, overtook, ts_first, ts_last, n, &out);
+    if (p->details && details_emit(shared.parts, &x, &bodies) < 0)
+        rc = -1;
+    Py_DECREF(out.throttle);
     details_clear(&bodies);
     if (rc < 0)
         return -1;
