@@ -200,7 +200,13 @@ def _frames(kind: str, cid: int) -> list[tuple[int, bytes]]:
                 # (the walk lists a struct's own error code before its members': here after them on the wire)
                 (0, metadata_request(cid + 8000, version=13)),
                 (1, encode_response(3, 13, {"topics": [{"name": "t", "error_code": 3, "partitions": []}],
-                                            "error_code": 5}, correlation_id=cid + 8000))]
+                                            "error_code": 5}, correlation_id=cid + 8000)),
+                # two partitions' errors in an answer the pairing takes with its detail rows (not Metadata)
+                (0, encode_request(0, 9, {"acks": -1, "timeout_ms": 5, "topic_data": [{"name": "t", "partition_data": [
+                    {"index": 0, "records": None}, {"index": 1, "records": None}]}]}, correlation_id=cid + 9000)),
+                (1, encode_response(0, 9, {"responses": [{"name": "t", "partition_responses": [
+                    {"index": 0, "error_code": 6}, {"index": 1, "error_code": 7}]}], "throttle_time_ms": 3},
+                    correlation_id=cid + 9000))]
     if kind == "reused":  # a correlation id used again before its answer
         return [(0, metadata_request(cid)), (0, metadata_request(cid)), (1, metadata_response(cid))]
     if kind == "api_versions":  # the session learns the client software from it
