@@ -82,6 +82,9 @@ class Options:
     # Set by an engine whose table sink takes exchanges rows as column pieces (events.ExchangeRows): the
     # native lanes then pair the common case into rows (kafka/_pairing.c) instead of Exchange events.
     exchange_rows: bool = False
+    # ...and its rows also bring each request's topics, every error code and the topic ids a response
+    # names (ExchangeRows.topics/codes/named): what the live engine's figures take of an exchange.
+    exchange_topics: bool = False
 
     # -- record batches and tables ------------------------------------------------------------
     decompressed_run: int = 16 * 1024 * MiB  # all batches of the run together; past it payloads are not inflated

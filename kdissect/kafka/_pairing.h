@@ -12,6 +12,7 @@ typedef struct {
     PyObject *message;   /* the session's KafkaMessage, a request its pairer held when the pairing started */
     PyObject *client_id; /* str or None */
     int overtaken;       /* a later request was answered first (pairing.py's _overtaken) */
+    PyObject *topics;    /* with names: what its structs name (ExchangeRows.topics' item); else NULL */
 } Waiting;
 
 #define MAX_WAITING 64 /* requests waiting here at most (more: the session's pairer takes them) */
@@ -20,6 +21,7 @@ enum { FRAMES_TO_BROKER, BYTES_TO_BROKER, FRAMES_TO_CLIENT, BYTES_TO_CLIENT, CUT
 
 typedef struct {
     int on, request_dir;
+    int names;                         /* rows also bring topics, codes and named ids (Options.exchange_topics) */
     PyObject *events;                  /* where rows and replayed events go (set before each run's frames) */
     Waiting *waiting;                  /* requests in arrival order (the overtaken ones first): MAX_WAITING */
     Py_ssize_t count, limit;
