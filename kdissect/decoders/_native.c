@@ -884,7 +884,7 @@ scan(PyObject *module, PyObject *args)
             goto fail;
         PyTuple_SET_ITEM(codes, k, v);
     }
-    Py_SETREF(out, Py_BuildValue("(NNN)", out, named, codes));
+    out = Py_BuildValue("(NNN)", out, named, codes); /* (N: the three references pass to it, or are dropped) */
     named = codes = NULL;
     goto done;
 fail:

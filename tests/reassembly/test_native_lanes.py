@@ -15,6 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from kdissect.engines.live_exchanges import ExchangeReader
 from kdissect.events import Exchange, ExchangeRows
 from kdissect.kafka.pipeline import KafkaPipeline
 from kdissect.kafka.session import KafkaConnection
@@ -72,11 +73,13 @@ def _tables(events: list, options: Options) -> dict:
 
 
 def _same_rows(segments: list[TcpSegment], options: Options, batches: list[int]) -> list:
-    """With the native pairing on (``Options.exchange_rows``): the same tables as the reference's events
-    make, and every other event the same, in the same order. Returns the native events."""
-    native = _events(segments, replace(options, exchange_rows=True), batches)
+    """With the native pairing on (``Options.exchange_rows``, and ``exchange_topics``): the same tables as
+    the reference's events make, the same pieces for the live figures (each request's topics, every error
+    name), and every other event the same, in the same order. Returns the native events."""
+    native = _events(segments, replace(options, exchange_rows=True, exchange_topics=True), batches)
     reference = _events(segments, options, None)
     assert _tables(native, options) == _tables(reference, options)
+    assert ExchangeReader().read(native) == ExchangeReader().read(reference)
     assert ([ev for ev in native if not isinstance(ev, Exchange | ExchangeRows)]
             == [ev for ev in reference if not isinstance(ev, Exchange)])
     return native
