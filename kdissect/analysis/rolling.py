@@ -96,7 +96,7 @@ class Exchanged:
     request_bytes: list[int] = field(default_factory=list)
     response_bytes: list[int] = field(default_factory=list)
     error_names: list[tuple[str, ...]] = field(default_factory=list)  # every non-zero error code's name
-    topics: list[list[str]] = field(default_factory=list)  # the topics the request names
+    topics: list[tuple[str, ...]] = field(default_factory=list)  # the topics the request names
     # answered with an error that is not a normal protocol step (kdissect.analysis.expected)
     failed: list[bool] = field(default_factory=list)
 
@@ -140,31 +140,46 @@ class RollingFigures:
 
     # -- input ----------------------------------------------------------------------------
     def add(self, ex: Exchanged) -> None:
-        """A piece of exchanges, in their order (a bucket opens as its second is first met)."""
+        """A piece of exchanges, in their order (a bucket opens as its second is first met); each API's
+        latencies are added to its whole-run figures at once."""
         if not len(ex):
             return
         self.exchanges += len(ex)
         self._clock(min(ex.ts_ns))
         self._clock(max(ex.ts_ns))
-        samples_max, bucket_of = self.per_second_samples, self._bucket
+        samples_max, bucket_of, apis = self.per_second_samples, self._bucket, self.apis
         second, bucket = None, None
-        rows = zip(ex.ts_ns, ex.api, ex.broker, ex.latency_ms, ex.failed, ex.request_bytes, ex.response_bytes,
-                   strict=True)  # fmt: skip
-        for ts_ns, api, broker, latency_ms, failed, request_bytes, response_bytes in rows:
+        latencies: dict[str, list[float]] = {}
+        rows = zip(ex.ts_ns, ex.api, ex.broker, ex.latency_ms, ex.failed, ex.status, ex.request_bytes,
+                   ex.response_bytes, strict=True)  # fmt: skip
+        for ts_ns, api, broker, latency_ms, failed, status, request_bytes, response_bytes in rows:
             if ts_ns // NS != second:  # (a bucket found stays the one of its second until another is met)
                 second = ts_ns // NS
                 bucket = bucket_of(ts_ns)
+            totals = apis.get(api)
+            if totals is None:
+                totals = apis[api] = ApiTotals()
+            totals.count += 1
+            if failed or status == "unanswered":
+                totals.errors += failed
+                totals.unanswered += status == "unanswered"
             if bucket is not None:
                 bucket.requests += 1
                 bucket.errors += failed
                 bucket.request_bytes += request_bytes
                 bucket.response_bytes += response_bytes
-                if latency_ms is not None:
+            if latency_ms is not None:
+                latencies.setdefault(api, []).append(latency_ms)
+                if bucket is not None:
                     samples = bucket.latency.setdefault((api, broker), [])
                     if len(samples) < samples_max:
                         samples.append(latency_ms)
+        for api, values in latencies.items():
+            totals = apis[api]
+            totals.latency.add_many(values)
+            top = max(values)
+            totals.max_ms = top if totals.max_ms is None else max(totals.max_ms, top)
         self.failed += sum(ex.failed)
-        self._add_totals(ex)
         self.statuses.update(ex.status)
         for api, names in zip(ex.api, ex.error_names, strict=True):
             for name in names:
@@ -174,26 +189,6 @@ class RollingFigures:
             self.clients.add(client, n)
         for topic, n in Counter(topic for topics in ex.topics for topic in topics).items():
             self.topics.add(topic, n)
-
-    def _add_totals(self, ex: Exchanged) -> None:
-        """Each API's whole-run figures: counts, then its latencies at once."""
-        latencies: dict[str, list[float]] = {}
-        for api, status, failed, latency_ms in zip(ex.api, ex.status, ex.failed, ex.latency_ms, strict=True):
-            totals = self.apis.get(api)
-            if totals is None:
-                totals = self.apis[api] = ApiTotals()
-                latencies[api] = []
-            totals.count += 1
-            totals.errors += failed
-            totals.unanswered += status == "unanswered"
-            if latency_ms is not None:
-                latencies.setdefault(api, []).append(latency_ms)
-        for api, values in latencies.items():
-            if values:
-                totals = self.apis[api]
-                totals.latency.add_many(values)
-                top = max(values)
-                totals.max_ms = top if totals.max_ms is None else max(totals.max_ms, top)
 
     def anomaly(self, kind: str, length: int | None, ts_ns: int | None) -> None:
         self.anomalies[kind] += 1

@@ -44,7 +44,7 @@ class ExchangeReader:
     def read(self, events: list[KafkaEvent]) -> Exchanged:
         columns: dict[str, list[Any]] = {name: [] for name in READ}
         names: list[tuple[str, ...]] = []
-        topics: list[list[str]] = []
+        topics: list[tuple[str, ...]] = []
         for ev in events:
             if type(ev) is Exchange:
                 self._exchange(ev, columns, names, topics)
@@ -53,7 +53,7 @@ class ExchangeReader:
         return _piece(columns, names, topics)
 
     def _exchange(self, ex: Exchange, columns: dict[str, list[Any]], names: list[tuple[str, ...]],
-                  topics: list[list[str]]) -> None:
+                  topics: list[tuple[str, ...]]) -> None:
         req, resp = ex.request, ex.response
         errors = exchange_errors(ex, _entries(resp, errors_only=True) if _has_error(resp) else [])
         row = exchange_row(ex, errors)
@@ -65,15 +65,19 @@ class ExchangeReader:
         topics.append(self._named(request_topics(_contexts(req, "request"))))
 
     def _rows(self, piece: ExchangeRows, columns: dict[str, list[Any]], names: list[tuple[str, ...]],
-              topics: list[list[str]]) -> None:
+              topics: list[tuple[str, ...]]) -> None:
         given = piece.columns()
         for name in READ:
             columns[name].extend(given[name])
-        names.extend([tuple(map(error_name, codes)) for codes in piece.codes])
-        learn, named = self._learn, self._named
+        names.extend([tuple(map(error_name, codes)) if codes else () for codes in piece.codes])
+        named = self._named
+        if not any(piece.named):  # (no answer names a topic id: nothing to learn on the way)
+            topics.extend([found if len(found) == 1 and type(found[0]) is str else named(found)
+                           for found in piece.topics])  # fmt: skip
+            return
         for api_key, found, ids in zip(given["api_key"], piece.topics, piece.named, strict=True):
             if ids and api_key == METADATA:
-                learn([(self._id(raw), topic) for topic, raw in ids])
+                self._learn([(self._id(raw), topic) for topic, raw in ids])
             topics.append(named(found))
 
     def _id(self, raw: bytes) -> uuid.UUID:
@@ -89,20 +93,20 @@ class ExchangeReader:
             if len(self.topic_names) < self.max_topic_ids:
                 self.topic_names.setdefault(topic_id, topic)
 
-    def _named(self, found: list | tuple) -> list[str]:
+    def _named(self, found: tuple | list) -> tuple[str, ...]:
         """Topic names as given, topic ids (the scan's bytes or ids) by the name a Metadata answer gave."""
         if all(type(t) is str for t in found):
-            return list(found)
+            return tuple(found)
         names: dict[str, None] = {}
         for t in found:
             if type(t) is not str:
                 topic_id = self._id(t) if type(t) is bytes else t
                 t = self.topic_names.get(topic_id, str(topic_id))
             names[t] = None
-        return list(names)
+        return tuple(names)
 
 
-def _piece(c: dict[str, list[Any]], names: list[tuple[str, ...]], topics: list[list[str]]) -> Exchanged:
+def _piece(c: dict[str, list[Any]], names: list[tuple[str, ...]], topics: list[tuple[str, ...]]) -> Exchanged:
     """The figures' piece from the rows' columns, a column at a time."""
     broker_ip, client_ip, client_id = c["broker_ip"], c["client_ip"], c["client_id"]
     return Exchanged(

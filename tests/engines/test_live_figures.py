@@ -37,7 +37,7 @@ def _ex(
         [100],
         [50],
         [errors],
-        [["orders"]],
+        [("orders",)],
         [status == "error"],
     )
 
