@@ -9,6 +9,7 @@ padding, snap-length cuts, resets, and bounds reached (idle sweeps, a full conne
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import replace
 
 import pytest
@@ -325,3 +326,27 @@ def test_more_requests_waiting_than_a_lane_holds(bound: int) -> None:
     requests = [(0, metadata_request(cid), cid * MS) for cid in range(150)]
     answers = [(1, metadata_response(cid), (150 + cid) * MS) for cid in range(150)]
     _same_rows(tcp_conversation(requests + answers, close=True), Options(pending_requests=bound), [64])
+
+
+def test_live_pieces_name_the_topics_a_fetch_gives_by_id() -> None:
+    """A Metadata answer names a topic id; later Fetches ask by that id and by one never named: live's
+    pieces count the first by its name and the other by its id, on both paths (not vacuously: as rows)."""
+    named, unnamed = uuid.UUID(int=7), uuid.UUID(int=9)
+    topic = {"error_code": 0, "name": "orders", "topic_id": named, "partitions": []}
+    fetch = {"max_wait_ms": 5, "min_bytes": 1, "session_epoch": -1,
+             "topics": [{"topic_id": t, "partitions": [{"partition": 0, "fetch_offset": 0, "partition_max_bytes": 9}]}
+                        for t in (named, unnamed)]}
+    answer = {"responses": [{"topic_id": named, "partitions": [{"partition_index": 0, "error_code": 6}]}]}
+    frames = [f for cid in range(3) for f in _frames("produce", cid)]
+    frames += [(0, metadata_request(10, version=12)),
+               (1, encode_response(3, 12, {"topics": [topic]}, correlation_id=10))]
+    for cid in (11, 12):
+        frames += [(0, encode_request(1, 13, fetch, correlation_id=cid)),
+                   (1, encode_response(1, 13, answer, correlation_id=cid))]
+    native = _same_rows(tcp_conversation([(d, f, n * MS) for n, (d, f) in enumerate(frames)], close=True), Options(),
+                        [64])
+    rows = [ev for ev in native if isinstance(ev, ExchangeRows)]
+    assert sum(len(piece) for piece in rows) >= 3 and any(named.bytes in piece.topics[-1] for piece in rows)
+    piece = ExchangeReader().read(native)
+    assert piece.topics[-2:] == [("orders", str(unnamed))] * 2
+    assert piece.error_names[-1] == ("NOT_LEADER_OR_FOLLOWER",)
