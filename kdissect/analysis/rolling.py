@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections import Counter, deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from itertools import chain
 
 from kdissect.analysis.distribution import Latencies
 from kdissect.analysis.expected import is_expected
@@ -139,7 +140,7 @@ class RollingFigures:
         self.last_ns: int | None = None
 
     # -- input ----------------------------------------------------------------------------
-    def add(self, ex: Exchanged) -> None:
+    def add_exchanges(self, ex: Exchanged) -> None:
         """A piece of exchanges, in their order (a bucket opens as its second is first met); each API's
         latencies are added to its whole-run figures at once."""
         if not len(ex):
@@ -181,13 +182,14 @@ class RollingFigures:
             totals.max_ms = top if totals.max_ms is None else max(totals.max_ms, top)
         self.failed += sum(ex.failed)
         self.statuses.update(ex.status)
-        for api, names in zip(ex.api, ex.error_names, strict=True):
-            for name in names:
-                if not is_expected(api, name):
-                    self.errors.add(name)
+        if any(ex.error_names):
+            for api, names in zip(ex.api, ex.error_names, strict=True):
+                for name in names:
+                    if not is_expected(api, name):
+                        self.errors.add(name)
         for client, n in Counter(ex.client).items():  # (first met first: the cap admits the same keys)
             self.clients.add(client, n)
-        for topic, n in Counter(topic for topics in ex.topics for topic in topics).items():
+        for topic, n in Counter(chain.from_iterable(ex.topics)).items():
             self.topics.add(topic, n)
 
     def anomaly(self, kind: str, length: int | None, ts_ns: int | None) -> None:

@@ -291,9 +291,9 @@ class LiveRun:
         if not events:
             return
         piece = self.reader.read(events)
-        self.figures.add(piece)
+        self.figures.add_exchanges(piece)
         if self.metrics is not None:
-            self.metrics.add(piece)
+            self.metrics.add_exchanges(piece)
 
     def _spill(self, sink: TableSink) -> None:
         assert self.tables is not None

@@ -62,7 +62,7 @@ class LiveMetrics:
         unless ``addr`` says otherwise, as the labels name clients and brokers."""
         start_http_server(port, addr=addr, registry=self.registry)
 
-    def add(self, ex: Exchanged) -> None:
+    def add_exchanges(self, ex: Exchanged) -> None:
         """A piece of exchanges: labels capped in the exchanges' order, then each label set's counts at once."""
         groups: dict[tuple[str, str, str], list] = {}  # labels -> [requests, request bytes, response bytes, latencies]
         errors: list[tuple[Counter, tuple[str, str, str], str]] = []

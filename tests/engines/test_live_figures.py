@@ -45,11 +45,11 @@ def _ex(
 def test_buckets_roll_over_and_old_seconds_are_dropped():
     f = RollingFigures(window=5)
     for s in range(100):
-        f.add(_ex(s))
+        f.add_exchanges(_ex(s))
     assert [b.second for b in f.seconds] == [95, 96, 97, 98, 99]
-    f.add(_ex(10))  # long rolled off: counted in the totals, not in a bucket
+    f.add_exchanges(_ex(10))  # long rolled off: counted in the totals, not in a bucket
     assert f.apis["Produce"].count == 101 and sum(b.requests for b in f.seconds) == 5
-    f.add(_ex(1000))  # a jump opens only the window's worth of seconds
+    f.add_exchanges(_ex(1000))  # a jump opens only the window's worth of seconds
     assert len(f.seconds) == 5 and f.seconds[-1].second == 1000
 
 
@@ -57,7 +57,7 @@ def test_rates_and_latency_cover_the_recent_seconds():
     f = RollingFigures(window=60)
     for s in range(10):
         for i in range(s + 1):
-            f.add(_ex(s, latency=float(i)))
+            f.add_exchanges(_ex(s, latency=float(i)))
     req_s, bytes_s = f.rates(2)
     assert req_s == (9 + 10) / 2 and bytes_s == req_s * 150
     ((n, pct),) = f.latency_by(1).values()
@@ -67,7 +67,7 @@ def test_rates_and_latency_cover_the_recent_seconds():
 def test_samples_and_counters_stay_bounded():
     f = RollingFigures(window=3, per_second_samples=10, max_keys=4)
     for i in range(10_000):
-        f.add(_ex(i // 1000, latency=float(i), client=f"client-{i}"))
+        f.add_exchanges(_ex(i // 1000, latency=float(i), client=f"client-{i}"))
     assert f.bucket_count() <= 3 * 10
     latency = f.apis["Produce"].latency
     assert latency.count == 10_000 and not latency.exact  # folded: bounded, whatever the run's length
@@ -83,7 +83,7 @@ def test_label_cap_admits_the_first_values_only():
 
 def _figures_with_hostile_client() -> RollingFigures:
     figures = RollingFigures()
-    figures.add(_ex(1, client=HOSTILE, status="error", errors=(HOSTILE,)))
+    figures.add_exchanges(_ex(1, client=HOSTILE, status="error", errors=(HOSTILE,)))
     return figures
 
 
@@ -155,7 +155,7 @@ def test_a_piece_counts_as_its_exchanges_one_by_one():
     joined = Exchanged(*([v for row in rows for v in getattr(row, name)] for name in Exchanged.__slots__))
     one_by_one, at_once = RollingFigures(window=5, max_keys=4), RollingFigures(window=5, max_keys=4)
     for row in rows:
-        one_by_one.add(row)
-    at_once.add(joined)
+        one_by_one.add_exchanges(row)
+    at_once.add_exchanges(joined)
     assert len(joined) == 300 and at_once.failed == 75
     assert _figures_state(at_once) == _figures_state(one_by_one)

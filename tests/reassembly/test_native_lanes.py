@@ -329,13 +329,14 @@ def test_more_requests_waiting_than_a_lane_holds(bound: int) -> None:
 
 
 def test_live_pieces_name_the_topics_a_fetch_gives_by_id() -> None:
-    """A Metadata answer names a topic id; later Fetches ask by that id and by one never named: live's
-    pieces count the first by its name and the other by its id, on both paths (not vacuously: as rows)."""
-    named, unnamed = uuid.UUID(int=7), uuid.UUID(int=9)
+    """A Metadata answer names a topic id; later Fetches ask by that id, by one never named and by the nil
+    one: live's pieces count the first by its name, the second by its id and not the nil one, on both
+    paths (not vacuously: as rows)."""
+    named, unnamed, nil = uuid.UUID(int=7), uuid.UUID(int=9), uuid.UUID(int=0)
     topic = {"error_code": 0, "name": "orders", "topic_id": named, "partitions": []}
     fetch = {"max_wait_ms": 5, "min_bytes": 1, "session_epoch": -1,
              "topics": [{"topic_id": t, "partitions": [{"partition": 0, "fetch_offset": 0, "partition_max_bytes": 9}]}
-                        for t in (named, unnamed)]}
+                        for t in (named, unnamed, nil)]}
     answer = {"responses": [{"topic_id": named, "partitions": [{"partition_index": 0, "error_code": 6}]}]}
     frames = [f for cid in range(3) for f in _frames("produce", cid)]
     frames += [(0, metadata_request(10, version=12)),
