@@ -79,8 +79,9 @@ class Options:
 
     # -- Kafka layer ------------------------------------------------------------------------
     pending_requests: int = DEFAULT_PENDING_REQUESTS
-    # Set by an engine whose table sink takes exchanges rows as column pieces (events.ExchangeRows): the
-    # native lanes then pair the common case into rows (kafka/_pairing.c) instead of Exchange events.
+    # Set by an engine that takes exchanges rows as column pieces (events.ExchangeRows: its table sink, or
+    # live's figures): the native lanes then pair the common case into rows (kafka/_pairing.c) instead of
+    # Exchange events.
     exchange_rows: bool = False
     # ...and its rows also bring each request's topics, every error code and the topic ids a response
     # names (ExchangeRows.topics/codes/named): what the live engine's figures take of an exchange.
