@@ -44,7 +44,7 @@ enum {
     K_BOOL, K_INT8, K_INT16, K_UINT16, K_INT32, K_UINT32, K_INT64, K_FLOAT64, K_UUID,
     K_VARINT, K_VARLONG, K_UVARINT, K_STRING, K_BYTES, K_RECORDS, K_STRUCT, K_COUNT
 };
-enum { F_ARRAY = 1, F_NULLABLE = 2, F_COMPACT = 4, F_FLEXIBLE = 8, F_ERROR = 16 };
+enum { F_ARRAY = 1, F_NULLABLE = 2, F_COMPACT = 4, F_FLEXIBLE = 8, F_ERROR = 16, F_TOPIC = 32, F_TOPIC_ID = 64 };
 #define SLOT_OF(flags) ((flags) >> 8 & 0xF) /* program.py's SLOT_SHIFT: a SCANNED field's slot, 0 if none */
 #define MAX_DEPTH 64 /* schema nesting bound: decoding recursion follows the program, not the data */
 
@@ -631,15 +631,57 @@ walk_struct(Cursor *c, Py_ssize_t L, const Node *nd, Py_ssize_t *left)
  * non-zero ones and keeping the first in the order entities.walk lists them: a struct's own fields
  * (in field order) before its members' structs (in field order, array items in order). Tagged error
  * codes, tagged structs and tagged slot fields would need the walk's field order: the scan leaves those
- * frames to Python (W_UNDECIDED), as it does anything walk leaves. */
+ * frames to Python (W_UNDECIDED), as it does anything walk leaves.
+ * Asked for names (the live figures), it also lists every non-zero code in that order (a struct's own
+ * codes inserted before its members', which the walk met first) and the distinct (topic, topic id)
+ * contexts of the structs (F_TOPIC, F_TOPIC_ID; a struct inherits its parent's and lists its own
+ * before its members do: named_topics.py is the reference). A topic field after a member struct (no
+ * schema has one) or more contexts or codes than a Scan holds leave the frame to Python. */
 typedef struct {
     long long first, count;
 } Errors;
 
-static int scan_struct(Cursor *c, Py_ssize_t L, const Node *nd, int top, Scan *out, Errors *e);
+static int scan_struct(Cursor *c, Py_ssize_t L, const Node *nd, int top, Scan *out, Errors *e, Named ctx);
+
+/* v, the next of a struct's own codes, at codes[at]: before the codes its members listed (0, or -1: full) */
+static int
+add_code(Scan *out, int at, long long v)
+{
+    if (out->ncodes == SCAN_CODES)
+        return -1;
+    memmove(&out->codes[at + 1], &out->codes[at], (size_t)(out->ncodes - at) * sizeof out->codes[0]);
+    out->codes[at] = v;
+    out->ncodes++;
+    return 0;
+}
 
 static int
-scan_element(Cursor *c, Py_ssize_t L, const Node *nd, int nullable, Scan *out, Errors *e)
+same_named(const unsigned char *b, const Named *x, const Named *y)
+{
+    if ((x->topic < 0) != (y->topic < 0) || (x->id < 0) != (y->id < 0))
+        return 0;
+    if (x->topic >= 0 && (x->topic_len != y->topic_len || memcmp(b + x->topic, b + y->topic, (size_t)x->topic_len)))
+        return 0;
+    return x->id < 0 || !memcmp(b + x->id, b + y->id, 16);
+}
+
+/* A struct's context listed unless it has none or is listed already (0, or -1: full) */
+static int
+list_named(const unsigned char *b, Scan *out, const Named *ctx)
+{
+    if (ctx->topic < 0 && ctx->id < 0)
+        return 0;
+    for (int k = 0; k < out->nnamed; k++)
+        if (same_named(b, &out->named[k], ctx))
+            return 0;
+    if (out->nnamed == SCAN_NAMED)
+        return -1;
+    out->named[out->nnamed++] = *ctx;
+    return 0;
+}
+
+static int
+scan_element(Cursor *c, Py_ssize_t L, const Node *nd, int nullable, Scan *out, Errors *e, Named ctx)
 {
     if (nd->kind != K_STRUCT) {
         Py_ssize_t left = PY_SSIZE_T_MAX;
@@ -651,15 +693,16 @@ scan_element(Cursor *c, Py_ssize_t L, const Node *nd, int nullable, Scan *out, E
         if ((int8_t)c->b[c->p++] < 0)
             return 0;
     }
-    return scan_struct(c, L, nd, 0, out, e);
+    return scan_struct(c, L, nd, 0, out, e, ctx);
 }
 
 static int
-scan_member(Cursor *c, Py_ssize_t L, const Node *nd, int top, Scan *out, Errors *own, Errors *children)
+scan_member(Cursor *c, Py_ssize_t L, const Node *nd, int top, Scan *out, Errors *own, Errors *children, Named *ctx,
+            int mark)
 {
     if (!(nd->flags & F_ARRAY)) {
         Py_ssize_t at = c->p;
-        int rc = scan_element(c, L, nd, nd->flags & F_NULLABLE, out, children);
+        int rc = scan_element(c, L, nd, nd->flags & F_NULLABLE, out, children, *ctx);
         if (rc)
             return rc;
         int slot = top ? SLOT_OF(nd->flags) : 0;
@@ -676,8 +719,21 @@ scan_member(Cursor *c, Py_ssize_t L, const Node *nd, int top, Scan *out, Errors 
         if (nd->flags & F_ERROR && nd->kind != K_STRING && v) {
             if (!own->count)
                 own->first = v;
+            if (out->names && add_code(out, mark + (int)own->count, v) < 0)
+                return W_UNDECIDED;
             own->count++;
         }
+        if (out->names && nd->flags & F_TOPIC) { /* (read again: walk_string checked it; null: inherited) */
+            Cursor again = {c->b, at};
+            long long n = -1;
+            read_len(&again, L, nd->flags & F_COMPACT, 0, &n);
+            if (n >= 0) {
+                ctx->topic = again.p;
+                ctx->topic_len = (Py_ssize_t)n;
+            }
+        }
+        if (out->names && nd->flags & F_TOPIC_ID)
+            ctx->id = at;
         if (slot && slot < SLOTS) {
             out->found[slot] = 1;
             if (nd->kind == K_STRING) { /* (read again: walk_string checked it) */
@@ -700,7 +756,7 @@ scan_member(Cursor *c, Py_ssize_t L, const Node *nd, int top, Scan *out, Errors 
     if (counted <= 0)
         return counted;
     for (long long i = 0; i < n; i++) {
-        int rc = scan_struct(c, L, nd, 0, out, children);
+        int rc = scan_struct(c, L, nd, 0, out, children, *ctx);
         if (rc)
             return rc;
     }
@@ -708,17 +764,27 @@ scan_member(Cursor *c, Py_ssize_t L, const Node *nd, int top, Scan *out, Errors 
 }
 
 static int
-scan_struct(Cursor *c, Py_ssize_t L, const Node *nd, int top, Scan *out, Errors *e)
+scan_struct(Cursor *c, Py_ssize_t L, const Node *nd, int top, Scan *out, Errors *e, Named ctx)
 {
     Errors own = {0, 0}, children = {0, 0};
+    int mark = out->ncodes, listed = 0;
     for (Py_ssize_t i = 0; i < nd->nregular; i++) {
-        int rc = scan_member(c, L, &nd->regular[i], top, out, &own, &children);
+        const Node *m = &nd->regular[i];
+        if (out->names && !listed && m->kind == K_STRUCT) { /* its context is complete: listed before its members' */
+            if (list_named(c->b, out, &ctx) < 0)
+                return W_UNDECIDED;
+            listed = 1;
+        } else if (out->names && listed && m->flags & (F_TOPIC | F_TOPIC_ID)) {
+            return W_UNDECIDED;
+        }
+        int rc = scan_member(c, L, m, top, out, &own, &children, &ctx, mark);
         if (rc)
             return rc;
     }
     for (Py_ssize_t k = 0; k < nd->ntagged; k++) { /* tagged fields the row reads: the walk's order */
         const Node *t = &nd->tagged[k];
-        if (t->flags & F_ERROR || t->kind == K_STRUCT || (top && SLOT_OF(t->flags)))
+        if (t->flags & F_ERROR || t->kind == K_STRUCT || (top && SLOT_OF(t->flags))
+            || (out->names && t->flags & (F_TOPIC | F_TOPIC_ID)))
             goto tagged;
     }
     if (nd->flags & F_FLEXIBLE) {
@@ -739,6 +805,8 @@ tagged:
         c->p++;
     }
 done:
+    if (out->names && !listed && list_named(c->b, out, &ctx) < 0)
+        return W_UNDECIDED;
     if (!e->count)
         e->first = own.count ? own.first : children.first;
     e->count += own.count + children.count;
@@ -746,9 +814,11 @@ done:
 }
 
 static int
-scan_frame(PyObject *programs, const unsigned char *b, Py_ssize_t L, int api_key, int api_version, Scan *out)
+scan_frame(PyObject *programs, const unsigned char *b, Py_ssize_t L, int api_key, int api_version, int names,
+           Scan *out)
 {
     memset(out, 0, sizeof *out);
+    out->names = names;
     if (api_key < 0 || api_version < 0)
         return 0;
     PyObject *id = PyLong_FromLong((long)api_key << 16 | api_version);
@@ -763,9 +833,10 @@ scan_frame(PyObject *programs, const unsigned char *b, Py_ssize_t L, int api_key
         return 0;
     Cursor c = {b, 0};
     Errors e = {0, 0};
-    int rc = scan_struct(&c, L, &((Program *)PyTuple_GET_ITEM(pair, 0))->root, 1, out, &e);
+    Named none = {-1, 0, -1};
+    int rc = scan_struct(&c, L, &((Program *)PyTuple_GET_ITEM(pair, 0))->root, 1, out, &e, none);
     if (rc == 0)
-        rc = scan_struct(&c, L, &((Program *)PyTuple_GET_ITEM(pair, 1))->root, 1, out, &e);
+        rc = scan_struct(&c, L, &((Program *)PyTuple_GET_ITEM(pair, 1))->root, 1, out, &e, none);
     PyErr_Clear(); /* the readers shared with decoding set an Error on bad bytes */
     out->first_error = e.first;
     out->errors = e.count;
@@ -774,23 +845,55 @@ scan_frame(PyObject *programs, const unsigned char *b, Py_ssize_t L, int api_key
 
 static ScanApi scan_api = {scan_frame};
 
-/* scan(b, programs, api_key, api_version) -> (slots found, values, first error, errors) | None: the scan of a
- * whole frame, for tests. */
+/* scan(b, programs, api_key, api_version[, names]) -> (slots found, values, first error, errors) | None: the
+ * scan of a whole frame, for tests; with names also ((topic bytes | None, topic id bytes | None)..., codes). */
 static PyObject *
 scan(PyObject *module, PyObject *args)
 {
     Py_buffer buf;
     PyObject *programs;
-    int key, version;
-    if (!PyArg_ParseTuple(args, "y*O!ii", &buf, &PyDict_Type, &programs, &key, &version))
+    int key, version, names = 0;
+    if (!PyArg_ParseTuple(args, "y*O!ii|p", &buf, &PyDict_Type, &programs, &key, &version, &names))
         return NULL;
     Scan s;
-    int rc = scan_frame(programs, buf.buf, buf.len, key, version, &s);
+    int rc = scan_frame(programs, buf.buf, buf.len, key, version, names, &s);
+    PyObject *out = NULL, *named = NULL, *codes = NULL;
+    if (rc <= 0) {
+        out = rc < 0 ? NULL : Py_NewRef(Py_None);
+        goto done;
+    }
+    out = Py_BuildValue("((iii)(LLL)LL)", s.found[1], s.found[2], s.found[3], s.value[1], s.value[2], s.value[3],
+                        s.first_error, s.errors);
+    if (out == NULL || !names)
+        goto done;
+    const char *b = buf.buf;
+    if ((named = PyTuple_New(s.nnamed)) == NULL || (codes = PyTuple_New(s.ncodes)) == NULL)
+        goto fail;
+    for (int k = 0; k < s.nnamed; k++) {
+        const Named *n = &s.named[k];
+        PyObject *item = Py_BuildValue("(NN)",
+                                       n->topic < 0 ? Py_NewRef(Py_None) : PyBytes_FromStringAndSize(b + n->topic, n->topic_len),
+                                       n->id < 0 ? Py_NewRef(Py_None) : PyBytes_FromStringAndSize(b + n->id, 16));
+        if (item == NULL)
+            goto fail;
+        PyTuple_SET_ITEM(named, k, item);
+    }
+    for (int k = 0; k < s.ncodes; k++) {
+        PyObject *v = PyLong_FromLongLong(s.codes[k]);
+        if (v == NULL)
+            goto fail;
+        PyTuple_SET_ITEM(codes, k, v);
+    }
+    out = Py_BuildValue("(NNN)", out, named, codes); /* (N: the three references pass to it, or are dropped) */
+    named = codes = NULL;
+    goto done;
+fail:
+    Py_CLEAR(out);
+done:
+    Py_XDECREF(named);
+    Py_XDECREF(codes);
     PyBuffer_Release(&buf);
-    if (rc <= 0)
-        return rc < 0 ? NULL : Py_NewRef(Py_None);
-    return Py_BuildValue("((iii)(LLL)LL)", s.found[1], s.found[2], s.found[3], s.value[1], s.value[2], s.value[3],
-                         s.first_error, s.errors);
+    return out;
 }
 
 /* ---- magic 2 records -------------------------------------------------------------------- */
@@ -1670,8 +1773,9 @@ static PyMethodDef module_methods[] = {
      "header and body would end, building nothing; stop < 0: decoding would fail (-1), the budget of steps "
      "ran out (-2), or only the Python decoder can tell (-3)."},
     {"scan", scan, METH_VARARGS,
-     "scan(b, programs, api_key, api_version) -> ((found...), (values...), first_error, errors) | None: what the "
-     "native pairing reads of a whole frame (client_id's length, acks, throttle_time_ms; the error codes)."},
+     "scan(b, programs, api_key, api_version[, names]) -> ((found...), (values...), first_error, errors) | None: what the "
+     "native pairing reads of a whole frame (client_id's length, acks, throttle_time_ms; the error codes; with names the "
+     "(topic, topic id) contexts and every code)."},
     {"decode_frame", (PyCFunction)(void (*)(void))decode_frame, METH_FASTCALL,
      "decode_frame(b, programs, api_key, api_version, sized) -> dict | None: a whole frame, header and body, "
      "in one call; None when Python must decide."},

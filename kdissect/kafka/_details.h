@@ -21,8 +21,8 @@ typedef struct {
 
 /* spec: the table sink's lane spec (tables/detail_walk.py lane_spec); 0 or -1. Read once per spec. */
 int details_read(PyObject *spec);
-/* The spec's new_piece: () -> (piece, exchanges lists, partitions lists, request_params lists, topics, left);
- * borrowed. */
+/* The spec's new_piece: () -> (piece, exchanges lists, (topics, codes, named), partitions lists, request_params
+ * lists, topic ids, left); borrowed. */
 PyObject *details_new_piece(void);
 /* Whether exchanges of this api are handed back to the session in a details run: 1, 0, -1. */
 int details_left(int api_key);

@@ -127,10 +127,11 @@ class LaneParts:
 
 
 def new_lane_piece() -> tuple:
-    """A piece for the native pairing of a details run: the piece, its exchanges lists, then its parts'."""
+    """A piece for the native pairing of a details run: as events.new_rows', then its parts'."""
     parts = LaneParts()
     piece = ExchangeRows(details=parts)
-    return piece, piece.lists, parts.partitions, parts.params, parts.topics, parts.left
+    return (piece, piece.lists, (piece.topics, piece.codes, piece.named), parts.partitions, parts.params,
+            parts.topics, parts.left)
 
 
 def _plan_for(api_key: int, api_version: int, response: bool) -> Plan:

@@ -9,12 +9,14 @@ padding, snap-length cuts, resets, and bounds reached (idle sweeps, a full conne
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import replace
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from kdissect.engines.live_exchanges import ExchangeReader
 from kdissect.events import Exchange, ExchangeRows
 from kdissect.kafka.pipeline import KafkaPipeline
 from kdissect.kafka.session import KafkaConnection
@@ -79,18 +81,22 @@ def _every_table(events: list, options: Options) -> dict:
 
 
 def _same_rows(segments: list[TcpSegment], options: Options, batches: list[int]) -> tuple[list, list]:
-    """With the native pairing on (``Options.exchange_rows``): the same tables as the reference's events
-    make, and every other event the same, in the same order; the same with the detail rows made by the
-    pairing too (``Options.exchange_details``), every table compared. Returns both runs' native events."""
-    rows = _events(segments, replace(options, exchange_rows=True), batches)
+    """With the native pairing on (``Options.exchange_rows``, and ``exchange_topics``): the same tables as
+    the reference's events make, the same pieces for the live figures (each request's topics, every error
+    name), and every other event the same, in the same order; the same with the detail rows made by the
+    pairing too (``Options.exchange_details``, as live writing every table asks), every table compared.
+    Returns both runs' native events."""
+    rows = _events(segments, replace(options, exchange_rows=True, exchange_topics=True), batches)
     reference = _events(segments, options, None)
     assert _tables(rows, options) == _tables(reference, options)
+    assert ExchangeReader().read(rows) == ExchangeReader().read(reference)
     others = [ev for ev in reference if not isinstance(ev, Exchange)]
     assert [ev for ev in rows if not isinstance(ev, Exchange | ExchangeRows)] == others
     details = TableSink(None, options).lane_details()
     assert details is not None
-    detailed = _events(segments, replace(options, exchange_details=details), batches)
+    detailed = _events(segments, replace(options, exchange_topics=True, exchange_details=details), batches)
     assert _every_table(detailed, options) == _every_table(reference, options)
+    assert ExchangeReader().read(detailed) == ExchangeReader().read(reference)
     assert [ev for ev in detailed if not isinstance(ev, Exchange | ExchangeRows)] == others
     return rows, detailed
 
@@ -321,7 +327,8 @@ def test_lanes_pair_the_common_exchanges_into_rows() -> None:
         # with the detail rows too: the Produce exchanges come as rows, with their partitions rows and
         # records (Metadata, whose rows read its whole answer, goes to the session)
         pieces = [ev for ev in detailed if isinstance(ev, ExchangeRows)]
-        assert all(piece.details is not None for piece in pieces)
+        assert all(piece.details is not None and len(piece.topics) == len(piece.codes) == len(piece)
+                   for piece in pieces)
         produced = sum(piece.lists[5].count(0) for piece in pieces)
         assert produced >= produces - 3
         assert sum(len(piece.details.partitions[0]) for piece in pieces) == produced
@@ -349,3 +356,28 @@ def test_more_requests_waiting_than_a_lane_holds(bound: int) -> None:
     requests = [(0, metadata_request(cid), cid * MS) for cid in range(150)]
     answers = [(1, metadata_response(cid), (150 + cid) * MS) for cid in range(150)]
     _same_rows(tcp_conversation(requests + answers, close=True), Options(pending_requests=bound), [64])
+
+
+def test_live_pieces_name_the_topics_a_fetch_gives_by_id() -> None:
+    """A Metadata answer names a topic id; later Fetches ask by that id, by one never named and by the nil
+    one: live's pieces count the first by its name, the second by its id and not the nil one, on both
+    paths (not vacuously: as rows)."""
+    named, unnamed, nil = uuid.UUID(int=7), uuid.UUID(int=9), uuid.UUID(int=0)
+    topic = {"error_code": 0, "name": "orders", "topic_id": named, "partitions": []}
+    fetch = {"max_wait_ms": 5, "min_bytes": 1, "session_epoch": -1,
+             "topics": [{"topic_id": t, "partitions": [{"partition": 0, "fetch_offset": 0, "partition_max_bytes": 9}]}
+                        for t in (named, unnamed, nil)]}
+    answer = {"responses": [{"topic_id": named, "partitions": [{"partition_index": 0, "error_code": 6}]}]}
+    frames = [f for cid in range(3) for f in _frames("produce", cid)]
+    frames += [(0, metadata_request(10, version=12)),
+               (1, encode_response(3, 12, {"topics": [topic]}, correlation_id=10))]
+    for cid in (11, 12):
+        frames += [(0, encode_request(1, 13, fetch, correlation_id=cid)),
+                   (1, encode_response(1, 13, answer, correlation_id=cid))]
+    native, _ = _same_rows(tcp_conversation([(d, f, n * MS) for n, (d, f) in enumerate(frames)], close=True),
+                           Options(), [64])
+    rows = [ev for ev in native if isinstance(ev, ExchangeRows)]
+    assert sum(len(piece) for piece in rows) >= 3 and any(named.bytes in piece.topics[-1] for piece in rows)
+    piece = ExchangeReader().read(native)
+    assert piece.topics[-2:] == [("orders", str(unnamed))] * 2
+    assert piece.error_names[-1] == ("NOT_LEADER_OR_FOLLOWER",)
