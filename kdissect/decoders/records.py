@@ -23,6 +23,7 @@ import sys
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import cache
 from typing import NamedTuple
 
 from .codecs import CODEC_NAMES, CODEC_NONE, decompress
@@ -273,9 +274,13 @@ class _Corrupt(Exception):
 _CORRUPT = (_Corrupt, Malformed, IndexError, struct.error)
 
 
-# Every one- and two-byte zig-zag varint, decoded, indexed by its 14 payload bits: a lookup is
-# cheaper than the arithmetic in the hot loop (the table costs about half a megabyte).
-_ZIGZAG = tuple((v >> 1) ^ -(v & 1) for v in range(1 << 14))
+@cache
+def _zigzag() -> tuple[int, ...]:
+    """Every one- and two-byte zig-zag varint, decoded, indexed by its 14 payload bits: a lookup is
+    cheaper than the arithmetic in the hot loop (the table costs about half a megabyte). Built on
+    the Python loop's first use: a run whose batches all decode in C never needs it, and building
+    it took a tenth of the decoders' import."""
+    return tuple((v >> 1) ^ -(v & 1) for v in range(1 << 14))
 
 
 def decode_records(
@@ -638,7 +643,7 @@ def _v2_records(buf: bytes, p: int, end: int, batch: Batch, cut: int, log_append
     """
     append = batch.records.append
     new = tuple.__new__
-    zz = _ZIGZAG
+    zz = _zigzag()
     base_offset = batch.base_offset
     base_ts = batch.base_timestamp
     append_ts = batch.max_timestamp if log_append_time else None
@@ -771,7 +776,7 @@ def native_enabled() -> bool:
 def _headers(buf: bytes, p: int, end: int, cut: int, batch: Batch) -> tuple[tuple[Header, ...], int]:
     """The header count at ``p`` and the headers after it, all inside ``buf[:end]`` (varints inline,
     as in the record loop: tracing headers are on every record in some deployments)."""
-    zz = _ZIGZAG
+    zz = _zigzag()
     v = buf[p]
     if v < 0x80:
         count = zz[v]
