@@ -1231,6 +1231,87 @@ done:
     return out;
 }
 
+/* ---- CRC-32C of a record batch ----------------------------------------------------------
+ *
+ * records.py checks each magic 2 batch's CRC-32C; the crc32c package is the Python path's (and the
+ * reference the tests compare with). Here the same checksum (Castagnoli polynomial, reflected,
+ * initial and final value all ones) is computed with the SSE 4.2 instruction where the processor
+ * has it, else eight bytes at a time by table: the crc32c package's import alone cost about as
+ * much as checking every batch of a record-heavy capture. */
+
+#define CRC32C_POLY 0x82F63B78u
+static uint32_t crc_table[8][256];
+
+static void
+crc32c_init(void)
+{
+    for (uint32_t n = 0; n < 256; n++) {
+        uint32_t c = n;
+        for (int k = 0; k < 8; k++)
+            c = c & 1 ? (c >> 1) ^ CRC32C_POLY : c >> 1;
+        crc_table[0][n] = c;
+    }
+    for (uint32_t n = 0; n < 256; n++)
+        for (int t = 1; t < 8; t++)
+            crc_table[t][n] = (crc_table[t - 1][n] >> 8) ^ crc_table[0][crc_table[t - 1][n] & 0xFF];
+}
+
+static uint32_t
+crc32c_table(uint32_t crc, const unsigned char *s, Py_ssize_t n)
+{
+    for (; n >= 8; s += 8, n -= 8) {
+        uint32_t lo = crc ^ ((uint32_t)s[0] | (uint32_t)s[1] << 8 | (uint32_t)s[2] << 16 | (uint32_t)s[3] << 24);
+        crc = crc_table[7][lo & 0xFF] ^ crc_table[6][lo >> 8 & 0xFF] ^ crc_table[5][lo >> 16 & 0xFF] ^
+              crc_table[4][lo >> 24] ^ crc_table[3][s[4]] ^ crc_table[2][s[5]] ^ crc_table[1][s[6]] ^
+              crc_table[0][s[7]];
+    }
+    while (n-- > 0)
+        crc = (crc >> 8) ^ crc_table[0][(crc ^ *s++) & 0xFF];
+    return crc;
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define CRC32C_HARDWARE 1
+__attribute__((target("sse4.2"))) static uint32_t
+crc32c_sse42(uint32_t crc, const unsigned char *s, Py_ssize_t n)
+{
+    uint64_t c = crc;
+    for (; n >= 8; s += 8, n -= 8) {
+        uint64_t word;
+        memcpy(&word, s, 8); /* (unaligned: a batch starts anywhere in its frame) */
+        c = __builtin_ia32_crc32di(c, word);
+    }
+    crc = (uint32_t)c;
+    while (n-- > 0)
+        crc = __builtin_ia32_crc32qi(crc, *s++);
+    return crc;
+}
+#endif
+
+static int crc_hardware; /* set at import: whether the processor has the CRC32 instruction */
+
+/* crc32c(data, portable=False) -> int: the CRC-32C of a bytes-like object, as crc32c.crc32c gives it
+ * (portable: by table even where the instruction is there, so tests check both ways). */
+static PyObject *
+crc32c(PyObject *module, PyObject *args)
+{
+    Py_buffer view;
+    int portable = 0;
+    if (!PyArg_ParseTuple(args, "y*|p:crc32c", &view, &portable))
+        return NULL;
+    uint32_t crc;
+    Py_BEGIN_ALLOW_THREADS
+#ifdef CRC32C_HARDWARE
+    crc = crc_hardware && !portable ? crc32c_sse42(0xFFFFFFFFu, view.buf, view.len)
+                                    : crc32c_table(0xFFFFFFFFu, view.buf, view.len);
+#else
+    crc = crc32c_table(0xFFFFFFFFu, view.buf, view.len);
+#endif
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&view);
+    return PyLong_FromUnsignedLong(crc ^ 0xFFFFFFFFu);
+}
+
 /* ---- hunting's scan --------------------------------------------------------------------- */
 
 /* size_fields(b, start, stop, least, most, heads) -> list[int]
@@ -1662,6 +1743,9 @@ static PyMethodDef module_methods[] = {
     {"v2_columns", v2_columns, METH_VARARGS,
      "v2_columns(buf, p, end, base_offset, base_ts, append_ts, cut) -> tuple | None: the magic 2 records in "
      "buf[p:end] as column buffers; None when the batch must be decoded the other way."},
+    {"crc32c", crc32c, METH_VARARGS,
+     "crc32c(data, portable=False) -> int: the CRC-32C of a bytes-like object (a record batch's checksum); "
+     "portable: by table, even where the processor's instruction is there."},
     {"size_fields", (PyCFunction)(void (*)(void))size_fields, METH_FASTCALL,
      "size_fields(b, start, stop, least, most, heads) -> list[int]: where size fields between least and most "
      "start, followed by 4 bytes (a big-endian number) in the set heads (None: any)."},
@@ -1693,6 +1777,11 @@ PyInit__native(void)
     PyObject *m = PyModule_Create(&native_module);
     if (m == NULL)
         return NULL;
+    crc32c_init();
+#ifdef CRC32C_HARDWARE
+    __builtin_cpu_init();
+    crc_hardware = __builtin_cpu_supports("sse4.2");
+#endif
     PyObject *uuid_mod = PyImport_ImportModule("uuid");
     if (uuid_mod == NULL)
         goto error;

@@ -835,8 +835,12 @@ def _reason(exc: BaseException) -> str:
 
 
 def _crc32c(data: memoryview) -> int:
-    """CRC-32C of a batch. The crc32c module is loaded on first use: importing it takes longer
-    than decoding a small capture, and a run that writes only the exchanges table never needs it."""
+    """CRC-32C of a batch: in C with the record loops (``_native.crc32c``), else by the crc32c
+    module, the reference. That module is loaded on first use: importing it takes longer than
+    decoding a small capture (or checking every batch of a large one in C), and a run that writes
+    only the exchanges table never needs it."""
+    if native_enabled():
+        return _native.crc32c(data)
     from crc32c import crc32c
 
     return crc32c(data)

@@ -137,6 +137,20 @@ def test_whole_fields_decode_identically(data: st.DataObject, recs: list) -> Non
     assert all(same(a.records, b.records) for a, b in zip(native.batches, python.batches, strict=True))
 
 
+@settings(max_examples=300, deadline=None)
+@given(raw=st.binary(max_size=200), start=st.integers(0, 9))
+def test_the_batch_checksum_in_c_is_the_crc32c_modules(raw: bytes, start: int) -> None:
+    """Both ways the C code computes it (the processor's instruction where there is one, the table),
+    on views starting anywhere (a batch is not aligned in its frame)."""
+    from crc32c import crc32c
+
+    view = memoryview(raw)[min(start, len(raw)) :]
+    expected = crc32c(view)
+    assert records._native.crc32c(view) == expected
+    assert records._native.crc32c(view, True) == expected
+    assert records._crc32c(view) == expected
+
+
 def varbytes(b: bytes) -> bytes:
     return write_varint(len(b)) + b
 
