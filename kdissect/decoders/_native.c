@@ -1084,10 +1084,14 @@ enum {
     COL_COUNT
 };
 
-/* A bytes object being filled: `len` bytes used of its size (the object is cut to `len` at the end). */
+/* A column being filled: a bytes object of its own (`len` bytes used of its size, cut to `len` at
+ * the end), or, appending to a caller's column (v2_columns' `into`), a bytearray grown as needed
+ * (`len` bytes used; cut back to `len` at the end, to where it started on failure). */
 typedef struct {
     PyObject *bytes;
     Py_ssize_t len;
+    PyObject *into;  /* the caller's bytearray, or NULL */
+    Py_ssize_t from; /* its length before this call */
 } Buf;
 
 static int
@@ -1095,6 +1099,22 @@ put(Buf *b, const void *s, Py_ssize_t n)
 {
     if (n == 0)
         return 0; /* (an empty payload into a buffer not yet allocated: no object to copy into) */
+    if (b->into != NULL) {
+        if (n > PyByteArray_GET_SIZE(b->into) - b->len) {
+            /* First the room already allocated (the size cut back at the end of each call leaves it,
+             * and setting a size within it moves nothing), then half as much again as needed. */
+            Py_ssize_t need = b->len + n, alloc = ((PyByteArrayObject *)b->into)->ob_alloc;
+            if (need > PY_SSIZE_T_MAX / 3) {
+                PyErr_NoMemory();
+                return -1;
+            }
+            if (PyByteArray_Resize(b->into, need < alloc ? alloc - 1 : need + need / 2) < 0)
+                return -1; /* (BufferError while the bytearray is exported: the caller starts new ones) */
+        }
+        memcpy(PyByteArray_AS_STRING(b->into) + b->len, s, (size_t)n);
+        b->len += n;
+        return 0;
+    }
     Py_ssize_t cap = b->bytes == NULL ? 0 : PyBytes_GET_SIZE(b->bytes);
     if (n > cap - b->len) {
         cap = cap ? cap : 256;
@@ -1180,23 +1200,42 @@ column_record(Cursor *c, Py_ssize_t end, const RecordContext *ctx, Buf *col)
                : 0;
 }
 
-/* v2_columns(buf, p, end, base_offset, base_ts, append_ts, cut) -> tuple of bytes | None
+/* v2_columns(buf, p, end, base_offset, base_ts, append_ts, cut, into=None) -> tuple of bytes | int | None
  *
  * The records in buf[p:end] as column buffers (see COL_*), a handful of bytes objects per call
  * and none per record. None under v2_records' rules for False (and for an append time that is
- * not an int64): the caller decodes the batch the other way. */
+ * not an int64): the caller decodes the batch the other way. With `into`, a tuple of COL_COUNT
+ * bytearrays, the records are appended to those instead (the records table's arena: consecutive
+ * batches end to end, so the table's columns need no joining) and the count of records is
+ * returned; on None they are cut back to their lengths before the call. */
 static PyObject *
 v2_columns(PyObject *module, PyObject *args)
 {
-    PyObject *buf;
+    PyObject *buf, *into = Py_None;
     Py_ssize_t p, end;
     RecordContext ctx = {NULL};
     long long base_offset, base_ts;
-    if (!PyArg_ParseTuple(args, "OnnLLOn:v2_columns", &buf, &p, &end, &base_offset, &base_ts, &ctx.append_ts,
-                          &ctx.cut))
+    if (!PyArg_ParseTuple(args, "OnnLLOn|O:v2_columns", &buf, &p, &end, &base_offset, &base_ts, &ctx.append_ts,
+                          &ctx.cut, &into))
         return NULL;
     if (!PyBytes_CheckExact(buf) || p < 0 || p > end || end > PyBytes_GET_SIZE(buf) || ctx.cut < 0)
         Py_RETURN_NONE;
+    Buf col[COL_COUNT] = {{0}};
+    if (into != Py_None) {
+        if (!PyTuple_CheckExact(into) || PyTuple_GET_SIZE(into) != COL_COUNT) {
+            PyErr_SetString(PyExc_TypeError, "v2_columns: into must be a tuple of 13 bytearrays");
+            return NULL;
+        }
+        for (int i = 0; i < COL_COUNT; i++) {
+            PyObject *a = PyTuple_GET_ITEM(into, i);
+            if (!PyByteArray_CheckExact(a)) {
+                PyErr_SetString(PyExc_TypeError, "v2_columns: into must be a tuple of 13 bytearrays");
+                return NULL;
+            }
+            col[i].into = a;
+            col[i].len = col[i].from = PyByteArray_GET_SIZE(a);
+        }
+    }
     if (ctx.append_ts != Py_None) {
         int overflow;
         ctx.append_ms = PyLong_Check(ctx.append_ts) ? PyLong_AsLongLongAndOverflow(ctx.append_ts, &overflow) : 0;
@@ -1207,12 +1246,18 @@ v2_columns(PyObject *module, PyObject *args)
     }
     ctx.base_offset = base_offset;
     ctx.base_ts = base_ts;
-    Buf col[COL_COUNT] = {{0}};
     Cursor c = {(const unsigned char *)PyBytes_AS_STRING(buf), p};
     PyObject *out = NULL;
-    while (c.p < end)
+    Py_ssize_t count = 0;
+    while (c.p < end) {
         if (column_record(&c, end, &ctx, col) < 0)
             goto done;
+        count++;
+    }
+    if (into != Py_None) {
+        out = PyLong_FromSsize_t(count);
+        goto done;
+    }
     out = PyTuple_New(COL_COUNT);
     for (int i = 0; out != NULL && i < COL_COUNT; i++) {
         if (col[i].bytes == NULL ? (col[i].bytes = PyBytes_FromStringAndSize(NULL, 0)) == NULL
@@ -1222,8 +1267,16 @@ v2_columns(PyObject *module, PyObject *args)
             PyTuple_SET_ITEM(out, i, Py_NewRef(col[i].bytes));
     }
 done:
-    for (int i = 0; i < COL_COUNT; i++)
+    for (int i = 0; i < COL_COUNT; i++) {
         Py_XDECREF(col[i].bytes);
+        if (col[i].into != NULL && PyByteArray_GET_SIZE(col[i].into) != (out == NULL ? col[i].from : col[i].len)) {
+            /* (a shrink: it cannot fail, and keeps an exception being raised) */
+            PyObject *type, *value, *tb;
+            PyErr_Fetch(&type, &value, &tb);
+            PyByteArray_Resize(col[i].into, out == NULL ? col[i].from : col[i].len);
+            PyErr_Restore(type, value, tb);
+        }
+    }
     if (out == NULL && PyErr_ExceptionMatches(Error)) {
         PyErr_Clear();
         Py_RETURN_NONE;
@@ -1741,8 +1794,9 @@ static PyMethodDef module_methods[] = {
      "v2_records(buf, p, end, records, Record, base_offset, base_ts, append_ts, cut) -> bool: append the "
      "magic 2 records in buf[p:end] to records; False (nothing appended) when the Python loop must decide."},
     {"v2_columns", v2_columns, METH_VARARGS,
-     "v2_columns(buf, p, end, base_offset, base_ts, append_ts, cut) -> tuple | None: the magic 2 records in "
-     "buf[p:end] as column buffers; None when the batch must be decoded the other way."},
+     "v2_columns(buf, p, end, base_offset, base_ts, append_ts, cut, into=None) -> tuple | int | None: the magic 2 "
+     "records in buf[p:end] as column buffers (or appended to the bytearrays of into: their count); None when "
+     "the batch must be decoded the other way."},
     {"crc32c", crc32c, METH_VARARGS,
      "crc32c(data, portable=False) -> int: the CRC-32C of a bytes-like object (a record batch's checksum); "
      "portable: by table, even where the processor's instruction is there."},
