@@ -1187,10 +1187,14 @@ enum {
     COL_COUNT
 };
 
-/* A bytes object being filled: `len` bytes used of its size (the object is cut to `len` at the end). */
+/* A column being filled: a bytes object of its own (`len` bytes used of its size, cut to `len` at
+ * the end), or, appending to a caller's column (v2_columns' `into`), a bytearray grown as needed
+ * (`len` bytes used; cut back to `len` at the end, to where it started on failure). */
 typedef struct {
     PyObject *bytes;
     Py_ssize_t len;
+    PyObject *into;  /* the caller's bytearray, or NULL */
+    Py_ssize_t from; /* its length before this call */
 } Buf;
 
 static int
@@ -1198,6 +1202,22 @@ put(Buf *b, const void *s, Py_ssize_t n)
 {
     if (n == 0)
         return 0; /* (an empty payload into a buffer not yet allocated: no object to copy into) */
+    if (b->into != NULL) {
+        if (n > PyByteArray_GET_SIZE(b->into) - b->len) {
+            /* First the room already allocated (the size cut back at the end of each call leaves it,
+             * and setting a size within it moves nothing), then half as much again as needed. */
+            Py_ssize_t need = b->len + n, alloc = ((PyByteArrayObject *)b->into)->ob_alloc;
+            if (need > PY_SSIZE_T_MAX / 3) {
+                PyErr_NoMemory();
+                return -1;
+            }
+            if (PyByteArray_Resize(b->into, need < alloc ? alloc - 1 : need + need / 2) < 0)
+                return -1; /* (BufferError while the bytearray is exported: the caller starts new ones) */
+        }
+        memcpy(PyByteArray_AS_STRING(b->into) + b->len, s, (size_t)n);
+        b->len += n;
+        return 0;
+    }
     Py_ssize_t cap = b->bytes == NULL ? 0 : PyBytes_GET_SIZE(b->bytes);
     if (n > cap - b->len) {
         cap = cap ? cap : 256;
@@ -1283,23 +1303,42 @@ column_record(Cursor *c, Py_ssize_t end, const RecordContext *ctx, Buf *col)
                : 0;
 }
 
-/* v2_columns(buf, p, end, base_offset, base_ts, append_ts, cut) -> tuple of bytes | None
+/* v2_columns(buf, p, end, base_offset, base_ts, append_ts, cut, into=None) -> tuple of bytes | int | None
  *
  * The records in buf[p:end] as column buffers (see COL_*), a handful of bytes objects per call
  * and none per record. None under v2_records' rules for False (and for an append time that is
- * not an int64): the caller decodes the batch the other way. */
+ * not an int64): the caller decodes the batch the other way. With `into`, a tuple of COL_COUNT
+ * bytearrays, the records are appended to those instead (the records table's arena: consecutive
+ * batches end to end, so the table's columns need no joining) and the count of records is
+ * returned; on None they are cut back to their lengths before the call. */
 static PyObject *
 v2_columns(PyObject *module, PyObject *args)
 {
-    PyObject *buf;
+    PyObject *buf, *into = Py_None;
     Py_ssize_t p, end;
     RecordContext ctx = {NULL};
     long long base_offset, base_ts;
-    if (!PyArg_ParseTuple(args, "OnnLLOn:v2_columns", &buf, &p, &end, &base_offset, &base_ts, &ctx.append_ts,
-                          &ctx.cut))
+    if (!PyArg_ParseTuple(args, "OnnLLOn|O:v2_columns", &buf, &p, &end, &base_offset, &base_ts, &ctx.append_ts,
+                          &ctx.cut, &into))
         return NULL;
     if (!PyBytes_CheckExact(buf) || p < 0 || p > end || end > PyBytes_GET_SIZE(buf) || ctx.cut < 0)
         Py_RETURN_NONE;
+    Buf col[COL_COUNT] = {{0}};
+    if (into != Py_None) {
+        if (!PyTuple_CheckExact(into) || PyTuple_GET_SIZE(into) != COL_COUNT) {
+            PyErr_SetString(PyExc_TypeError, "v2_columns: into must be a tuple of 13 bytearrays");
+            return NULL;
+        }
+        for (int i = 0; i < COL_COUNT; i++) {
+            PyObject *a = PyTuple_GET_ITEM(into, i);
+            if (!PyByteArray_CheckExact(a)) {
+                PyErr_SetString(PyExc_TypeError, "v2_columns: into must be a tuple of 13 bytearrays");
+                return NULL;
+            }
+            col[i].into = a;
+            col[i].len = col[i].from = PyByteArray_GET_SIZE(a);
+        }
+    }
     if (ctx.append_ts != Py_None) {
         int overflow;
         ctx.append_ms = PyLong_Check(ctx.append_ts) ? PyLong_AsLongLongAndOverflow(ctx.append_ts, &overflow) : 0;
@@ -1310,12 +1349,18 @@ v2_columns(PyObject *module, PyObject *args)
     }
     ctx.base_offset = base_offset;
     ctx.base_ts = base_ts;
-    Buf col[COL_COUNT] = {{0}};
     Cursor c = {(const unsigned char *)PyBytes_AS_STRING(buf), p};
     PyObject *out = NULL;
-    while (c.p < end)
+    Py_ssize_t count = 0;
+    while (c.p < end) {
         if (column_record(&c, end, &ctx, col) < 0)
             goto done;
+        count++;
+    }
+    if (into != Py_None) {
+        out = PyLong_FromSsize_t(count);
+        goto done;
+    }
     out = PyTuple_New(COL_COUNT);
     for (int i = 0; out != NULL && i < COL_COUNT; i++) {
         if (col[i].bytes == NULL ? (col[i].bytes = PyBytes_FromStringAndSize(NULL, 0)) == NULL
@@ -1325,13 +1370,102 @@ v2_columns(PyObject *module, PyObject *args)
             PyTuple_SET_ITEM(out, i, Py_NewRef(col[i].bytes));
     }
 done:
-    for (int i = 0; i < COL_COUNT; i++)
+    for (int i = 0; i < COL_COUNT; i++) {
         Py_XDECREF(col[i].bytes);
+        if (col[i].into != NULL && PyByteArray_GET_SIZE(col[i].into) != (out == NULL ? col[i].from : col[i].len)) {
+            /* (a shrink: it cannot fail, and keeps an exception being raised) */
+            PyObject *type, *value, *tb;
+            PyErr_Fetch(&type, &value, &tb);
+            PyByteArray_Resize(col[i].into, out == NULL ? col[i].from : col[i].len);
+            PyErr_Restore(type, value, tb);
+        }
+    }
     if (out == NULL && PyErr_ExceptionMatches(Error)) {
         PyErr_Clear();
         Py_RETURN_NONE;
     }
     return out;
+}
+
+/* ---- CRC-32C of a record batch ----------------------------------------------------------
+ *
+ * records.py checks each magic 2 batch's CRC-32C; the crc32c package is the Python path's (and the
+ * reference the tests compare with). Here the same checksum (Castagnoli polynomial, reflected,
+ * initial and final value all ones) is computed with the SSE 4.2 instruction where the processor
+ * has it, else eight bytes at a time by table: the crc32c package's import alone cost about as
+ * much as checking every batch of a record-heavy capture. */
+
+#define CRC32C_POLY 0x82F63B78u
+static uint32_t crc_table[8][256];
+
+static void
+crc32c_init(void)
+{
+    for (uint32_t n = 0; n < 256; n++) {
+        uint32_t c = n;
+        for (int k = 0; k < 8; k++)
+            c = c & 1 ? (c >> 1) ^ CRC32C_POLY : c >> 1;
+        crc_table[0][n] = c;
+    }
+    for (uint32_t n = 0; n < 256; n++)
+        for (int t = 1; t < 8; t++)
+            crc_table[t][n] = (crc_table[t - 1][n] >> 8) ^ crc_table[0][crc_table[t - 1][n] & 0xFF];
+}
+
+static uint32_t
+crc32c_table(uint32_t crc, const unsigned char *s, Py_ssize_t n)
+{
+    for (; n >= 8; s += 8, n -= 8) {
+        uint32_t lo = crc ^ ((uint32_t)s[0] | (uint32_t)s[1] << 8 | (uint32_t)s[2] << 16 | (uint32_t)s[3] << 24);
+        crc = crc_table[7][lo & 0xFF] ^ crc_table[6][lo >> 8 & 0xFF] ^ crc_table[5][lo >> 16 & 0xFF] ^
+              crc_table[4][lo >> 24] ^ crc_table[3][s[4]] ^ crc_table[2][s[5]] ^ crc_table[1][s[6]] ^
+              crc_table[0][s[7]];
+    }
+    while (n-- > 0)
+        crc = (crc >> 8) ^ crc_table[0][(crc ^ *s++) & 0xFF];
+    return crc;
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define CRC32C_HARDWARE 1
+__attribute__((target("sse4.2"))) static uint32_t
+crc32c_sse42(uint32_t crc, const unsigned char *s, Py_ssize_t n)
+{
+    uint64_t c = crc;
+    for (; n >= 8; s += 8, n -= 8) {
+        uint64_t word;
+        memcpy(&word, s, 8); /* (unaligned: a batch starts anywhere in its frame) */
+        c = __builtin_ia32_crc32di(c, word);
+    }
+    crc = (uint32_t)c;
+    while (n-- > 0)
+        crc = __builtin_ia32_crc32qi(crc, *s++);
+    return crc;
+}
+#endif
+
+static int crc_hardware; /* set at import: whether the processor has the CRC32 instruction */
+
+/* crc32c(data, portable=False) -> int: the CRC-32C of a bytes-like object, as crc32c.crc32c gives it
+ * (portable: by table even where the instruction is there, so tests check both ways). */
+static PyObject *
+crc32c(PyObject *module, PyObject *args)
+{
+    Py_buffer view;
+    int portable = 0;
+    if (!PyArg_ParseTuple(args, "y*|p:crc32c", &view, &portable))
+        return NULL;
+    uint32_t crc;
+    Py_BEGIN_ALLOW_THREADS
+#ifdef CRC32C_HARDWARE
+    crc = crc_hardware && !portable ? crc32c_sse42(0xFFFFFFFFu, view.buf, view.len)
+                                    : crc32c_table(0xFFFFFFFFu, view.buf, view.len);
+#else
+    crc = crc32c_table(0xFFFFFFFFu, view.buf, view.len);
+#endif
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&view);
+    return PyLong_FromUnsignedLong(crc ^ 0xFFFFFFFFu);
 }
 
 /* ---- hunting's scan --------------------------------------------------------------------- */
@@ -1763,8 +1897,12 @@ static PyMethodDef module_methods[] = {
      "v2_records(buf, p, end, records, Record, base_offset, base_ts, append_ts, cut) -> bool: append the "
      "magic 2 records in buf[p:end] to records; False (nothing appended) when the Python loop must decide."},
     {"v2_columns", v2_columns, METH_VARARGS,
-     "v2_columns(buf, p, end, base_offset, base_ts, append_ts, cut) -> tuple | None: the magic 2 records in "
-     "buf[p:end] as column buffers; None when the batch must be decoded the other way."},
+     "v2_columns(buf, p, end, base_offset, base_ts, append_ts, cut, into=None) -> tuple | int | None: the magic 2 "
+     "records in buf[p:end] as column buffers (or appended to the bytearrays of into: their count); None when "
+     "the batch must be decoded the other way."},
+    {"crc32c", crc32c, METH_VARARGS,
+     "crc32c(data, portable=False) -> int: the CRC-32C of a bytes-like object (a record batch's checksum); "
+     "portable: by table, even where the processor's instruction is there."},
     {"size_fields", (PyCFunction)(void (*)(void))size_fields, METH_FASTCALL,
      "size_fields(b, start, stop, least, most, heads) -> list[int]: where size fields between least and most "
      "start, followed by 4 bytes (a big-endian number) in the set heads (None: any)."},
@@ -1797,6 +1935,11 @@ PyInit__native(void)
     PyObject *m = PyModule_Create(&native_module);
     if (m == NULL)
         return NULL;
+    crc32c_init();
+#ifdef CRC32C_HARDWARE
+    __builtin_cpu_init();
+    crc_hardware = __builtin_cpu_supports("sse4.2");
+#endif
     PyObject *uuid_mod = PyImport_ImportModule("uuid");
     if (uuid_mod == NULL)
         goto error;

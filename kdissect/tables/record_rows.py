@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kdissect.decoders.entities import Entry
-from kdissect.decoders.records import CONTROL_TYPES, RecordSet, decode_records
+from kdissect.decoders.records import CONTROL_TYPES, RecordArena, RecordSet, decode_records
 from kdissect.options import Options
 from kdissect.tables.blocks import MAX_MS, WIRE
 from kdissect.tables.rows import TableRows
@@ -46,10 +46,12 @@ def located_records(entries: list[Entry]) -> Iterator[Located]:
             yield e.context.topic, e.context.topic_id, e.context.partition, raw, e.value.get("aborted_transactions")
 
 
-def record_fields(located: Iterable[Located], options: Options) -> list[PartitionRecords]:
-    """Decode every ``records`` field of a message."""
+def record_fields(located: Iterable[Located], options: Options, arena: RecordArena | None = None
+                  ) -> list[PartitionRecords]:  # fmt: skip
+    """Decode every ``records`` field of a message (its records as columns, in ``arena`` if given)."""
+    columns = True if arena is None else arena
     return [PartitionRecords(topic, topic_id, partition,
-                             decode_records(raw, limits=options.limits, payloads=options.payloads, columns=True),
+                             decode_records(raw, limits=options.limits, payloads=options.payloads, columns=columns),
                              None, [(a["producer_id"], a["first_offset"]) for a in (aborted or [])])
             for topic, topic_id, partition, raw, aborted in located]
 

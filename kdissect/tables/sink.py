@@ -16,7 +16,7 @@ from ..decoders import apis, schema
 from ..decoders.entities import Context, Entry, carries_records, has_error, is_error_field, walk
 from ..decoders.error_codes import code_of, error_name, is_retriable
 from ..decoders.errors import CAP
-from ..decoders.records import LENGTHS_ONLY, Payloads, RunMeter
+from ..decoders.records import LENGTHS_ONLY, Payloads, RecordArena, RunMeter
 from ..events import Anomaly, ConnectionSummary, Exchange, ExchangeRows, KafkaEvent, KafkaMessage, SaslFacts
 from ..options import Options
 from . import detail_walk
@@ -188,6 +188,8 @@ class TableSink:
         if options.limits.run is None:  # one decompression budget for the whole run
             options = replace(options, limits=replace(options.limits, run=RunMeter(options.decompressed_run)))
         self._keeps_records = bool(self.wanted & {"records", "batches"})
+        # the records table's columns, appended to as batches decode (new buffers when it is handed on)
+        self._arena = RecordArena() if "records" in self.wanted else None
         self._decodes_records = self._keeps_records or (record_anomalies and "anomalies" in self.wanted)
         if not self._keeps_records:
             options = replace(options, payloads=LENGTHS_ONLY)  # batches decoded for their anomalies only
@@ -384,7 +386,7 @@ class TableSink:
         offset and first capture time, or None without it."""
         for direction, role, at, located in (("produce", "request", request_at, req_records),
                                              ("fetch", "response", response_at, resp_records)):
-            parts = record_fields(located, self.options) if at is not None else []
+            parts = record_fields(located, self.options, self._arena) if at is not None else []
             if not parts:
                 continue
             assert at is not None
@@ -558,6 +560,8 @@ class TableSink:
         columns = self.columns(name)
         self.spilled[name] += len(self.rows[name])
         self.rows[name] = TableRows(name)
+        if name == "records" and self._arena is not None:  # (the columns handed on keep the old buffers)
+            self._arena.renew()
         if name == "anomalies":  # a counted row handed over keeps its count; more start a new one
             for runs in self._anomaly_runs.values():
                 for run in runs.values():
