@@ -21,8 +21,10 @@ setup(
         ),
         Extension(
             "kdissect.reassembly._native",
-            ["kdissect/reassembly/_native.c", "kdissect/kafka/_framing.c", "kdissect/kafka/_pairing.c"],
-            depends=["kdissect/kafka/_framing.h", "kdissect/kafka/_pairing.h", "kdissect/decoders/_scan.h"],
+            ["kdissect/reassembly/_native.c", "kdissect/kafka/_framing.c", "kdissect/kafka/_pairing.c",
+             "kdissect/kafka/_details.c"],
+            depends=["kdissect/kafka/_framing.h", "kdissect/kafka/_pairing.h", "kdissect/kafka/_details.h",
+                     "kdissect/decoders/_scan.h", "kdissect/tables/_native.h"],
             optional=True,
         ),
         Extension(

@@ -25,6 +25,11 @@ FLAGS="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-fr
 TARGETS=(capture pipeline)
 status=0
 
+# pyproject.toml's license is an SPDX string, which setuptools before 77 (a fresh venv's) rejects: upgrade it
+"$PYTHON" -c 'import setuptools, sys; sys.exit(int(setuptools.__version__.split(".")[0]) < 77)' 2>/dev/null \
+    || "$PYTHON" -m pip install -q 'setuptools>=77' >/dev/null \
+    || { echo "building needs setuptools>=77 in $PYTHON's environment"; exit 2; }
+
 rebuild() { "$PYTHON" setup.py -q build_ext --inplace --force >/dev/null 2>&1; }
 trap rebuild EXIT
 

@@ -126,9 +126,21 @@ class ExchangeRows:
     """Exchanges the native pairing (``kafka/_pairing.c``) turned straight into rows of the exchanges
     table: a list per column of ``EXCHANGE_ROW``, no object per exchange. Only for an engine that asked
     (``Options.exchange_rows``): its table sink takes them as a piece; the rows are what
-    ``tables.sink.exchange_row`` makes of the Exchange events they stand for, in their place."""
+    ``tables.sink.exchange_row`` makes of the Exchange events they stand for, in their place.
+
+    With ``Options.exchange_topics`` (the live engine's figures) three more lists, an item per row, from
+    the exchange scan: ``topics``, what the request's structs name (``named_topics.request_topics``: a
+    topic, or a topic id's 16 bytes); ``codes``, every non-zero error code of the response in
+    ``entities.walk`` order; ``named``, the (topic, topic id's 16 bytes) pairs its structs name. Else
+    they stay empty."""
 
     lists: tuple[list[Any], ...] = field(default_factory=lambda: tuple([] for _ in EXCHANGE_ROW))
+    topics: list[tuple[str | bytes, ...]] = field(default_factory=list)
+    codes: list[tuple[int, ...]] = field(default_factory=list)
+    named: list[tuple[tuple[str, bytes], ...]] = field(default_factory=list)
+    # In a run whose sink writes detail tables too (``Options.exchange_details``): the detail rows of the
+    # same exchanges, as the sink's piece factory made them (tables/detail_walk.py's LaneParts).
+    details: Any = None
 
     def __len__(self) -> int:
         return len(self.lists[0])
@@ -137,10 +149,10 @@ class ExchangeRows:
         return dict(zip(EXCHANGE_ROW, self.lists, strict=True))
 
 
-def new_rows() -> tuple[ExchangeRows, tuple[list[Any], ...]]:
-    """A piece for the native pairing: the piece, and the lists it fills."""
+def new_rows() -> tuple[ExchangeRows, tuple[list[Any], ...], tuple[list[Any], ...]]:
+    """A piece for the native pairing: the piece, the lists it fills, and its three scan lists."""
     rows = ExchangeRows()
-    return rows, rows.lists
+    return rows, rows.lists, (rows.topics, rows.codes, rows.named)
 
 
 KafkaEvent = Exchange | Anomaly | ConnectionSummary | ExchangeRows

@@ -79,9 +79,16 @@ class Options:
 
     # -- Kafka layer ------------------------------------------------------------------------
     pending_requests: int = DEFAULT_PENDING_REQUESTS
-    # Set by an engine whose table sink takes exchanges rows as column pieces (events.ExchangeRows): the
-    # native lanes then pair the common case into rows (kafka/_pairing.c) instead of Exchange events.
+    # Set by an engine that takes exchanges rows as column pieces (events.ExchangeRows: its table sink, or
+    # live's figures): the native lanes then pair the common case into rows (kafka/_pairing.c) instead of
+    # Exchange events.
     exchange_rows: bool = False
+    # ...and its rows also bring each request's topics, every error code and the topic ids a response
+    # names (ExchangeRows.topics/codes/named): what the live engine's figures take of an exchange.
+    exchange_topics: bool = False
+    # Set by an engine whose table sink also takes the detail rows of those exchanges from the lane
+    # (TableSink.lane_details: the spec kafka/_details.c reads); rows then come with detail parts.
+    exchange_details: tuple | None = field(default=None, repr=False, compare=False)
 
     # -- record batches and tables ------------------------------------------------------------
     decompressed_run: int = 16 * 1024 * MiB  # all batches of the run together; past it payloads are not inflated

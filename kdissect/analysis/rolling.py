@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections import Counter, deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from itertools import chain
 
 from kdissect.analysis.distribution import Latencies
 from kdissect.analysis.expected import is_expected
@@ -82,24 +83,30 @@ class ApiTotals:
 
 @dataclass(slots=True)
 class Exchanged:
-    """What the figures take from one exchange (the ``exchanges`` row plus its error names and topics)."""
+    """A piece of exchanges as the figures take them: a list per column, an item per exchange (the
+    ``exchanges`` rows' values plus each one's error names and topics), so a piece is added in one
+    pass, whichever way its exchanges were paired (the native lanes' column pieces or exchange objects)."""
 
-    ts_ns: int
-    api: str
-    broker: str
-    client: str  # "client id @ address": what the top-clients list counts
-    client_id: str
-    latency_ms: float | None
-    status: str
-    request_bytes: int
-    response_bytes: int
-    error_names: list[str]
-    topics: list[str]
-    failed: bool  # answered with an error that is not a normal protocol step (kdissect.analysis.expected)
+    ts_ns: list[int] = field(default_factory=list)
+    api: list[str] = field(default_factory=list)
+    broker: list[str] = field(default_factory=list)
+    client: list[str] = field(default_factory=list)  # "client id @ address": what the top-clients list counts
+    client_id: list[str] = field(default_factory=list)
+    latency_ms: list[float | None] = field(default_factory=list)
+    status: list[str] = field(default_factory=list)
+    request_bytes: list[int] = field(default_factory=list)
+    response_bytes: list[int] = field(default_factory=list)
+    error_names: list[tuple[str, ...]] = field(default_factory=list)  # every non-zero error code's name
+    topics: list[tuple[str, ...]] = field(default_factory=list)  # the topics the request names
+    # answered with an error that is not a normal protocol step (kdissect.analysis.expected)
+    failed: list[bool] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.ts_ns)
 
 
 class RollingFigures:
-    """Running figures of a live run, updated per exchange and per anomaly.
+    """Running figures of a live run, updated per piece of exchanges and per anomaly.
 
     ``window`` seconds of buckets; ``per_second_samples`` latencies per (API, broker) per second;
     ``max_keys`` per counter. The whole-run latencies per API are bounded by their form.
@@ -133,37 +140,57 @@ class RollingFigures:
         self.last_ns: int | None = None
 
     # -- input ----------------------------------------------------------------------------
-    def exchange(self, ex: Exchanged) -> None:
-        self.exchanges += 1
-        self._clock(ex.ts_ns)
-        bucket = self._bucket(ex.ts_ns)
-        is_error = ex.failed
-        self.failed += is_error
-        if bucket is not None:
-            bucket.requests += 1
-            bucket.errors += is_error
-            bucket.request_bytes += ex.request_bytes
-            bucket.response_bytes += ex.response_bytes
-            if ex.latency_ms is not None:
-                samples = bucket.latency.setdefault((ex.api, ex.broker), [])
-                if len(samples) < self.per_second_samples:
-                    samples.append(ex.latency_ms)
-        totals = self.apis.get(ex.api)
-        if totals is None:
-            totals = self.apis[ex.api] = ApiTotals()
-        totals.count += 1
-        totals.errors += is_error
-        totals.unanswered += ex.status == "unanswered"
-        if ex.latency_ms is not None:
-            totals.latency.add(ex.latency_ms)
-            totals.max_ms = ex.latency_ms if totals.max_ms is None else max(totals.max_ms, ex.latency_ms)
-        self.statuses[ex.status] += 1
-        for name in ex.error_names:
-            if not is_expected(ex.api, name):
-                self.errors.add(name)
-        self.clients.add(ex.client)
-        for topic in ex.topics:
-            self.topics.add(topic)
+    def add_exchanges(self, ex: Exchanged) -> None:
+        """A piece of exchanges, in their order (a bucket opens as its second is first met); each API's
+        latencies are added to its whole-run figures at once."""
+        if not len(ex):
+            return
+        self.exchanges += len(ex)
+        self._clock(min(ex.ts_ns))
+        self._clock(max(ex.ts_ns))
+        samples_max, bucket_of, apis = self.per_second_samples, self._bucket, self.apis
+        second, bucket = None, None
+        latencies: dict[str, list[float]] = {}
+        rows = zip(ex.ts_ns, ex.api, ex.broker, ex.latency_ms, ex.failed, ex.status, ex.request_bytes,
+                   ex.response_bytes, strict=True)  # fmt: skip
+        for ts_ns, api, broker, latency_ms, failed, status, request_bytes, response_bytes in rows:
+            if ts_ns // NS != second:  # (a bucket found stays the one of its second until another is met)
+                second = ts_ns // NS
+                bucket = bucket_of(ts_ns)
+            totals = apis.get(api)
+            if totals is None:
+                totals = apis[api] = ApiTotals()
+            totals.count += 1
+            if failed or status == "unanswered":
+                totals.errors += failed
+                totals.unanswered += status == "unanswered"
+            if bucket is not None:
+                bucket.requests += 1
+                bucket.errors += failed
+                bucket.request_bytes += request_bytes
+                bucket.response_bytes += response_bytes
+            if latency_ms is not None:
+                latencies.setdefault(api, []).append(latency_ms)
+                if bucket is not None:
+                    samples = bucket.latency.setdefault((api, broker), [])
+                    if len(samples) < samples_max:
+                        samples.append(latency_ms)
+        for api, values in latencies.items():
+            totals = apis[api]
+            totals.latency.add_many(values)
+            top = max(values)
+            totals.max_ms = top if totals.max_ms is None else max(totals.max_ms, top)
+        self.failed += sum(ex.failed)
+        self.statuses.update(ex.status)
+        if any(ex.error_names):
+            for api, names in zip(ex.api, ex.error_names, strict=True):
+                for name in names:
+                    if not is_expected(api, name):
+                        self.errors.add(name)
+        for client, n in Counter(ex.client).items():  # (first met first: the cap admits the same keys)
+            self.clients.add(client, n)
+        for topic, n in Counter(chain.from_iterable(ex.topics)).items():
+            self.topics.add(topic, n)
 
     def anomaly(self, kind: str, length: int | None, ts_ns: int | None) -> None:
         self.anomalies[kind] += 1

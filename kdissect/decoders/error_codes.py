@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from importlib import resources
+from pathlib import Path
 from types import MappingProxyType
 
 
 def _load() -> dict[int, tuple[str, bool]]:
-    text = resources.files("kdissect.decoders").joinpath("error_codes.json").read_text("utf-8")
+    text = Path(__file__).with_name("error_codes.json").read_text("utf-8")
     return {row["code"]: (row["name"], row["retriable"]) for row in json.loads(text)}
 
 

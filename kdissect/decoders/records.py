@@ -23,6 +23,7 @@ import sys
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import cache
 from typing import NamedTuple
 
 from .codecs import CODEC_NAMES, CODEC_NONE, decompress
@@ -102,6 +103,37 @@ class RecordColumns(NamedTuple):
     @property
     def count(self) -> int:
         return len(self.offset) >> 3
+
+
+class RecordArena:
+    """Column buffers that consecutive batches' records are appended to, in :class:`RecordColumns`'
+    order (``decode_records(columns=arena)``): the records table's columns end to end as they are
+    decoded, so that its Arrow arrays are made without joining (a copy of every payload byte,
+    a tenth of a record-heavy run). The table's owner starts new buffers (:meth:`renew`) when it hands
+    the table on, since its arrays may still point into the old ones; a batch decoded while they are
+    (a bytearray shared with an array cannot grow) starts new ones too."""
+
+    __slots__ = ("buffers",)
+
+    def __init__(self) -> None:
+        self.buffers: tuple[bytearray, ...] = ()
+        self.renew()
+
+    def renew(self) -> None:
+        self.buffers = tuple(bytearray() for _ in RecordColumns._fields)
+
+    def lengths(self) -> tuple[int, ...]:
+        return tuple(map(len, self.buffers))
+
+
+class ArenaColumns(NamedTuple):
+    """A batch's records held in an arena's buffers: its :class:`RecordColumns` field ``i`` is
+    ``buffers[i][starts[i]:ends[i]]``."""
+
+    buffers: tuple[bytearray, ...]
+    starts: tuple[int, ...]
+    ends: tuple[int, ...]
+    count: int
 
 
 class ControlMarker(NamedTuple):
@@ -199,7 +231,8 @@ class Batch:
     records: list[Record] = field(default_factory=list)
     control: list[ControlMarker] = field(default_factory=list)
     warnings: list[DecodeWarning] = field(default_factory=list)
-    columns: RecordColumns | None = None  # the records, when asked for as columns (then ``records`` is empty)
+    # the records, when asked for as columns (then ``records`` is empty)
+    columns: RecordColumns | ArenaColumns | None = None
 
     @property
     def records_decoded(self) -> int:
@@ -273,9 +306,13 @@ class _Corrupt(Exception):
 _CORRUPT = (_Corrupt, Malformed, IndexError, struct.error)
 
 
-# Every one- and two-byte zig-zag varint, decoded, indexed by its 14 payload bits: a lookup is
-# cheaper than the arithmetic in the hot loop (the table costs about half a megabyte).
-_ZIGZAG = tuple((v >> 1) ^ -(v & 1) for v in range(1 << 14))
+@cache
+def _zigzag() -> tuple[int, ...]:
+    """Every one- and two-byte zig-zag varint, decoded, indexed by its 14 payload bits: a lookup is
+    cheaper than the arithmetic in the hot loop (the table costs about half a megabyte). Built on
+    the Python loop's first use: a run whose batches all decode in C never needs it, and building
+    it took a tenth of the decoders' import."""
+    return tuple((v >> 1) ^ -(v & 1) for v in range(1 << 14))
 
 
 def decode_records(
@@ -284,14 +321,15 @@ def decode_records(
     limits: Limits = DEFAULT_LIMITS,
     payloads: Payloads = FULL,
     origin: int = 0,
-    columns: bool = False,
+    columns: bool | RecordArena = False,
 ) -> RecordSet:
     """Decode a ``records`` field. Never raises on bad bytes: problems become warnings.
 
     ``origin`` is added to every reported position, so a caller can pass the field's offset in
     its frame and get positions that point into a hex dump of the frame. With ``columns`` (and the
     C extension), a magic 2 batch that is not a control batch holds its records in
-    :attr:`Batch.columns` instead of :attr:`Batch.records` when they decode cleanly.
+    :attr:`Batch.columns` instead of :attr:`Batch.records` when they decode cleanly: bytes of its
+    own, or (``columns`` a :class:`RecordArena`) spans of the arena's buffers.
     """
     buf = data if isinstance(data, bytes) else bytes(data)
     decoder = _Decoder(buf, limits, payloads, origin, columns)
@@ -301,9 +339,11 @@ def decode_records(
 class _Decoder:
     """State for one call: the buffer, the options, and the set being filled."""
 
-    def __init__(self, buf: bytes, limits: Limits, payloads: Payloads, origin: int, columns: bool = False) -> None:
+    def __init__(self, buf: bytes, limits: Limits, payloads: Payloads, origin: int,
+                 columns: bool | RecordArena = False) -> None:  # fmt: skip
         self.buf = buf
         self.columns = columns and native_enabled()
+        self.arena = columns if isinstance(columns, RecordArena) else None
         self.view = memoryview(buf)
         self.limits = limits
         self.cut = sys.maxsize if payloads.keep is None else payloads.keep
@@ -389,7 +429,7 @@ class _Decoder:
         cut = sys.maxsize if batch.is_control else self.cut
         log_append_time = attrs & ATTR_LOG_APPEND_TIME
         if self.columns and not batch.is_control:
-            batch.columns = _native_v2_columns(buf, start, stop, batch, cut, log_append_time)
+            batch.columns = _native_v2_columns(buf, start, stop, batch, cut, log_append_time, self.arena)
         problem = None
         if batch.columns is None:
             problem = _decode_v2_records(buf, start, stop, batch, cut, log_append_time)
@@ -638,7 +678,7 @@ def _v2_records(buf: bytes, p: int, end: int, batch: Batch, cut: int, log_append
     """
     append = batch.records.append
     new = tuple.__new__
-    zz = _ZIGZAG
+    zz = _zigzag()
     base_offset = batch.base_offset
     base_ts = batch.base_timestamp
     append_ts = batch.max_timestamp if log_append_time else None
@@ -745,13 +785,23 @@ def _native_v2_records(
 
 
 def _native_v2_columns(
-    buf: bytes, p: int, end: int, batch: Batch, cut: int, log_append_time: int
-) -> RecordColumns | None:
-    """The records in ``buf[p:end]`` as columns, or None when they must be decoded into Records."""
-    columns = _native.v2_columns(
-        buf, p, end, batch.base_offset, batch.base_timestamp, batch.max_timestamp if log_append_time else None, cut
-    )
-    return None if columns is None else RecordColumns(*columns)
+    buf: bytes, p: int, end: int, batch: Batch, cut: int, log_append_time: int, arena: RecordArena | None = None
+) -> RecordColumns | ArenaColumns | None:
+    """The records in ``buf[p:end]`` as columns (in ``arena`` when given), or None when they must be
+    decoded into Records."""
+    args = (buf, p, end, batch.base_offset, batch.base_timestamp,
+            batch.max_timestamp if log_append_time else None, cut)  # fmt: skip
+    if arena is None:
+        columns = _native.v2_columns(*args)
+        return None if columns is None else RecordColumns(*columns)
+    starts = arena.lengths()
+    try:
+        count = _native.v2_columns(*args, arena.buffers)
+    except BufferError:  # an array still points into the buffers: new ones (the C call put nothing)
+        arena.renew()
+        starts = arena.lengths()
+        count = _native.v2_columns(*args, arena.buffers)
+    return None if count is None else ArenaColumns(arena.buffers, starts, arena.lengths(), count)
 
 
 _native = native_module()
@@ -771,7 +821,7 @@ def native_enabled() -> bool:
 def _headers(buf: bytes, p: int, end: int, cut: int, batch: Batch) -> tuple[tuple[Header, ...], int]:
     """The header count at ``p`` and the headers after it, all inside ``buf[:end]`` (varints inline,
     as in the record loop: tracing headers are on every record in some deployments)."""
-    zz = _ZIGZAG
+    zz = _zigzag()
     v = buf[p]
     if v < 0x80:
         count = zz[v]
@@ -830,8 +880,12 @@ def _reason(exc: BaseException) -> str:
 
 
 def _crc32c(data: memoryview) -> int:
-    """CRC-32C of a batch. The crc32c module is loaded on first use: importing it takes longer
-    than decoding a small capture, and a run that writes only the exchanges table never needs it."""
+    """CRC-32C of a batch: in C with the record loops (``_native.crc32c``), else by the crc32c
+    module, the reference. That module is loaded on first use: importing it takes longer than
+    decoding a small capture (or checking every batch of a large one in C), and a run that writes
+    only the exchanges table never needs it."""
+    if native_enabled():
+        return _native.crc32c(data)
     from crc32c import crc32c
 
     return crc32c(data)

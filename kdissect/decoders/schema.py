@@ -12,7 +12,7 @@ import re
 import struct
 from dataclasses import dataclass, replace
 from functools import cache
-from importlib import resources
+from pathlib import Path
 from typing import Any
 
 # Element types with a fixed width on the wire, and their struct format codes.
@@ -124,7 +124,7 @@ class UnknownMessage(LookupError):
 
 @cache
 def table() -> dict[str, Any]:
-    text = resources.files("kdissect.decoders").joinpath("schema_table.json").read_text("utf-8")
+    text = Path(__file__).with_name("schema_table.json").read_text("utf-8")
     return json.loads(text)["messages"]
 
 

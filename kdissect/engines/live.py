@@ -31,7 +31,7 @@ from kdissect.engines import NothingReadable, RequestError
 from kdissect.engines.live_exchanges import ExchangeReader
 from kdissect.engines.local import feed_item, feed_items, tune_gc
 from kdissect.engines.run import LiveOutcome, RunResult, RunStats, TableRun
-from kdissect.events import Anomaly, ConnectionSummary, Exchange, KafkaEvent
+from kdissect.events import Anomaly, ConnectionSummary, Exchange, ExchangeRows, KafkaEvent
 from kdissect.kafka.pipeline import KafkaPipeline
 from kdissect.native import native_module
 from kdissect.options import Options
@@ -230,7 +230,13 @@ class LiveRun:
                                                                 writer=opts.spill)  # fmt: skip
         self.sink = self.tables.sink if self.tables is not None else None
         opened = self.sink.connection_sources if self.sink is not None else None
-        self.pipeline = KafkaPipeline(opts.options, opened=opened, several_inputs=opts.several_inputs)
+        # The native lanes pair the common case into column pieces (as for the local engine): rows alone
+        # when the tables ask for no more, else with their detail rows; the figures then take each row's
+        # topics and codes from the scan.
+        rows = self.sink is None or self.sink.takes_rows
+        details = self.sink.lane_details() if self.sink is not None else None
+        options = replace(opts.options, exchange_rows=rows, exchange_topics=True, exchange_details=details)
+        self.pipeline = KafkaPipeline(options, opened=opened, several_inputs=opts.several_inputs)
         self._ended: list[int] = []  # connections whose file the sink may forget once their rows are named
         self.figures = RollingFigures(window=opts.window_s)
         self.reader = ExchangeReader()
@@ -261,25 +267,35 @@ class LiveRun:
 
     def events(self, events: list[KafkaEvent]) -> None:
         figures, metrics, sink = self.figures, self.metrics, self.sink
+        exchanges: list[KafkaEvent] = []  # since the last anomaly: one piece for the figures
         for ev in events:
-            if type(ev) is Exchange:
-                ex = self.reader.read(ev)
-                figures.exchange(ex)
-                if metrics is not None:
-                    metrics.exchange(ex)
-            elif type(ev) is Anomaly:
+            kind = type(ev)
+            if kind is ExchangeRows or kind is Exchange:
+                exchanges.append(ev)
+            elif kind is Anomaly:
+                self._exchanges(exchanges)  # (in their order: metrics cap anomaly kinds with error names)
+                exchanges = []
                 figures.anomaly(ev.kind, ev.length, ev.ts_ns)
                 if metrics is not None:
                     metrics.anomaly(ev.kind)
             if sink is not None:
                 sink.consume(ev)
-                if type(ev) is ConnectionSummary:
+                if kind is ConnectionSummary:
                     self._ended.append(ev.conn_id)
+        self._exchanges(exchanges)
         if sink is not None and events:
             self._spill(sink)
         if sink is not None and len(self._ended) >= _FORGET_EVERY:
             sink.forget_connections(self._ended)
             self._ended = []
+
+    def _exchanges(self, events: list[KafkaEvent]) -> None:
+        if not events:
+            return
+        piece = self.reader.read(events)
+        self.figures.add_exchanges(piece)
+        if self.metrics is not None:
+            self.metrics.add_exchanges(piece)
 
     def _spill(self, sink: TableSink) -> None:
         assert self.tables is not None

@@ -62,16 +62,34 @@ class LiveMetrics:
         unless ``addr`` says otherwise, as the labels name clients and brokers."""
         start_http_server(port, addr=addr, registry=self.registry)
 
-    def exchange(self, ex: Exchanged) -> None:
-        labels = (ex.api, self._broker_cap(ex.broker), self._client_cap(ex.client_id))
-        self.requests.labels(*labels).inc()
-        self.request_bytes.labels(*labels).inc(ex.request_bytes)
-        self.response_bytes.labels(*labels).inc(ex.response_bytes)
-        if ex.latency_ms is not None:
-            self.latency.labels(*labels).observe(ex.latency_ms / 1000)
-        for name in ex.error_names:
-            counter = self.expected if is_expected(ex.api, name) else self.errors
-            counter.labels(*labels, self._error_cap(name)).inc()
+    def add_exchanges(self, ex: Exchanged) -> None:
+        """A piece of exchanges: labels capped in the exchanges' order, then each label set's counts at once."""
+        groups: dict[tuple[str, str, str], list] = {}  # labels -> [requests, request bytes, response bytes, latencies]
+        errors: list[tuple[Counter, tuple[str, str, str], str]] = []
+        broker_cap, client_cap, error_cap = self._broker_cap, self._client_cap, self._error_cap
+        rows = zip(ex.api, ex.broker, ex.client_id, ex.request_bytes, ex.response_bytes, ex.latency_ms, ex.error_names,
+                   strict=True)  # fmt: skip
+        for api, broker, client_id, request_bytes, response_bytes, latency_ms, names in rows:
+            labels = (api, broker_cap(broker), client_cap(client_id))
+            group = groups.get(labels)
+            if group is None:
+                group = groups[labels] = [0, 0, 0, []]
+            group[0] += 1
+            group[1] += request_bytes
+            group[2] += response_bytes
+            if latency_ms is not None:
+                group[3].append(latency_ms / 1000)
+            for name in names:
+                errors.append((self.expected if is_expected(api, name) else self.errors, labels, error_cap(name)))
+        for labels, (requests, request_bytes, response_bytes, latencies) in groups.items():
+            self.requests.labels(*labels).inc(requests)
+            self.request_bytes.labels(*labels).inc(request_bytes)
+            self.response_bytes.labels(*labels).inc(response_bytes)
+            histogram = self.latency.labels(*labels)
+            for seconds in latencies:
+                histogram.observe(seconds)
+        for counter, labels, name in errors:
+            counter.labels(*labels, name).inc()
 
     def anomaly(self, kind: str) -> None:
         self.anomalies.labels(self._error_cap(kind)).inc()

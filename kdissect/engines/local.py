@@ -302,7 +302,9 @@ def _analyze(run: Callable[[dict[int, str | None], Options], Iterator[KafkaEvent
                       writer=writer.write if writer is not None else None, spill=spills_all or bool(counted_only),
                       spilled=None if spills_all else counted_only, record_anomalies=record_anomalies)  # fmt: skip
     # (exchanges as rows the native pairing makes, when the sink needs no more of them: Options.exchange_rows)
-    wiring.sink.consume_all(run(wiring.sink.connection_sources, replace(options, exchange_rows=wiring.sink.takes_rows)))
+    # (and their detail rows too, when it writes more: Options.exchange_details)
+    lane_options = replace(options, exchange_rows=wiring.sink.takes_rows, exchange_details=wiring.sink.lane_details())
+    wiring.sink.consume_all(run(wiring.sink.connection_sources, lane_options))
     rest = wiring.finish()
     kept = {name: columns for name, columns in rest.items() if name not in counted_only} if keep else {}
     result = RunResult(stats, figures.summary(stats.source, stats.ignored_segments), tables=kept)

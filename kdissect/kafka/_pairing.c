@@ -22,6 +22,12 @@
  *   joins the summary's client_ids, its (api key, version) the session's pairs.
  * - A pairing starts with the requests the session's pairer held (none acks=0, none cut or warned
  *   about), taken over as they are (overtaken or not), and given back as they were.
+ * - With names (Options.exchange_topics: the live figures), each row also brings what the request's
+ *   structs name (a topic, or a topic id's 16 bytes: named_topics.request_topics), every non-zero error
+ *   code of the response and the (topic, topic id) pairs its structs name (named_topics.id_names), from
+ *   the scan's contexts and codes, to the piece's three other lists (events.ExchangeRows); a frame the
+ *   scan cannot list (more contexts or codes than it holds) is handed back. In a details run (the sink
+ *   writes every table: _details.c) the response is scanned for them too, beside the walk of its body.
  * - Memory and time: at most MAX_WAITING waiting requests, each its frame's bytes; a frame costs at most
  *   a pass over them.
  */
@@ -31,6 +37,7 @@
 #include <string.h>
 
 #include "../decoders/_scan.h"
+#include "_details.h"
 
 /* What every lane's pairing shares (one run's registries and the piece rows go to). */
 enum { C_CONNECTION_ID, C_CLIENT_IP, C_CLIENT_PORT, C_BROKER_IP, C_BROKER_PORT, C_API_KEY, C_API_NAME,
@@ -43,7 +50,9 @@ static struct {
     PyObject *requests, *responses, *api_names, *left, *silent, *error_name, *new_piece, *ok, *error;
     PyObject *names;  /* error code -> error_name(code), as met */
     PyObject *piece;  /* the piece rows go to while it is the last of the events */
+    PyObject *parts;  /* its detail parts (a details piece), or NULL */
     PyObject *columns[COLUMNS];
+    PyObject *topics, *codes, *named; /* the piece's three scan lists (held by the piece) */
     const ScanApi *scan;
 } shared;
 
@@ -81,23 +90,26 @@ read_shared(PyObject *t)
     return 0;
 }
 
-/* spec: (shared, limit, (client ip, port), (broker ip, port), conn_id, client_ids, pairs, resume, waiting)
+/* spec: (shared, limit, (client ip, port), (broker ip, port), conn_id, client_ids, pairs, resume, names, waiting,
+ * details)
  * with waiting [(correlation_id, api_key, api_version, offset, ts_first, ts_last, size, client_id, message,
- * overtaken)], oldest first: at most MAX_WAITING (lanes.py's MAX_WAITING). */
+ * overtaken, topics)], oldest first: at most MAX_WAITING (lanes.py's MAX_WAITING); topics: a tuple with
+ * names, else None; details: the sink's lane spec (tables/detail_walk.py lane_spec), or None. */
 int
 pairing_start(Pairing *p, PyObject *spec, int request_dir, PyObject *frame_type)
 {
-    PyObject *t, *conn_id, *client_ids, *pairs, *resume, *waiting;
+    PyObject *t, *conn_id, *client_ids, *pairs, *resume, *waiting, *details;
     Py_ssize_t limit;
+    int names;
     PyObject *client_ip, *client_port, *broker_ip, *broker_port;
     if (p->on) {
         PyErr_SetString(PyExc_RuntimeError, "a lane's pairing started twice");
         return -1;
     }
-    if (!PyArg_ParseTuple(spec, "O!n(OO)(OO)OO!O!OO!", &PyTuple_Type, &t, &limit, &client_ip, &client_port, &broker_ip,
-                          &broker_port, &conn_id, &PyList_Type, &client_ids, &PyDict_Type, &pairs, &resume,
-                          &PyList_Type, &waiting)
-        || read_shared(t) < 0)
+    if (!PyArg_ParseTuple(spec, "O!n(OO)(OO)OO!O!OpO!O", &PyTuple_Type, &t, &limit, &client_ip, &client_port,
+                          &broker_ip, &broker_port, &conn_id, &PyList_Type, &client_ids, &PyDict_Type, &pairs, &resume,
+                          &names, &PyList_Type, &waiting, &details)
+        || read_shared(t) < 0 || (details != Py_None && details_read(details) < 0))
         return -1;
     if (limit < 1) {
         PyErr_SetString(PyExc_ValueError, "pending_requests must be positive");
@@ -114,17 +126,26 @@ pairing_start(Pairing *p, PyObject *spec, int request_dir, PyObject *frame_type)
     }
     for (Py_ssize_t k = 0; k < PyList_GET_SIZE(waiting); k++) {
         Waiting w = {0};
-        PyObject *client_id, *message;
-        if (!PyArg_ParseTuple(PyList_GET_ITEM(waiting, k), "LiiLLLLOOp", &w.correlation_id, &w.api_key, &w.api_version,
-                              &w.offset, &w.ts_first, &w.ts_last, &w.size, &client_id, &message, &w.overtaken)) {
+        PyObject *client_id, *message, *topics;
+        if (!PyArg_ParseTuple(PyList_GET_ITEM(waiting, k), "LiiLLLLOOpO", &w.correlation_id, &w.api_key,
+                              &w.api_version, &w.offset, &w.ts_first, &w.ts_last, &w.size, &client_id, &message,
+                              &w.overtaken, &topics)) {
+            pairing_clear(p);
+            return -1;
+        }
+        if (names && !PyTuple_CheckExact(topics)) {
+            PyErr_SetString(PyExc_TypeError, "a waiting request's topics are a tuple");
             pairing_clear(p);
             return -1;
         }
         w.client_id = Py_NewRef(client_id);
         w.message = Py_NewRef(message);
+        w.topics = names ? Py_NewRef(topics) : NULL;
         p->waiting[p->count++] = w;
     }
     p->on = 1;
+    p->details = details != Py_None;
+    p->names = names;
     p->request_dir = request_dir;
     p->limit = limit;
     p->conn_id = Py_NewRef(conn_id);
@@ -146,6 +167,7 @@ pairing_clear(Pairing *p)
         Waiting *w = &p->waiting[k];
         Py_XDECREF(w->data);
         Py_XDECREF(w->message);
+        Py_XDECREF(w->topics);
         Py_DECREF(w->client_id);
     }
     PyMem_Free(p->waiting);
@@ -275,6 +297,78 @@ in_set(PyObject *set, int key)
     return found;
 }
 
+/* -- names (with Options.exchange_topics) ------------------------------------------------------- */
+
+static int
+nil_id(const char *id)
+{
+    static const char nil[16];
+    return !memcmp(id, nil, 16);
+}
+
+/* What the request's structs name, each once: a topic, else a topic id's 16 bytes (not the nil id). */
+static PyObject *
+topics_of(const char *b, const Scan *s)
+{
+    PyObject *found = PyList_New(0);
+    if (found == NULL)
+        return NULL;
+    for (int k = 0; k < s->nnamed; k++) {
+        const Named *n = &s->named[k];
+        if (n->topic < 0 && (n->id < 0 || nil_id(b + n->id)))
+            continue;
+        PyObject *v = n->topic >= 0 ? PyUnicode_DecodeUTF8(b + n->topic, n->topic_len, "replace")
+                                    : PyBytes_FromStringAndSize(b + n->id, 16);
+        int known = v == NULL ? -1 : PySequence_Contains(found, v);
+        if (known < 0 || (!known && PyList_Append(found, v) < 0)) {
+            Py_XDECREF(v);
+            Py_DECREF(found);
+            return NULL;
+        }
+        Py_DECREF(v);
+    }
+    Py_SETREF(found, PyList_AsTuple(found));
+    return found;
+}
+
+/* The (topic, topic id's 16 bytes) pairs the response's structs name (not the nil id). */
+static PyObject *
+named_of(const char *b, const Scan *s)
+{
+    PyObject *found = PyList_New(0);
+    if (found == NULL)
+        return NULL;
+    for (int k = 0; k < s->nnamed; k++) {
+        const Named *n = &s->named[k];
+        if (n->topic < 0 || n->id < 0 || nil_id(b + n->id))
+            continue;
+        PyObject *pair = Py_BuildValue("(Ny#)", PyUnicode_DecodeUTF8(b + n->topic, n->topic_len, "replace"),
+                                       b + n->id, (Py_ssize_t)16);
+        if (pair == NULL || PyList_Append(found, pair) < 0) {
+            Py_XDECREF(pair);
+            Py_DECREF(found);
+            return NULL;
+        }
+        Py_DECREF(pair);
+    }
+    Py_SETREF(found, PyList_AsTuple(found));
+    return found;
+}
+
+static PyObject *
+codes_of(const Scan *s)
+{
+    PyObject *codes = PyTuple_New(s->ncodes);
+    for (int k = 0; codes != NULL && k < s->ncodes; k++) {
+        PyObject *v = PyLong_FromLongLong(s->codes[k]);
+        if (v == NULL)
+            Py_CLEAR(codes);
+        else
+            PyTuple_SET_ITEM(codes, k, v);
+    }
+    return codes;
+}
+
 /* 1 taken, 0 left to the session, -1 error */
 static int
 request(Pairing *p, long long offset, const char *b, Py_ssize_t n, long long ts_first, long long ts_last)
@@ -284,13 +378,15 @@ request(Pairing *p, long long offset, const char *b, Py_ssize_t n, long long ts_
     int key = (int16_t)be16(b), version = (int16_t)be16(b + 2);
     long long cid = be32(b + 4);
     int left = in_set(shared.left, key);
+    if (!left && p->details)
+        left = details_left(key);
     if (left)
         return left < 0 ? -1 : 0;
     for (Py_ssize_t k = 0; k < p->count; k++)
         if (p->waiting[k].correlation_id == cid)
             return 0;
     Scan s;
-    int ok = shared.scan->scan_frame(shared.requests, (const unsigned char *)b, n, key, version, &s);
+    int ok = shared.scan->scan_frame(shared.requests, (const unsigned char *)b, n, key, version, p->names, &s);
     if (ok <= 0)
         return ok;
     if (s.found[SLOT_ACKS] && s.value[SLOT_ACKS] == 0) {
@@ -298,41 +394,55 @@ request(Pairing *p, long long offset, const char *b, Py_ssize_t n, long long ts_
         if (silent)
             return silent < 0 ? -1 : 0;
     }
-    PyObject *client_id = client_id_of(p, b, &s), *data = NULL;
-    if (client_id == NULL || learn_pair(p, key, version) < 0
+    PyObject *client_id = client_id_of(p, b, &s), *data = NULL, *topics = NULL;
+    if (client_id == NULL || learn_pair(p, key, version) < 0 || (p->names && (topics = topics_of(b, &s)) == NULL)
         || (data = PyBytes_FromStringAndSize(b, n)) == NULL) {
         Py_XDECREF(client_id);
+        Py_XDECREF(topics);
         return -1;
     }
-    p->waiting[p->count++] = (Waiting){cid, offset, ts_first, ts_last, n, key, version, data, NULL, client_id, 0};
+    p->waiting[p->count++] = (Waiting){cid, offset, ts_first, ts_last, n, key, version, data, NULL, client_id, 0,
+                                       topics};
     return 1;
 }
 
 /* -- responses: the row ------------------------------------------------------------------------- */
 
-/* The piece rows go to: the current one if it is still the last of the events, else a new one there. */
+/* The piece rows go to: the current one if it is still the last of the events (and of the kind wanted: with
+ * detail parts or not), else a new one there. */
 static int
-piece_ready(PyObject *events)
+piece_ready(PyObject *events, int details)
 {
     Py_ssize_t n = PyList_GET_SIZE(events);
-    if (shared.piece != NULL && n && PyList_GET_ITEM(events, n - 1) == shared.piece)
+    if (shared.piece != NULL && n && PyList_GET_ITEM(events, n - 1) == shared.piece && (shared.parts != NULL) == details)
         return 0;
-    PyObject *made = PyObject_CallNoArgs(shared.new_piece), *piece, *columns;
+    PyObject *made = PyObject_CallNoArgs(details ? details_new_piece() : shared.new_piece), *piece, *columns;
     if (made == NULL)
         return -1;
-    if (!PyArg_ParseTuple(made, "OO!", &piece, &PyTuple_Type, &columns) || PyTuple_GET_SIZE(columns) != COLUMNS) {
-        if (!PyErr_Occurred())
-            PyErr_SetString(PyExc_TypeError, "new_piece() returns (piece, a list per exchanges column)");
+    if (!PyTuple_Check(made) || PyTuple_GET_SIZE(made) != (details ? 7 : 3)
+        || !PyTuple_Check(columns = PyTuple_GET_ITEM(made, 1)) || PyTuple_GET_SIZE(columns) != COLUMNS
+        || !PyArg_ParseTuple(PyTuple_GET_ITEM(made, 2), "O!O!O!", &PyList_Type, &shared.topics, &PyList_Type,
+                             &shared.codes, &PyList_Type, &shared.named)) {
+        PyErr_Clear();
+        PyErr_SetString(PyExc_TypeError,
+                        "new_piece() returns (piece, a list per exchanges column, three lists[, details parts])");
         Py_DECREF(made);
         return -1;
     }
+    piece = PyTuple_GET_ITEM(made, 0);
     for (int k = 0; k < COLUMNS; k++)
         if (!PyList_CheckExact(PyTuple_GET_ITEM(columns, k))) {
             PyErr_SetString(PyExc_TypeError, "new_piece() columns are lists");
             Py_DECREF(made);
             return -1;
         }
+    PyObject *parts = details ? PyTuple_GetSlice(made, 3, 7) : NULL;
+    if (details && parts == NULL) {
+        Py_DECREF(made);
+        return -1;
+    }
     Py_XSETREF(shared.piece, Py_NewRef(piece));
+    Py_XSETREF(shared.parts, parts);
     for (int k = 0; k < COLUMNS; k++)
         shared.columns[k] = PyTuple_GET_ITEM(columns, k); /* held by the piece */
     Py_DECREF(made);
@@ -358,10 +468,10 @@ error_name_of(long long code)
 }
 
 static int
-row(Pairing *p, const Waiting *w, int overtook, long long resp_first, long long resp_last, Py_ssize_t resp_size,
-    const Scan *s)
+row(Pairing *p, const Waiting *w, int overtook, long long resp_first, long long resp_last, const char *b,
+    Py_ssize_t resp_size, const Outcome *o, const Scan *s)
 {
-    if (piece_ready(p->events) < 0)
+    if (piece_ready(p->events, p->details) < 0)
         return -1;
     PyObject *cells[COLUMNS] = {0};
     PyObject *api_name = w->api_key < PyList_GET_SIZE(shared.api_names) ? PyList_GET_ITEM(shared.api_names, w->api_key)
@@ -382,11 +492,11 @@ row(Pairing *p, const Waiting *w, int overtook, long long resp_first, long long 
     cells[C_TOTAL_MS] = PyFloat_FromDouble((double)(resp_last - w->ts_first) / 1e6);
     cells[C_REQUEST_BYTES] = PyLong_FromLongLong(w->size + 4);
     cells[C_RESPONSE_BYTES] = PyLong_FromSsize_t(resp_size + 4);
-    cells[C_ERROR_CODE] = PyLong_FromLongLong(s->first_error);
-    cells[C_ERROR_NAME] = error_name_of(s->first_error);
-    cells[C_ERROR_COUNT] = PyLong_FromLongLong(s->errors);
-    cells[C_THROTTLE_TIME_MS] = s->found[SLOT_THROTTLE] ? PyLong_FromLongLong(s->value[SLOT_THROTTLE]) : Py_NewRef(Py_None);
-    cells[C_STATUS] = Py_NewRef(s->errors ? shared.error : shared.ok);
+    cells[C_ERROR_CODE] = PyLong_FromLongLong(o->first_error);
+    cells[C_ERROR_NAME] = error_name_of(o->first_error);
+    cells[C_ERROR_COUNT] = PyLong_FromLongLong(o->errors);
+    cells[C_THROTTLE_TIME_MS] = Py_NewRef(o->throttle);
+    cells[C_STATUS] = Py_NewRef(o->errors ? shared.error : shared.ok);
     cells[C_OUT_OF_ORDER] = Py_NewRef(overtook ? Py_True : Py_False);
     cells[C_INFERRED] = Py_NewRef(Py_False);
     cells[C_WARNINGS] = Py_NewRef(Py_None);
@@ -398,6 +508,14 @@ row(Pairing *p, const Waiting *w, int overtook, long long resp_first, long long 
         rc = PyList_Append(shared.columns[k], cells[k]);
     for (int k = 0; k < COLUMNS; k++)
         Py_XDECREF(cells[k]);
+    if (rc == 0 && p->names) {
+        PyObject *codes = codes_of(s), *named = named_of(b, s);
+        if (codes == NULL || named == NULL || PyList_Append(shared.topics, w->topics) < 0
+            || PyList_Append(shared.codes, codes) < 0 || PyList_Append(shared.named, named) < 0)
+            rc = -1;
+        Py_XDECREF(codes);
+        Py_XDECREF(named);
+    }
     return rc;
 }
 
@@ -418,24 +536,57 @@ pairing_waits(const Pairing *p, long long correlation_id)
 }
 
 static int
-response(Pairing *p, const char *b, Py_ssize_t n, long long ts_first, long long ts_last)
+response(Pairing *p, long long offset, const char *b, Py_ssize_t n, long long ts_first, long long ts_last)
 {
     Py_ssize_t k = n < 4 ? -1 : find(p, be32(b));
     if (k < 0)
         return 0;
     Waiting *w = &p->waiting[k];
     int left = in_set(shared.left, w->api_key);
+    if (!left && p->details)
+        left = details_left(w->api_key);
     if (left)
         return left < 0 ? -1 : 0;
+    /* the row's outcome: from the exchange scan, or in a details run from the walk of the decoded bodies; with
+     * names, the scan lists the response's codes and named ids in either run */
     Scan s;
-    int ok = shared.scan->scan_frame(shared.responses, (const unsigned char *)b, n, w->api_key, w->api_version, &s);
-    if (ok <= 0)
-        return ok;
+    if (!p->details || p->names) {
+        int ok = shared.scan->scan_frame(shared.responses, (const unsigned char *)b, n, w->api_key, w->api_version,
+                                         p->names, &s);
+        if (ok <= 0)
+            return ok;
+    }
+    Outcome out = {0, 0, NULL};
+    Bodies bodies = {NULL, NULL};
+    PyObject *api_name = w->api_key < PyList_GET_SIZE(shared.api_names) ? PyList_GET_ITEM(shared.api_names, w->api_key)
+                                                                          : Py_None;
+    Paired x = {p->conn_id, api_name, w->correlation_id, w->api_key, w->api_version, w->offset, w->ts_first, offset,
+                ts_first};
+    if (p->details) {
+        int ok = details_decode(w->data ? w->data : w->message, shared.requests, shared.responses, b, n, w->api_key,
+                                w->api_version, &bodies);
+        if (ok <= 0)
+            return ok;
+        if (piece_ready(p->events, 1) < 0 || details_walk(shared.parts, &x, &bodies, &out) < 0) {
+            details_clear(&bodies);
+            return -1;
+        }
+    } else {
+        out = (Outcome){s.first_error, s.errors,
+                        s.found[SLOT_THROTTLE] ? PyLong_FromLongLong(s.value[SLOT_THROTTLE]) : Py_NewRef(Py_None)};
+        if (out.throttle == NULL)
+            return -1;
+    }
     /* Pairer.take: it overtook older requests (overtaken ones wait, or the older ones become so) */
     int overtook = k > 0;
     for (Py_ssize_t j = 0; j < k; j++)
         p->waiting[j].overtaken = 1;
-    if (row(p, w, overtook, ts_first, ts_last, n, &s) < 0)
+    int rc = row(p, w, overtook, ts_first, ts_last, b, n, &out, &s);
+    if (p->details && details_emit(shared.parts, &x, &bodies) < 0)
+        rc = -1;
+    Py_DECREF(out.throttle);
+    details_clear(&bodies);
+    if (rc < 0)
         return -1;
     p->counts[FRAMES_TO_CLIENT]++;
     p->counts[BYTES_TO_CLIENT] += n + 4;
@@ -445,6 +596,7 @@ response(Pairing *p, const char *b, Py_ssize_t n, long long ts_first, long long 
     }
     Py_XDECREF(w->data);
     Py_XDECREF(w->message);
+    Py_XDECREF(w->topics);
     Py_DECREF(w->client_id);
     memmove(w, w + 1, (size_t)(p->count - k - 1) * sizeof *w);
     p->count--;
@@ -456,7 +608,8 @@ pairing_frame(Pairing *p, int d, long long offset, const char *b, Py_ssize_t n, 
 {
     if (!p->on)
         return 0;
-    int rc = d == p->request_dir ? request(p, offset, b, n, ts_first, ts_last) : response(p, b, n, ts_first, ts_last);
+    int rc = d == p->request_dir ? request(p, offset, b, n, ts_first, ts_last)
+                                   : response(p, offset, b, n, ts_first, ts_last);
     if (rc == 1)
         p->counts[CUT_0 + d]++;
     else if (rc == 0 && pairing_stop(p) < 0)

@@ -12,6 +12,7 @@ typedef struct {
     PyObject *message;   /* the session's KafkaMessage, a request its pairer held when the pairing started */
     PyObject *client_id; /* str or None */
     int overtaken;       /* a later request was answered first (pairing.py's _overtaken) */
+    PyObject *topics;    /* with names: what its structs name (ExchangeRows.topics' item); else NULL */
 } Waiting;
 
 #define MAX_WAITING 64 /* requests waiting here at most (more: the session's pairer takes them) */
@@ -20,6 +21,8 @@ enum { FRAMES_TO_BROKER, BYTES_TO_BROKER, FRAMES_TO_CLIENT, BYTES_TO_CLIENT, CUT
 
 typedef struct {
     int on, request_dir;
+    int details;                       /* the run writes detail tables too: rows from the bodies (_details.c) */
+    int names;                         /* rows also bring topics, codes and named ids (Options.exchange_topics) */
     PyObject *events;                  /* where rows and replayed events go (set before each run's frames) */
     Waiting *waiting;                  /* requests in arrival order (the overtaken ones first): MAX_WAITING */
     Py_ssize_t count, limit;
@@ -33,7 +36,8 @@ typedef struct {
     int seen[64], seen_n;     /* (api_key << 16 | version) already added to the session's pairs */
 } Pairing;
 
-/* spec: KafkaConnection.lane_pairing()'s tuple; 0, or -1 with an exception. */
+/* spec: KafkaConnection.lane_pairing()'s tuple (its names flag; its last item the sink's details spec, or None); 0,
+ * or -1 with an exception. */
 int pairing_start(Pairing *p, PyObject *spec, int request_dir, PyObject *frame_type);
 /* One frame of direction ``d`` (offset of its size field, its bytes, capture times): 1 taken (a request
  * waits, or an exchange row was added), 0 not (the pairing was handed back first: the caller gives

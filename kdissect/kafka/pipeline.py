@@ -11,6 +11,8 @@ steps aside if it is not).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, TypeAlias
+
 from kdissect.decoders.errors import CAP
 from kdissect.events import Anomaly, KafkaEvent
 from kdissect.kafka.session import KafkaConnection
@@ -20,13 +22,15 @@ from kdissect.reassembly.reassembler import TcpReassembler
 from kdissect.reassembly.streams import StreamConflict, StreamData, StreamEnd, StreamGap, StreamStart
 from kdissect.sources.duplicates import DUPLICATE_PACKETS, DuplicateFilter
 from kdissect.sources.segment import TcpSegment
-from kdissect.tls.connection import TlsConnection
 from kdissect.tls.keylog import KeyLog
 from kdissect.tls.probe import MidstreamProbe
 from kdissect.tls.records import looks_like_tls
-from kdissect.tls.trial import TrialRun
 
-Connection = KafkaConnection | TlsConnection | MidstreamProbe
+if TYPE_CHECKING:  # (loaded at the first TLS connection: the record ciphers cost a run without TLS its import)
+    from kdissect.tls.connection import TlsConnection
+    from kdissect.tls.trial import TrialRun
+
+Connection: TypeAlias = "KafkaConnection | TlsConnection | MidstreamProbe"
 
 
 class KafkaPipeline:
@@ -50,7 +54,7 @@ class KafkaPipeline:
         # Key material for the TLS stage: the run's key log (a fresh one when none was given, so a
         # pcapng's Decryption Secrets Blocks have somewhere to go) and the trial decryption budget.
         self.keylog = opts.tls_keylog if opts.tls_keylog is not None else KeyLog()
-        self.trials = TrialRun(opts.tls_trial_connection, opts.tls_trial_run, opts.tls_trial_max_seq)
+        self._trials: TrialRun | None = None  # (made with the first TLS connection: see trials)
         # The engine names the input it is feeding (a capture file); with ``opened``, each connection's
         # id goes there with the name current when it opened, in opening order (``source_file`` columns).
         self.source: str | None = None
@@ -98,6 +102,15 @@ class KafkaPipeline:
         self.keylog.feed(text)
         self.keylog.close()
 
+    def trials(self) -> TrialRun:
+        """The run's trial decryption budget, shared by its TLS connections."""
+        if self._trials is None:
+            from kdissect.tls.trial import TrialRun
+
+            opts = self.options
+            self._trials = TrialRun(opts.tls_trial_connection, opts.tls_trial_run, opts.tls_trial_max_seq)
+        return self._trials
+
     def _connection(self, conn_id: int, first: StreamData | StreamGap | None = None) -> Connection | None:
         """A connection's state, built at its first bytes (or its mid-stream start)."""
         conn = self.connections.get(conn_id)
@@ -108,7 +121,9 @@ class KafkaPipeline:
             ports = self.options.ports
 
             def tls(kafka: KafkaConnection = kafka, midstream: bool = midstream) -> TlsConnection:
-                return TlsConnection(conn_id, kafka, self.keylog, self.trials, midstream=midstream,
+                from kdissect.tls.connection import TlsConnection
+
+                return TlsConnection(conn_id, kafka, self.keylog, self.trials(), midstream=midstream,
                                      report=start.a[1] in ports or start.b[1] in ports)  # fmt: skip
 
             if midstream:

@@ -34,6 +34,7 @@ from kdissect.decoders import api as decode_api
 from kdissect.decoders import apis, compiler
 from kdissect.decoders.error_codes import error_name
 from kdissect.decoders.errors import CAP, DecodeError
+from kdissect.decoders.named_topics import contexts, scanned_topics
 from kdissect.decoders.sasl import guess_mechanism
 from kdissect.events import Anomaly, ConnectionSummary, Endpoint, Exchange, KafkaEvent, KafkaMessage, new_rows
 from kdissect.kafka.framing import PROOF_CREDIT, Frame, FrameSplitter, FramingEvent, Lost, Skipped, Validator
@@ -173,12 +174,12 @@ class KafkaConnection:
 
     def lane_pairing(self) -> tuple | None:
         """What a native lane needs to pair this connection's frames into exchanges rows itself
-        (``kafka/_pairing.c``), taking over the requests the pairer holds; or None when it may not: the
-        engine takes no rows (``Options.exchange_rows``), frames are kept, an authentication is under way,
-        more requests wait than a lane holds (``MAX_WAITING``), or one of them is acks=0, cut or undecoded,
-        or warned about."""
+        (``kafka/_pairing.c``; with their detail rows too, ``Options.exchange_details``), taking over the
+        requests the pairer holds; or None when it may not: the engine takes no rows (``Options.exchange_rows``
+        or ``exchange_details``), frames are kept, an authentication is under way, more requests wait than a
+        lane holds (``MAX_WAITING``), or one of them is acks=0, cut or undecoded, or warned about."""
         opts = self.options
-        if not opts.exchange_rows or opts.keep_frames or self.sasl.pending:
+        if not (opts.exchange_rows or opts.exchange_details) or opts.keep_frames or self.sasl.pending:
             return None
         if len(self.pairer) > MAX_WAITING or not all(m.body is not None and not m.warnings
                                                      for m, _ in self.pairer.waiting()):
@@ -186,10 +187,14 @@ class KafkaConnection:
         waiting = self.pairer.take_waiting(MAX_WAITING)
         if waiting is None:
             return None
+        names = opts.exchange_topics
         return (_pairing_shared(), opts.pending_requests, self.summary.client, self.summary.broker, self.conn_id,
-                self.summary.client_ids, self._pairs, self.resume_pairing,
+                self.summary.client_ids, self._pairs, self.resume_pairing, names,
                 [(m.correlation_id, m.api_key, m.api_version, m.offset, m.ts_first, m.ts_last, m.size,
-                  m.header.get("client_id") if m.header else None, m, overtaken) for m, overtaken in waiting])
+                  m.header.get("client_id") if m.header else None, m, overtaken,
+                  scanned_topics(contexts(m.api_key, m.api_version, "request", m.body)) if names else None)
+                 for m, overtaken in waiting],
+                opts.exchange_details)
 
     def resume_pairing(self, counts: tuple[int, ...], waiting: list[tuple[Frame | KafkaMessage, bool]],
                        ) -> list[KafkaEvent]:

@@ -2,9 +2,11 @@
 
 A batch decoded by ``_native.v2_columns`` arrives as a dozen bytes objects
 (:class:`~kdissect.decoders.records.RecordColumns`) instead of a tuple, an int, two bytes and a
-list of header tuples per record. A :class:`RecordBlock` keeps consecutive such batches as they
-are; its columns are joined once, into numpy arrays and byte strings that Arrow takes as its
-buffers (:mod:`.arrow`), or into the same Python values the Record path gives (the pandas tables).
+list of header tuples per record, or, decoded into the sink's arena, as spans of the arena's
+buffers (:class:`~kdissect.decoders.records.ArenaColumns`). A :class:`RecordBlock` keeps
+consecutive such batches as they are; its columns become numpy arrays and byte strings that Arrow
+takes as its buffers (:mod:`.arrow`), or the same Python values the Record path gives (the pandas
+tables). Batches that follow each other in an arena are one span of it, taken without a copy.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ..decoders.records import RecordColumns
+from ..decoders.records import ArenaColumns, RecordColumns
 
 # The records table's columns that hold a value per record (the others hold their batch's).
 PER_RECORD = ("offset", "timestamp", "key", "value", "key_size", "value_size", "headers", "control_type")
@@ -26,24 +28,45 @@ _INT64_MAX = 2**63 - 1
 class RecordBlock:
     """Consecutive rows of the records table, a batch's :class:`RecordColumns` at a time."""
 
-    __slots__ = ("batches", "first_offsets", "length")
+    __slots__ = ("batches", "first_offsets", "length", "merged")
 
     def __init__(self) -> None:
-        self.batches: list[RecordColumns] = []
+        self.batches: list[RecordColumns | ArenaColumns] = []
         # per batch: WIRE, the log offset of its first record (produce, once the broker answered), or None
         self.first_offsets: list[int | None] = []
         self.length = 0
+        self.merged: list[Any] | None = None  # see _pieces
 
     def __len__(self) -> int:
         return self.length
 
-    def add(self, columns: RecordColumns, first_offset: int | None) -> None:
+    def add(self, columns: RecordColumns | ArenaColumns, first_offset: int | None) -> None:
         self.batches.append(columns)
+        self.merged = None
         self.first_offsets.append(first_offset)
         self.length += columns.count
 
-    def _joined(self, name: str) -> bytes:
-        return b"".join([getattr(b, name) for b in self.batches])
+    def _pieces(self) -> list[Any]:
+        """The batches as pieces: a batch's own :class:`RecordColumns`, or ``[buffers, starts, ends]``
+        for a run of batches that follow each other in an arena's buffers (found once per block)."""
+        if self.merged is None:
+            self.merged = []
+            for b in self.batches:
+                last = self.merged[-1] if self.merged else None
+                if type(b) is not ArenaColumns:
+                    self.merged.append(b)
+                elif type(last) is list and last[0] is b.buffers and last[2] == b.starts:
+                    last[2] = b.ends
+                else:
+                    self.merged.append([b.buffers, b.starts, b.ends])
+        return self.merged
+
+    def _joined(self, name: str) -> bytes | bytearray | memoryview:
+        """Column ``name`` of every batch, end to end: a run of batches in an arena is a piece of its
+        buffer (the whole buffer, or a view: no copy), and pieces are joined only when there are several."""
+        i = _FIELDS[name]
+        parts = [_span(p[0][i], p[1][i], p[2][i]) if type(p) is list else p[i] for p in self._pieces()]
+        return parts[0] if len(parts) == 1 else b"".join(parts)
 
     def _ints(self, name: str, dtype: type) -> np.ndarray:
         return np.frombuffer(self._joined(name), dtype=dtype)
@@ -76,7 +99,7 @@ class RecordBlock:
             row += n
         return values, nulls if nulls.any() else None
 
-    def binary(self, name: str) -> tuple[np.ndarray, bytes]:
+    def binary(self, name: str) -> tuple[np.ndarray, bytes | bytearray | memoryview]:
         """A payload column (``key``, ``value``, ``header_key``, ``header_value``): each cell's kept
         length (-1: null) and the kept bytes end to end."""
         return self._ints(f"{name}_len", np.int32), self._joined(name)
@@ -101,6 +124,13 @@ class RecordBlock:
         return [None if null else v for v, null in zip(values.tolist(), nulls.tolist(), strict=True)]
 
 
+_FIELDS = {name: i for i, name in enumerate(RecordColumns._fields)}
+
+
+def _span(buffer: bytearray, start: int, end: int) -> bytearray | memoryview:
+    return buffer if start == 0 and end == len(buffer) else memoryview(buffer)[start:end]
+
+
 def ends_of(lengths: np.ndarray) -> np.ndarray:
     """Where each cell of a payload column ends in its bytes (int64, a leading 0), nulls taking none."""
     ends = np.zeros(len(lengths) + 1, dtype=np.int64)
@@ -108,7 +138,8 @@ def ends_of(lengths: np.ndarray) -> np.ndarray:
     return ends
 
 
-def _payloads(lengths: np.ndarray, data: bytes) -> list[bytes | None]:
+def _payloads(lengths: np.ndarray, data: bytes | bytearray | memoryview) -> list[bytes | None]:
+    data = bytes(data)  # (cells as the Record path gives them: bytes, whatever held the column)
     ends = ends_of(lengths).tolist()
     return [None if n < 0 else data[start:end]
             for n, start, end in zip(lengths.tolist(), ends[:-1], ends[1:], strict=True)]  # fmt: skip

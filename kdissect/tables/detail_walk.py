@@ -18,11 +18,12 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..decoders import schema
+from ..decoders import apis, compiler, schema
 from ..decoders.entities import PARTITION_KEYS, is_error_field
 from ..decoders.error_codes import error_name
-from ..events import KafkaMessage
+from ..events import ExchangeRows, KafkaMessage
 from ..native import native_module
+from .details import BODY_APIS, PARAMS, PARAMS_APIS
 
 native = native_module("tables._native")
 if native is not None:
@@ -40,6 +41,9 @@ PARTITION_SLOTS = ("topic", "_topic_id", "partition", *PARTITION_VALUES, "error_
                    "request_records_bytes", "response_records_bytes")
 # The partitions table's columns shared by an exchange's rows (the walk's rows follow them).
 PARTITION_PREFIX = ("connection_id", "correlation_id", "api_key", "api_name", "request_ts")
+PARTITION_COLUMNS = PARTITION_PREFIX + PARTITION_SLOTS
+# Cluster-state broadcasts list every partition of the cluster: not per-partition traffic.
+NOT_PARTITION_TRAFFIC = apis.keys_with(apis.CLUSTER_STATE)
 
 Plan = tuple[tuple[str, int, Any, int], ...]  # per member: key, flags, its struct's plan, partition value slot
 
@@ -103,3 +107,41 @@ def walk_exchange(req: tuple[KafkaMessage, schema.Message] | None, resp: tuple[K
              out.response_records if records else None, topics, out.base_offsets if req is not None else None,
              out.brokers if brokers else None)
     return out
+
+
+# -- the native pairing's detail rows (kafka/_details.c) ---------------------------------------
+
+@dataclass(slots=True)
+class LaneParts:
+    """The detail rows of a piece of exchanges the native pairing made (``ExchangeRows.details``), what
+    ``kafka/_details.c`` fills and ``TableSink`` takes: partitions rows (a list per PARTITION_COLUMNS
+    column), request_params rows (a list per details.PARAMS column), the topic ids learned, and per
+    exchange with error codes, brokers or records one ``left`` tuple, (connection id, correlation id, api
+    key, request (offset, ts), response (offset, ts), errors, brokers, request records, response records,
+    base offsets), as walk_exchange's Walked parts, whose rows the sink builds."""
+
+    partitions: tuple[list[Any], ...] = field(default_factory=lambda: tuple([] for _ in PARTITION_COLUMNS))
+    params: tuple[list[Any], ...] = field(default_factory=lambda: tuple([] for _ in PARAMS))
+    topics: dict[uuid.UUID, str] = field(default_factory=dict)
+    left: list[tuple] = field(default_factory=list)
+
+
+def new_lane_piece() -> tuple:
+    """A piece for the native pairing of a details run: as events.new_rows', then its parts'."""
+    parts = LaneParts()
+    piece = ExchangeRows(details=parts)
+    return (piece, piece.lists, (piece.topics, piece.codes, piece.named), parts.partitions, parts.params,
+            parts.topics, parts.left)
+
+
+def _plan_for(api_key: int, api_version: int, response: bool) -> Plan:
+    return plan_of(schema.api_message(api_key, api_version, "response" if response else "request"))
+
+
+def lane_spec() -> tuple:
+    """What ``kafka/_details.c`` reads (``Options.exchange_details``): the decoder's C frame path, the
+    walk's plans, the piece factory, the apis whose exchanges go to the session (details.BODY_APIS), those
+    without partitions rows, those with a request_params row and its request fields; all from the
+    registries."""
+    return (compiler.frame_decoder, _plan_for, new_lane_piece, BODY_APIS, frozenset(NOT_PARTITION_TRAFFIC),
+            PARAMS_APIS, PARAMS[3:])

@@ -39,6 +39,10 @@ _TXNS = {
     apis.key_of(n) for n in ("InitProducerId", "AddPartitionsToTxn", "AddOffsetsToTxn", "EndTxn", "TxnOffsetCommit")
 }
 _METADATA = apis.key_of("Metadata")
+# The apis whose rows here read more of the bodies than request_params' fields (and Metadata, which
+# names topics): the native pairing hands their exchanges to the session (tables/detail_walk.py lane_spec).
+BODY_APIS = frozenset({*_GROUPS, *_TXNS, _METADATA})
+PARAMS_APIS = frozenset(_PARAMS)
 # The request_params table's columns (its request fields by their schema names after the first three).
 PARAMS = ("connection_id", "correlation_id", "api_key", "max_wait_ms", "min_bytes", "isolation_level", "acks",
           "transactional_id", "session_timeout_ms", "rebalance_timeout_ms")

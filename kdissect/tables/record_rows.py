@@ -12,8 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kdissect.decoders.entities import Entry
-from kdissect.decoders.records import CONTROL_TYPES, RecordSet, decode_records
-from kdissect.events import Exchange
+from kdissect.decoders.records import CONTROL_TYPES, RecordArena, RecordSet, decode_records
 from kdissect.options import Options
 from kdissect.tables.blocks import MAX_MS, WIRE
 from kdissect.tables.rows import TableRows
@@ -47,10 +46,12 @@ def located_records(entries: list[Entry]) -> Iterator[Located]:
             yield e.context.topic, e.context.topic_id, e.context.partition, raw, e.value.get("aborted_transactions")
 
 
-def record_fields(located: Iterable[Located], options: Options) -> list[PartitionRecords]:
-    """Decode every ``records`` field of a message."""
+def record_fields(located: Iterable[Located], options: Options, arena: RecordArena | None = None
+                  ) -> list[PartitionRecords]:  # fmt: skip
+    """Decode every ``records`` field of a message (its records as columns, in ``arena`` if given)."""
+    columns = True if arena is None else arena
     return [PartitionRecords(topic, topic_id, partition,
-                             decode_records(raw, limits=options.limits, payloads=options.payloads, columns=True),
+                             decode_records(raw, limits=options.limits, payloads=options.payloads, columns=columns),
                              None, [(a["producer_id"], a["first_offset"]) for a in (aborted or [])])
             for topic, topic_id, partition, raw, aborted in located]
 
@@ -99,13 +100,11 @@ def batch_rows(parts: list[PartitionRecords]) -> list[tuple[Any, ...]]:
     return out
 
 
-def add_records(table: TableRows, ex: Exchange, direction: str, parts: list[PartitionRecords],
-                base_offsets: dict[tuple[str | None, int | None], int], marks: TransactionMarks,
-                spilled: int = 0) -> None:
-    """Add a row per record to the ``records`` table, a batch at a time (see :mod:`.rows`);
+def add_records(table: TableRows, conn_id: int, correlation_id: int | None, direction: str,
+                parts: list[PartitionRecords], base_offsets: dict[tuple[str | None, int | None], int],
+                marks: TransactionMarks, spilled: int = 0) -> None:
+    """Add a row per record of an exchange to the ``records`` table, a batch at a time (see :mod:`.rows`);
     ``spilled``: rows of the table already handed on, so ``marks`` can number rows."""
-    first = ex.request or ex.response
-    assert first is not None
     for part in parts:
         assigned = base_offsets.get((part.topic, part.partition))
         index = 0
@@ -125,7 +124,7 @@ def add_records(table: TableRows, ex: Exchange, direction: str, parts: list[Part
             first_offset = assigned + index if assigned is not None else (WIRE if direction == "fetch" else None)
             index += n
             same = {
-                "connection_id": ex.conn_id, "correlation_id": first.correlation_id, "direction": direction,
+                "connection_id": conn_id, "correlation_id": correlation_id, "direction": direction,
                 "topic": part.topic, "_topic_id": part.topic_id, "partition": part.partition,
                 "batch_base_offset": b.base_offset, "magic": b.magic, "compression": b.codec_name,
                 "batch_bytes": b.decompressed_size or b.size, "batch_compressed_bytes": b.compressed_size or None,

@@ -16,12 +16,12 @@ from ..decoders import apis, schema
 from ..decoders.entities import Context, Entry, carries_records, has_error, is_error_field, walk
 from ..decoders.error_codes import code_of, error_name, is_retriable
 from ..decoders.errors import CAP
-from ..decoders.records import LENGTHS_ONLY, Payloads, RunMeter
+from ..decoders.records import LENGTHS_ONLY, Payloads, RecordArena, RunMeter
 from ..events import Anomaly, ConnectionSummary, Exchange, ExchangeRows, KafkaEvent, KafkaMessage, SaslFacts
 from ..options import Options
 from . import detail_walk
 from .columns import DETAIL_TABLES, TABLES, TCP_COUNTERS, Parts, Runs
-from .details import DetailRows
+from .details import PARAMS, DetailRows
 from .record_rows import (
     BATCH_NAMES,
     Located,
@@ -35,8 +35,7 @@ from .record_rows import (
 from .rows import TableRows
 from .transactions import TransactionMarks
 
-# Cluster-state broadcasts list every partition of the cluster: not per-partition traffic.
-_NOT_PARTITION_TRAFFIC = apis.keys_with(apis.CLUSTER_STATE)
+_NOT_PARTITION_TRAFFIC = detail_walk.NOT_PARTITION_TRAFFIC
 _END_TXN = apis.key_of("EndTxn")
 _AUTH_FAILED = code_of("SASL_AUTHENTICATION_FAILED")
 OPEN_TXN_HOLD = 4  # records are spilled at this many times spill_rows while a transaction is open (or by bytes)
@@ -69,6 +68,17 @@ def _message_schema(msg: KafkaMessage | None) -> schema.Message | None:
 def _entries(msg: KafkaMessage | None, errors_only: bool = False) -> list[Entry]:
     found = _message_schema(msg)
     return [] if found is None else list(walk(found, msg.body, errors_only=errors_only))  # type: ignore[union-attr]
+
+
+At = tuple[int, int] | None  # a message's stream offset and first capture time, or None without the message
+
+
+def _at(msg: KafkaMessage | None) -> At:
+    return (msg.offset, msg.ts_first) if msg is not None else None
+
+
+def _ts(msg: KafkaMessage | None) -> int | None:
+    return msg.ts_first if msg is not None else None
 
 
 def _has_error(msg: KafkaMessage | None) -> bool:
@@ -178,6 +188,8 @@ class TableSink:
         if options.limits.run is None:  # one decompression budget for the whole run
             options = replace(options, limits=replace(options.limits, run=RunMeter(options.decompressed_run)))
         self._keeps_records = bool(self.wanted & {"records", "batches"})
+        # the records table's columns, appended to as batches decode (new buffers when it is handed on)
+        self._arena = RecordArena() if "records" in self.wanted else None
         self._decodes_records = self._keeps_records or (record_anomalies and "anomalies" in self.wanted)
         if not self._keeps_records:
             options = replace(options, payloads=LENGTHS_ONLY)  # batches decoded for their anomalies only
@@ -200,11 +212,19 @@ class TableSink:
         # Whether exchanges may come as ExchangeRows (the engine sets Options.exchange_rows from this).
         self.takes_rows = self.wanted <= ROW_TABLES and not self._decodes_records
 
+    def lane_details(self) -> tuple | None:
+        """The spec that has the native pairing make the detail rows of the exchanges it pairs too
+        (``Options.exchange_details``, read by ``kafka/_details.c``), for a sink that writes more than
+        :attr:`takes_rows` allows; None when it takes rows alone, or the native walk is not built."""
+        return None if self.takes_rows or detail_walk.native is None else detail_walk.lane_spec()
+
     def consume(self, event: KafkaEvent) -> None:
         if isinstance(event, Exchange):
             self._exchange(event)
         elif isinstance(event, ExchangeRows):
             self.rows["exchanges"].add_columns(event.columns(), len(event))
+            if event.details is not None:
+                self._lane_parts(event.details)
         elif isinstance(event, Anomaly):
             self._anomaly(event.kind, event.conn_id, event.direction, event.offset, event.length, event.ts_ns,
                           event.detail, event.source)
@@ -295,9 +315,10 @@ class TableSink:
         if "partitions" in self.wanted and first.api_key not in _NOT_PARTITION_TRAFFIC:
             self._partition_rows(ex, first, req, req_entries, resp_entries)
         if "brokers" in self.wanted and resp is not None:
-            self._broker_rows(resp, [e.scalars for e in resp_entries])
+            self._broker_rows(resp.conn_id, resp.api_key, resp.ts_first, [e.scalars for e in resp_entries])
         if self._decodes_records:
-            self._record_rows(ex, located_records(req_entries), located_records(resp_entries),
+            self._record_rows(ex.conn_id, first.correlation_id, _at(req), _at(resp), located_records(req_entries),
+                              located_records(resp_entries),
                               produce_base_offsets(resp_entries) if req is not None else {})
         return errors
 
@@ -316,7 +337,7 @@ class TableSink:
         if "errors" in self.wanted:
             if walked.errors:
                 for found in walked.errors:
-                    self._error_row(ex, first, resp, *found)
+                    self._error_row(ex.conn_id, first.correlation_id, first.api_key, _ts(resp), *found)
             else:
                 self._entry_error_rows(ex, first, resp, errors)
         if walked.partitions:
@@ -325,49 +346,74 @@ class TableSink:
                 (ex.conn_id, first.correlation_id, first.api_key, api_name(first.api_key),
                  req.ts_first if req else None), list(walked.partitions.values()))
         if walked.brokers:
-            self._broker_rows(resp, walked.brokers)  # type: ignore[arg-type]
+            assert resp is not None
+            self._broker_rows(resp.conn_id, resp.api_key, resp.ts_first, walked.brokers)
         if self._decodes_records:
-            self._record_rows(ex, walked.request_records, walked.response_records, walked.base_offsets)
+            self._record_rows(ex.conn_id, first.correlation_id, _at(req), _at(resp), walked.request_records,
+                              walked.response_records, walked.base_offsets)
         return errors
+
+    # -- the rows the lane's pairing made (kafka/_details.c) --------------------------------
+    def _lane_parts(self, parts: detail_walk.LaneParts) -> None:
+        """The detail rows of a piece of exchanges the native pairing paired: its partitions and
+        request_params rows as columns, the topic ids it learned, then, per exchange with error codes,
+        brokers or records, those rows as :meth:`_walked_details` makes them."""
+        for topic_id, name in parts.topics.items():
+            self.topic_names.setdefault(topic_id, name)
+        for name, names, lists in (("partitions", detail_walk.PARTITION_COLUMNS, parts.partitions),
+                                   ("request_params", PARAMS, parts.params)):
+            if lists[0] and name in self.wanted:
+                self.rows[name].add_columns(dict(zip(names, lists, strict=True)), len(lists[0]))
+        for conn_id, correlation_id, api_key, request_at, response_at, errors, brokers, req_records, \
+                resp_records, base_offsets in parts.left:
+            if "errors" in self.wanted:
+                for found in errors:
+                    self._error_row(conn_id, correlation_id, api_key, response_at[1], *found)
+            if brokers and "brokers" in self.wanted:
+                self._broker_rows(conn_id, api_key, response_at[1], brokers)
+            if self._decodes_records:
+                self._record_rows(conn_id, correlation_id, request_at, response_at, req_records, resp_records,
+                                  base_offsets)
 
     def _records_in(self, msg: KafkaMessage | None) -> bool:
         """Whether ``msg`` has record batches this sink decodes."""
         found = _message_schema(msg) if self._decodes_records else None
         return found is not None and carries_records(found)
 
-    def _record_rows(self, ex: Exchange, req_records: Iterable[Located], resp_records: Iterable[Located],
+    def _record_rows(self, conn_id: int, correlation_id: int | None, request_at: At, response_at: At,
+                     req_records: Iterable[Located], resp_records: Iterable[Located],
                      base_offsets: dict[tuple[str | None, int | None], int]) -> None:
-        for direction, msg, located in (("produce", ex.request, req_records), ("fetch", ex.response, resp_records)):
-            parts = record_fields(located, self.options) if msg is not None else []
+        """An exchange's records and batches rows; ``request_at``/``response_at``: each message's stream
+        offset and first capture time, or None without it."""
+        for direction, role, at, located in (("produce", "request", request_at, req_records),
+                                             ("fetch", "response", response_at, resp_records)):
+            parts = record_fields(located, self.options, self._arena) if at is not None else []
             if not parts:
                 continue
-            assert msg is not None
+            assert at is not None
             if "batches" in self.wanted:
-                first = ex.request or ex.response
-                self.rows["batches"].append_values(BATCH_NAMES, (ex.conn_id, first.correlation_id, direction),  # type: ignore[union-attr]
-                                                   batch_rows(parts))
+                self.rows["batches"].append_values(BATCH_NAMES, (conn_id, correlation_id, direction), batch_rows(parts))
             if "records" in self.wanted:
-                add_records(self.rows["records"], ex, direction, parts, base_offsets, self.transactions,
-                            self.spilled["records"])
+                add_records(self.rows["records"], conn_id, correlation_id, direction, parts, base_offsets,
+                            self.transactions, self.spilled["records"])
                 self._payload_held += sum(b.decompressed_size or b.size for p in parts for b in p.records.batches)
-            role = "request" if msg.is_request else "response"
             for part in parts:
                 for w in part.records.all_warnings():
-                    self._anomaly(w.code, ex.conn_id, role, msg.offset, None, msg.ts_first,
+                    self._anomaly(w.code, conn_id, role, at[0], None, at[1],
                                   f"{part.topic}[{part.partition}] records: {w.message}")
         if self._payload_held > self.options.payload_bytes and self.spill is None:
-            self._stop_keeping_payloads(ex)
+            first = request_at or response_at
+            assert first is not None
+            self._stop_keeping_payloads(conn_id, first[1])
 
-    def _stop_keeping_payloads(self, ex: Exchange) -> None:
+    def _stop_keeping_payloads(self, conn_id: int, ts: int) -> None:
         """The records held in memory reached the payload budget: keep sizes only from here on (as
         empty bytes, not ``--no-payloads``' nulls, which would blank the payloads kept before)."""
         self._payload_held = 0
         if self.options.payloads.keep == 0:
             return
         self.options = replace(self.options, payloads=Payloads(0))
-        first = ex.request or ex.response
-        assert first is not None
-        self._anomaly(CAP, ex.conn_id, None, None, None, first.ts_first,
+        self._anomaly(CAP, conn_id, None, None, None, ts,
                       f"records held in memory reached {self.options.payload_bytes} payload bytes: later records "
                       "keep their sizes, not their keys, values and header values")
 
@@ -375,16 +421,16 @@ class TableSink:
                           errors: list[tuple[Entry, str, int]]) -> None:
         for entry, key, code in errors:
             ctx = entry.context
-            self._error_row(ex, first, resp, entry.path, key, code, ctx.topic, ctx.topic_id, ctx.partition,
-                            ctx.group, entry.scalars.get("error_message"))
+            self._error_row(ex.conn_id, first.correlation_id, first.api_key, _ts(resp), entry.path, key, code,
+                            ctx.topic, ctx.topic_id, ctx.partition, ctx.group, entry.scalars.get("error_message"))
 
-    def _error_row(self, ex: Exchange, first: KafkaMessage, resp: KafkaMessage | None, path: str, key: str,
-                   code: int, topic: str | None, topic_id: uuid.UUID | None, partition: int | None,
-                   group: str | None, message: str | None) -> None:
+    def _error_row(self, conn_id: int, correlation_id: int | None, api_key: int | None, response_ts: int | None,
+                   path: str, key: str, code: int, topic: str | None, topic_id: uuid.UUID | None,
+                   partition: int | None, group: str | None, message: str | None) -> None:
         """One errors row: ``path`` is the struct's (entities.walk's), ``key`` its error field."""
         self.rows["errors"].append({
-            "connection_id": ex.conn_id, "correlation_id": first.correlation_id, "api_key": first.api_key,
-            "api_name": api_name(first.api_key), "response_ts": resp.ts_first if resp else None,
+            "connection_id": conn_id, "correlation_id": correlation_id, "api_key": api_key,
+            "api_name": api_name(api_key), "response_ts": response_ts,
             "path": f"{path}.{key}" if path else key, "error_code": code, "error_name": error_name(code),
             "retriable": is_retriable(code), "topic": topic, "_topic_id": topic_id,
             "partition": partition, "group": group, "error_message": message,
@@ -417,7 +463,7 @@ class TableSink:
                     row[f"{side}_records_bytes"] = len(records)
         self.rows["partitions"].extend(merged.values())
 
-    def _broker_rows(self, resp: KafkaMessage, structs: list[Mapping[str, Any]]) -> None:
+    def _broker_rows(self, conn_id: int, api_key: int | None, ts: int, structs: list[Mapping[str, Any]]) -> None:
         """Brokers named by a response's structs (their scalars; the walk's structs with a host and port)."""
         for s in structs:
             node = s.get("node_id", s.get("broker_id"))
@@ -429,8 +475,8 @@ class TableSink:
             self._brokers_seen.add(key)
             self.rows["brokers"].append({
                 "node_id": node, "host": s["host"], "port": s["port"], "rack": s.get("rack"),
-                "source": api_name(resp.api_key), "first_seen": resp.ts_first,
-                "source_file": self.connection_sources.get(resp.conn_id),
+                "source": api_name(api_key), "first_seen": ts,
+                "source_file": self.connection_sources.get(conn_id),
             })
 
     def _learn_topic_ids(self, entries: list[Entry]) -> None:
@@ -517,6 +563,8 @@ class TableSink:
         columns = self.columns(name)
         self.spilled[name] += len(self.rows[name])
         self.rows[name] = TableRows(name)
+        if name == "records" and self._arena is not None:  # (the columns handed on keep the old buffers)
+            self._arena.renew()
         if name == "anomalies":  # a counted row handed over keeps its count; more start a new one
             for runs in self._anomaly_runs.values():
                 for run in runs.values():

@@ -49,13 +49,23 @@ class ParquetFile:
         if self._writer is None:
             import pyarrow.parquet as pq
 
-            self._writer = pq.ParquetWriter(self._where, table.schema)
+            small = [f.name for f in table.schema if not _is_payload(f.type)]
+            self._writer = pq.ParquetWriter(self._where, table.schema, use_dictionary=small, write_statistics=small)
         self._writer.write_table(table)
         self.rows += table.num_rows
 
     def close(self) -> None:
         if self._writer is not None:
             self._writer.close()
+
+
+def _is_payload(arrow_type: Any) -> bool:
+    """Whether a column holds payloads (keys, values, headers): nearly every cell distinct, so a
+    dictionary page is built only to be dropped, and a min/max statistic is a pass over every payload
+    byte that no reader uses (a tenth of writing the records table of a record-heavy capture)."""
+    import pyarrow as pa
+
+    return pa.types.is_binary(arrow_type) or pa.types.is_list(arrow_type)
 
 
 class TableWriter:

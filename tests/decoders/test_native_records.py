@@ -22,7 +22,17 @@ from hypothesis import strategies as st
 
 from kdissect.decoders import records
 from kdissect.decoders.codecs import CODEC_NAMES
-from kdissect.decoders.records import FULL, LENGTHS_ONLY, Batch, Payloads, Record, RecordColumns, decode_records
+from kdissect.decoders.records import (
+    FULL,
+    LENGTHS_ONLY,
+    ArenaColumns,
+    Batch,
+    Payloads,
+    Record,
+    RecordArena,
+    RecordColumns,
+    decode_records,
+)
 from kdissect.decoders.wire import write_varint
 from kdissect.tables.blocks import WIRE, RecordBlock
 from kdissect.testing.records_encode import encode_batch, encode_record, new_record
@@ -135,6 +145,20 @@ def test_whole_fields_decode_identically(data: st.DataObject, recs: list) -> Non
         records.use_native(True)
     assert native == python
     assert all(same(a.records, b.records) for a, b in zip(native.batches, python.batches, strict=True))
+
+
+@settings(max_examples=300, deadline=None)
+@given(raw=st.binary(max_size=200), start=st.integers(0, 9))
+def test_the_batch_checksum_in_c_is_the_crc32c_modules(raw: bytes, start: int) -> None:
+    """Both ways the C code computes it (the processor's instruction where there is one, the table),
+    on views starting anywhere (a batch is not aligned in its frame)."""
+    from crc32c import crc32c
+
+    view = memoryview(raw)[min(start, len(raw)) :]
+    expected = crc32c(view)
+    assert records._native.crc32c(view) == expected
+    assert records._native.crc32c(view, True) == expected
+    assert records._crc32c(view) == expected
 
 
 def varbytes(b: bytes) -> bytes:
@@ -261,7 +285,26 @@ def columns_agree(buf: bytes, p: int, end: int, cut: int, log_append_time: int, 
     if columns is not None:
         assert problem is None and not python.warnings
         assert same(as_records(columns), [tuple(r)[:7] for r in python.records])
+    assert in_arena(buf, p, end, cut, log_append_time, fields) == columns
     return columns
+
+
+def in_arena(buf: bytes, p: int, end: int, cut: int, log_append_time: int, fields: dict[str, int]
+             ) -> RecordColumns | None:  # fmt: skip
+    """The same batch decoded into an arena already holding a batch: its spans' bytes, as columns
+    (None: declined, and the arena cut back to what it held)."""
+    arena = RecordArena()
+    seed = encode_record(new_record(b"seed", b"x" * 300, [("s", b"y")]))
+    assert records._native_v2_columns(seed, 0, len(seed), batch(), sys.maxsize, 0, arena) is not None
+    held = [bytes(b) for b in arena.buffers]
+    spans = records._native_v2_columns(buf, p, end, batch(**fields), cut, log_append_time, arena)
+    if spans is None:
+        assert [bytes(b) for b in arena.buffers] == held
+        return None
+    assert type(spans) is ArenaColumns and spans.starts == tuple(map(len, held))
+    assert spans.ends == arena.lengths()
+    assert [bytes(b[: len(h)]) for b, h in zip(arena.buffers, held, strict=True)] == held
+    return RecordColumns(*(bytes(b[a:z]) for b, a, z in zip(spans.buffers, spans.starts, spans.ends, strict=True)))
 
 
 @settings(max_examples=500, deadline=None, suppress_health_check=list(HealthCheck))
@@ -326,6 +369,18 @@ def test_whole_fields_as_columns_hold_the_records_of_every_codec(codec: int, mod
     field = (encode_batch(recs, base_offset=100, codec=codec) + encode_batch(recs[:3], timestamp_type=1, codec=codec)
              + encode_batch([recs[0]], control=True))  # fmt: skip
     columnar = decode_records(field, payloads=mode, columns=True)
+    arena = RecordArena()
+    arena_set = decode_records(field + field, payloads=mode, columns=arena)  # (twice: batches end to end)
+    assert [type(b.columns) for b in arena_set.batches] == [ArenaColumns, ArenaColumns, type(None)] * 2
+    block, spans = RecordBlock(), RecordBlock()
+    for b in columnar.batches[:2] * 2:
+        block.add(b.columns, WIRE)  # type: ignore[arg-type]
+    for b in arena_set.batches:
+        if b.columns is not None:
+            spans.add(b.columns, WIRE)
+    assert spans._joined("value") is arena.buffers[RecordColumns._fields.index("value")]  # no copy
+    for name in ("offset", "timestamp", "key", "value", "headers", "key_size", "value_size"):
+        assert same(spans.listed(name), block.listed(name))
     try:
         records.use_native(False)
         python = decode_records(field, payloads=mode, columns=True)
@@ -354,5 +409,26 @@ def test_column_loop_leaks_nothing() -> None:
                 for cut in (sys.maxsize, 4):
                     records._native.v2_columns(buf, 0, len(buf), 0, 0, append_ts, cut)
                     records._native.v2_columns(buf, 0, len(buf), 0, 0, None, cut)
+                    records._native.v2_columns(buf, 0, len(buf), 0, 0, None, cut, RecordArena().buffers)
 
     assert_no_leaks(run, [*buffers, append_ts])
+
+
+def test_an_arena_an_array_still_points_into_is_renewed_not_written() -> None:
+    """A table handed on may still be written from the arena's buffers: a batch decoded meanwhile
+    goes to new buffers, and what the array shows stays as it was."""
+    arena = RecordArena()
+    one = encode_record(new_record(b"k1", b"first"))
+    first = records._native_v2_columns(one, 0, len(one), batch(), sys.maxsize, 0, arena)
+    block = RecordBlock()
+    block.add(first, WIRE)  # type: ignore[arg-type]
+    _, shown = block.binary("value")
+    held = memoryview(shown)  # (as an Arrow buffer holds it)
+    two = encode_record(new_record(b"k2", b"second"))
+    second = records._native_v2_columns(two, 0, len(two), batch(), sys.maxsize, 0, arena)
+    assert second is not None and second.buffers is arena.buffers is not first.buffers  # type: ignore[union-attr]
+    assert bytes(held) == b"first" and bytes(arena.buffers[7]) == b"second"
+    with pytest.raises(TypeError):
+        records._native.v2_columns(two, 0, len(two), 0, 0, None, sys.maxsize, (bytearray(),) * 12)
+    with pytest.raises(TypeError):
+        records._native.v2_columns(two, 0, len(two), 0, 0, None, sys.maxsize, (b"",) * 13)

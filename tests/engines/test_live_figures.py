@@ -25,30 +25,31 @@ HOSTILE = "evil\x1b[2J\x1b]0;owned\x07\u202egnp.exe\u200b"
 def _ex(
     second: int, latency: float | None = 1.0, *, client: str = "c", status: str = "ok", errors: tuple[str, ...] = ()
 ) -> Exchanged:
+    """A piece of one Produce exchange."""
     return Exchanged(
-        second * NS,
-        "Produce",
-        "10.0.0.1:9092",
-        f"{client} @ 10.0.0.2",
-        client,
-        latency,
-        status,
-        100,
-        50,
-        list(errors),
-        ["orders"],
-        status == "error",
+        [second * NS],
+        ["Produce"],
+        ["10.0.0.1:9092"],
+        [f"{client} @ 10.0.0.2"],
+        [client],
+        [latency],
+        [status],
+        [100],
+        [50],
+        [errors],
+        [("orders",)],
+        [status == "error"],
     )
 
 
 def test_buckets_roll_over_and_old_seconds_are_dropped():
     f = RollingFigures(window=5)
     for s in range(100):
-        f.exchange(_ex(s))
+        f.add_exchanges(_ex(s))
     assert [b.second for b in f.seconds] == [95, 96, 97, 98, 99]
-    f.exchange(_ex(10))  # long rolled off: counted in the totals, not in a bucket
+    f.add_exchanges(_ex(10))  # long rolled off: counted in the totals, not in a bucket
     assert f.apis["Produce"].count == 101 and sum(b.requests for b in f.seconds) == 5
-    f.exchange(_ex(1000))  # a jump opens only the window's worth of seconds
+    f.add_exchanges(_ex(1000))  # a jump opens only the window's worth of seconds
     assert len(f.seconds) == 5 and f.seconds[-1].second == 1000
 
 
@@ -56,7 +57,7 @@ def test_rates_and_latency_cover_the_recent_seconds():
     f = RollingFigures(window=60)
     for s in range(10):
         for i in range(s + 1):
-            f.exchange(_ex(s, latency=float(i)))
+            f.add_exchanges(_ex(s, latency=float(i)))
     req_s, bytes_s = f.rates(2)
     assert req_s == (9 + 10) / 2 and bytes_s == req_s * 150
     ((n, pct),) = f.latency_by(1).values()
@@ -66,7 +67,7 @@ def test_rates_and_latency_cover_the_recent_seconds():
 def test_samples_and_counters_stay_bounded():
     f = RollingFigures(window=3, per_second_samples=10, max_keys=4)
     for i in range(10_000):
-        f.exchange(_ex(i // 1000, latency=float(i), client=f"client-{i}"))
+        f.add_exchanges(_ex(i // 1000, latency=float(i), client=f"client-{i}"))
     assert f.bucket_count() <= 3 * 10
     latency = f.apis["Produce"].latency
     assert latency.count == 10_000 and not latency.exact  # folded: bounded, whatever the run's length
@@ -82,7 +83,7 @@ def test_label_cap_admits_the_first_values_only():
 
 def _figures_with_hostile_client() -> RollingFigures:
     figures = RollingFigures()
-    figures.exchange(_ex(1, client=HOSTILE, status="error", errors=(HOSTILE,)))
+    figures.add_exchanges(_ex(1, client=HOSTILE, status="error", errors=(HOSTILE,)))
     return figures
 
 
@@ -136,3 +137,25 @@ def test_replayed_capture_feeds_figures_and_metrics_like_the_tables():
         if s.name == "kdissect_requests_total"
     )
     assert total == 76
+
+
+def _figures_state(f: RollingFigures) -> tuple:
+    seconds = [(s.second, s.requests, s.errors, s.request_bytes, s.response_bytes, s.latency) for s in f.seconds]
+    apis = {k: (t.count, t.errors, t.unanswered, t.max_ms, t.latency) for k, t in f.apis.items()}
+    return (f.exchanges, f.failed, seconds, apis, list(f.statuses.items()), list(f.errors.items()),
+            list(f.clients.items()), list(f.topics.items()), f.first_ns, f.last_ns)
+
+
+def test_a_piece_counts_as_its_exchanges_one_by_one():
+    """In bulk (the lanes' pieces) as row by row: seconds met out of order, capped keys, errors, no latency."""
+    rows = [_ex((i % 7) + (i // 50) * 3, float(i % 13) if i % 5 else None, client=f"c{i % 9}",
+                status="error" if i % 4 == 0 else "unanswered" if i % 11 == 0 else "ok",
+                errors=("NOT_LEADER_OR_FOLLOWER", f"E{i % 6}") if i % 4 == 0 else ())
+            for i in range(300)]
+    joined = Exchanged(*([v for row in rows for v in getattr(row, name)] for name in Exchanged.__slots__))
+    one_by_one, at_once = RollingFigures(window=5, max_keys=4), RollingFigures(window=5, max_keys=4)
+    for row in rows:
+        one_by_one.add_exchanges(row)
+    at_once.add_exchanges(joined)
+    assert len(joined) == 300 and at_once.failed == 75
+    assert _figures_state(at_once) == _figures_state(one_by_one)

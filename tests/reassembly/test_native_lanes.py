@@ -9,19 +9,21 @@ padding, snap-length cuts, resets, and bounds reached (idle sweeps, a full conne
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import replace
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from kdissect.engines.live_exchanges import ExchangeReader
 from kdissect.events import Exchange, ExchangeRows
 from kdissect.kafka.pipeline import KafkaPipeline
 from kdissect.kafka.session import KafkaConnection
 from kdissect.options import Options
 from kdissect.reassembly.lanes import NativeLanes
 from kdissect.sources.segment import ACK, RST, TcpSegment
-from kdissect.tables.columns import cells
+from kdissect.tables.columns import TABLES, cells
 from kdissect.tables.sink import ROW_TABLES, TableSink
 from kdissect.testing.conversation import tcp_conversation
 from kdissect.testing.encoder import encode_request, encode_response
@@ -71,15 +73,32 @@ def _tables(events: list, options: Options) -> dict:
     return {name: {c: cells(v) for c, v in sink.columns(name).items()} for name in ROW_TABLES}
 
 
-def _same_rows(segments: list[TcpSegment], options: Options, batches: list[int]) -> list:
-    """With the native pairing on (``Options.exchange_rows``): the same tables as the reference's events
-    make, and every other event the same, in the same order. Returns the native events."""
-    native = _events(segments, replace(options, exchange_rows=True), batches)
+def _every_table(events: list, options: Options) -> dict:
+    """Every table a sink builds from ``events``."""
+    sink = TableSink(None, options)
+    sink.consume_all(events)
+    return {name: {c: cells(v) for c, v in sink.columns(name).items()} for name in TABLES}
+
+
+def _same_rows(segments: list[TcpSegment], options: Options, batches: list[int]) -> tuple[list, list]:
+    """With the native pairing on (``Options.exchange_rows``, and ``exchange_topics``): the same tables as
+    the reference's events make, the same pieces for the live figures (each request's topics, every error
+    name), and every other event the same, in the same order; the same with the detail rows made by the
+    pairing too (``Options.exchange_details``, as live writing every table asks), every table compared.
+    Returns both runs' native events."""
+    rows = _events(segments, replace(options, exchange_rows=True, exchange_topics=True), batches)
     reference = _events(segments, options, None)
-    assert _tables(native, options) == _tables(reference, options)
-    assert ([ev for ev in native if not isinstance(ev, Exchange | ExchangeRows)]
-            == [ev for ev in reference if not isinstance(ev, Exchange)])
-    return native
+    assert _tables(rows, options) == _tables(reference, options)
+    assert ExchangeReader().read(rows) == ExchangeReader().read(reference)
+    others = [ev for ev in reference if not isinstance(ev, Exchange)]
+    assert [ev for ev in rows if not isinstance(ev, Exchange | ExchangeRows)] == others
+    details = TableSink(None, options).lane_details()
+    assert details is not None
+    detailed = _events(segments, replace(options, exchange_topics=True, exchange_details=details), batches)
+    assert _every_table(detailed, options) == _every_table(reference, options)
+    assert ExchangeReader().read(detailed) == ExchangeReader().read(reference)
+    assert [ev for ev in detailed if not isinstance(ev, Exchange | ExchangeRows)] == others
+    return rows, detailed
 
 
 def _variant(seg: TcpSegment, **changes) -> TcpSegment:
@@ -187,7 +206,13 @@ def _frames(kind: str, cid: int) -> list[tuple[int, bytes]]:
                 # (the walk lists a struct's own error code before its members': here after them on the wire)
                 (0, metadata_request(cid + 8000, version=13)),
                 (1, encode_response(3, 13, {"topics": [{"name": "t", "error_code": 3, "partitions": []}],
-                                            "error_code": 5}, correlation_id=cid + 8000))]
+                                            "error_code": 5}, correlation_id=cid + 8000)),
+                # two partitions' errors in an answer the pairing takes with its detail rows (not Metadata)
+                (0, encode_request(0, 9, {"acks": -1, "timeout_ms": 5, "topic_data": [{"name": "t", "partition_data": [
+                    {"index": 0, "records": None}, {"index": 1, "records": None}]}]}, correlation_id=cid + 9000)),
+                (1, encode_response(0, 9, {"responses": [{"name": "t", "partition_responses": [
+                    {"index": 0, "error_code": 6}, {"index": 1, "error_code": 7}]}], "throttle_time_ms": 3},
+                    correlation_id=cid + 9000))]
     if kind == "reused":  # a correlation id used again before its answer
         return [(0, metadata_request(cid)), (0, metadata_request(cid)), (1, metadata_response(cid))]
     if kind == "api_versions":  # the session learns the client software from it
@@ -294,11 +319,20 @@ def test_lanes_pair_the_common_exchanges_into_rows() -> None:
     clean = [s for i in range(3) for s in _connection(i, 20, 1448, close=True)]
     frames = [f for cid in range(0, 60, 3) for f in _frames("pipelined", cid)]
     pipelined = tcp_conversation([(d, f, n * MS) for n, (d, f) in enumerate(frames)], client=("10.0.0.9", 40999))
-    for segments, exchanges in ((clean, 60), (pipelined, 60)):
-        native = _same_rows(segments, Options(), [64])
+    for segments, exchanges, produces in ((clean, 60, 30), (pipelined, 60, 20)):
+        native, detailed = _same_rows(segments, Options(), [64])
         rows = sum(len(ev) for ev in native if isinstance(ev, ExchangeRows))
         assert rows >= exchanges - 3
         assert sum(isinstance(ev, Exchange) for ev in native) + rows == exchanges
+        # with the detail rows too: the Produce exchanges come as rows, with their partitions rows and
+        # records (Metadata, whose rows read its whole answer, goes to the session)
+        pieces = [ev for ev in detailed if isinstance(ev, ExchangeRows)]
+        assert all(piece.details is not None and len(piece.topics) == len(piece.codes) == len(piece)
+                   for piece in pieces)
+        produced = sum(piece.lists[5].count(0) for piece in pieces)
+        assert produced >= produces - 3
+        assert sum(len(piece.details.partitions[0]) for piece in pieces) == produced
+        assert sum(bool(left[7]) for piece in pieces for left in piece.details.left) >= produced - 3
 
 
 def test_a_broken_pairing_hand_back_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -322,3 +356,28 @@ def test_more_requests_waiting_than_a_lane_holds(bound: int) -> None:
     requests = [(0, metadata_request(cid), cid * MS) for cid in range(150)]
     answers = [(1, metadata_response(cid), (150 + cid) * MS) for cid in range(150)]
     _same_rows(tcp_conversation(requests + answers, close=True), Options(pending_requests=bound), [64])
+
+
+def test_live_pieces_name_the_topics_a_fetch_gives_by_id() -> None:
+    """A Metadata answer names a topic id; later Fetches ask by that id, by one never named and by the nil
+    one: live's pieces count the first by its name, the second by its id and not the nil one, on both
+    paths (not vacuously: as rows)."""
+    named, unnamed, nil = uuid.UUID(int=7), uuid.UUID(int=9), uuid.UUID(int=0)
+    topic = {"error_code": 0, "name": "orders", "topic_id": named, "partitions": []}
+    fetch = {"max_wait_ms": 5, "min_bytes": 1, "session_epoch": -1,
+             "topics": [{"topic_id": t, "partitions": [{"partition": 0, "fetch_offset": 0, "partition_max_bytes": 9}]}
+                        for t in (named, unnamed, nil)]}
+    answer = {"responses": [{"topic_id": named, "partitions": [{"partition_index": 0, "error_code": 6}]}]}
+    frames = [f for cid in range(3) for f in _frames("produce", cid)]
+    frames += [(0, metadata_request(10, version=12)),
+               (1, encode_response(3, 12, {"topics": [topic]}, correlation_id=10))]
+    for cid in (11, 12):
+        frames += [(0, encode_request(1, 13, fetch, correlation_id=cid)),
+                   (1, encode_response(1, 13, answer, correlation_id=cid))]
+    native, _ = _same_rows(tcp_conversation([(d, f, n * MS) for n, (d, f) in enumerate(frames)], close=True),
+                           Options(), [64])
+    rows = [ev for ev in native if isinstance(ev, ExchangeRows)]
+    assert sum(len(piece) for piece in rows) >= 3 and any(named.bytes in piece.topics[-1] for piece in rows)
+    piece = ExchangeReader().read(native)
+    assert piece.topics[-2:] == [("orders", str(unnamed))] * 2
+    assert piece.error_names[-1] == ("NOT_LEADER_OR_FOLLOWER",)

@@ -18,7 +18,7 @@ def test_the_pairing_fills_the_exchange_rows_columns_in_their_order() -> None:
 def test_a_piece_of_rows_joins_the_table_in_its_place() -> None:
     sink = TableSink(["exchanges"], Options())
     assert sink.takes_rows
-    piece, lists = new_rows()
+    piece, lists, _ = new_rows()
     for value in (7, 8):
         for name, column in zip(EXCHANGE_ROW, lists, strict=True):
             column.append(value if name == "connection_id" else None)

@@ -1,0 +1,47 @@
+/* The detail rows of an exchange the lane paired, for a run that writes more than the exchanges table
+ * (see _details.c). */
+#ifndef KDISSECT_DETAILS_H
+#define KDISSECT_DETAILS_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+/* An exchange's decoded bodies (new references), from details_decode. */
+typedef struct {
+    PyObject *request, *response;
+} Bodies;
+
+/* What the rows of one paired exchange share (borrowed). */
+typedef struct {
+    PyObject *conn_id, *api_name;
+    long long correlation_id;
+    int api_key, api_version;
+    long long request_offset, request_ts, response_offset, response_ts;
+} Paired;
+
+/* spec: the table sink's lane spec (tables/detail_walk.py lane_spec); 0 or -1. Read once per spec. */
+int details_read(PyObject *spec);
+/* The spec's new_piece: () -> (piece, exchanges lists, (topics, codes, named), partitions lists, request_params
+ * lists, topic ids, left); borrowed. */
+PyObject *details_new_piece(void);
+/* Whether exchanges of this api are handed back to the session in a details run: 1, 0, -1. */
+int details_left(int api_key);
+/* Both bodies decoded by the decoder's C path: 1 (``out`` set), 0 (it leaves the frame to Python: hand
+ * the pairing back), -1. ``request`` is the request's bytes, or the session's KafkaMessage (its body). */
+int details_decode(PyObject *request, PyObject *requests, PyObject *responses, const char *b, Py_ssize_t n,
+                   int api_key, int api_version, Bodies *out);
+/* What the exchanges row takes from the walk: the first non-zero error code, how many, the response's
+ * throttle_time_ms (a new reference, None when absent). */
+typedef struct {
+    long long first_error, errors;
+    PyObject *throttle;
+} Outcome;
+
+/* Both bodies walked (``parts``: what new_piece gave after the exchanges lists; the topic ids learned go
+ * to its topics), the exchanges row's outcome set: 0, or -1 (nothing kept). details_emit must follow. */
+int details_walk(PyObject *parts, const Paired *x, const Bodies *bodies, Outcome *out);
+/* The walked exchange's rows into the piece's detail parts: 0 or -1. */
+int details_emit(PyObject *parts, const Paired *x, const Bodies *bodies);
+void details_clear(Bodies *bodies);
+
+#endif
