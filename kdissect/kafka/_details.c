@@ -71,7 +71,7 @@ details_read(PyObject *spec)
     return 0;
 }
 
-static int
+int
 in_set(PyObject *set, int key)
 {
     PyObject *k = PyLong_FromLong(key);

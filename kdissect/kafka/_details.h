@@ -21,6 +21,8 @@ typedef struct {
 
 /* spec: the table sink's lane spec (tables/detail_walk.py lane_spec); 0 or -1. Read once per spec. */
 int details_read(PyObject *spec);
+/* Whether the set of api keys holds key: 1, 0, or -1 with an exception set (the pairing uses it too). */
+int in_set(PyObject *set, int key);
 /* The spec's new_piece: () -> (piece, exchanges lists, (topics, codes, named), partitions lists, request_params
  * lists, topic ids, left); borrowed. */
 PyObject *details_new_piece(void);

@@ -286,17 +286,6 @@ learn_pair(Pairing *p, int key, int version)
     return 0;
 }
 
-static int
-in_set(PyObject *set, int key)
-{
-    PyObject *k = PyLong_FromLong(key);
-    if (k == NULL)
-        return -1;
-    int found = PySet_Contains(set, k);
-    Py_DECREF(k);
-    return found;
-}
-
 /* -- names (with Options.exchange_topics) ------------------------------------------------------- */
 
 static int
