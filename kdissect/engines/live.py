@@ -35,7 +35,8 @@ from kdissect.events import Anomaly, ConnectionSummary, Exchange, ExchangeRows, 
 from kdissect.kafka.pipeline import KafkaPipeline
 from kdissect.native import native_module
 from kdissect.options import Options
-from kdissect.sources.packets import PacketDecoder
+from kdissect.sources.native_records import NativeRecords
+from kdissect.sources.packets import PacketDecoder, SegmentEvent
 from kdissect.sources.segment import TcpSegment
 from kdissect.sources.shapes import CaptureFormatError, CaptureRecord, RecordEvent, SourceStats
 from kdissect.tables.columns import TABLES
@@ -222,10 +223,12 @@ class LiveRun:
     """The wiring of one live run, fed with capture records; no I/O of its own except through
     ``recorder`` (the raw copy), ``metrics`` and ``spill``."""
 
-    def __init__(self, opts: LiveOptions, *, recorder: Any = None, metrics: Any = None) -> None:
+    def __init__(self, opts: LiveOptions, *, recorder: Any = None, metrics: Any = None,
+                 native: NativeRecords | None = None) -> None:  # fmt: skip
         self.opts = opts
         self.stats = SourceStats()
         self.packets = PacketDecoder(opts.options.defrag(), stats=self.stats)
+        self.native = native  # the followed capture's record walk (``followed_walk``): armed and counted here
         self.tables = None if opts.spill is None else TableRun(opts.options, opts.tables, written=opts.tables,
                                                                 writer=opts.spill)  # fmt: skip
         self.sink = self.tables.sink if self.tables is not None else None
@@ -248,18 +251,28 @@ class LiveRun:
     def open_connections(self) -> int:
         return self.pipeline.reassembler.open_connections
 
-    def feed(self, records: list[RecordEvent]) -> None:
+    def feed(self, records: list[RecordEvent | SegmentEvent]) -> None:
+        """A poll's records (a followed capture's common ones already segments: ``followed_walk``)."""
         segments: list = []
         recorder = self.recorder
         if recorder is not None:
             for record in records:
-                if type(record) is CaptureRecord:
+                kind = type(record)
+                if kind is CaptureRecord:
                     recorder.write(record)
+                elif kind is tuple:  # (record, segment): the native walk's, for a raw copy
+                    recorder.write(record[0])  # type: ignore[index]
+        stats, native = self.stats, self.native
+        packets, captured = stats.packets, stats.captured_bytes
+        if native is not None:
+            self.packets.count_native(*native.counted())
         self.packets.decode_all(records, segments)  # runs of common records in one native call
+        if native is not None:  # (the walk takes the next poll's records unless fragments wait: as CaptureDecoder)
+            native.active = not self.packets.reassembling
         self.events(list(feed_items(self.pipeline, segments, self.pipeline.source)))  # segments in batches
         if self.metrics is not None and records:
-            self.metrics.packets.inc(sum(1 for r in records if type(r) is CaptureRecord))
-            self.metrics.bytes.inc(sum(len(r.data) for r in records if type(r) is CaptureRecord))
+            self.metrics.packets.inc(stats.packets - packets)
+            self.metrics.bytes.inc(stats.captured_bytes - captured)
 
     def feed_segment(self, segment: TcpSegment) -> None:
         """A segment straight into the core (replays without capture bytes)."""
@@ -452,14 +465,21 @@ class LiveRequest:
     max_label_values: int = 100
 
 
-def open_source(request: LiveRequest) -> tuple[RecordSource, str]:
-    """The device or the followed capture stream, and its title for the view; one-line errors."""
+def followed_walk(raw_copy: bool) -> NativeRecords | None:
+    """The native record walk of a followed capture (``--read``), when it is built: its common records
+    come as segments, each with its record for a raw copy (``--write``); the run arms and counts it."""
+    return NativeRecords(with_records=raw_copy) if NativeRecords.available() else None
+
+
+def open_source(request: LiveRequest, native: NativeRecords | None = None) -> tuple[RecordSource, str]:
+    """The device or the followed capture stream (read with ``native``: ``followed_walk``), and its
+    title for the view; one-line errors."""
     if request.read is not None:
         from kdissect.sources.follow import FollowedCapture
 
         if request.read != "-" and not Path(request.read).exists():
             raise RequestError(f"cannot read {request.read}: no such file or directory")
-        return FollowedCapture(request.read, follow=request.follow), request.read
+        return FollowedCapture(request.read, follow=request.follow, native=native), request.read
     assert request.interface is not None
     bpf = capture_filter(request.kernel_ports, request.bpf)
     try:
@@ -481,7 +501,8 @@ def watch(request: LiveRequest, view_for: Callable[[str], View]) -> RunResult:
         keys = KeyLogFile(request.keylog)
         keys.follow()
         options = replace(options, tls_keylog=keys.keylog)
-    source, title = open_source(request)
+    native = followed_walk(bool(request.write)) if request.read is not None else None
+    source, title = open_source(request, native)
     metrics = None
     if request.metrics_port is not None:
         from kdissect.engines.live_metrics import LiveMetrics
@@ -505,7 +526,7 @@ def watch(request: LiveRequest, view_for: Callable[[str], View]) -> RunResult:
     tune_gc()
     opts = LiveOptions(options, request.tables if writer else (), writer.write if writer else None,
                        several_inputs=bool(request.read) and Path(request.read).is_dir())  # fmt: skip
-    run = LiveRun(opts, recorder=recorder, metrics=metrics)
+    run = LiveRun(opts, recorder=recorder, metrics=metrics, native=native)
     view = view_for(title)
     start = time.monotonic()
     with StopSignals(on_second=recorder.flush if recorder else None) as stop:

@@ -26,6 +26,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from kdissect.sources.native_records import NativeRecords
 from kdissect.sources.reader import CaptureParser
 from kdissect.sources.record_loop import ReaderLimits
 from kdissect.sources.shapes import AnomalyKind, CaptureFormatError, RecordEvent, SourceAnomaly
@@ -43,9 +44,10 @@ def natural_key(name: str) -> list[int | str]:
 class _Input:
     """One open input: a file descriptor and its parser."""
 
-    def __init__(self, fd: int, name: str, limits: ReaderLimits | None, *, stdin: bool = False) -> None:
+    def __init__(self, fd: int, name: str, limits: ReaderLimits | None, native: NativeRecords | None, *,
+                 stdin: bool = False) -> None:  # fmt: skip
         self.fd, self.name, self.stdin = fd, name, stdin
-        self.parser = CaptureParser(limits)
+        self.parser = CaptureParser(limits, native)
         # A pipe or socket (or stdin, whatever it is) ends at end of file; a regular file may grow.
         self.is_pipe = stdin or not stat.S_ISREG(os.fstat(fd).st_mode)
 
@@ -62,6 +64,11 @@ class FollowedCapture:
     ``poll(timeout)`` returns the records completed so far (possibly none) and waits at most
     ``timeout`` seconds for more; ``ended`` turns true once the input is over. Raises
     ``CaptureFormatError`` when an input is not a capture, ``OSError`` when it cannot be read.
+
+    With ``native`` (``native_records``), runs of common records come out as the segments the native
+    walk made of them (with each record, for a raw copy, when it was made ``with_records``): the
+    reader of the records arms it and counts what it took, as ``CaptureDecoder`` does. A walk stops
+    before a record not complete yet, as the Python step does, so a file that grows is read on from there.
     """
 
     def __init__(
@@ -71,8 +78,10 @@ class FollowedCapture:
         follow: bool = True,
         limits: ReaderLimits | None = None,
         clock: Callable[[], float] = time.monotonic,
+        native: NativeRecords | None = None,
     ) -> None:
         self.path, self.follow, self._limits, self._clock = path, follow, limits, clock
+        self._native = native
         self.bytes_read = 0
         self.files_read: list[str] = []
         # (file, why) of each file of a rotated set not read: not a capture, or a second name of a file read
@@ -82,9 +91,9 @@ class FollowedCapture:
         self._dir = Path(path) if path != "-" and Path(path).is_dir() else None
         self._current: _Input | None = None
         if path == "-":
-            self._current = _Input(sys.stdin.fileno(), "<stdin>", limits, stdin=True)
+            self._current = _Input(sys.stdin.fileno(), "<stdin>", limits, native, stdin=True)
         elif self._dir is None:
-            self._current = _Input(os.open(path, os.O_RDONLY), path, limits)
+            self._current = _Input(os.open(path, os.O_RDONLY), path, limits, native)
         if self._current is not None:
             self.files_read.append(self._current.name)
 
@@ -178,7 +187,7 @@ class FollowedCapture:
             st = os.fstat(fd)
             same = self._read_ids.setdefault((st.st_dev, st.st_ino), str(path))
             if same == str(path):
-                self._current = _Input(fd, str(path), self._limits)
+                self._current = _Input(fd, str(path), self._limits, self._native)
                 return True
             os.close(fd)  # another name of a file already read: its packets once
             self.skipped.append((str(path), f"the same file as {same}: read once"))

@@ -27,6 +27,9 @@ from kdissect.sources.shapes import (
 )
 from kdissect.sources.tcp_header import tcp_segment
 
+# What a record walk may hand on besides records: a segment it made, alone or with its record.
+SegmentEvent = TcpSegment | tuple[CaptureRecord, TcpSegment]
+
 
 class PacketDecoder:
     """Decodes records one by one, appending ``TcpSegment``/``SourceAnomaly`` events.
@@ -62,24 +65,28 @@ class PacketDecoder:
             out.append(SourceAnomaly(exc.kind, exc.message, record.offset, record.ts_ns))
         self._count(out, first)
 
-    def decode_all(self, events: list[RecordEvent], out: list[SourceEvent]) -> None:
-        """``decode`` each ``CaptureRecord`` of ``events`` and pass the other events on, in order.
+    def decode_all(self, events: list[RecordEvent | SegmentEvent], out: list[SourceEvent]) -> None:
+        """``decode`` each ``CaptureRecord`` of ``events`` and pass the other events on, in order; a
+        segment the native record walk already made (alone, or paired with its record) is passed on as
+        it is (its record was counted by the walk's owner: ``count_native``).
 
         Why a batch: a live engine gets its records a poll at a time; runs of common records then
         become segments in one native call (``native_records.record_segments``), while the IP
         defragmenter holds nothing (its clock and expiry need every record in order)."""
         index, count = 0, len(events)
         while index < count:
-            if not self._defrag:
-                taken = record_segments(events, index, out)
-                if taken is not None:
-                    index, records, captured = taken
-                    self.count_native(records, captured)
-                    if index == count:
-                        break
             event = events[index]
-            if type(event) is CaptureRecord:
-                self.decode(event, out)
+            kind = type(event)
+            if kind is CaptureRecord:
+                if not self._defrag:
+                    taken = record_segments(events, index, out)  # type: ignore[arg-type]
+                    if taken is not None and taken[0] > index:
+                        index, records, captured = taken
+                        self.count_native(records, captured)
+                        continue
+                self.decode(event, out)  # type: ignore[arg-type]
+            elif kind is tuple:
+                out.append(event[1])  # type: ignore[index]
             else:
                 out.append(event)  # type: ignore[arg-type]
             index += 1

@@ -62,15 +62,16 @@ sys.stdout.buffer.write(pickle.dumps(out))
 # the native pairing, with each request's topics and every error code from the scan (Options.exchange_topics).
 _LIVE = """
 from pathlib import Path
-from kdissect.engines.live import LiveOptions, LiveRun
+from kdissect.engines.live import LiveOptions, LiveRun, followed_walk
 from kdissect.engines.live_metrics import LiveMetrics
 from kdissect.sources.follow import FollowedCapture
 from kdissect.sources.shapes import CaptureFormatError
 
 def live(paths):
     metrics = LiveMetrics(max_label_values=4)
-    run = LiveRun(LiveOptions(window_s=5, several_inputs=len(paths) > 1), metrics=metrics)
-    source = FollowedCapture(paths[0] if len(paths) == 1 else str(Path(paths[0]).parent), follow=False)
+    walk = followed_walk(raw_copy=False)  # (the followed file's common records as segments, as ``watch`` reads them)
+    run = LiveRun(LiveOptions(window_s=5, several_inputs=len(paths) > 1), metrics=metrics, native=walk)
+    source = FollowedCapture(paths[0] if len(paths) == 1 else str(Path(paths[0]).parent), follow=False, native=walk)
     try:
         while not source.ended:
             run.feed(source.poll(0))
@@ -84,11 +85,14 @@ def live(paths):
     series = [(s.name, sorted(s.labels.items()), s.value) for m in metrics.registry.collect() for s in m.samples
               if not s.name.endswith("_created")]
     return (f.exchanges, f.failed, seconds, apis, *(list(c.items()) for c in (f.statuses, f.errors, f.clients,
-            f.topics, f.anomalies)), f.first_ns, f.last_ns, series)
+            f.topics, f.anomalies)), f.first_ns, f.last_ns, series, repr(run.stats))
 
 import pickle, sys
+from kdissect.sources import follow
 cases = pickle.loads(sys.stdin.buffer.read())
-sys.stdout.buffer.write(pickle.dumps({name: live(paths) for name, paths in cases.items()}))
+whole = {name: live(paths) for name, paths in cases.items()}
+follow.CHUNK = 4093  # polls of a few records: the walk stops inside records and is armed again between polls
+sys.stdout.buffer.write(pickle.dumps({name: (whole[name], live(paths)) for name, paths in cases.items()}))
 """
 
 
