@@ -12,10 +12,16 @@ nothing else of the process leaks in.
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+from itertools import count, repeat
+from operator import is_not
+from typing import Any
+
+import numpy as np
+from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_server
 
 from kdissect.analysis.expected import is_expected
 from kdissect.analysis.rolling import Exchanged, LabelCap
+from kdissect.engines.live_histogram import PieceHistogram
 
 # Kafka latencies span sub-millisecond requests to long-poll Fetches and rebalances (seconds).
 LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
@@ -41,12 +47,12 @@ class LiveMetrics:
             (*labels, "error"),
             registry=r,
         )
-        self.latency = Histogram(
+        self.latency = PieceHistogram(
             "kdissect_request_latency_seconds",
             "Last request packet to first response packet",
             labels,
-            buckets=LATENCY_BUCKETS,
-            registry=r,
+            LATENCY_BUCKETS,
+            r,
         )
         self.request_bytes = Counter("kdissect_request_bytes", "Bytes of request frames", labels, registry=r)
         self.response_bytes = Counter("kdissect_response_bytes", "Bytes of response frames", labels, registry=r)
@@ -63,35 +69,61 @@ class LiveMetrics:
         start_http_server(port, addr=addr, registry=self.registry)
 
     def add_exchanges(self, ex: Exchanged) -> None:
-        """A piece of exchanges: labels capped in the exchanges' order, then each label set's counts at once."""
-        groups: dict[tuple[str, str, str], list] = {}  # labels -> [requests, request bytes, response bytes, latencies]
-        errors: list[tuple[Counter, tuple[str, str, str], str]] = []
-        broker_cap, client_cap, error_cap = self._broker_cap, self._client_cap, self._error_cap
-        rows = zip(ex.api, ex.broker, ex.client_id, ex.request_bytes, ex.response_bytes, ex.latency_ms, ex.error_names,
-                   strict=True)  # fmt: skip
-        for api, broker, client_id, request_bytes, response_bytes, latency_ms, names in rows:
-            labels = (api, broker_cap(broker), client_cap(client_id))
-            group = groups.get(labels)
-            if group is None:
-                group = groups[labels] = [0, 0, 0, []]
-            group[0] += 1
-            group[1] += request_bytes
-            group[2] += response_bytes
-            if latency_ms is not None:
-                group[3].append(latency_ms / 1000)
+        """A piece of exchanges: labels capped in the exchanges' order (each column's values as first met:
+        the caps are independent), then each label set's counts, bytes and latencies at once."""
+        n = len(ex)
+        if not n:
+            return
+        brokers = {broker: self._broker_cap(broker) for broker in dict.fromkeys(ex.broker)}
+        clients = {client: self._client_cap(client) for client in dict.fromkeys(ex.client_id)}
+        labels = list(zip(ex.api, map(brokers.__getitem__, ex.broker), map(clients.__getitem__, ex.client_id),
+                          strict=True))  # fmt: skip
+        codes, groups = _coded(labels)
+        request_bytes = np.bincount(codes, weights=ex.request_bytes, minlength=n).tolist()  # (exact below 2**53)
+        response_bytes = np.bincount(codes, weights=ex.response_bytes, minlength=n).tolist()
+        has_latency = np.fromiter(map(is_not, ex.latency_ms, repeat(None)), dtype=bool, count=n)
+        seconds = np.array(ex.latency_ms, dtype=np.float64).tolist() if has_latency.any() else []
+        latencies = _rows_by_code(codes, has_latency)
+        found, times = np.unique(codes, return_counts=True)  # (codes ascending: the label sets as first met)
+        for code, requests in zip(found.tolist(), times.tolist(), strict=True):
+            group = groups[code]
+            self.requests.labels(*group).inc(requests)
+            self.request_bytes.labels(*group).inc(request_bytes[code])
+            self.response_bytes.labels(*group).inc(response_bytes[code])
+            rows = latencies.get(code)  # (a label set with no latency yet still shows its empty buckets)
+            self.latency.observe_many(group, [] if rows is None else [seconds[row] / 1000 for row in rows.tolist()])
+        if any(ex.error_names):
+            self._errors(ex, labels)
+
+    def _errors(self, ex: Exchanged, labels: list[tuple[str, str, str]]) -> None:
+        """Each non-zero error code under its exchange's labels and its (capped) name."""
+        error_cap = self._error_cap
+        for api, group, names in zip(ex.api, labels, ex.error_names, strict=True):
             for name in names:
-                errors.append((self.expected if is_expected(api, name) else self.errors, labels, error_cap(name)))
-        for labels, (requests, request_bytes, response_bytes, latencies) in groups.items():
-            self.requests.labels(*labels).inc(requests)
-            self.request_bytes.labels(*labels).inc(request_bytes)
-            self.response_bytes.labels(*labels).inc(response_bytes)
-            histogram = self.latency.labels(*labels)
-            for seconds in latencies:
-                histogram.observe(seconds)
-        for counter, labels, name in errors:
-            counter.labels(*labels, name).inc()
+                (self.expected if is_expected(api, name) else self.errors).labels(*group, error_cap(name)).inc()
 
     def anomaly(self, kind: str) -> None:
         self.anomalies.labels(self._error_cap(kind)).inc()
         if kind == "gap":
             self.gaps.inc()
+
+
+def _coded(keys: list) -> tuple[np.ndarray, dict[int, Any]]:
+    """Each row's key as a number (the row it is first met at: ascending numbers are the keys as first
+    met), and the key of each number."""
+    first: dict[Any, int] = {}
+    codes = np.fromiter(map(first.setdefault, keys, count()), dtype=np.int64, count=len(keys))
+    return codes, {code: key for key, code in first.items()}
+
+
+def _rows_by_code(codes: np.ndarray, chosen: np.ndarray) -> dict[int, np.ndarray]:
+    """The indexes of each code's chosen rows, in order: a stable sort of the rows by code, so no Python
+    step per row."""
+    rows = np.flatnonzero(chosen)
+    if not len(rows):
+        return {}
+    chosen_codes = codes[rows]
+    order = np.argsort(chosen_codes, kind="stable")
+    ordered = chosen_codes[order]
+    firsts = np.flatnonzero(np.diff(ordered, prepend=-1))
+    return dict(zip(ordered[firsts].tolist(), np.split(rows[order], firsts[1:]), strict=True))

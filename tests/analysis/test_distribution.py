@@ -84,3 +84,23 @@ def test_the_report_tables_fold_a_wide_group_as_the_summary_does():
         row = table.loc[name]
         for column, figure in (("p50", p.p50), ("p90", p.p90), ("p99", p.p99), ("p999", p.p999), ("max", p.max)):
             assert (figure is None and math.isnan(row[column])) or row[column] == figure, (name, column)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_piece_is_bucketed_as_its_values_one_by_one(seed):
+    """``add_many`` finds a folded group's buckets with numpy's logarithm: the same buckets as
+    ``math.log`` value by value, bucket edges, their neighbouring floats, zeros, negatives and extremes included."""
+    rng = random.Random(seed)
+    gamma = (1 + RELATIVE_ERROR) / (1 - RELATIVE_ERROR)
+    edges = [gamma**k for k in range(-3000, 3000, 7)]
+    values = ([rng.lognormvariate(0, 3) for _ in range(20_000)] + edges + [math.nextafter(e, 0) for e in edges]
+              + [math.nextafter(e, math.inf) for e in edges] + [0.0, -0.0, -2.5, 5e-324, 1e308, -1e-300])
+    rng.shuffle(values)
+    one_by_one, at_once = Latencies(), Latencies()
+    for value in values:
+        one_by_one.add(value)
+    at_once.add_many(values[: EXACT_VALUES + 1])  # (folds: past EXACT_VALUES distinct values)
+    assert not at_once.exact
+    for start in range(EXACT_VALUES + 1, len(values), 5_000):
+        at_once.add_many(values[start : start + 5_000])
+    assert list(at_once.runs()) == list(one_by_one.runs()) and at_once.count == one_by_one.count

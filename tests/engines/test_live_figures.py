@@ -7,13 +7,17 @@ import io
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from prometheus_client import CollectorRegistry, Histogram
 from rich.console import Console
 
 from kdissect.analysis.distribution import RELATIVE_ERROR
 from kdissect.analysis.latency import quantile as _quantile
 from kdissect.analysis.rolling import NS, OTHER, Exchanged, LabelCap, RollingFigures
 from kdissect.engines.live import LiveOptions, LiveRun
-from kdissect.engines.live_metrics import LiveMetrics
+from kdissect.engines.live_histogram import PieceHistogram
+from kdissect.engines.live_metrics import LATENCY_BUCKETS, LiveMetrics
 from kdissect.report.console import PlainView, RichView, summary_lines
 from kdissect.sources.decoder import decode_capture
 from kdissect.testing.replay import capture_segments
@@ -159,3 +163,46 @@ def test_a_piece_counts_as_its_exchanges_one_by_one():
     at_once.add_exchanges(joined)
     assert len(joined) == 300 and at_once.failed == 75
     assert _figures_state(at_once) == _figures_state(one_by_one)
+
+
+def _series(metrics: LiveMetrics) -> list:
+    return [(s.name, sorted(s.labels.items()), s.value) for m in metrics.registry.collect() for s in m.samples
+            if not s.name.endswith("_created")]  # fmt: skip
+
+
+def test_metrics_take_a_piece_as_its_exchanges_one_by_one():
+    """Label sets grouped, capped (brokers, clients and error names each as first met), bytes summed and
+    latencies observed per label set in bulk, as row by row (which has one label set per piece)."""
+    rows = [_ex(i // 40, float(i % 17) * 7.3 if i % 5 else None, client=f"c{i % 7}",
+                status="error" if i % 4 == 0 else "ok",
+                errors=("MEMBER_ID_REQUIRED", f"E{i % 5}") if i % 4 == 0 else ())
+            for i in range(300)]  # fmt: skip
+    for i, row in enumerate(rows):
+        row.broker[0] = f"10.0.0.{i % 5}:9092"
+        row.api[0] = ("Produce", "Fetch", "JoinGroup")[i % 3]
+        row.request_bytes[0] = i * 1_000_003
+    joined = Exchanged(*([v for row in rows for v in getattr(row, name)] for name in Exchanged.__slots__))
+    one_by_one, at_once = LiveMetrics(max_label_values=3), LiveMetrics(max_label_values=3)
+    for row in rows:
+        one_by_one.add_exchanges(row)
+    at_once.add_exchanges(joined)
+    series = _series(at_once)
+    assert series == _series(one_by_one)
+    counts = [s for s in series if s[0] == "kdissect_request_latency_seconds_count"]
+    assert len(counts) == 3 * 4 * 4 and sum(s[2] for s in counts) == 240  # (three of each label admitted)
+
+
+@given(st.lists(st.lists(st.floats(allow_nan=False, min_value=-1.0, max_value=100.0) | st.sampled_from(LATENCY_BUCKETS),
+                         max_size=40), min_size=1, max_size=4))  # fmt: skip
+def test_the_piece_histogram_is_prometheus_clients_histogram(pieces: list[list[float]]):
+    """Bounds, cumulative buckets, count and sum as ``Histogram.observe`` gives them, value by value."""
+    ours, theirs = CollectorRegistry(), CollectorRegistry()
+    piece_histogram = PieceHistogram("h", "doc", ("api",), LATENCY_BUCKETS, ours)
+    histogram = Histogram("h", "doc", ("api",), buckets=LATENCY_BUCKETS, registry=theirs)
+    for i, values in enumerate(pieces):
+        piece_histogram.observe_many((f"a{i % 2}",), values)
+        child = histogram.labels(f"a{i % 2}")  # (a label set shows its empty buckets once named)
+        for value in values:
+            child.observe(value)
+    assert ([(s.name, s.labels, s.value) for m in ours.collect() for s in m.samples]
+            == [(s.name, s.labels, s.value) for m in theirs.collect() for s in m.samples if s.name != "h_created"])
