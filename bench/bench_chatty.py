@@ -7,6 +7,7 @@ ratios little:
   every table `kdissect analyze --out D` vs `tshark -V`
   summary     `kdissect analyze` (no --out: the terminal summary only); goal: no dearer than exchanges
   live        `kdissect live --read F --no-follow --quiet --out D` (every table); exchanges per CPU-second
+  live-lean   the same without ``--out`` (the figures only), with ``--metrics-port`` (the Prometheus series)
 With ``--python`` every kdissect job runs a second time with KDISSECT_PURE_PYTHON=1 (the reference path);
 with ``--baseline TREE`` also with another source tree of kdissect (e.g. ``git archive main`` unpacked, its
 extensions built), for before/after figures from one run.
@@ -32,7 +33,8 @@ sys.path.insert(0, str(HERE))
 
 from bench_pipeline import byte_compile, count_packets, run  # noqa: E402
 
-JOBS = ("exchanges", "tables", "summary", "live")
+JOBS = ("exchanges", "tables", "summary", "live", "live-lean")
+METRICS_PORT = 19749  # live-lean's Prometheus endpoint (on 127.0.0.1): pick one nobody else uses
 
 
 def count_exchanges(path: Path, port: int) -> int:
@@ -56,8 +58,10 @@ def commands(job: str, path: Path, port: int, tmp: str) -> tuple[list[str], list
         return [*kd, "analyze", str(path), "--ports", str(port), "--out", f"{tmp}/all"], [*tshark, "-V"]
     if job == "summary":
         return [*kd, "analyze", str(path), "--ports", str(port)], None
-    return [*kd, "live", "--read", str(path), "--no-follow", "--quiet", "--port", str(port), "--out",
-            f"{tmp}/live"], None
+    live = [*kd, "live", "--read", str(path), "--no-follow", "--quiet", "--port", str(port)]
+    if job == "live-lean":
+        return [*live, "--metrics-port", str(METRICS_PORT)], None
+    return [*live, "--out", f"{tmp}/live"], None
 
 
 def cpu(cmd: list[str], pure: bool = False, tree: Path | None = None) -> float:
