@@ -32,6 +32,7 @@
 #include <Python.h>
 
 #include "_native.h"
+#include "_record_rows.h"
 
 /* Member flags (tables/detail_walk.py's FLAGS, same order). */
 enum {
@@ -446,6 +447,9 @@ static PyMethodDef methods[] = {
     {"walk", walk, METH_VARARGS,
      "walk(plan, body, response, partitions, errors, records, topics, base_offsets, brokers): one body."},
     {"append_rows", append_rows, METH_VARARGS, "append_rows(columns, prefix, rows): rows into column lists."},
+    {"record_rows", record_rows, METH_VARARGS,
+     "record_rows(spec, located, cut, arena, prefix, base_offsets, fetch, batches, target): a message's records "
+     "and batches rows, or None (see _record_rows.c)."},
     {NULL, NULL, 0, NULL},
 };
 

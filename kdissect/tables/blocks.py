@@ -46,6 +46,11 @@ class RecordBlock:
         self.first_offsets.append(first_offset)
         self.length += columns.count
 
+    def added(self, n: int) -> None:
+        """``n`` records were appended to :attr:`batches` and :attr:`first_offsets` (in C: :meth:`add`'s work)."""
+        self.merged = None
+        self.length += n
+
     def _pieces(self) -> list[Any]:
         """The batches as pieces: a batch's own :class:`RecordColumns`, or ``[buffers, starts, ends]``
         for a run of batches that follow each other in an arena's buffers (found once per block)."""

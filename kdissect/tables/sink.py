@@ -31,6 +31,7 @@ from .record_rows import (
     null_payloads,
     produce_base_offsets,
     record_fields,
+    rows_in_c,
 )
 from .rows import TableRows
 from .transactions import TransactionMarks
@@ -387,10 +388,19 @@ class TableSink:
         offset and first capture time, or None without it."""
         for direction, role, at, located in (("produce", "request", request_at, req_records),
                                              ("fetch", "response", response_at, resp_records)):
-            parts = record_fields(located, self.options, self._arena) if at is not None else []
+            if at is None:
+                continue
+            located = list(located)
+            if self._arena is not None and located:  # plain batches: their rows in C
+                held = rows_in_c(located, self.options, self._arena, self.rows["records"],
+                                 self.rows["batches"] if "batches" in self.wanted else None,
+                                 (conn_id, correlation_id, direction), base_offsets)
+                if held is not None:
+                    self._payload_held += held
+                    continue
+            parts = record_fields(located, self.options, self._arena)
             if not parts:
                 continue
-            assert at is not None
             if "batches" in self.wanted:
                 self.rows["batches"].append_values(BATCH_NAMES, (conn_id, correlation_id, direction), batch_rows(parts))
             if "records" in self.wanted:
