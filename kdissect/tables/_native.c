@@ -450,6 +450,9 @@ static PyMethodDef methods[] = {
     {"record_rows", record_rows, METH_VARARGS,
      "record_rows(spec, located, cut, arena, prefix, base_offsets, fetch, batches, target): a message's records "
      "and batches rows, or None (see _record_rows.c)."},
+    {"lane_records", lane_records, METH_VARARGS,
+     "lane_records(spec, left, start, cut, arena, batches, target, errors, brokers, allowance): the records and "
+     "batches rows of a lane's left exchanges from start on (see _record_rows.c)."},
     {NULL, NULL, 0, NULL},
 };
 

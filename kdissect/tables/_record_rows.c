@@ -12,7 +12,11 @@
  * changed (the arena cut back), and the Python reference decodes the message: every warning, anomaly,
  * transaction mark and legacy format is its. So C never writes a row the reference would not.
  *
- *   spec:    (ArenaColumns, codec names by codec number (8), timestamp type names (2), inflate, max_batches)
+ * lane_records(...) does the same for the exchanges a lane's pairing left to the sink
+ * (detail_walk.LaneParts.left), one exchange after another, without a Python step per exchange.
+ *
+ *   spec:    (ArenaColumns, codec names by codec number (8), timestamp type names (2), inflate, max_batches,
+ *            the run's RunMeter or None)
  *            inflate(codec, payload) -> bytes, or None where the reference would warn (records.py's
  *            clean_inflate: the run's decompression budget, the inflate cache; the caller restores the
  *            budget on None)
@@ -260,9 +264,9 @@ or_none(Py_ssize_t v)
     return v ? PyLong_FromSsize_t(v) : Py_NewRef(Py_None);
 }
 
-/* A batch's batches row (BATCH_NAMES after the prefix). */
+/* A batch's batches row (BATCH_NAMES after the prefix; with `prefix`, the prefix's values first). */
 static PyObject *
-batch_row(const Found *f, PyObject *part, PyObject *base, PyObject *codec_name)
+batch_row(const Found *f, PyObject *part, PyObject *base, PyObject *codec_name, PyObject *prefix)
 {
     PyObject *delta = PyLong_FromLong(f->last_delta);
     PyObject *last = delta == NULL ? NULL : PyNumber_Add(base, delta);
@@ -278,7 +282,12 @@ batch_row(const Found *f, PyObject *part, PyObject *base, PyObject *codec_name)
         PyLong_FromLongLong(f->producer_id), PyLong_FromLong(f->producer_epoch), PyLong_FromLong(f->base_sequence),
         Py_NewRef(Py_None),
     };
-    return tuple_of(&PyTuple_Type, items, BATCH_ROW);
+    PyObject *row = tuple_of(&PyTuple_Type, items, BATCH_ROW);
+    if (row == NULL || prefix == NULL)
+        return row;
+    PyObject *whole = PySequence_Concat(prefix, row);
+    Py_DECREF(row);
+    return whole;
 }
 
 /* A batch's records rows: its span of the arena to the block, its shared values to the runs. */
@@ -305,22 +314,20 @@ add_batch(const Found *f, PyObject *arena, PyTypeObject *arena_columns, PyObject
     return bad ? -1 : 0;
 }
 
-/* The rows of every batch found, in the reference's order; the records added through *added. */
-static PyObject *
-make_rows(const FoundList *found, PyObject *located, PyObject *spec, PyObject *arena, PyObject *prefix,
-          PyObject *base_offsets, int fetch, int want_batches, PyObject *target, Py_ssize_t *added)
+/* The rows of the batches found from `from` on (one message's, `located`), in the reference's order;
+ * the records added through *added. */
+static int
+make_rows(const FoundList *found, Py_ssize_t from, PyObject *located, PyObject *spec, PyObject *arena, PyObject *prefix,
+          PyObject *base_offsets, int fetch, PyObject *rows, int with_prefix, PyObject *target, Py_ssize_t *added)
 {
     PyTypeObject *arena_columns = (PyTypeObject *)PyTuple_GET_ITEM(spec, 0);
     PyObject *codec_names = PyTuple_GET_ITEM(spec, 1), *ts_names = PyTuple_GET_ITEM(spec, 2);
     PyObject *runs = PyTuple_GET_ITEM(target, 0), *slots = PyTuple_GET_ITEM(target, 1);
     PyObject *counts = PyTuple_GET_ITEM(target, 2), *block = PyTuple_GET_ITEM(target, 3);
     PyObject *firsts = PyTuple_GET_ITEM(target, 4);
-    PyObject *rows = want_batches ? PyList_New(0) : Py_NewRef(Py_None);
     PyObject *assigned = NULL, *index = NULL; /* the part's base offset (borrowed), records so far */
     Py_ssize_t part = -1;
-    if (rows == NULL)
-        return NULL;
-    for (Py_ssize_t i = 0; i < found->n; i++) {
+    for (Py_ssize_t i = from; i < found->n; i++) {
         const Found *f = &found->items[i];
         PyObject *loc = PySequence_Fast_GET_ITEM(located, f->part);
         if (f->part != part) {
@@ -336,8 +343,8 @@ make_rows(const FoundList *found, PyObject *located, PyObject *spec, PyObject *a
         PyObject *codec_name = PyTuple_GET_ITEM(codec_names, f->attrs & ATTR_CODEC);
         if (base == NULL)
             goto error;
-        if (want_batches) {
-            PyObject *row = batch_row(f, loc, base, codec_name);
+        if (rows != NULL) {
+            PyObject *row = batch_row(f, loc, base, codec_name, with_prefix ? prefix : NULL);
             int bad = row == NULL || PyList_Append(rows, row) < 0;
             Py_XDECREF(row);
             if (bad) {
@@ -382,76 +389,211 @@ make_rows(const FoundList *found, PyObject *located, PyObject *spec, PyObject *a
         *added += f->count;
     }
     Py_XDECREF(index);
-    return rows;
+    return 0;
 error:
     Py_XDECREF(index);
-    Py_DECREF(rows);
-    return NULL;
+    return -1;
 }
 
-PyObject *
-record_rows(PyObject *module, PyObject *args)
-{
-    PyObject *spec, *located, *arena, *prefix, *base_offsets, *batches, *target;
+/* The arguments both entry points share, checked once per call. */
+typedef struct {
+    PyObject *spec, *arena, *target;
     Py_ssize_t cut, max_batches;
-    int fetch;
-    if (!PyArg_ParseTuple(args, "OOnO!O!O!pOO!:record_rows", &spec, &located, &cut, &PyTuple_Type, &arena,
-                          &PyTuple_Type, &prefix, &PyDict_Type, &base_offsets, &fetch, &batches, &PyTuple_Type,
-                          &target))
-        return NULL;
+} Call;
+
+static int
+check_call(Call *c)
+{
+    PyObject *spec = c->spec, *target = c->target;
     if (records_api == NULL && (records_api = PyCapsule_Import(RECORDS_CAPSULE, 0)) == NULL)
-        return NULL;
-    if (!PyTuple_Check(spec) || PyTuple_GET_SIZE(spec) != 5 || !PyType_Check(PyTuple_GET_ITEM(spec, 0)) ||
+        return -1;
+    if (!PyTuple_Check(spec) || PyTuple_GET_SIZE(spec) != 6 || !PyType_Check(PyTuple_GET_ITEM(spec, 0)) ||
         !PyTuple_Check(PyTuple_GET_ITEM(spec, 1)) || PyTuple_GET_SIZE(PyTuple_GET_ITEM(spec, 1)) != CODECS ||
         !PyTuple_Check(PyTuple_GET_ITEM(spec, 2)) || PyTuple_GET_SIZE(PyTuple_GET_ITEM(spec, 2)) != 2 ||
-        PyTuple_GET_SIZE(arena) != COLUMNS || PyTuple_GET_SIZE(prefix) != 3 || PyTuple_GET_SIZE(target) != 5 ||
+        PyTuple_GET_SIZE(c->arena) != COLUMNS || PyTuple_GET_SIZE(target) != 5 ||
         !PyTuple_Check(PyTuple_GET_ITEM(target, 0)) || !PyTuple_Check(PyTuple_GET_ITEM(target, 1)) ||
         PyTuple_GET_SIZE(PyTuple_GET_ITEM(target, 0)) != PyTuple_GET_SIZE(PyTuple_GET_ITEM(target, 1)) ||
         !PyList_Check(PyTuple_GET_ITEM(target, 2)) || !PyList_Check(PyTuple_GET_ITEM(target, 3)) ||
         !PyList_Check(PyTuple_GET_ITEM(target, 4))) {
         PyErr_SetString(PyExc_TypeError, "record_rows: see tables/_record_rows.c for the arguments");
-        return NULL;
+        return -1;
     }
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(PyTuple_GET_ITEM(target, 0)); i++)
         if (!PyList_Check(PyTuple_GET_ITEM(PyTuple_GET_ITEM(target, 0), i))) {
             PyErr_SetString(PyExc_TypeError, "record_rows: the run values must be lists");
-            return NULL;
+            return -1;
         }
     for (int i = 0; i < COLUMNS; i++)
-        if (!PyByteArray_CheckExact(PyTuple_GET_ITEM(arena, i))) {
+        if (!PyByteArray_CheckExact(PyTuple_GET_ITEM(c->arena, i))) {
             PyErr_SetString(PyExc_TypeError, "record_rows: the arena must be 13 bytearrays");
-            return NULL;
+            return -1;
         }
-    max_batches = PyLong_AsSsize_t(PyTuple_GET_ITEM(spec, 4));
-    if (max_batches == -1 && PyErr_Occurred())
-        return NULL;
-    PyObject *fields = PySequence_Fast(located, "record_rows: located must be a sequence");
-    if (fields == NULL)
-        return NULL;
-    Py_ssize_t before[COLUMNS], added = 0, held = 0;
-    lengths(arena, before);
-    FoundList found = {NULL, 0, 0};
-    PyObject *out = NULL;
+    c->max_batches = PyLong_AsSsize_t(PyTuple_GET_ITEM(spec, 4));
+    return c->max_batches == -1 && PyErr_Occurred() ? -1 : 0;
+}
+
+/* One message's fields (`fields`, from PySequence_Fast) into the arena, appended to `found`:
+ * 1, 0 (declined: the caller cuts the arena back) or -1. */
+static int
+decode_message(const Call *c, PyObject *fields, FoundList *found)
+{
     int ok = 1;
     for (Py_ssize_t i = 0; ok == 1 && i < PySequence_Fast_GET_SIZE(fields); i++) {
         PyObject *loc = PySequence_Fast_GET_ITEM(fields, i);
         ok = PyTuple_CheckExact(loc) && PyTuple_GET_SIZE(loc) == 5 && PyBytes_CheckExact(PyTuple_GET_ITEM(loc, 3))
-                 ? decode_field(PyTuple_GET_ITEM(spec, 3), max_batches, i, PyTuple_GET_ITEM(loc, 3), cut, arena,
-                                &found)
+                 ? decode_field(PyTuple_GET_ITEM(c->spec, 3), c->max_batches, i, PyTuple_GET_ITEM(loc, 3), c->cut,
+                                c->arena, found)
                  : 0;
     }
+    return ok;
+}
+
+static Py_ssize_t
+held_by(const FoundList *found, Py_ssize_t from)
+{
+    Py_ssize_t held = 0;
+    for (Py_ssize_t i = from; i < found->n; i++)
+        held += found->items[i].decompressed ? found->items[i].decompressed : found->items[i].size;
+    return held;
+}
+
+/* record_rows(spec, located, cut, arena, prefix, base_offsets, fetch, batches, target)
+ *     -> (batches rows, records added, payload bytes held) | None
+ * One message (see the header); `batches`: whether to make its batches rows. */
+PyObject *
+record_rows(PyObject *module, PyObject *args)
+{
+    Call c;
+    PyObject *located, *prefix, *base_offsets, *batches;
+    int fetch;
+    if (!PyArg_ParseTuple(args, "OOnO!O!O!pOO!:record_rows", &c.spec, &located, &c.cut, &PyTuple_Type, &c.arena,
+                          &PyTuple_Type, &prefix, &PyDict_Type, &base_offsets, &fetch, &batches, &PyTuple_Type,
+                          &c.target))
+        return NULL;
+    if (check_call(&c) < 0)
+        return NULL;
+    if (PyTuple_GET_SIZE(prefix) != 3) {
+        PyErr_SetString(PyExc_TypeError, "record_rows: the prefix is (connection id, correlation id, direction)");
+        return NULL;
+    }
+    PyObject *fields = PySequence_Fast(located, "record_rows: located must be a sequence");
+    if (fields == NULL)
+        return NULL;
+    Py_ssize_t before[COLUMNS], added = 0;
+    lengths(c.arena, before);
+    FoundList found = {NULL, 0, 0};
+    PyObject *out = NULL;
+    int ok = decode_message(&c, fields, &found);
     if (ok == 1) {
-        PyObject *rows = make_rows(&found, fields, spec, arena, prefix, base_offsets, fetch, batches == Py_True,
-                                   target, &added);
-        for (Py_ssize_t i = 0; i < found.n; i++)
-            held += found.items[i].decompressed ? found.items[i].decompressed : found.items[i].size;
-        out = rows == NULL ? NULL : Py_BuildValue("(Nnn)", rows, added, held);
+        PyObject *rows = batches == Py_True ? PyList_New(0) : Py_NewRef(Py_None);
+        if (rows != NULL && make_rows(&found, 0, fields, c.spec, c.arena, prefix, base_offsets, fetch,
+                                      rows == Py_None ? NULL : rows, 0, c.target, &added) < 0)
+            Py_CLEAR(rows);
+        out = rows == NULL ? NULL : Py_BuildValue("(Nnn)", rows, added, held_by(&found, 0));
     } else {
-        cut_back(arena, before); /* declined (0) or failed (-1): the arena as it was */
+        cut_back(c.arena, before); /* declined (0) or failed (-1): the arena as it was */
         if (ok == 0)
             out = Py_NewRef(Py_None);
     }
     free(found.items);
     Py_DECREF(fields);
     return out;
+}
+
+/* One exchange of the lane's `left` list: both messages decoded, then their rows; 1 done, 0 declined
+ * (the arena as it was), -1 error. */
+static int
+lane_exchange(const Call *c, PyObject *t, PyObject *batches, FoundList *found, Py_ssize_t *added, Py_ssize_t *held)
+{
+    static const char *directions[2] = {"produce", "fetch"};
+    PyObject *fields[2] = {NULL, NULL};
+    Py_ssize_t from[3], before[COLUMNS];
+    int ok = 1;
+    if (!PyDict_Check(PyTuple_GET_ITEM(t, 9)))
+        return 0;
+    lengths(c->arena, before);
+    found->n = 0;
+    for (int d = 0; d < 2; d++) {
+        from[d] = found->n;
+        if (ok == 1 && PyTuple_GET_ITEM(t, 3 + d) != Py_None) {
+            fields[d] = PySequence_Fast(PyTuple_GET_ITEM(t, 7 + d), "record_rows: located must be a sequence");
+            ok = fields[d] == NULL ? -1 : decode_message(c, fields[d], found);
+        }
+    }
+    from[2] = found->n;
+    for (int d = 0; ok == 1 && d < 2; d++) {
+        if (from[d] == from[d + 1])
+            continue;
+        PyObject *prefix = Py_BuildValue("(OOs)", PyTuple_GET_ITEM(t, 0), PyTuple_GET_ITEM(t, 1), directions[d]);
+        FoundList part = {found->items, from[d + 1], found->cap};
+        if (prefix == NULL || make_rows(&part, from[d], fields[d], c->spec, c->arena, prefix, PyTuple_GET_ITEM(t, 9),
+                                        d, batches == Py_None ? NULL : batches, 1, c->target, added) < 0)
+            ok = -1;
+        Py_XDECREF(prefix);
+    }
+    if (ok == 1)
+        *held += held_by(found, 0);
+    else
+        cut_back(c->arena, before);
+    Py_XDECREF(fields[0]);
+    Py_XDECREF(fields[1]);
+    return ok;
+}
+
+/* lane_records(spec, left, start, cut, arena, batches, target, errors, brokers, allowance)
+ *     -> (next, records added, payload bytes held)
+ * The records and batches rows of the lane's `left` exchanges (detail_walk.LaneParts.left) from
+ * `start` on, one exchange at a time, as TableSink._lane_parts makes them, stopping before an exchange
+ * it leaves to the sink: one whose errors (`errors`: the errors table is written) or brokers
+ * (`brokers`) rows the sink makes, or whose records are not plain (the run's decompression budget
+ * spec[5] restored). `batches` (a list, or None: not written) receives the batches rows, each whole
+ * (BATCH_NAMES, prefix included), for TableRows.append_values. It also stops right after the exchange whose records bring
+ * the payload bytes held past `allowance` (-1: no bound), for the sink's payload budget. */
+PyObject *
+lane_records(PyObject *module, PyObject *args)
+{
+    Call c;
+    PyObject *left, *batches;
+    Py_ssize_t start, allowance, added = 0, held = 0;
+    int errors, brokers;
+    if (!PyArg_ParseTuple(args, "OO!nnO!OO!ppn:lane_records", &c.spec, &PyList_Type, &left, &start, &c.cut,
+                          &PyTuple_Type, &c.arena, &batches, &PyTuple_Type, &c.target, &errors, &brokers, &allowance))
+        return NULL;
+    if (check_call(&c) < 0)
+        return NULL;
+    if (batches != Py_None && !PyList_Check(batches)) {
+        PyErr_SetString(PyExc_TypeError, "lane_records: batches must be a list or None");
+        return NULL;
+    }
+    PyObject *meter = PyTuple_GET_ITEM(c.spec, 5), *budget = NULL;
+    FoundList found = {NULL, 0, 0};
+    Py_ssize_t i = start < 0 ? 0 : start;
+    int ok = 1;
+    for (; i < PyList_GET_SIZE(left); i++) {
+        PyObject *t = PyList_GET_ITEM(left, i);
+        if (!PyTuple_CheckExact(t) || PyTuple_GET_SIZE(t) != 10 ||
+            (errors && PyObject_IsTrue(PyTuple_GET_ITEM(t, 5))) || (brokers && PyObject_IsTrue(PyTuple_GET_ITEM(t, 6))))
+            break;
+        if (meter != Py_None) {
+            Py_XSETREF(budget, PyObject_GetAttrString(meter, "left"));
+            if (budget == NULL) {
+                ok = -1;
+                break;
+            }
+        }
+        ok = lane_exchange(&c, t, batches, &found, &added, &held);
+        if (ok == 0 && budget != NULL && PyObject_SetAttrString(meter, "left", budget) < 0)
+            ok = -1;
+        if (ok <= 0)
+            break;
+        if (allowance >= 0 && held > allowance) {
+            i++;
+            break;
+        }
+    }
+    free(found.items);
+    Py_XDECREF(budget);
+    if (ok < 0)
+        return NULL;
+    return Py_BuildValue("(nnn)", i, added, held);
 }

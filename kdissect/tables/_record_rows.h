@@ -6,5 +6,6 @@
 #include <Python.h>
 
 PyObject *record_rows(PyObject *module, PyObject *args);
+PyObject *lane_records(PyObject *module, PyObject *args);
 
 #endif

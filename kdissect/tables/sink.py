@@ -27,6 +27,7 @@ from .record_rows import (
     Located,
     add_records,
     batch_rows,
+    lane_rows_in_c,
     located_records,
     null_payloads,
     produce_base_offsets,
@@ -358,23 +359,41 @@ class TableSink:
     def _lane_parts(self, parts: detail_walk.LaneParts) -> None:
         """The detail rows of a piece of exchanges the native pairing paired: its partitions and
         request_params rows as columns, the topic ids it learned, then, per exchange with error codes,
-        brokers or records, those rows as :meth:`_walked_details` makes them."""
+        brokers or records, those rows as :meth:`_walked_details` makes them: the records and batches
+        rows of plain batches in C, a run of exchanges per call, the others in :meth:`_left_rows`."""
         for topic_id, name in parts.topics.items():
             self.topic_names.setdefault(topic_id, name)
         for name, names, lists in (("partitions", detail_walk.PARTITION_COLUMNS, parts.partitions),
                                    ("request_params", PARAMS, parts.params)):
             if lists[0] and name in self.wanted:
                 self.rows[name].add_columns(dict(zip(names, lists, strict=True)), len(lists[0]))
-        for conn_id, correlation_id, api_key, request_at, response_at, errors, brokers, req_records, \
-                resp_records, base_offsets in parts.left:
-            if "errors" in self.wanted:
-                for found in errors:
-                    self._error_row(conn_id, correlation_id, api_key, response_at[1], *found)
-            if brokers and "brokers" in self.wanted:
-                self._broker_rows(conn_id, api_key, response_at[1], brokers)
-            if self._decodes_records:
-                self._record_rows(conn_id, correlation_id, request_at, response_at, req_records, resp_records,
-                                  base_offsets)
+        left, i = parts.left, 0
+        while i < len(left):
+            if self._arena is not None:  # the exchanges whose rows are records only: in C
+                allowance = -1 if self.spill is not None else max(self.options.payload_bytes - self._payload_held, 0)
+                end, held = lane_rows_in_c(left, i, self.options, self._arena, self.rows["records"],
+                                           self.rows["batches"] if "batches" in self.wanted else None,
+                                           "errors" in self.wanted, "brokers" in self.wanted, allowance)
+                self._payload_held += held
+                if end > i:
+                    i = end
+                    self._check_payloads(left[end - 1][0], left[end - 1][3] or left[end - 1][4])
+                    continue
+            self._left_rows(*left[i])
+            i += 1
+
+    def _left_rows(self, conn_id: int, correlation_id: int | None, api_key: int | None, request_at: At,
+                   response_at: At, errors: list[tuple], brokers: list[dict[str, Any]], req_records: list[Located],
+                   resp_records: list[Located], base_offsets: dict[tuple[str | None, int | None], int]) -> None:
+        """The rows of one exchange the lane's pairing left to the sink (``LaneParts.left``)."""
+        if "errors" in self.wanted:
+            for found in errors:
+                self._error_row(conn_id, correlation_id, api_key, response_at[1], *found)  # type: ignore[index]
+        if brokers and "brokers" in self.wanted:
+            self._broker_rows(conn_id, api_key, response_at[1], brokers)  # type: ignore[index]
+        if self._decodes_records:
+            self._record_rows(conn_id, correlation_id, request_at, response_at, req_records, resp_records,
+                              base_offsets)
 
     def _records_in(self, msg: KafkaMessage | None) -> bool:
         """Whether ``msg`` has record batches this sink decodes."""
@@ -411,8 +430,11 @@ class TableSink:
                 for w in part.records.all_warnings():
                     self._anomaly(w.code, conn_id, role, at[0], None, at[1],
                                   f"{part.topic}[{part.partition}] records: {w.message}")
+        self._check_payloads(conn_id, request_at or response_at)
+
+    def _check_payloads(self, conn_id: int, first: At) -> None:
+        """After an exchange's records (``first``: its first message's place): the payload budget."""
         if self._payload_held > self.options.payload_bytes and self.spill is None:
-            first = request_at or response_at
             assert first is not None
             self._stop_keeping_payloads(conn_id, first[1])
 
