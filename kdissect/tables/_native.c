@@ -32,6 +32,7 @@
 #include <Python.h>
 
 #include "_native.h"
+#include "_codes.h"
 #include "_record_rows.h"
 
 /* Member flags (tables/detail_walk.py's FLAGS, same order). */
@@ -450,6 +451,8 @@ static PyMethodDef methods[] = {
     {"record_rows", record_rows, METH_VARARGS,
      "record_rows(spec, located, cut, arena, prefix, base_offsets, fetch, batches, target): a message's records "
      "and batches rows, or None (see _record_rows.c)."},
+    {"codes", category_codes, METH_O,
+     "codes(values) -> (int32 codes, nulls, distinct): a category column's (see _codes.c)."},
     {"lane_records", lane_records, METH_VARARGS,
      "lane_records(spec, left, start, cut, arena, batches, target, errors, brokers, allowance): the records and "
      "batches rows of a lane's left exchanges from start on (see _record_rows.c)."},

@@ -10,6 +10,8 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
+from itertools import repeat
+from operator import is_
 from typing import Any
 
 from ..decoders import apis, schema
@@ -544,7 +546,7 @@ class TableSink:
         with_text = "topic_id" in rows.columns
         ids, topics, *text_column = rows.aligned(["_topic_id", "topic", "topic_id"][: 3 if with_text else 2])
         strings = text_column[0] if text_column else None
-        if ids.count(None) == len(ids):
+        if all(map(is_, ids, repeat(None))):  # (not ids.count(None): that calls UUID.__eq__ per id)
             return
         text: dict[uuid.UUID, str] = {}
         for i, tid in enumerate(ids):
@@ -565,10 +567,9 @@ class TableSink:
         if "connection_id" not in rows.columns or not self.connection_sources:
             return
         ids, files = rows.aligned(["connection_id", "source_file"])
-        sources = self.connection_sources
-        for i, conn_id in enumerate(ids):
-            if conn_id is not None and files[i] is None:
-                files[i] = sources.get(conn_id)
+        get = self.connection_sources.get
+        files[:] = [get(conn_id) if file is None and conn_id is not None else file
+                    for conn_id, file in zip(ids, files, strict=True)]
 
     def forget_connections(self, ids: Iterable[int]) -> None:
         """Name the file of every pending row, then forget these (ended) connections' files: what
