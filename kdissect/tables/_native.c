@@ -55,11 +55,28 @@ enum {
 
 static PyObject *uuid_type;       /* uuid.UUID */
 static PyObject *error_name_func; /* error_codes.error_name */
+static PyObject *error_names;     /* its answers, by code (ints only, at most MAX_NAMES) */
+#define MAX_NAMES 1024
 static PyObject *str_int, *str_aborted, *str_dot;
 
 typedef struct {
     PyObject *topic, *topic_id, *partition, *group; /* borrowed; NULL when unknown */
 } Context;
+
+/* error_name(code), asked once per code (a partition row per Produce answer names its code, mostly 0). */
+static PyObject *
+error_name_of(PyObject *code)
+{
+    PyObject *name = PyLong_CheckExact(code) ? PyDict_GetItemWithError(error_names, code) : NULL;
+    if (name != NULL)
+        return Py_NewRef(name);
+    if (PyErr_Occurred() || (name = PyObject_CallOneArg(error_name_func, code)) == NULL)
+        return NULL;
+    if (PyLong_CheckExact(code) && PyDict_GET_SIZE(error_names) < MAX_NAMES &&
+        PyDict_SetItem(error_names, code, name) < 0)
+        Py_CLEAR(name);
+    return name;
+}
 
 typedef struct {
     PyObject *key;   /* member key, or NULL for an array index */
@@ -168,7 +185,7 @@ static int merge_partition(Walk *w, Context *ctx, PyObject *members, PyObject *v
         if (slot >= 0 && PyList_GET_ITEM(row, P_VALUES + slot) == Py_None)
             PyList_SetItem(row, P_VALUES + slot, Py_NewRef(v));
         if (w->response && (flags & M_ERROR_CODE)) {
-            PyObject *name = PyObject_CallOneArg(error_name_func, v);
+            PyObject *name = error_name_of(v);
             if (name == NULL)
                 return -1;
             PyList_SetItem(row, P_ERROR_CODE, Py_NewRef(v));
@@ -438,8 +455,12 @@ static PyObject *setup(PyObject *self, PyObject *args)
         PyErr_SetString(PyExc_TypeError, "setup(uuid.UUID, error_name)");
         return NULL;
     }
+    PyObject *cache = PyDict_New();
+    if (cache == NULL)
+        return NULL;
     Py_XSETREF(uuid_type, Py_NewRef(uuid));
     Py_XSETREF(error_name_func, Py_NewRef(names));
+    Py_XSETREF(error_names, cache);
     Py_RETURN_NONE;
 }
 
