@@ -39,6 +39,7 @@
 #include <string.h>
 
 #include "_scan.h"
+#include "_records.h"
 
 enum {
     K_BOOL, K_INT8, K_INT16, K_UINT16, K_INT32, K_UINT32, K_INT64, K_FLOAT64, K_UUID,
@@ -1303,24 +1304,14 @@ column_record(Cursor *c, Py_ssize_t end, const RecordContext *ctx, Buf *col)
                : 0;
 }
 
-/* v2_columns(buf, p, end, base_offset, base_ts, append_ts, cut, into=None) -> tuple of bytes | int | None
- *
- * The records in buf[p:end] as column buffers (see COL_*), a handful of bytes objects per call
- * and none per record. None under v2_records' rules for False (and for an append time that is
- * not an int64): the caller decodes the batch the other way. With `into`, a tuple of COL_COUNT
- * bytearrays, the records are appended to those instead (the records table's arena: consecutive
- * batches end to end, so the table's columns need no joining) and the count of records is
- * returned; on None they are cut back to their lengths before the call. */
+/* The records in buf[p:end] as columns: see v2_columns. */
 static PyObject *
-v2_columns(PyObject *module, PyObject *args)
+columns_of(PyObject *buf, Py_ssize_t p, Py_ssize_t end, long long base_offset, long long base_ts,
+           PyObject *append_ts, Py_ssize_t cut, PyObject *into)
 {
-    PyObject *buf, *into = Py_None;
-    Py_ssize_t p, end;
     RecordContext ctx = {NULL};
-    long long base_offset, base_ts;
-    if (!PyArg_ParseTuple(args, "OnnLLOn|O:v2_columns", &buf, &p, &end, &base_offset, &base_ts, &ctx.append_ts,
-                          &ctx.cut, &into))
-        return NULL;
+    ctx.append_ts = append_ts;
+    ctx.cut = cut;
     if (!PyBytes_CheckExact(buf) || p < 0 || p > end || end > PyBytes_GET_SIZE(buf) || ctx.cut < 0)
         Py_RETURN_NONE;
     Buf col[COL_COUNT] = {{0}};
@@ -1387,6 +1378,39 @@ done:
     return out;
 }
 
+/* v2_columns(buf, p, end, base_offset, base_ts, append_ts, cut, into=None) -> tuple of bytes | int | None
+ *
+ * The records in buf[p:end] as column buffers (see COL_*), a handful of bytes objects per call
+ * and none per record. None under v2_records' rules for False (and for an append time that is
+ * not an int64): the caller decodes the batch the other way. With `into`, a tuple of COL_COUNT
+ * bytearrays, the records are appended to those instead (the records table's arena: consecutive
+ * batches end to end, so the table's columns need no joining) and the count of records is
+ * returned; on None they are cut back to their lengths before the call. */
+static PyObject *
+v2_columns(PyObject *module, PyObject *args)
+{
+    PyObject *buf, *into = Py_None, *append_ts;
+    Py_ssize_t p, end, cut;
+    long long base_offset, base_ts;
+    if (!PyArg_ParseTuple(args, "OnnLLOn|O:v2_columns", &buf, &p, &end, &base_offset, &base_ts, &append_ts,
+                          &cut, &into))
+        return NULL;
+    return columns_of(buf, p, end, base_offset, base_ts, append_ts, cut, into);
+}
+
+/* The capsule's v2_into (_records.h): columns_of into an arena, as a count. */
+static Py_ssize_t
+v2_into(PyObject *buf, Py_ssize_t p, Py_ssize_t end, long long base_offset, long long base_ts, PyObject *append_ts,
+        Py_ssize_t cut, PyObject *into)
+{
+    PyObject *out = columns_of(buf, p, end, base_offset, base_ts, append_ts, cut, into);
+    if (out == NULL)
+        return -1;
+    Py_ssize_t count = out == Py_None ? -2 : PyLong_AsSsize_t(out);
+    Py_DECREF(out);
+    return count;
+}
+
 /* ---- CRC-32C of a record batch ----------------------------------------------------------
  *
  * records.py checks each magic 2 batch's CRC-32C; the crc32c package is the Python path's (and the
@@ -1445,6 +1469,19 @@ crc32c_sse42(uint32_t crc, const unsigned char *s, Py_ssize_t n)
 #endif
 
 static int crc_hardware; /* set at import: whether the processor has the CRC32 instruction */
+
+/* The capsule's crc32c (_records.h): a batch's CRC-32C, the way crc32c() computes it. */
+static uint32_t
+crc_of(const unsigned char *s, Py_ssize_t n)
+{
+#ifdef CRC32C_HARDWARE
+    if (crc_hardware)
+        return crc32c_sse42(0xFFFFFFFFu, s, n) ^ 0xFFFFFFFFu;
+#endif
+    return crc32c_table(0xFFFFFFFFu, s, n) ^ 0xFFFFFFFFu;
+}
+
+static RecordsApi records_api = {v2_into, crc_of};
 
 /* crc32c(data, portable=False) -> int: the CRC-32C of a bytes-like object, as crc32c.crc32c gives it
  * (portable: by table even where the instruction is there, so tests check both ways). */
@@ -1972,6 +2009,11 @@ PyInit__native(void)
     PyObject *capsule = PyCapsule_New(&scan_api, SCAN_CAPSULE, NULL);
     if (capsule == NULL || PyModule_AddObject(m, "scan_api", capsule) < 0) {
         Py_XDECREF(capsule);
+        goto error;
+    }
+    PyObject *records = PyCapsule_New(&records_api, RECORDS_CAPSULE, NULL);
+    if (records == NULL || PyModule_AddObject(m, "records_api", records) < 0) {
+        Py_XDECREF(records);
         goto error;
     }
     return m;

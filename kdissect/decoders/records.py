@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import NamedTuple
 
-from .codecs import CODEC_NAMES, CODEC_NONE, decompress
+from .codecs import CODEC_NAMES, CODEC_NONE, Decompressed, decompress
 from .errors import CAP, DecodeWarning
 from .inflate_cache import InflateCache
 from .program import native_module, require_native
@@ -446,16 +446,11 @@ class _Decoder:
     def _inflate(self, batch: Batch, payload: bytes | memoryview, limit: int, codec: int, legacy_lz4: bool = False,
                  where: str = "") -> bytes:  # fmt: skip
         """Decompress a payload of ``batch``, noting problems on it (``where`` names a nested wrapper)."""
-        meter = self.limits.run
-        if meter is not None:
-            if meter.left <= 0:
-                batch.warn(CAP, f"{where}the run's {meter.total}-byte decompression budget is spent: not inflated")
-                return b""
-            limit = min(limit, meter.left)
-            result = meter.inflated.inflate(codec, payload, limit, legacy_lz4)
-            meter.left -= len(result.data)
-        else:
-            result = decompress(codec, payload, limit, legacy_lz4=legacy_lz4)
+        result = inflated(self.limits, codec, payload, limit, legacy_lz4)
+        if result is None:
+            batch.warn(CAP, f"{where}the run's {self.limits.run.total}-byte decompression budget is spent: "  # type: ignore[union-attr]
+                       "not inflated")
+            return b""
         for w in result.warnings:
             batch.warn(w.code, where + w.message)
         return result.data
@@ -565,6 +560,28 @@ class _Decoder:
         if mixed:
             batch.warn("inner_magic_mismatch", f"a magic {wrapper.magic} wrapper holds messages of another magic")
         return budget
+
+
+def inflated(limits: Limits, codec: int, payload: bytes | memoryview, limit: int,
+             legacy_lz4: bool = False) -> Decompressed | None:  # fmt: skip
+    """``codecs.decompress``'s result within the run's decompression budget (spent by it; the run's
+    inflate cache asked first), or None when the budget is spent."""
+    meter = limits.run
+    if meter is None:
+        return decompress(codec, payload, limit, legacy_lz4=legacy_lz4)
+    if meter.left <= 0:
+        return None
+    result = meter.inflated.inflate(codec, payload, min(limit, meter.left), legacy_lz4)
+    meter.left -= len(result.data)
+    return result
+
+
+def clean_inflate(limits: Limits, codec: int, payload: bytes) -> bytes | None:
+    """A magic 2 batch's payload as :class:`_Decoder` inflates it, or None where it would warn (the
+    budget spent, a bad or capped payload): what the records rows in C (``tables/_record_rows.c``)
+    decode, leaving every warning to the Python decoder."""
+    result = inflated(limits, codec, payload, limits.max_decompressed)
+    return None if result is None or result.warnings else result.data
 
 
 class _Tally:

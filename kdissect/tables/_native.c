@@ -32,6 +32,8 @@
 #include <Python.h>
 
 #include "_native.h"
+#include "_codes.h"
+#include "_record_rows.h"
 
 /* Member flags (tables/detail_walk.py's FLAGS, same order). */
 enum {
@@ -53,11 +55,28 @@ enum {
 
 static PyObject *uuid_type;       /* uuid.UUID */
 static PyObject *error_name_func; /* error_codes.error_name */
+static PyObject *error_names;     /* its answers, by code (ints only, at most MAX_NAMES) */
+#define MAX_NAMES 1024
 static PyObject *str_int, *str_aborted, *str_dot;
 
 typedef struct {
     PyObject *topic, *topic_id, *partition, *group; /* borrowed; NULL when unknown */
 } Context;
+
+/* error_name(code), asked once per code (a partition row per Produce answer names its code, mostly 0). */
+static PyObject *
+error_name_of(PyObject *code)
+{
+    PyObject *name = PyLong_CheckExact(code) ? PyDict_GetItemWithError(error_names, code) : NULL;
+    if (name != NULL)
+        return Py_NewRef(name);
+    if (PyErr_Occurred() || (name = PyObject_CallOneArg(error_name_func, code)) == NULL)
+        return NULL;
+    if (PyLong_CheckExact(code) && PyDict_GET_SIZE(error_names) < MAX_NAMES &&
+        PyDict_SetItem(error_names, code, name) < 0)
+        Py_CLEAR(name);
+    return name;
+}
 
 typedef struct {
     PyObject *key;   /* member key, or NULL for an array index */
@@ -166,7 +185,7 @@ static int merge_partition(Walk *w, Context *ctx, PyObject *members, PyObject *v
         if (slot >= 0 && PyList_GET_ITEM(row, P_VALUES + slot) == Py_None)
             PyList_SetItem(row, P_VALUES + slot, Py_NewRef(v));
         if (w->response && (flags & M_ERROR_CODE)) {
-            PyObject *name = PyObject_CallOneArg(error_name_func, v);
+            PyObject *name = error_name_of(v);
             if (name == NULL)
                 return -1;
             PyList_SetItem(row, P_ERROR_CODE, Py_NewRef(v));
@@ -436,8 +455,12 @@ static PyObject *setup(PyObject *self, PyObject *args)
         PyErr_SetString(PyExc_TypeError, "setup(uuid.UUID, error_name)");
         return NULL;
     }
+    PyObject *cache = PyDict_New();
+    if (cache == NULL)
+        return NULL;
     Py_XSETREF(uuid_type, Py_NewRef(uuid));
     Py_XSETREF(error_name_func, Py_NewRef(names));
+    Py_XSETREF(error_names, cache);
     Py_RETURN_NONE;
 }
 
@@ -446,6 +469,14 @@ static PyMethodDef methods[] = {
     {"walk", walk, METH_VARARGS,
      "walk(plan, body, response, partitions, errors, records, topics, base_offsets, brokers): one body."},
     {"append_rows", append_rows, METH_VARARGS, "append_rows(columns, prefix, rows): rows into column lists."},
+    {"record_rows", record_rows, METH_VARARGS,
+     "record_rows(spec, located, cut, arena, prefix, base_offsets, fetch, batches, target): a message's records "
+     "and batches rows, or None (see _record_rows.c)."},
+    {"codes", category_codes, METH_O,
+     "codes(values) -> (int32 codes, nulls, distinct): a category column's (see _codes.c)."},
+    {"lane_records", lane_records, METH_VARARGS,
+     "lane_records(spec, left, start, cut, arena, batches, target, errors, brokers, allowance): the records and "
+     "batches rows of a lane's left exchanges from start on (see _record_rows.c)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -19,9 +19,12 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from ..native import native_module
 from .blocks import RecordBlock, ends_of
 from .columns import TABLES, Parts, Runs
 from .numbers import NUMPY_TYPES, number_arrays
+
+_native_tables = native_module("tables._native")
 
 _TYPES = {
     "int64": pa.int64(), "int32": pa.int32(), "int16": pa.int16(), "int8": pa.int8(),
@@ -108,9 +111,8 @@ def _repeated(kind: str, runs: Runs) -> pa.Array | pa.ChunkedArray:
     if kind in NUMPY_TYPES:
         return _packed(kind, *repeat(*number_arrays(kind, runs.values)))
     if kind == "category":
-        codes, distinct = _codes(runs.values)
-        return pa.DictionaryArray.from_arrays(_packed("int32", *repeat(*number_arrays("int32", codes))),
-                                              _binary(pa.string(), distinct))  # fmt: skip
+        codes, nulls, distinct = _codes(runs.values)
+        return pa.DictionaryArray.from_arrays(_packed("int32", *repeat(codes, nulls)), _binary(pa.string(), distinct))
     return _array(kind, runs.expand())
 
 
@@ -168,15 +170,21 @@ def _chunks(array: pa.Array | pa.ChunkedArray) -> list[pa.Array]:
 
 def _dictionary(values: list[Any]) -> pa.DictionaryArray:
     """A category column: int32 codes into the distinct values, in order of first appearance."""
-    codes, distinct = _codes(values)
-    return pa.DictionaryArray.from_arrays(_numbers("int32", codes), _binary(pa.string(), distinct))
+    codes, nulls, distinct = _codes(values)
+    return pa.DictionaryArray.from_arrays(_packed("int32", codes, nulls), _binary(pa.string(), distinct))
 
 
-def _codes(values: list[Any]) -> tuple[list[int | None], list[Any]]:
+def _codes(values: list[Any]) -> tuple[np.ndarray, np.ndarray | None, list[Any]]:
+    """A category column's int32 codes (0 where null), its nulls (None: none) and its distinct values."""
+    if _native_tables is not None:  # (tables/_codes.c: the loop below, in C)
+        codes, nulls, distinct = _native_tables.codes(values)
+        return (np.frombuffer(codes, dtype=np.int32), None if nulls is None else np.frombuffer(nulls, dtype=np.bool_),
+                distinct)
     if values.count(None) == len(values):  # (a records table's control types, mostly)
-        return values, []
+        return (*number_arrays("int32", values), [])
     index: dict[Any, int] = {}
-    return [None if v is None else index.setdefault(v, len(index)) for v in values], list(index)
+    codes = [None if v is None else index.setdefault(v, len(index)) for v in values]
+    return (*number_arrays("int32", codes), list(index))
 
 
 def _headers(values: list[Any]) -> pa.Array:

@@ -46,6 +46,11 @@ class RecordBlock:
         self.first_offsets.append(first_offset)
         self.length += columns.count
 
+    def added(self, n: int) -> None:
+        """``n`` records were appended to :attr:`batches` and :attr:`first_offsets` (in C: :meth:`add`'s work)."""
+        self.merged = None
+        self.length += n
+
     def _pieces(self) -> list[Any]:
         """The batches as pieces: a batch's own :class:`RecordColumns`, or ``[buffers, starts, ends]``
         for a run of batches that follow each other in an arena's buffers (found once per block)."""
@@ -84,8 +89,30 @@ class RecordBlock:
 
     def _offsets(self) -> tuple[np.ndarray, np.ndarray | None]:
         values = self._ints("offset", np.int64)
-        if all(first == WIRE for first in self.first_offsets):
+        firsts = self.first_offsets
+        if all(first == WIRE for first in firsts):
             return values, None
+        counts = np.fromiter((b.count for b in self.batches), dtype=np.int64, count=len(self.batches))
+        assigned = [first for first in firsts if first is not None and first != WIRE]
+        if not assigned or max(assigned) <= _INT64_MAX - int(counts.max(initial=0)):
+            return self._assigned(values, counts)
+        return self._offsets_by_batch(values)
+
+    def _assigned(self, values: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+        """The offsets of batches whose first offsets all fit in int64 with their records, a numpy
+        step per column rather than a step per batch (chatty traffic has a batch per record)."""
+        firsts = self.first_offsets
+        unknown = np.fromiter((first is None for first in firsts), dtype=np.bool_, count=len(firsts))
+        wire = np.fromiter((first == WIRE for first in firsts), dtype=np.bool_, count=len(firsts))
+        starts = np.fromiter((0 if first is None else first for first in firsts), dtype=np.int64, count=len(firsts))
+        rows = np.repeat(~(unknown | wire), counts)
+        index = np.arange(len(values), dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
+        values = np.where(rows, np.repeat(starts, counts) + index, values)
+        nulls = np.repeat(unknown, counts)
+        return values, nulls if nulls.any() else None
+
+    def _offsets_by_batch(self, values: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+        """:meth:`_offsets` batch by batch, for first offsets near the end of int64 (hostile input)."""
         values, nulls = values.copy(), np.zeros(len(values), dtype=np.bool_)
         row = 0
         for batch, first in zip(self.batches, self.first_offsets, strict=True):

@@ -7,18 +7,32 @@ Produce batches carry client-side offsets (usually from 0); the paired response'
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
+from kdissect.decoders.codecs import CODEC_NAMES
 from kdissect.decoders.entities import Entry
-from kdissect.decoders.records import CONTROL_TYPES, RecordArena, RecordSet, decode_records
+from kdissect.decoders.records import (
+    CONTROL_TYPES,
+    ArenaColumns,
+    Limits,
+    RecordArena,
+    RecordSet,
+    clean_inflate,
+    decode_records,
+    native_enabled,
+)
+from kdissect.native import native_module
 from kdissect.options import Options
 from kdissect.tables.blocks import MAX_MS, WIRE
 from kdissect.tables.rows import TableRows
 from kdissect.tables.transactions import BROKER_LIST, TransactionMarks, listed_as_aborted
 
 _TIMESTAMP_TYPES = {0: "create_time", 1: "log_append_time"}
+_native_rows = native_module("tables._native")
 
 
 @dataclass(slots=True)
@@ -98,6 +112,89 @@ def batch_rows(parts: list[PartitionRecords]) -> list[tuple[Any, ...]]:
                 b.base_sequence, "; ".join(w.message for w in b.warnings) or None,
             ))
     return out
+
+
+# The records table's values shared by a batch's rows (add_records' ``same``), in the order
+# tables/_record_rows.c numbers them.
+SAME = ("connection_id", "correlation_id", "direction", "topic", "_topic_id", "partition", "batch_base_offset", "magic",
+        "compression", "batch_bytes", "batch_compressed_bytes", "crc_ok", "is_control", "producer_id",
+        "producer_epoch", "base_sequence", "transactional", "aborted", "aborted_by", "timestamp_type")
+_spec: tuple[Limits, tuple] | None = None  # the last limits' spec (one per run)
+_slots: tuple[list[str], tuple[int, ...]] | None = None  # the last run columns' SAME slots
+
+
+def _spec_of(limits: Limits) -> tuple:
+    global _spec
+    if _spec is None or _spec[0] is not limits:
+        codecs = tuple(CODEC_NAMES.get(c, str(c)) for c in range(8))
+        kinds = (_TIMESTAMP_TYPES[0], _TIMESTAMP_TYPES[1])
+        _spec = (limits, (ArenaColumns, codecs, kinds, partial(clean_inflate, limits), limits.max_batches, limits.run))
+    return _spec[1]
+
+
+def _slots_of(names: list[str]) -> tuple[int, ...]:
+    global _slots
+    if _slots is None or _slots[0] is not names:
+        _slots = (names, tuple(SAME.index(name) if name in SAME else -1 for name in names))
+    return _slots[1]
+
+
+def _target(records: TableRows) -> tuple | None:
+    """What the C code appends a records table's rows to (:meth:`TableRows.record_target`, its runs'
+    SAME slots), or None: not built, or the table not steady."""
+    target = records.record_target() if _native_rows is not None and native_enabled() else None
+    if target is None:
+        return None
+    lists, names, counts, block = target
+    return lists, _slots_of(names), counts, block.batches, block.first_offsets
+
+
+def _cut(options: Options) -> int:
+    return sys.maxsize if options.payloads.keep is None else options.payloads.keep
+
+
+def rows_in_c(located: list[Located], options: Options, arena: RecordArena, records: TableRows,
+              batches: TableRows | None, prefix: tuple[int, int | None, str],
+              base_offsets: dict[tuple[str | None, int | None], int]) -> int | None:
+    """:func:`record_fields`, :func:`batch_rows` and :func:`add_records` of one message at once, in C
+    (``tables/_record_rows.c``), when every batch it carries is plain (see there) and the records table
+    is steady (:meth:`TableRows.record_target`): the payload bytes its records hold; else None, with
+    nothing changed (the decompression budget restored), for the reference to decode the message."""
+    target = _target(records)
+    if target is None:
+        return None
+    meter = options.limits.run
+    left = meter.left if meter is not None else 0
+    found = _native_rows.record_rows(_spec_of(options.limits), located, _cut(options), arena.buffers,  # type: ignore[union-attr]
+                                     prefix, base_offsets, prefix[2] == "fetch", batches is not None, target)
+    if found is None:
+        if meter is not None:
+            meter.left = left
+        return None
+    rows, added, held = found
+    if batches is not None:
+        batches.append_values(BATCH_NAMES, prefix, rows)
+    records.added_records(added)
+    return held
+
+
+def lane_rows_in_c(left: list[tuple], start: int, options: Options, arena: RecordArena, records: TableRows,
+                   batches: TableRows | None, errors: bool, brokers: bool, allowance: int) -> tuple[int, int]:
+    """The records and batches rows of the native pairing's ``left`` exchanges (``LaneParts.left``) from
+    ``start`` on, in C, up to the first whose rows the sink makes itself (see ``lane_records`` in
+    ``tables/_record_rows.c``; ``errors``/``brokers``: whether those tables are written, ``allowance``:
+    payload bytes the sink may still hold, -1 unbounded): the index of that exchange and the payload
+    bytes the records hold."""
+    target = _target(records)
+    if target is None:
+        return start, 0
+    rows: list[tuple] | None = [] if batches is not None else None
+    end, added, held = _native_rows.lane_records(_spec_of(options.limits), left, start, _cut(options),  # type: ignore[union-attr]
+                                                 arena.buffers, rows, target, errors, brokers, allowance)
+    if rows:
+        batches.append_values(BATCH_NAMES, (), rows)  # type: ignore[union-attr]
+    records.added_records(added)
+    return end, held
 
 
 def add_records(table: TableRows, conn_id: int, correlation_id: int | None, direction: str,

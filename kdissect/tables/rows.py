@@ -159,6 +159,21 @@ class TableRows:
         block.add(records, first_offset)
         self._same(records.count, same, PER_RECORD)
 
+    def record_target(self) -> tuple[tuple[list[Any], ...], list[str], list[int], RecordBlock] | None:
+        """Where :meth:`add_record_columns` puts the next batch once the table is steady (a block open,
+        every other column a run): the run value lists, their columns' names, the run counts and the
+        block; what the records rows in C (``tables/_record_rows.c``) append to. None when not steady."""
+        lists = self.run_lists.get(PER_RECORD)
+        if not lists or self.block is None or self.counts is None or not self.length:
+            return None
+        return lists, self.others[PER_RECORD], self.counts, self.block
+
+    def added_records(self, n: int) -> None:
+        """``n`` rows were appended through :meth:`record_target`."""
+        assert self.block is not None
+        self.block.added(n)
+        self.length += n
+
     def _same(self, n: int, same: Mapping[str, Any], each: Iterable[str]) -> None:
         """Columns other than ``each`` get their ``same`` value (None if missing) for ``n`` rows."""
         columns = self.columns

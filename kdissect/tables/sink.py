@@ -10,6 +10,8 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
+from itertools import repeat
+from operator import is_
 from typing import Any
 
 from ..decoders import apis, schema
@@ -27,10 +29,12 @@ from .record_rows import (
     Located,
     add_records,
     batch_rows,
+    lane_rows_in_c,
     located_records,
     null_payloads,
     produce_base_offsets,
     record_fields,
+    rows_in_c,
 )
 from .rows import TableRows
 from .transactions import TransactionMarks
@@ -357,23 +361,41 @@ class TableSink:
     def _lane_parts(self, parts: detail_walk.LaneParts) -> None:
         """The detail rows of a piece of exchanges the native pairing paired: its partitions and
         request_params rows as columns, the topic ids it learned, then, per exchange with error codes,
-        brokers or records, those rows as :meth:`_walked_details` makes them."""
+        brokers or records, those rows as :meth:`_walked_details` makes them: the records and batches
+        rows of plain batches in C, a run of exchanges per call, the others in :meth:`_left_rows`."""
         for topic_id, name in parts.topics.items():
             self.topic_names.setdefault(topic_id, name)
         for name, names, lists in (("partitions", detail_walk.PARTITION_COLUMNS, parts.partitions),
                                    ("request_params", PARAMS, parts.params)):
             if lists[0] and name in self.wanted:
                 self.rows[name].add_columns(dict(zip(names, lists, strict=True)), len(lists[0]))
-        for conn_id, correlation_id, api_key, request_at, response_at, errors, brokers, req_records, \
-                resp_records, base_offsets in parts.left:
-            if "errors" in self.wanted:
-                for found in errors:
-                    self._error_row(conn_id, correlation_id, api_key, response_at[1], *found)
-            if brokers and "brokers" in self.wanted:
-                self._broker_rows(conn_id, api_key, response_at[1], brokers)
-            if self._decodes_records:
-                self._record_rows(conn_id, correlation_id, request_at, response_at, req_records, resp_records,
-                                  base_offsets)
+        left, i = parts.left, 0
+        while i < len(left):
+            if self._arena is not None:  # the exchanges whose rows are records only: in C
+                allowance = -1 if self.spill is not None else max(self.options.payload_bytes - self._payload_held, 0)
+                end, held = lane_rows_in_c(left, i, self.options, self._arena, self.rows["records"],
+                                           self.rows["batches"] if "batches" in self.wanted else None,
+                                           "errors" in self.wanted, "brokers" in self.wanted, allowance)
+                self._payload_held += held
+                if end > i:
+                    i = end
+                    self._check_payloads(left[end - 1][0], left[end - 1][3] or left[end - 1][4])
+                    continue
+            self._left_rows(*left[i])
+            i += 1
+
+    def _left_rows(self, conn_id: int, correlation_id: int | None, api_key: int | None, request_at: At,
+                   response_at: At, errors: list[tuple], brokers: list[dict[str, Any]], req_records: list[Located],
+                   resp_records: list[Located], base_offsets: dict[tuple[str | None, int | None], int]) -> None:
+        """The rows of one exchange the lane's pairing left to the sink (``LaneParts.left``)."""
+        if "errors" in self.wanted:
+            for found in errors:
+                self._error_row(conn_id, correlation_id, api_key, response_at[1], *found)  # type: ignore[index]
+        if brokers and "brokers" in self.wanted:
+            self._broker_rows(conn_id, api_key, response_at[1], brokers)  # type: ignore[index]
+        if self._decodes_records:
+            self._record_rows(conn_id, correlation_id, request_at, response_at, req_records, resp_records,
+                              base_offsets)
 
     def _records_in(self, msg: KafkaMessage | None) -> bool:
         """Whether ``msg`` has record batches this sink decodes."""
@@ -387,10 +409,19 @@ class TableSink:
         offset and first capture time, or None without it."""
         for direction, role, at, located in (("produce", "request", request_at, req_records),
                                              ("fetch", "response", response_at, resp_records)):
-            parts = record_fields(located, self.options, self._arena) if at is not None else []
+            if at is None:
+                continue
+            located = list(located)
+            if self._arena is not None and located:  # plain batches: their rows in C
+                held = rows_in_c(located, self.options, self._arena, self.rows["records"],
+                                 self.rows["batches"] if "batches" in self.wanted else None,
+                                 (conn_id, correlation_id, direction), base_offsets)
+                if held is not None:
+                    self._payload_held += held
+                    continue
+            parts = record_fields(located, self.options, self._arena)
             if not parts:
                 continue
-            assert at is not None
             if "batches" in self.wanted:
                 self.rows["batches"].append_values(BATCH_NAMES, (conn_id, correlation_id, direction), batch_rows(parts))
             if "records" in self.wanted:
@@ -401,8 +432,11 @@ class TableSink:
                 for w in part.records.all_warnings():
                     self._anomaly(w.code, conn_id, role, at[0], None, at[1],
                                   f"{part.topic}[{part.partition}] records: {w.message}")
+        self._check_payloads(conn_id, request_at or response_at)
+
+    def _check_payloads(self, conn_id: int, first: At) -> None:
+        """After an exchange's records (``first``: its first message's place): the payload budget."""
         if self._payload_held > self.options.payload_bytes and self.spill is None:
-            first = request_at or response_at
             assert first is not None
             self._stop_keeping_payloads(conn_id, first[1])
 
@@ -512,7 +546,7 @@ class TableSink:
         with_text = "topic_id" in rows.columns
         ids, topics, *text_column = rows.aligned(["_topic_id", "topic", "topic_id"][: 3 if with_text else 2])
         strings = text_column[0] if text_column else None
-        if ids.count(None) == len(ids):
+        if all(map(is_, ids, repeat(None))):  # (not ids.count(None): that calls UUID.__eq__ per id)
             return
         text: dict[uuid.UUID, str] = {}
         for i, tid in enumerate(ids):
@@ -533,10 +567,9 @@ class TableSink:
         if "connection_id" not in rows.columns or not self.connection_sources:
             return
         ids, files = rows.aligned(["connection_id", "source_file"])
-        sources = self.connection_sources
-        for i, conn_id in enumerate(ids):
-            if conn_id is not None and files[i] is None:
-                files[i] = sources.get(conn_id)
+        get = self.connection_sources.get
+        files[:] = [get(conn_id) if file is None and conn_id is not None else file
+                    for conn_id, file in zip(ids, files, strict=True)]
 
     def forget_connections(self, ids: Iterable[int]) -> None:
         """Name the file of every pending row, then forget these (ended) connections' files: what

@@ -1,0 +1,25 @@
+/* The decoder's magic 2 record loop and batch checksum (decoders/_native.c), offered through a capsule
+ * to the records table's batch rows (tables/_record_rows.c), which walk a records field's batches in C:
+ *     RecordsApi *api = PyCapsule_Import(RECORDS_CAPSULE, 0);
+ * The same code as the module's v2_columns(..., into) and crc32c(), without a Python call per batch. */
+#ifndef KDISSECT_RECORDS_H
+#define KDISSECT_RECORDS_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+
+#define RECORDS_CAPSULE "kdissect.decoders._native.records_api"
+
+typedef struct {
+    /* v2_columns(buf, p, end, base_offset, base_ts, append_ts, cut, into): the records of the bytes
+     * object buf[p:end] appended to the arena `into` (a tuple of 13 bytearrays); their count, -2 where
+     * v2_columns gives None (the arena then as it was), -1 with an exception set (BufferError: an array
+     * still points into the arena, nothing written). */
+    Py_ssize_t (*v2_into)(PyObject *buf, Py_ssize_t p, Py_ssize_t end, long long base_offset, long long base_ts,
+                          PyObject *append_ts, Py_ssize_t cut, PyObject *into);
+    /* The CRC-32C of s[0:n], as crc32c() gives it. */
+    uint32_t (*crc32c)(const unsigned char *s, Py_ssize_t n);
+} RecordsApi;
+
+#endif

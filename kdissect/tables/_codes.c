@@ -1,0 +1,79 @@
+/* The codes of a category column, in C: the native part of tables/arrow.py's _codes (a dictionary
+ * column's int32 codes into its distinct values, in order of first appearance).
+ *
+ * codes(values) -> (codes, nulls, distinct): `values` a list; `codes` the int32 codes (native byte
+ * order, 0 where the value is None), `nulls` one byte per value (1: None) or None when there is no
+ * None, `distinct` the distinct values in order of first appearance. Values are told apart by a
+ * dict, as the Python code's dict.setdefault does (same hashing and equality, any hashable value).
+ *
+ * Rules: nothing here knows a table or a column; a column of more distinct values than int32 codes
+ * hold raises OverflowError (the Python path's int32 column would refuse them too); every reference
+ * taken is released on every path.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+
+#include "_codes.h"
+
+PyObject *
+category_codes(PyObject *module, PyObject *values)
+{
+    if (!PyList_Check(values)) {
+        PyErr_SetString(PyExc_TypeError, "codes: values must be a list");
+        return NULL;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(values);
+    PyObject *codes = PyBytes_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(int32_t));
+    PyObject *nulls = PyBytes_FromStringAndSize(NULL, n);
+    PyObject *index = PyDict_New(), *distinct = PyList_New(0);
+    Py_ssize_t none = 0;
+    if (codes == NULL || nulls == NULL || index == NULL || distinct == NULL)
+        goto error;
+    int32_t *code = (int32_t *)PyBytes_AS_STRING(codes);
+    char *null = PyBytes_AS_STRING(nulls);
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(values); i++) { /* (the size is read again: a key's __eq__ runs Python) */
+        PyObject *v = PyList_GET_ITEM(values, i);
+        if (i >= n)
+            break;
+        if (v == Py_None) {
+            code[i] = 0;
+            null[i] = 1;
+            none++;
+            continue;
+        }
+        Py_INCREF(v);
+        PyObject *found = PyDict_GetItemWithError(index, v);
+        if (found == NULL) {
+            Py_ssize_t next = PyList_GET_SIZE(distinct);
+            PyObject *number = next > INT32_MAX ? NULL : PyLong_FromSsize_t(next);
+            if (next > INT32_MAX)
+                PyErr_SetString(PyExc_OverflowError, "codes: more distinct values than int32 codes");
+            int bad = PyErr_Occurred() || number == NULL || PyDict_SetItem(index, v, number) < 0 ||
+                      PyList_Append(distinct, v) < 0;
+            Py_XDECREF(number);
+            Py_DECREF(v);
+            if (bad)
+                goto error;
+            code[i] = (int32_t)next;
+        } else {
+            Py_DECREF(v);
+            code[i] = (int32_t)PyLong_AsLong(found);
+        }
+        null[i] = 0;
+    }
+    if (PyList_GET_SIZE(values) != n) {
+        PyErr_SetString(PyExc_RuntimeError, "codes: the list changed size");
+        goto error;
+    }
+    Py_DECREF(index);
+    if (none == 0)
+        Py_SETREF(nulls, Py_NewRef(Py_None));
+    return Py_BuildValue("(NNN)", codes, nulls, distinct);
+error:
+    Py_XDECREF(codes);
+    Py_XDECREF(nulls);
+    Py_XDECREF(index);
+    Py_XDECREF(distinct);
+    return NULL;
+}

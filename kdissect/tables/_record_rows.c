@@ -1,0 +1,599 @@
+/* The records and batches rows of a message's records fields, in C: the native part of
+ * tables/record_rows.py (record_fields, then batch_rows and add_records) for the common case.
+ *
+ * record_rows(spec, located, cut, arena, prefix, base_offsets, fetch, batches, target) takes the
+ * records fields one message carries (`located`: the detail walk's (topic, topic id, partition, bytes,
+ * aborted) tuples) and, when every batch in them is plain — magic 2, whole, its CRC-32C right, neither
+ * control nor transactional, its payload inflated without a warning, its records decoding cleanly and
+ * as many as its header says, nothing after the last batch — decodes them all into the records
+ * table's arena (the decoder's own loop, decoders/_records.h), appends the records table's rows (each
+ * batch's span of the arena to the block, and its shared values to the table's runs) and returns
+ * (the batches rows, records added, payload bytes held). Anything else returns None with nothing
+ * changed (the arena cut back), and the Python reference decodes the message: every warning, anomaly,
+ * transaction mark and legacy format is its. So C never writes a row the reference would not.
+ *
+ * lane_records(...) does the same for the exchanges a lane's pairing left to the sink
+ * (detail_walk.LaneParts.left), one exchange after another, without a Python step per exchange.
+ *
+ *   spec:    (ArenaColumns, codec names by codec number (8), timestamp type names (2), inflate, max_batches,
+ *            the run's RunMeter or None)
+ *            inflate(codec, payload) -> bytes, or None where the reference would warn (records.py's
+ *            clean_inflate: the run's decompression budget, the inflate cache; the caller restores the
+ *            budget on None)
+ *   cut:     bytes kept of each key, value and header value (Payloads.keep; sys.maxsize: all)
+ *   arena:   RecordArena.buffers (13 bytearrays)
+ *   prefix:  (connection id, correlation id, direction)
+ *   target:  (the records table's run lists, which SAME value each takes (-1: None), its run counts,
+ *            the block's batches and first offsets): TableRows.record_target()
+ *
+ * Rules: no per-API code (fields come located by the schema walk); bounded as the reference is
+ * (Limits.max_batches batches per field, the decompression budget spent through `inflate`, the
+ * arena grown only by the decoder's loop); nothing is appended to a Python list before the last
+ * batch is decoded, so a decline leaves every table as it was. Wire values are untrusted: every
+ * length is checked before it is read.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../decoders/_records.h"
+#include "_record_rows.h"
+
+#define LOG_OVERHEAD 12 /* offset (int64) + length (int32) */
+#define HEADER 61       /* the record batch header (records.py's V2_HEADER) */
+#define MIN_LENGTH (HEADER - LOG_OVERHEAD)
+#define MAGIC_AT 16
+#define CRC_FROM 21
+#define ATTR_CODEC 0x07
+#define ATTR_LOG_APPEND_TIME 0x08
+#define ATTR_TRANSACTIONAL 0x10
+#define ATTR_CONTROL 0x20
+#define COLUMNS 13 /* RecordColumns' fields */
+#define CODECS 8
+#define BATCH_ROW 22 /* record_rows.BATCH_NAMES after its prefix */
+
+/* A records row's values shared by its batch, in record_rows.SAME's order. */
+enum {
+    S_CONNECTION, S_CORRELATION, S_DIRECTION, S_TOPIC, S_TOPIC_ID, S_PARTITION, S_BATCH_BASE_OFFSET, S_MAGIC,
+    S_COMPRESSION, S_BATCH_BYTES, S_COMPRESSED_BYTES, S_CRC_OK, S_IS_CONTROL, S_PRODUCER_ID, S_PRODUCER_EPOCH,
+    S_BASE_SEQUENCE, S_TRANSACTIONAL, S_ABORTED, S_ABORTED_BY, S_TIMESTAMP_TYPE, SAME_COUNT
+};
+
+/* A batch decoded into the arena, its rows not yet made. */
+typedef struct {
+    Py_ssize_t part, position, size, compressed, decompressed, count;
+    int64_t base_offset, producer_id;
+    int32_t last_delta, base_sequence, record_count;
+    int attrs, producer_epoch;
+    Py_ssize_t starts[COLUMNS], ends[COLUMNS];
+} Found;
+
+typedef struct {
+    Found *items;
+    Py_ssize_t n, cap;
+} FoundList;
+
+static RecordsApi *records_api;
+
+static int64_t
+be64(const unsigned char *b)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++)
+        v = v << 8 | b[i];
+    return (int64_t)v;
+}
+
+static uint32_t
+be32(const unsigned char *b)
+{
+    return (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3];
+}
+
+static int
+be16(const unsigned char *b)
+{
+    return (int16_t)(uint16_t)((unsigned)b[0] << 8 | b[1]);
+}
+
+static void
+lengths(PyObject *arena, Py_ssize_t *out)
+{
+    for (int i = 0; i < COLUMNS; i++)
+        out[i] = PyByteArray_GET_SIZE(PyTuple_GET_ITEM(arena, i));
+}
+
+/* Cut the arena back to `to` (a shrink, which cannot fail; an exception being raised is kept). */
+static void
+cut_back(PyObject *arena, const Py_ssize_t *to)
+{
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    for (int i = 0; i < COLUMNS; i++) {
+        PyObject *a = PyTuple_GET_ITEM(arena, i);
+        if (PyByteArray_GET_SIZE(a) != to[i] && PyByteArray_Resize(a, to[i]) < 0)
+            PyErr_Clear();
+    }
+    PyErr_Restore(type, value, tb);
+}
+
+static Found *
+next_found(FoundList *l)
+{
+    if (l->n == l->cap) {
+        Py_ssize_t cap = l->cap ? 2 * l->cap : 16;
+        Found *items = realloc(l->items, (size_t)cap * sizeof(Found));
+        if (items == NULL) {
+            PyErr_NoMemory();
+            return NULL;
+        }
+        l->items = items;
+        l->cap = cap;
+    }
+    return &l->items[l->n++];
+}
+
+/* The payload a batch's records are read from: the field itself, or its inflated bytes (a new
+ * reference in *owned). 1: there; 0: the reference would warn (declined); -1: error. */
+static int
+payload(PyObject *inflate, PyObject *raw, Py_ssize_t body, Py_ssize_t end, int codec, Found *f, PyObject **owned)
+{
+    *owned = NULL;
+    if (codec == 0)
+        return 1;
+    PyObject *compressed = PyBytes_FromStringAndSize(PyBytes_AS_STRING(raw) + body, end - body);
+    if (compressed == NULL)
+        return -1;
+    PyObject *data = PyObject_CallFunction(inflate, "iO", codec, compressed);
+    Py_DECREF(compressed);
+    if (data == NULL)
+        return -1;
+    if (!PyBytes_CheckExact(data)) { /* None: a warning; anything else: the reference's columns decline */
+        Py_DECREF(data);
+        return 0;
+    }
+    f->compressed = end - body;
+    f->decompressed = PyBytes_GET_SIZE(data);
+    *owned = data;
+    return 1;
+}
+
+/* One field's batches into the arena. 1: all plain; 0: declined; -1: error. */
+static int
+decode_field(PyObject *spec_inflate, Py_ssize_t max_batches, Py_ssize_t part, PyObject *raw, Py_ssize_t cut,
+             PyObject *arena, FoundList *found)
+{
+    const unsigned char *b = (const unsigned char *)PyBytes_AS_STRING(raw);
+    Py_ssize_t n = PyBytes_GET_SIZE(raw), pos = 0, batches = 0;
+    while (pos < n) {
+        if (n - pos < HEADER || b[pos + MAGIC_AT] != 2 || batches >= max_batches)
+            return 0; /* a cut batch, another magic, the batch bound: the reference's */
+        int64_t length = (int32_t)be32(b + pos + 8);
+        if (length < MIN_LENGTH || length > n - pos - LOG_OVERHEAD)
+            return 0;
+        Py_ssize_t end = pos + LOG_OVERHEAD + (Py_ssize_t)length, body = pos + HEADER;
+        int attrs = be16(b + pos + 21);
+        if (attrs & (ATTR_CONTROL | ATTR_TRANSACTIONAL) ||
+            records_api->crc32c(b + pos + CRC_FROM, end - pos - CRC_FROM) != be32(b + pos + 17))
+            return 0;
+        Found *f = next_found(found);
+        if (f == NULL)
+            return -1;
+        memset(f, 0, sizeof *f);
+        f->part = part;
+        f->position = pos;
+        f->size = end - pos;
+        f->attrs = attrs;
+        f->base_offset = be64(b + pos);
+        f->last_delta = (int32_t)be32(b + pos + 23);
+        f->producer_id = be64(b + pos + 43);
+        f->producer_epoch = be16(b + pos + 51);
+        f->base_sequence = (int32_t)be32(b + pos + 53);
+        f->record_count = (int32_t)be32(b + pos + 57);
+        int64_t base_ts = be64(b + pos + 27), max_ts = be64(b + pos + 35);
+        PyObject *inflated;
+        int got = payload(spec_inflate, raw, body, end, attrs & ATTR_CODEC, f, &inflated);
+        if (got <= 0)
+            return got;
+        PyObject *append_ts = attrs & ATTR_LOG_APPEND_TIME ? PyLong_FromLongLong(max_ts) : Py_NewRef(Py_None);
+        if (append_ts == NULL) {
+            Py_XDECREF(inflated);
+            return -1;
+        }
+        lengths(arena, f->starts);
+        f->count = inflated == NULL
+                       ? records_api->v2_into(raw, body, end, f->base_offset, base_ts, append_ts, cut, arena)
+                       : records_api->v2_into(inflated, 0, f->decompressed, f->base_offset, base_ts, append_ts, cut,
+                                              arena);
+        Py_XDECREF(inflated);
+        Py_DECREF(append_ts);
+        if (f->count == -1) {
+            if (!PyErr_ExceptionMatches(PyExc_BufferError))
+                return -1;
+            PyErr_Clear(); /* an array still points into the arena: the reference starts new buffers */
+            return 0;
+        }
+        if (f->count < 0 || f->count != f->record_count)
+            return 0; /* records the reference decodes as objects, or a count it warns about */
+        lengths(arena, f->ends);
+        pos = end;
+        batches++;
+    }
+    return 1;
+}
+
+static PyObject *
+lengths_tuple(const Py_ssize_t *v)
+{
+    PyObject *t = PyTuple_New(COLUMNS);
+    for (int i = 0; t != NULL && i < COLUMNS; i++) {
+        PyObject *x = PyLong_FromSsize_t(v[i]);
+        if (x == NULL)
+            Py_CLEAR(t);
+        else
+            PyTuple_SET_ITEM(t, i, x);
+    }
+    return t;
+}
+
+/* A tuple of `n` new references (stolen, NULLs allowed: then NULL) of the tuple subclass `type`. */
+static PyObject *
+tuple_of(PyTypeObject *type, PyObject **items, Py_ssize_t n)
+{
+    PyObject *t = NULL;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (items[i] == NULL)
+            goto fail;
+    t = type->tp_alloc(type, n);
+    if (t == NULL)
+        goto fail;
+    for (Py_ssize_t i = 0; i < n; i++)
+        PyTuple_SET_ITEM(t, i, items[i]);
+    return t;
+fail:
+    for (Py_ssize_t i = 0; i < n; i++)
+        Py_XDECREF(items[i]);
+    return NULL;
+}
+
+static PyObject *
+or_none(Py_ssize_t v)
+{
+    return v ? PyLong_FromSsize_t(v) : Py_NewRef(Py_None);
+}
+
+/* A batch's batches row (BATCH_NAMES after the prefix; with `prefix`, the prefix's values first). */
+static PyObject *
+batch_row(const Found *f, PyObject *part, PyObject *base, PyObject *codec_name, PyObject *prefix)
+{
+    PyObject *delta = PyLong_FromLong(f->last_delta);
+    PyObject *last = delta == NULL ? NULL : PyNumber_Add(base, delta);
+    Py_XDECREF(delta);
+    PyObject *items[BATCH_ROW] = {
+        Py_NewRef(PyTuple_GET_ITEM(part, 0)), Py_NewRef(PyTuple_GET_ITEM(part, 1)),
+        Py_NewRef(PyTuple_GET_ITEM(part, 2)), PyLong_FromSsize_t(f->position), Py_NewRef(base), last,
+        PyLong_FromLong(2), Py_NewRef(codec_name), PyLong_FromLong(f->record_count), PyLong_FromSsize_t(f->count),
+        PyLong_FromSsize_t(f->size), or_none(f->compressed), or_none(f->decompressed),
+        f->decompressed && f->compressed ? PyFloat_FromDouble((double)f->decompressed / (double)f->compressed)
+                                         : Py_NewRef(Py_None),
+        Py_NewRef(Py_True), Py_NewRef(Py_True), Py_NewRef(Py_False), Py_NewRef(Py_False),
+        PyLong_FromLongLong(f->producer_id), PyLong_FromLong(f->producer_epoch), PyLong_FromLong(f->base_sequence),
+        Py_NewRef(Py_None),
+    };
+    PyObject *row = tuple_of(&PyTuple_Type, items, BATCH_ROW);
+    if (row == NULL || prefix == NULL)
+        return row;
+    PyObject *whole = PySequence_Concat(prefix, row);
+    Py_DECREF(row);
+    return whole;
+}
+
+/* A batch's records rows: its span of the arena to the block, its shared values to the runs. */
+static int
+add_batch(const Found *f, PyObject *arena, PyTypeObject *arena_columns, PyObject *first, PyObject *same[SAME_COUNT],
+          PyObject *runs, PyObject *slots, PyObject *counts, PyObject *block, PyObject *firsts)
+{
+    PyObject *items[4] = {Py_NewRef(arena), lengths_tuple(f->starts), lengths_tuple(f->ends),
+                          PyLong_FromSsize_t(f->count)};
+    PyObject *columns = tuple_of(arena_columns, items, 4);
+    if (columns == NULL)
+        return -1;
+    int bad = PyList_Append(block, columns) < 0 || PyList_Append(firsts, first) < 0;
+    Py_DECREF(columns);
+    for (Py_ssize_t i = 0; !bad && i < PyTuple_GET_SIZE(runs); i++) {
+        long slot = PyLong_AsLong(PyTuple_GET_ITEM(slots, i));
+        if (slot == -1 && PyErr_Occurred())
+            return -1;
+        bad = PyList_Append(PyTuple_GET_ITEM(runs, i), slot >= 0 && slot < SAME_COUNT ? same[slot] : Py_None) < 0;
+    }
+    PyObject *count = bad ? NULL : PyLong_FromSsize_t(f->count);
+    bad = count == NULL || PyList_Append(counts, count) < 0;
+    Py_XDECREF(count);
+    return bad ? -1 : 0;
+}
+
+/* The rows of the batches found from `from` on (one message's, `located`), in the reference's order;
+ * the records added through *added. */
+static int
+make_rows(const FoundList *found, Py_ssize_t from, PyObject *located, PyObject *spec, PyObject *arena, PyObject *prefix,
+          PyObject *base_offsets, int fetch, PyObject *rows, int with_prefix, PyObject *target, Py_ssize_t *added)
+{
+    PyTypeObject *arena_columns = (PyTypeObject *)PyTuple_GET_ITEM(spec, 0);
+    PyObject *codec_names = PyTuple_GET_ITEM(spec, 1), *ts_names = PyTuple_GET_ITEM(spec, 2);
+    PyObject *runs = PyTuple_GET_ITEM(target, 0), *slots = PyTuple_GET_ITEM(target, 1);
+    PyObject *counts = PyTuple_GET_ITEM(target, 2), *block = PyTuple_GET_ITEM(target, 3);
+    PyObject *firsts = PyTuple_GET_ITEM(target, 4);
+    PyObject *assigned = NULL, *index = NULL; /* the part's base offset (borrowed), records so far */
+    Py_ssize_t part = -1;
+    for (Py_ssize_t i = from; i < found->n; i++) {
+        const Found *f = &found->items[i];
+        PyObject *loc = PySequence_Fast_GET_ITEM(located, f->part);
+        if (f->part != part) {
+            part = f->part;
+            Py_XSETREF(index, PyLong_FromLong(0));
+            PyObject *key = PyTuple_Pack(2, PyTuple_GET_ITEM(loc, 0), PyTuple_GET_ITEM(loc, 2));
+            assigned = key == NULL || index == NULL ? NULL : PyDict_GetItemWithError(base_offsets, key);
+            Py_XDECREF(key);
+            if (assigned == NULL && PyErr_Occurred())
+                goto error;
+        }
+        PyObject *base = PyLong_FromLongLong(f->base_offset);
+        PyObject *codec_name = PyTuple_GET_ITEM(codec_names, f->attrs & ATTR_CODEC);
+        if (base == NULL)
+            goto error;
+        if (rows != NULL) {
+            PyObject *row = batch_row(f, loc, base, codec_name, with_prefix ? prefix : NULL);
+            int bad = row == NULL || PyList_Append(rows, row) < 0;
+            Py_XDECREF(row);
+            if (bad) {
+                Py_DECREF(base);
+                goto error;
+            }
+        }
+        if (f->count == 0) { /* (add_records passes batches without records by) */
+            Py_DECREF(base);
+            continue;
+        }
+        PyObject *first, *next;
+        if (assigned != NULL)
+            first = PyNumber_Add(assigned, index);
+        else
+            first = fetch ? PyLong_FromLong(-1) : Py_NewRef(Py_None); /* blocks.WIRE: the records' own offsets */
+        PyObject *count = PyLong_FromSsize_t(f->count);
+        next = count == NULL ? NULL : PyNumber_Add(index, count);
+        Py_XDECREF(count);
+        Py_XSETREF(index, next);
+        PyObject *same[SAME_COUNT] = {
+            PyTuple_GET_ITEM(prefix, 0), PyTuple_GET_ITEM(prefix, 1), PyTuple_GET_ITEM(prefix, 2),
+            PyTuple_GET_ITEM(loc, 0), PyTuple_GET_ITEM(loc, 1), PyTuple_GET_ITEM(loc, 2), base, NULL, codec_name,
+            PyLong_FromSsize_t(f->decompressed ? f->decompressed : f->size), or_none(f->compressed), Py_True,
+            Py_False, PyLong_FromLongLong(f->producer_id), PyLong_FromLong(f->producer_epoch),
+            PyLong_FromLong(f->base_sequence), Py_False, Py_False, Py_None,
+            PyTuple_GET_ITEM(ts_names, (f->attrs & ATTR_LOG_APPEND_TIME) >> 3),
+        };
+        same[S_MAGIC] = PyLong_FromLong(2);
+        int bad = first == NULL || index == NULL;
+        for (int s = 0; s < SAME_COUNT; s++)
+            bad = bad || same[s] == NULL;
+        bad = bad || add_batch(f, arena, arena_columns, first, same, runs, slots, counts, block, firsts) < 0;
+        Py_XDECREF(first);
+        Py_DECREF(base);
+        PyObject *owned[] = {same[S_MAGIC], same[S_BATCH_BYTES], same[S_COMPRESSED_BYTES], same[S_PRODUCER_ID],
+                             same[S_PRODUCER_EPOCH], same[S_BASE_SEQUENCE]};
+        for (size_t k = 0; k < sizeof owned / sizeof *owned; k++)
+            Py_XDECREF(owned[k]);
+        if (bad)
+            goto error;
+        *added += f->count;
+    }
+    Py_XDECREF(index);
+    return 0;
+error:
+    Py_XDECREF(index);
+    return -1;
+}
+
+/* The arguments both entry points share, checked once per call. */
+typedef struct {
+    PyObject *spec, *arena, *target;
+    Py_ssize_t cut, max_batches;
+} Call;
+
+static int
+check_call(Call *c)
+{
+    PyObject *spec = c->spec, *target = c->target;
+    if (records_api == NULL && (records_api = PyCapsule_Import(RECORDS_CAPSULE, 0)) == NULL)
+        return -1;
+    if (!PyTuple_Check(spec) || PyTuple_GET_SIZE(spec) != 6 || !PyType_Check(PyTuple_GET_ITEM(spec, 0)) ||
+        !PyTuple_Check(PyTuple_GET_ITEM(spec, 1)) || PyTuple_GET_SIZE(PyTuple_GET_ITEM(spec, 1)) != CODECS ||
+        !PyTuple_Check(PyTuple_GET_ITEM(spec, 2)) || PyTuple_GET_SIZE(PyTuple_GET_ITEM(spec, 2)) != 2 ||
+        PyTuple_GET_SIZE(c->arena) != COLUMNS || PyTuple_GET_SIZE(target) != 5 ||
+        !PyTuple_Check(PyTuple_GET_ITEM(target, 0)) || !PyTuple_Check(PyTuple_GET_ITEM(target, 1)) ||
+        PyTuple_GET_SIZE(PyTuple_GET_ITEM(target, 0)) != PyTuple_GET_SIZE(PyTuple_GET_ITEM(target, 1)) ||
+        !PyList_Check(PyTuple_GET_ITEM(target, 2)) || !PyList_Check(PyTuple_GET_ITEM(target, 3)) ||
+        !PyList_Check(PyTuple_GET_ITEM(target, 4))) {
+        PyErr_SetString(PyExc_TypeError, "record_rows: see tables/_record_rows.c for the arguments");
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(PyTuple_GET_ITEM(target, 0)); i++)
+        if (!PyList_Check(PyTuple_GET_ITEM(PyTuple_GET_ITEM(target, 0), i))) {
+            PyErr_SetString(PyExc_TypeError, "record_rows: the run values must be lists");
+            return -1;
+        }
+    for (int i = 0; i < COLUMNS; i++)
+        if (!PyByteArray_CheckExact(PyTuple_GET_ITEM(c->arena, i))) {
+            PyErr_SetString(PyExc_TypeError, "record_rows: the arena must be 13 bytearrays");
+            return -1;
+        }
+    c->max_batches = PyLong_AsSsize_t(PyTuple_GET_ITEM(spec, 4));
+    return c->max_batches == -1 && PyErr_Occurred() ? -1 : 0;
+}
+
+/* One message's fields (`fields`, from PySequence_Fast) into the arena, appended to `found`:
+ * 1, 0 (declined: the caller cuts the arena back) or -1. */
+static int
+decode_message(const Call *c, PyObject *fields, FoundList *found)
+{
+    int ok = 1;
+    for (Py_ssize_t i = 0; ok == 1 && i < PySequence_Fast_GET_SIZE(fields); i++) {
+        PyObject *loc = PySequence_Fast_GET_ITEM(fields, i);
+        ok = PyTuple_CheckExact(loc) && PyTuple_GET_SIZE(loc) == 5 && PyBytes_CheckExact(PyTuple_GET_ITEM(loc, 3))
+                 ? decode_field(PyTuple_GET_ITEM(c->spec, 3), c->max_batches, i, PyTuple_GET_ITEM(loc, 3), c->cut,
+                                c->arena, found)
+                 : 0;
+    }
+    return ok;
+}
+
+static Py_ssize_t
+held_by(const FoundList *found, Py_ssize_t from)
+{
+    Py_ssize_t held = 0;
+    for (Py_ssize_t i = from; i < found->n; i++)
+        held += found->items[i].decompressed ? found->items[i].decompressed : found->items[i].size;
+    return held;
+}
+
+/* record_rows(spec, located, cut, arena, prefix, base_offsets, fetch, batches, target)
+ *     -> (batches rows, records added, payload bytes held) | None
+ * One message (see the header); `batches`: whether to make its batches rows. */
+PyObject *
+record_rows(PyObject *module, PyObject *args)
+{
+    Call c;
+    PyObject *located, *prefix, *base_offsets, *batches;
+    int fetch;
+    if (!PyArg_ParseTuple(args, "OOnO!O!O!pOO!:record_rows", &c.spec, &located, &c.cut, &PyTuple_Type, &c.arena,
+                          &PyTuple_Type, &prefix, &PyDict_Type, &base_offsets, &fetch, &batches, &PyTuple_Type,
+                          &c.target))
+        return NULL;
+    if (check_call(&c) < 0)
+        return NULL;
+    if (PyTuple_GET_SIZE(prefix) != 3) {
+        PyErr_SetString(PyExc_TypeError, "record_rows: the prefix is (connection id, correlation id, direction)");
+        return NULL;
+    }
+    PyObject *fields = PySequence_Fast(located, "record_rows: located must be a sequence");
+    if (fields == NULL)
+        return NULL;
+    Py_ssize_t before[COLUMNS], added = 0;
+    lengths(c.arena, before);
+    FoundList found = {NULL, 0, 0};
+    PyObject *out = NULL;
+    int ok = decode_message(&c, fields, &found);
+    if (ok == 1) {
+        PyObject *rows = batches == Py_True ? PyList_New(0) : Py_NewRef(Py_None);
+        if (rows != NULL && make_rows(&found, 0, fields, c.spec, c.arena, prefix, base_offsets, fetch,
+                                      rows == Py_None ? NULL : rows, 0, c.target, &added) < 0)
+            Py_CLEAR(rows);
+        out = rows == NULL ? NULL : Py_BuildValue("(Nnn)", rows, added, held_by(&found, 0));
+    } else {
+        cut_back(c.arena, before); /* declined (0) or failed (-1): the arena as it was */
+        if (ok == 0)
+            out = Py_NewRef(Py_None);
+    }
+    free(found.items);
+    Py_DECREF(fields);
+    return out;
+}
+
+/* One exchange of the lane's `left` list: both messages decoded, then their rows; 1 done, 0 declined
+ * (the arena as it was), -1 error. */
+static int
+lane_exchange(const Call *c, PyObject *t, PyObject *batches, FoundList *found, Py_ssize_t *added, Py_ssize_t *held)
+{
+    static const char *directions[2] = {"produce", "fetch"};
+    PyObject *fields[2] = {NULL, NULL};
+    Py_ssize_t from[3], before[COLUMNS];
+    int ok = 1;
+    if (!PyDict_Check(PyTuple_GET_ITEM(t, 9)))
+        return 0;
+    lengths(c->arena, before);
+    found->n = 0;
+    for (int d = 0; d < 2; d++) {
+        from[d] = found->n;
+        if (ok == 1 && PyTuple_GET_ITEM(t, 3 + d) != Py_None) {
+            fields[d] = PySequence_Fast(PyTuple_GET_ITEM(t, 7 + d), "record_rows: located must be a sequence");
+            ok = fields[d] == NULL ? -1 : decode_message(c, fields[d], found);
+        }
+    }
+    from[2] = found->n;
+    for (int d = 0; ok == 1 && d < 2; d++) {
+        if (from[d] == from[d + 1])
+            continue;
+        PyObject *prefix = Py_BuildValue("(OOs)", PyTuple_GET_ITEM(t, 0), PyTuple_GET_ITEM(t, 1), directions[d]);
+        FoundList part = {found->items, from[d + 1], found->cap};
+        if (prefix == NULL || make_rows(&part, from[d], fields[d], c->spec, c->arena, prefix, PyTuple_GET_ITEM(t, 9),
+                                        d, batches == Py_None ? NULL : batches, 1, c->target, added) < 0)
+            ok = -1;
+        Py_XDECREF(prefix);
+    }
+    if (ok == 1)
+        *held += held_by(found, 0);
+    else
+        cut_back(c->arena, before);
+    Py_XDECREF(fields[0]);
+    Py_XDECREF(fields[1]);
+    return ok;
+}
+
+/* lane_records(spec, left, start, cut, arena, batches, target, errors, brokers, allowance)
+ *     -> (next, records added, payload bytes held)
+ * The records and batches rows of the lane's `left` exchanges (detail_walk.LaneParts.left) from
+ * `start` on, one exchange at a time, as TableSink._lane_parts makes them, stopping before an exchange
+ * it leaves to the sink: one whose errors (`errors`: the errors table is written) or brokers
+ * (`brokers`) rows the sink makes, or whose records are not plain (the run's decompression budget
+ * spec[5] restored). `batches` (a list, or None: not written) receives the batches rows, each whole
+ * (BATCH_NAMES, prefix included), for TableRows.append_values. It also stops right after the exchange whose records bring
+ * the payload bytes held past `allowance` (-1: no bound), for the sink's payload budget. */
+PyObject *
+lane_records(PyObject *module, PyObject *args)
+{
+    Call c;
+    PyObject *left, *batches;
+    Py_ssize_t start, allowance, added = 0, held = 0;
+    int errors, brokers;
+    if (!PyArg_ParseTuple(args, "OO!nnO!OO!ppn:lane_records", &c.spec, &PyList_Type, &left, &start, &c.cut,
+                          &PyTuple_Type, &c.arena, &batches, &PyTuple_Type, &c.target, &errors, &brokers, &allowance))
+        return NULL;
+    if (check_call(&c) < 0)
+        return NULL;
+    if (batches != Py_None && !PyList_Check(batches)) {
+        PyErr_SetString(PyExc_TypeError, "lane_records: batches must be a list or None");
+        return NULL;
+    }
+    PyObject *meter = PyTuple_GET_ITEM(c.spec, 5), *budget = NULL;
+    FoundList found = {NULL, 0, 0};
+    Py_ssize_t i = start < 0 ? 0 : start;
+    int ok = 1;
+    for (; i < PyList_GET_SIZE(left); i++) {
+        PyObject *t = PyList_GET_ITEM(left, i);
+        if (!PyTuple_CheckExact(t) || PyTuple_GET_SIZE(t) != 10 ||
+            (errors && PyObject_IsTrue(PyTuple_GET_ITEM(t, 5))) || (brokers && PyObject_IsTrue(PyTuple_GET_ITEM(t, 6))))
+            break;
+        if (meter != Py_None) {
+            Py_XSETREF(budget, PyObject_GetAttrString(meter, "left"));
+            if (budget == NULL) {
+                ok = -1;
+                break;
+            }
+        }
+        ok = lane_exchange(&c, t, batches, &found, &added, &held);
+        if (ok == 0 && budget != NULL && PyObject_SetAttrString(meter, "left", budget) < 0)
+            ok = -1;
+        if (ok <= 0)
+            break;
+        if (allowance >= 0 && held > allowance) {
+            i++;
+            break;
+        }
+    }
+    free(found.items);
+    Py_XDECREF(budget);
+    if (ok < 0)
+        return NULL;
+    return Py_BuildValue("(nnn)", i, added, held);
+}
