@@ -20,7 +20,8 @@ import itertools
 import json
 import pickle
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from functools import lru_cache
 
 import numpy as np
 import pyarrow as pa
@@ -89,6 +90,57 @@ def read_pieces(data: bytes | None, path: str | None) -> Iterator[pa.Table]:
     with open_input(path) as f, pa.ipc.open_stream(f) as reader:
         for batch in reader:
             yield pa.Table.from_batches([batch])
+MARKS_WRITTEN = pa.schema([("task", pa.int64()), ("rows", pa.int64())])
+
+
+def stage_marks(batches: Iterable[pa.RecordBatch], root: str) -> Iterator[pa.RecordBatch]:
+    """Aborted marks (``merge.MARKS_SCHEMA``) sorted by the task that numbered their rows, written as
+    one file per such task (``<root>/task-NNNNN.arrows``; a retry writes the same); (task, marks) out
+    per file (:data:`MARKS_WRITTEN`)."""
+    task, stream, writer, count = None, None, None, 0
+
+    def written() -> Iterator[pa.RecordBatch]:
+        if writer is not None:
+            writer.close()
+            stream.close()  # type: ignore[attr-defined]
+            yield pa.RecordBatch.from_pylist([{"task": task, "rows": count}], schema=MARKS_WRITTEN)
+
+    for batch in batches:
+        tasks = batch.column("task").to_numpy()
+        cuts = [0, *(np.flatnonzero(np.diff(tasks)) + 1).tolist(), len(tasks)]
+        for lo, hi in itertools.pairwise(cuts):
+            if tasks[lo] != task:
+                yield from written()
+                task, count = int(tasks[lo]), 0
+                stream = open_output(_marks_file(root, task))
+                writer = pa.ipc.new_stream(stream, merge.MARKS_SCHEMA, options=_COMPRESSED)
+            writer.write_batch(batch.slice(lo, hi - lo))  # type: ignore[union-attr]
+            count += hi - lo
+    yield from written()
+
+
+@dataclass(frozen=True)
+class StagedMarks:
+    """Aborted marks kept in staged files by the tasks (:func:`stage_marks`), not on the driver: a
+    task finishing records pieces reads the marks of their task only (``merge.TaskMarks``)."""
+
+    root: str
+    tasks: frozenset[int]  # tasks with marks
+
+    def of_task(self, task: int) -> merge.Marks:
+        return _task_marks(self.root, task) if task in self.tasks else []
+
+
+@lru_cache(maxsize=1)  # a task's pieces are finished one after another
+def _task_marks(root: str, task: int) -> merge.Marks:
+    with open_input(_marks_file(root, task)) as f, pa.ipc.open_stream(f) as reader:
+        return [mark for batch in reader for mark in merge.marks_of(batch)]
+
+
+def _marks_file(root: str, task: int) -> str:
+    return f"{root.rstrip('/')}/task-{task:05d}.arrows"
+
+
 _FINISHING = (1 << 62, 1 << 62)  # events of the end of input come after every segment
 Place = tuple[int, int]  # (ts, pos): where an event came in the run's order; ts 0 in a one-file run (merge.Opened)
 
