@@ -122,19 +122,26 @@ def stage_marks(batches: Iterable[pa.RecordBatch], root: str) -> Iterator[pa.Rec
 @dataclass(frozen=True)
 class StagedMarks:
     """Aborted marks kept in staged files by the tasks (:func:`stage_marks`), not on the driver: a
-    task finishing records pieces reads the marks of their task only (``merge.TaskMarks``)."""
+    task finishing records pieces reads the marks of their task only, and gives each piece those
+    that may hit its rows (``merge.TaskMarks``)."""
 
     root: str
     tasks: frozenset[int]  # tasks with marks
 
-    def of_task(self, task: int) -> merge.Marks:
-        return _task_marks(self.root, task) if task in self.tasks else []
+    def hitting(self, task: int, first: int, end: int) -> merge.Marks:
+        if task not in self.tasks:
+            return []
+        starts, ends, marks = _task_marks(self.root, task)
+        return [marks[i] for i in np.flatnonzero((starts < end) & (ends > first)).tolist()]
 
 
-@lru_cache(maxsize=1)  # a task's pieces are finished one after another
-def _task_marks(root: str, task: int) -> merge.Marks:
+@lru_cache(maxsize=1)  # a task's pieces are finished one after another (a piece may hold two rows)
+def _task_marks(root: str, task: int) -> tuple[np.ndarray, np.ndarray, merge.Marks]:
+    """A task's marks, with their first rows and ends as arrays (a piece picks its own at array speed)."""
     with open_input(_marks_file(root, task)) as f, pa.ipc.open_stream(f) as reader:
-        return [mark for batch in reader for mark in merge.marks_of(batch)]
+        marks = [mark for batch in reader for mark in merge.marks_of(batch)]
+    starts = np.fromiter((m[0] for m in marks), np.int64, len(marks))
+    return starts, starts + np.fromiter((m[1] for m in marks), np.int64, len(marks)), marks
 
 
 def _marks_file(root: str, task: int) -> str:

@@ -108,7 +108,8 @@ def topic_names(pieces: Iterable[pa.Table]) -> dict[str, str]:
 class TaskMarks(Protocol):
     """Aborted marks kept apart from the driver, looked up by the task that numbered their rows."""
 
-    def of_task(self, task: int) -> list[tuple[int, int, str]]: ...
+    def hitting(self, task: int, first: int, end: int) -> list[tuple[int, int, str]]:
+        """Task ``task``'s marks that may hit rows ``first`` to ``end`` (excluded)."""
 
 
 Marks = list[tuple[int, int, str]]  # (first ROW, rows, rule) of records of aborted transactions
@@ -198,7 +199,8 @@ def _marked(piece: pa.Table, marks: Marks | TaskMarks) -> pa.Table:
     if not piece.num_rows:
         return piece
     if not isinstance(marks, list):
-        marks = marks.of_task(piece[ROW][0].as_py() >> ROW_BITS)
+        numbers = piece[ROW]
+        marks = marks.hitting(numbers[0].as_py() >> ROW_BITS, pc.min(numbers).as_py(), pc.max(numbers).as_py() + 1)
     if not marks:
         return piece
     hits = marked(piece[ROW].to_numpy(), marks)
