@@ -24,6 +24,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=1, help="runs of each version, alternating")
     ap.add_argument("--baseline", type=Path, help="another version of the code (a tree holding kdissect/)")
+    ap.add_argument("--every", type=float, help="print the peaks so far every this many seconds (long runs)")
     ap.add_argument("command", nargs=argparse.REMAINDER, help="kdissect's arguments, after --")
     args = ap.parse_args()
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
@@ -34,7 +35,7 @@ def main() -> None:
         versions.append(("baseline", args.baseline.resolve()))
     for _ in range(args.runs):
         for label, code in versions:
-            wall, driver, jvm, kinds, _ = timed([sys.executable, "-m", "kdissect.cli", *command], code)
+            wall, driver, jvm, kinds, _ = timed([sys.executable, "-m", "kdissect.cli", *command], code, args.every)
             cpu = " ".join(f"{kind} {kinds[kind]:.2f}" for kind in KINDS)
             print(f"{label:8} wall {wall:7.1f} s  CPU {sum(kinds.values()):7.2f} s ({cpu})  "
                   f"peak RSS: driver {driver:,.0f} MB, JVM {jvm:,.0f} MB", flush=True)

@@ -138,11 +138,13 @@ def _cpu_s(pid: int, reaped: bool = False) -> float:
 KINDS = ("driver", "jvm", "workers")
 
 
-def timed(argv: list[str], code: Path | None = None) -> tuple[float, float, float, dict[str, float], str]:
+def timed(argv: list[str], code: Path | None = None, every: float | None = None
+          ) -> tuple[float, float, float, dict[str, float], str]:  # fmt: skip
     """Wall seconds, peak RSS (MB) of the process and of its JVM, CPU seconds of the process and
     every descendant per kind (``KINDS``: this Python, the JVM, Spark's Python workers; sampled, so a
     last fraction of a second of each is missed), stdout (Linux /proc). With ``code``, kdissect is
-    imported from that directory."""
+    imported from that directory; with ``every``, the peaks so far are printed every that many seconds
+    (a long run cut short still tells them)."""
     env = None if code is None else {**os.environ, "PYTHONPATH": str(code)}
     start = time.perf_counter()
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env,
@@ -151,7 +153,12 @@ def timed(argv: list[str], code: Path | None = None) -> tuple[float, float, floa
     kind_of: dict[int, str] = {}  # (a process's kind may change when it execs: the JVM starts as a fork)
     cpu: dict[int, float] = {}  # driver and JVM processes: each one's last reading
     workers = 0.0  # Spark's Python daemon reaps its workers: the most its live processes have done
+    told = start
     while proc.poll() is None:
+        if every is not None and time.perf_counter() - told >= every:
+            told = time.perf_counter()
+            print(f"  {told - start:7.0f} s: peak RSS so far: driver {driver / MB:,.0f} MB, JVM {jvm / MB:,.0f} MB",
+                  flush=True)  # fmt: skip
         driver = max(driver, _rss(proc.pid))
         now = 0.0
         for pid in (proc.pid, *_descendants(proc.pid)):

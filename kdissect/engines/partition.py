@@ -20,7 +20,8 @@ import itertools
 import json
 import pickle
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from functools import lru_cache
 
 import numpy as np
 import pyarrow as pa
@@ -89,6 +90,64 @@ def read_pieces(data: bytes | None, path: str | None) -> Iterator[pa.Table]:
     with open_input(path) as f, pa.ipc.open_stream(f) as reader:
         for batch in reader:
             yield pa.Table.from_batches([batch])
+MARKS_WRITTEN = pa.schema([("task", pa.int64()), ("rows", pa.int64())])
+
+
+def stage_marks(batches: Iterable[pa.RecordBatch], root: str) -> Iterator[pa.RecordBatch]:
+    """Aborted marks (``merge.MARKS_SCHEMA``) sorted by the task that numbered their rows, written as
+    one file per such task (``<root>/task-NNNNN.arrows``; a retry writes the same); (task, marks) out
+    per file (:data:`MARKS_WRITTEN`)."""
+    task, stream, writer, count = None, None, None, 0
+
+    def written() -> Iterator[pa.RecordBatch]:
+        if writer is not None:
+            writer.close()
+            stream.close()  # type: ignore[attr-defined]
+            yield pa.RecordBatch.from_pylist([{"task": task, "rows": count}], schema=MARKS_WRITTEN)
+
+    for batch in batches:
+        tasks = batch.column("task").to_numpy()
+        cuts = [0, *(np.flatnonzero(np.diff(tasks)) + 1).tolist(), len(tasks)]
+        for lo, hi in itertools.pairwise(cuts):
+            if tasks[lo] != task:
+                yield from written()
+                task, count = int(tasks[lo]), 0
+                stream = open_output(_marks_file(root, task))
+                writer = pa.ipc.new_stream(stream, merge.MARKS_SCHEMA, options=_COMPRESSED)
+            writer.write_batch(batch.slice(lo, hi - lo))  # type: ignore[union-attr]
+            count += hi - lo
+    yield from written()
+
+
+@dataclass(frozen=True)
+class StagedMarks:
+    """Aborted marks kept in staged files by the tasks (:func:`stage_marks`), not on the driver: a
+    task finishing records pieces reads the marks of their task only, and gives each piece those
+    that may hit its rows (``merge.TaskMarks``)."""
+
+    root: str
+    tasks: frozenset[int]  # tasks with marks
+
+    def hitting(self, task: int, first: int, end: int) -> merge.Marks:
+        if task not in self.tasks:
+            return []
+        starts, ends, marks = _task_marks(self.root, task)
+        return [marks[i] for i in np.flatnonzero((starts < end) & (ends > first)).tolist()]
+
+
+@lru_cache(maxsize=1)  # a task's pieces are finished one after another (a piece may hold two rows)
+def _task_marks(root: str, task: int) -> tuple[np.ndarray, np.ndarray, merge.Marks]:
+    """A task's marks, with their first rows and ends as arrays (a piece picks its own at array speed)."""
+    with open_input(_marks_file(root, task)) as f, pa.ipc.open_stream(f) as reader:
+        marks = [mark for batch in reader for mark in merge.marks_of(batch)]
+    starts = np.fromiter((m[0] for m in marks), np.int64, len(marks))
+    return starts, starts + np.fromiter((m[1] for m in marks), np.int64, len(marks)), marks
+
+
+def _marks_file(root: str, task: int) -> str:
+    return f"{root.rstrip('/')}/task-{task:05d}.arrows"
+
+
 _FINISHING = (1 << 62, 1 << 62)  # events of the end of input come after every segment
 Place = tuple[int, int]  # (ts, pos): where an event came in the run's order; ts 0 in a one-file run (merge.Opened)
 

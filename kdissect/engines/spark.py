@@ -18,9 +18,10 @@ Stages (each a Spark stage; nothing per packet or per row reaches the driver):
    local engine writes, or typed DataFrames for a user's own jobs.
 
 The driver collects aggregates only: per-unit counters, topic names, each connection's place in
-capture order (8 bytes per TCP connection, from which the final ids are numbered), and the
-transaction rules' journal (a line per transactional batch and per outcome, replayed in capture
-order to mark aborted records whose outcome another task decoded).
+capture order (8 bytes per TCP connection, from which the final ids are numbered). The transaction
+rules' journal (a line per transactional batch and per outcome) is sorted in capture order by Spark
+and replayed in a task, which hands the aborted marks to the tasks writing the records, staged
+(:func:`aborted_marks`).
 """
 
 from __future__ import annotations
@@ -57,11 +58,14 @@ from kdissect.engines import EngineSetupError
 from kdissect.engines.local import tune_gc
 from kdissect.engines.partition import (
     ENVELOPE_SCHEMA,
+    MARKS_WRITTEN,
     InlinePieces,
     PartitionDecoder,
+    StagedMarks,
     StagedPieces,
     decode_partition,
     read_pieces,
+    stage_marks,
     unit_decoder,
 )
 from kdissect.engines.paths import list_captures
@@ -102,6 +106,7 @@ _WRITTEN_ARROW = pa.schema([("table", pa.string()), ("path", pa.string()), ("row
                             ("brokers", pa.binary())])  # fmt: skip
 _WRITTEN = from_arrow_schema(_WRITTEN_ARROW)
 _PIECES = pa.schema([("table", pa.string()), ("data", pa.binary())])
+_JOURNAL, _MARKS = from_arrow_schema(merge.JOURNAL_SCHEMA), from_arrow_schema(merge.MARKS_SCHEMA)
 _CENSUS = pa.schema([("unit", pa.int64()), ("census", pa.binary())])  # a unit's UnitCensus, pickled
 
 
@@ -192,11 +197,20 @@ class Decoded:
     envelope: DataFrame
     files: list[str]
     tables: list[str]
-    settled: merge.Settled  # connection ids, topic names, aborted transactions
+    settling: Callable[[], merge.Settled]  # connection ids, topic names, aborted transactions
     unit_stats: list[tuple[int, dict]]  # (file index, counters) per work unit
     stray_segments: int  # segments the tasks' reassemblers could place in no connection
     figures: Figures  # the summary's figures, merged from the tasks'
     _broadcast: object = field(default=None, repr=False)
+    _settled: merge.Settled | None = field(default=None, repr=False)
+
+    @property
+    def settled(self) -> merge.Settled:
+        """What the driver settled, the aborted marks found when first asked for (a run that finishes
+        no records piece, such as ``analyze`` without ``--out``, never replays the journal)."""
+        if self._settled is None:
+            self._settled = self.settling()
+        return self._settled
 
     @property
     def source(self) -> SourceStats:
@@ -213,14 +227,14 @@ class Decoded:
         ordered = sorted(self.unit_stats, key=lambda unit: unit[0])
         return list(dict.fromkeys((self.files[i], stats["error"]) for i, stats in ordered if stats["error"]))
 
-    def _settled(self) -> object:
+    def _shipped(self) -> object:
         if self._broadcast is None:
             self._broadcast = self.spark.sparkContext.broadcast(self.settled)
         return self._broadcast
 
     def table(self, name: str, envelope: DataFrame | None = None) -> DataFrame:
         """Table ``name`` as a DataFrame of :func:`spark_schema` (from ``envelope``: some of the pieces)."""
-        settled = self._settled()
+        settled = self._shipped()
         pieces = (self.envelope if envelope is None else envelope).filter(F.col("table") == name)
         if name == "brokers":
             return pieces.coalesce(1).mapInArrow(partial(_broker_batches, settled=settled), spark_schema(name))
@@ -235,7 +249,7 @@ class Decoded:
         for name in names:
             filesystem.create_dir(f"{root}/{name}", recursive=True)
             filesystem.delete_dir_contents(f"{root}/{name}")
-        target = partial(_write_parts, settled=self._settled(), filesystem=filesystem, root=root)
+        target = partial(_write_parts, settled=self._shipped(), filesystem=filesystem, root=root)
         parts = self.envelope.filter(F.col("table").isin(names)).mapInArrow(target, _WRITTEN).collect()
         rows = dict.fromkeys(names, 0)
         for part in parts:
@@ -254,7 +268,7 @@ class Decoded:
         """Every table (or those of ``tables``) brought to the driver as the DataFrame the local engine
         gives the analysis (records: only those the analysis reads, picked in the tasks), from one job."""
         names = [name for name in self.tables if tables is None or name in set(tables)]
-        task = partial(_analysed_pieces, settled=self._settled())
+        task = partial(_analysed_pieces, settled=self._shipped())
         got = self.envelope.filter(F.col("table").isin(names)).mapInArrow(task, from_arrow_schema(_PIECES)
                                                                            ).collect()  # fmt: skip
         out = {}
@@ -466,7 +480,10 @@ def decode(spark: SparkSession, paths: Iterable[str], *, options: Options | None
     # hold journal_records rows) are merged in one task, one at a time, and only the result comes here.
     summary_only = figures is Figures
     side_pieces = F.col("table").startswith("_")
-    side = envelope.filter(side_pieces if summary_only else side_pieces & (F.col("table") != merge.FIGURES)).collect()
+    # The journal's pieces stay with the tasks (inline ones too): the driver learns only that some exist.
+    side = (envelope.filter(side_pieces if summary_only else side_pieces & (F.col("table") != merge.FIGURES))
+            .select("table", F.when(F.col("table") != merge.JOURNAL, F.col("data")).alias("data"), "path")
+            .collect())  # fmt: skip
     opened = merge.Opened.of_pieces(merge.read_ipc(r["data"]) for r in side if r["table"] == merge.OPENED)
     topics = merge.topic_names(merge.read_ipc(r["data"]) for r in side if r["table"] == merge.TOPICS)
     task_stats = [json.loads(r["data"]) for r in side if r["table"] == merge.STATS]
@@ -482,10 +499,56 @@ def decode(spark: SparkSession, paths: Iterable[str], *, options: Options | None
         merged = pickle.loads(got.collect()[0]["data"])
     # Records read only through the figures' journal (a report): the marks of the records it holds do.
     journal = None if records_read else getattr(merged, "journal", None)
-    aborted = merge.aborted_marks((read_pieces(r["data"], r["path"]) for r in side if r["table"] == merge.JOURNAL),
-                                  topics, None if journal is None else journal.numbers())  # fmt: skip
-    return Decoded(spark, envelope, files, wanted, merge.Settled(opened, topics, aborted), unit_stats,
-                   sum(t["stray"] for t in task_stats), merged)
+    rows = None if journal is None else journal.numbers()
+    marks_root = f"{staging.rstrip('/')}/_marks" if staging is not None and rows is None else None
+    journaled = any(r["table"] == merge.JOURNAL for r in side)
+    marks = partial(aborted_marks, spark, envelope, topics, rows, marks_root, partitions) if journaled else list
+    return Decoded(spark, envelope, files, wanted, partial(_settle, opened, topics, marks), unit_stats,
+                   sum(t["stray"] for t in task_stats), merged)  # fmt: skip
+
+
+def _settle(opened: merge.Opened, topics: dict[str, str], marks: Callable[[], merge.Marks | merge.TaskMarks]
+            ) -> merge.Settled:  # fmt: skip
+    return merge.Settled(opened, topics, marks())
+
+
+def aborted_marks(spark: SparkSession, envelope: DataFrame, topics: dict[str, str], rows: object, root: str | None,
+                  partitions: int) -> merge.Marks | merge.TaskMarks:  # fmt: skip
+    """The marks of aborted transactions: every task's journal replayed in capture order, on Spark. Its
+    calls are sorted by Spark (which spills as it needs) into one task that replays them streamed
+    (``merge.replayed``), so no journal reaches the driver. The marks are staged under ``root``, a
+    file per task that numbered their rows, which the tasks finishing its records pieces read
+    (:class:`~kdissect.engines.partition.StagedMarks`); without ``root`` they come to the driver:
+    with ``rows`` (a report's journal's ``ROW`` numbers, ascending) those of these rows only, a
+    bounded number, else all of them (a run with no staging directory)."""
+    calls = envelope.filter(F.col("table") == merge.JOURNAL).mapInArrow(_journal_calls, _JOURNAL)
+    ordered = calls.repartition(1).sortWithinPartitions(*merge.JOURNAL_ORDER)
+    held = None if rows is None else spark.sparkContext.broadcast(rows)
+    marks = ordered.mapInArrow(partial(_replay_task, topics=topics, rows=held), _MARKS)
+    if root is None:
+        return [(row["first"], row["rows"], row["rule"]) for row in marks.collect()]
+    by_task = marks.repartition(partitions, "task").sortWithinPartitions("task")
+    staged = by_task.mapInArrow(partial(_stage_marks_task, root=root), from_arrow_schema(MARKS_WRITTEN)).collect()
+    return StagedMarks(root, frozenset(row["task"] for row in staged))
+
+
+def _journal_calls(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """The calls of the journal pieces that envelope rows keep, a row each."""
+    for batch in batches:
+        for data, path in zip(batch.column("data").to_pylist(), batch.column("path").to_pylist(), strict=True):
+            for piece in read_pieces(data, path):
+                yield from piece.to_batches()
+
+
+def _replay_task(batches: Iterable[pa.RecordBatch], topics: dict[str, str], rows: object) -> Iterator[pa.RecordBatch]:
+    _worker_tuned()
+    for marks in merge.replayed(batches, topics, None if rows is None else rows.value):  # type: ignore[attr-defined]
+        yield from marks.to_batches()
+
+
+def _stage_marks_task(batches: Iterable[pa.RecordBatch], root: str) -> Iterator[pa.RecordBatch]:
+    _worker_tuned()
+    return stage_marks(batches, root)
 
 
 def _merged_figures(batches: Iterable[pa.RecordBatch], figures: Callable[[], Figures]) -> Iterator[pa.RecordBatch]:
@@ -561,15 +624,20 @@ def report_input(captures: list[str], *, master: str, options: Options, verbose:
     exchanges and their own rows, the transactional records and events, whose bounded journal each
     task keeps): the tasks name some topics by id only and number connections themselves, and the
     driver settles their figures' keys (:meth:`ReportFigures.settle`)."""
-    figures_of_task = partial(report_figures, options)
-    gathered = [name for name in TABLES if name not in figures_of_task().counted_only]
-    with _decoded(captures, master, conf, None, list(TABLES), options, verbose, figures_of_task,
+    with _decoded(captures, master, conf, None, list(TABLES), options, verbose, partial(report_figures, options),
                   records_read=False) as decoded:  # fmt: skip
-        frames, figures = decoded.frames(gathered), decoded.figures
-        settled = decoded.settled
-        figures.settle(settled.opened.id_of, settled.topics, settled.aborted)  # type: ignore[attr-defined]
-        frames.update(taken_frames(figures.kept_tables()))  # type: ignore[attr-defined]
-        return RunResult(decoded.stats(), decoded.summary(), frames=frames, figures=figures)
+        return report_of(decoded)
+
+
+def report_of(decoded: Decoded) -> RunResult:
+    """:func:`report_input`'s result from captures decoded with the report's figures (``records_read``
+    False): the tables the report reads as rows as frames, the figures settled."""
+    figures = decoded.figures
+    frames = decoded.frames([name for name in TABLES if name not in figures.counted_only])  # type: ignore[attr-defined]
+    settled = decoded.settled
+    figures.settle(settled.opened.id_of, settled.topics, settled.aborted)  # type: ignore[attr-defined]
+    frames.update(taken_frames(figures.kept_tables()))  # type: ignore[attr-defined]
+    return RunResult(decoded.stats(), decoded.summary(), frames=frames, figures=figures)
 
 
 @contextmanager

@@ -11,17 +11,18 @@ A task cannot know three things the whole run settles, so it leaves them in hidd
 - brokers: kept once per (node, host, port, rack), from the first response in capture order;
 - aborted transactions: a transaction's records and its outcome (ABORT marker, EndTxn) usually
   travel on different connections, so tasks journal the rules' inputs (``JOURNAL``) and number
-  their records rows (``ROW``); the journals replayed in capture order give the marks.
+  their records rows (``ROW``); the journals' calls sorted in capture order and replayed give the
+  marks (:func:`replayed`), each within one task's rows.
 """
 
 from __future__ import annotations
 
-import heapq
 import json
 import uuid
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from operator import itemgetter
+from itertools import islice
+from typing import Protocol
 
 import numpy as np
 import pyarrow as pa
@@ -104,18 +105,30 @@ def topic_names(pieces: Iterable[pa.Table]) -> dict[str, str]:
     return {tid: name for tid, (_, name) in best.items()}
 
 
+class TaskMarks(Protocol):
+    """Aborted marks kept apart from the driver, looked up by the task that numbered their rows."""
+
+    def hitting(self, task: int, first: int, end: int) -> list[tuple[int, int, str]]:
+        """Task ``task``'s marks that may hit rows ``first`` to ``end`` (excluded)."""
+
+
+Marks = list[tuple[int, int, str]]  # (first ROW, rows, rule) of records of aborted transactions
+
+
 @dataclass(frozen=True)
 class Settled:
     """What only the whole run knows, for finishing every task's pieces."""
 
     opened: Opened  # every connection's opening place and final id
     topics: dict[str, str]  # topic id -> name
-    aborted: list[tuple[int, int, str]]  # (first ROW, rows, rule) of records of aborted transactions
+    aborted: Marks | TaskMarks  # the marks themselves, or where each task's are
 
 
 JOURNAL_CALLS = 4096  # calls a task holds before handing them over as a piece: its journal's memory bound
-_JOURNAL_SCHEMA = pa.schema([("ts", pa.int64()), ("pos", pa.int64()), ("task", pa.int64()), ("seq", pa.int64()),
-                             ("call", pa.string())])  # fmt: skip
+JOURNAL_SCHEMA = pa.schema([("ts", pa.int64()), ("pos", pa.int64()), ("task", pa.int64()), ("seq", pa.int64()),
+                            ("call", pa.string())])  # fmt: skip
+JOURNAL_ORDER = ("ts", "pos", "task", "seq")  # capture order of every task's calls (unique: task, seq)
+MARKS_SCHEMA = pa.schema([("task", pa.int64()), ("first", pa.int64()), ("rows", pa.int64()), ("rule", pa.string())])
 
 
 def journal_piece(task: int, first: int, calls: list[tuple[tuple[int, int], tuple]]) -> pa.Table:
@@ -131,23 +144,26 @@ def journal_piece(task: int, first: int, calls: list[tuple[tuple[int, int], tupl
     return pa.table([pa.array([ts for (ts, _), _ in calls], pa.int64()),
                      pa.array([pos for (_, pos), _ in calls], pa.int64()), pa.array([task] * len(calls), pa.int64()),
                      pa.array(range(first, first + len(calls)), pa.int64()), pa.array(out, pa.string())],
-                    schema=_JOURNAL_SCHEMA)  # fmt: skip
+                    schema=JOURNAL_SCHEMA)  # fmt: skip
 
 
-def aborted_marks(journals: Iterable[Iterable[pa.Table]], topics: Mapping[str, str],
-                  rows: np.ndarray | None = None) -> list[tuple[int, int, str]]:  # fmt: skip
-    """Journals (each a sequence of pieces in capture order, read as they are needed) merged in
-    capture order and replayed by the one set of rules: streamed, so what is held at once is a
-    piece per journal and the rules' own bounded state, whatever the number of calls; with ``rows``
-    (``ROW`` numbers, ascending), the marks of those rows only (``transactions.replay``)."""
-    merged = heapq.merge(*(_calls(pieces) for pieces in journals), key=itemgetter(0))
-    return replay((call for _, call in merged), topics, rows)  # type: ignore[arg-type]
+def replayed(calls: Iterable[pa.Table | pa.RecordBatch], topics: Mapping[str, str],
+             rows: np.ndarray | None = None) -> Iterator[pa.Table]:  # fmt: skip
+    """Every task's journal calls, sorted by :data:`JOURNAL_ORDER` (capture order), replayed by the one
+    set of rules (``transactions.replay``; with ``rows``, ``ROW`` numbers ascending, the marks of those
+    rows only), the marks out in tables of :data:`MARKS_SCHEMA` of at most :data:`JOURNAL_CALLS` rows:
+    streamed, what is held is a piece of calls, a piece of marks and the rules' bounded state."""
+    journal = (json.loads(call) for piece in calls for call in piece["call"].to_pylist())
+    marks = replay(journal, topics, rows)  # type: ignore[arg-type]
+    while chunk := list(islice(marks, JOURNAL_CALLS)):
+        first, n, rule = zip(*chunk, strict=True)
+        yield pa.table([pa.array([f >> ROW_BITS for f in first], pa.int64()), pa.array(first, pa.int64()),
+                        pa.array(n, pa.int64()), pa.array(rule, pa.string())], schema=MARKS_SCHEMA)  # fmt: skip
 
 
-def _calls(pieces: Iterable[pa.Table]) -> Iterator[tuple[tuple[int, int, int], tuple]]:
-    for piece in pieces:
-        for ts, pos, task, seq, call in zip(*(piece[c].to_pylist() for c in _JOURNAL_SCHEMA.names), strict=True):
-            yield (ts, pos, task, seq), tuple(json.loads(call))
+def marks_of(table: pa.Table | pa.RecordBatch) -> Marks:
+    """The (first ROW, rows, rule) marks of a :data:`MARKS_SCHEMA` table."""
+    return list(zip(*(table[c].to_pylist() for c in ("first", "rows", "rule")), strict=True))
 
 
 def finish_piece(name: str, piece: pa.Table, settled: Settled) -> pa.Table:
@@ -177,10 +193,15 @@ def finish_piece(name: str, piece: pa.Table, settled: Settled) -> pa.Table:
     return finished
 
 
-def _marked(piece: pa.Table, marks: list[tuple[int, int, str]]) -> pa.Table:
+def _marked(piece: pa.Table, marks: Marks | TaskMarks) -> pa.Table:
     """Records rows (numbered by ``ROW``) in the marked ranges: aborted, by the mark's rule
-    (:func:`~kdissect.tables.transactions.marked`)."""
-    if not marks or not piece.num_rows:
+    (:func:`~kdissect.tables.transactions.marked`). A piece's rows are one task's."""
+    if not piece.num_rows:
+        return piece
+    if not isinstance(marks, list):
+        numbers = piece[ROW]
+        marks = marks.hitting(numbers[0].as_py() >> ROW_BITS, pc.min(numbers).as_py(), pc.max(numbers).as_py() + 1)
+    if not marks:
         return piece
     hits = marked(piece[ROW].to_numpy(), marks)
     if not hits:

@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import uuid
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from itertools import islice
 from typing import Any
 
 import numpy as np
@@ -142,21 +143,29 @@ class TransactionMarks:
 _FILTER_EVERY = 4096  # marks a replay for some rows only holds before dropping those that hit none
 
 
-def replay(journal: Iterable[tuple], topic_names: Mapping[uuid.UUID, str],
-           rows: np.ndarray | None = None) -> list[tuple[int, int, str]]:  # fmt: skip
+def settled_marks(journal: Iterable[tuple], topic_names: Mapping[uuid.UUID, str]) -> Iterator[tuple[int, int, str]]:
     """The marks the rules give for calls journalled apart and merged in capture order (rows as the
-    journals numbered them), topic ids named by ``topic_names``: (first row, rows, rule). With ``rows``
-    (ascending), only the marks that hit one of them: what is held stays bounded by them, whatever
-    the number of transactions."""
+    journals numbered them), topic ids named by ``topic_names``: (first row, rows, rule), each handed
+    on as soon as its outcome is seen, so what is held is the rules' own bounded state only."""
     marks = TransactionMarks(topic_names)
     calls = {"opened": marks.opened, "markers": marks.markers, "end_txn": marks.end_txn}
-    bound = _FILTER_EVERY
     for call in journal:
         calls[call[0]](*call[1:])
-        if rows is not None and len(marks.marks) >= bound:  # (twice what hit: linear time in all)
-            marks.marks = hitting(marks.marks, rows)
-            bound = max(_FILTER_EVERY, 2 * len(marks.marks))
-    return marks.marks if rows is None else hitting(marks.marks, rows)
+        if marks.marks:
+            yield from marks.marks
+            marks.marks.clear()
+
+
+def replay(journal: Iterable[tuple], topic_names: Mapping[uuid.UUID, str],
+           rows: np.ndarray | None = None) -> Iterator[tuple[int, int, str]]:  # fmt: skip
+    """:func:`settled_marks`; with ``rows`` (ascending), only the marks that hit one of them, held
+    :data:`_FILTER_EVERY` at a time: bounded whatever the number of transactions."""
+    marks = settled_marks(journal, topic_names)
+    if rows is None:
+        yield from marks
+        return
+    while chunk := list(islice(marks, _FILTER_EVERY)):
+        yield from hitting(chunk, rows)
 
 
 def hitting(marks: list[tuple[int, int, str]], rows: np.ndarray) -> list[tuple[int, int, str]]:

@@ -79,8 +79,8 @@ def simulate_report(paths: list[str], options: Options, partitions: int = 3) -> 
     for name, data in pieces:
         if name == merge.FIGURES:
             merged.merge(pickle.loads(data))
-    journals = ([merge.read_ipc(d)] for n, d in pieces if n == merge.JOURNAL)
-    marks = merge.aborted_marks(journals, settled.topics, merged.journal.numbers())
+    journals = [merge.read_ipc(d) for n, d in pieces if n == merge.JOURNAL]
+    marks = replayed_marks(journals, settled.topics, merged.journal.numbers())
     merged.settle(settled.opened.id_of, settled.topics, marks)
     return merged, marks
 
@@ -107,8 +107,16 @@ def simulated_pieces(paths: list[str], split_bytes: int = 1 << 40, partitions: i
     pieces = [(n, d) for b in envelope for n, d in zip(b["table"].to_pylist(), b["data"].to_pylist(), strict=True)]
     opened = merge.Opened.of_pieces(merge.read_ipc(d) for n, d in pieces if n == merge.OPENED)
     topics = merge.topic_names(merge.read_ipc(d) for n, d in pieces if n == merge.TOPICS)
-    journals = ([merge.read_ipc(d)] for n, d in pieces if n == merge.JOURNAL)
-    return pieces, merge.Settled(opened, topics, merge.aborted_marks(journals, topics))
+    journals = [merge.read_ipc(d) for n, d in pieces if n == merge.JOURNAL]
+    return pieces, merge.Settled(opened, topics, replayed_marks(journals, topics))
+
+
+def replayed_marks(journals: list[pa.Table], topics: dict[str, str], rows: np.ndarray | None = None) -> merge.Marks:
+    """The aborted marks as the Spark engine finds them: every task's journal calls sorted in capture
+    order (``merge.JOURNAL_ORDER``) and replayed."""
+    calls = pa.concat_tables([merge.JOURNAL_SCHEMA.empty_table(), *journals])
+    ordered = calls.sort_by([(column, "ascending") for column in merge.JOURNAL_ORDER])
+    return [mark for marks in merge.replayed([ordered], topics, rows) for mark in merge.marks_of(marks)]
 
 
 def record_ends(data: bytes) -> list[int]:

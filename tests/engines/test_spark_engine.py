@@ -13,6 +13,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 
 import duckdb
@@ -23,10 +24,12 @@ import pyarrow.parquet as pq
 import pytest
 
 from kdissect.engines.request import Request, run
-from kdissect.engines.spark import Decoded, decode, session, spark_schema
+from kdissect.engines.run import report_figures
+from kdissect.engines.spark import Decoded, decode, report_of, session, spark_schema
 from kdissect.options import LENGTHS_ONLY, Options
 from kdissect.report.build import write_report
 from kdissect.spark import read_captures
+from kdissect.tables import merge, transactions
 from kdissect.tables.columns import TABLES
 from kdissect.testing.pcapwrite import write_capture
 from kdissect.testing.synthetic import conversation, with_payload, write
@@ -363,6 +366,68 @@ def test_topic_ids_and_transactions_across_interleaved_rotations_give_the_local_
     local_report, spark_report = reports_with(files, options, tmp_path)
     assert (b"not kept" in local_report) == (records is not None) and b"zeta-audit" in local_report
     assert spark_report == local_report
+
+
+def _not_on_the_driver(*args: object, **kwargs: object) -> None:
+    raise AssertionError("the transaction journal was replayed on the driver")
+
+
+def test_aborted_marks_stay_with_the_tasks_whatever_the_number_of_transactions(spark, tmp_path: Path,
+                                                                               monkeypatch) -> None:  # fmt: skip
+    """``analyze --out`` on Spark, its pieces staged as the command line stages them: the journal is
+    replayed in a task (never on the driver) and the aborted marks are staged for the tasks writing
+    the records, so what the driver holds to finish the tables is the same for 30 and 300
+    transactions (it held every mark: 100 more); the records are the local engine's, marked by both
+    rules."""
+    monkeypatch.setattr(transactions, "settled_marks", _not_on_the_driver)  # (Spark's workers: other processes)
+    held = []
+    for n in (30, 300):
+        files = transactions_at_two_places(tmp_path / f"captures{n:03d}", n)
+        want, _ = local_tables(files)
+        decoded = decode(spark, files, partitions=2, staging=str(tmp_path / f"staging{n:03d}"))
+        try:
+            got = written(decoded, tmp_path / f"out{n:03d}")
+            held.append(len(pickle.dumps(decoded.settled)))
+        finally:
+            decoded.close()
+        assert_same_tables(got, want)
+        aborted = want["records"].filter(pc.equal(want["records"]["aborted"], True))
+        rules = set(aborted["aborted_by"].to_pylist())
+        assert aborted.num_rows >= 2 * (n // 3) and rules == {"abort_marker", "end_txn"}
+    assert abs(held[1] - held[0]) <= 16, held
+
+
+def test_a_report_with_no_staging_directory_gathers_no_journal_on_the_driver(spark, tmp_path: Path,
+                                                                             monkeypatch) -> None:  # fmt: skip
+    """The report on a cluster with no staging directory (the pieces inline, in Spark's cache): the
+    tasks' journal pieces are sorted and replayed on Spark, none of them is collected by the driver,
+    and the report is the local engine's byte for byte."""
+    files = transactions_at_two_places(tmp_path / "captures", 120)
+    options = replace(Options(), payloads=LENGTHS_ONLY)
+    local = run(Request(files, options, report=True))
+    write_report(local.frames, local.summary, local.inputs, tmp_path / "local.json", "json", local.figures)
+    collected: list = []
+    frames = type(spark.range(1))  # (the session's own DataFrame class)
+    collect = frames.collect
+
+    def collecting(frame: object) -> list:
+        got = collect(frame)
+        collected.extend(row.asDict() for row in got)
+        return got
+
+    monkeypatch.setattr(frames, "collect", collecting)
+    monkeypatch.setattr(transactions, "settled_marks", _not_on_the_driver)
+    decoded = decode(spark, files, options=options, staging=None, figures=partial(report_figures, options),
+                     records_read=False)  # fmt: skip
+    try:
+        result = report_of(decoded)
+    finally:
+        decoded.close()
+    write_report(result.frames, result.summary, local.inputs, tmp_path / "spark.json", "json", result.figures)
+    assert any(row.get("table") == merge.JOURNAL for row in collected)  # (the driver learns that there is one)
+    assert [row for row in collected if row.get("table") == merge.JOURNAL and row.get("data") is not None] == []
+    assert b"abort" in (tmp_path / "local.json").read_bytes()
+    assert (tmp_path / "spark.json").read_bytes() == (tmp_path / "local.json").read_bytes()
 
 
 def test_tls_decrypts_in_the_tasks_with_the_key_log_shipped(spark, tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from kdissect.engines.partition import StagedMarks, stage_marks
 from kdissect.engines.request import Request
 from kdissect.engines.request import run as run_request
 from kdissect.engines.units import (
@@ -328,3 +329,19 @@ def test_a_capture_read_with_a_copy_of_part_of_it_decodes_apart_as_alone(tmp_pat
         assert_same_tables(got, want)
         assert rows(got["exchanges"], ("source_file",)) == rows(alone["exchanges"], ("source_file",))
         assert set(got["anomalies"]["kind"].to_pylist()) == {"duplicate_packets"}
+
+
+def test_staged_marks_give_a_piece_only_those_that_may_hit_its_rows(tmp_path: Path) -> None:
+    """Aborted marks staged a file per task (``stage_marks``): a piece of task 2's rows 0-5 gets the
+    mark over rows 5-7 only, rows 8-99 none, and a task without marks none."""
+    task2, task3 = 2 << merge.ROW_BITS, 3 << merge.ROW_BITS
+    marks = [(task2 | 5, 3, "end_txn"), (task2 | 100, 2, "abort_marker"), (task3 | 1, 1, "end_txn")]
+    table = pa.table({"task": [m[0] >> merge.ROW_BITS for m in marks], "first": [m[0] for m in marks],
+                      "rows": [m[1] for m in marks], "rule": [m[2] for m in marks]},
+                     schema=merge.MARKS_SCHEMA)  # fmt: skip
+    written = pa.Table.from_batches(list(stage_marks(table.to_batches(max_chunksize=2), str(tmp_path))))
+    assert written.to_pylist() == [{"task": 2, "rows": 2}, {"task": 3, "rows": 1}]
+    staged = StagedMarks(str(tmp_path), frozenset(written["task"].to_pylist()))
+    assert staged.hitting(2, task2, task2 | 6) == [marks[0]]
+    assert staged.hitting(2, task2 | 8, task2 | 100) == []
+    assert staged.hitting(3, task3, task3 | 2) == [marks[2]] and staged.hitting(4, 0, 1 << 62) == []
