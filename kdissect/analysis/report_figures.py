@@ -216,8 +216,10 @@ class ReportFigures(Figures):
 
     def name_topics(self, topics: dict[str, str]) -> None:
         """A local run's figures, whose sink named some topic ids only after handing rows of them
-        over: those rows' topics named (its connections are numbered already)."""
+        over: those rows' topics named (its connections are numbered already), its journal's too."""
         self.settle(lambda conn: conn, topics)  # type: ignore[arg-type,return-value]
+        if self.journal is not None:
+            self.journal.name_topics(namer(topics))
 
     @property
     def journal_limits(self) -> tuple[int, int]:
