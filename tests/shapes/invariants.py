@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from kdissect.analysis import clients, errors
 from kdissect.analysis.expected import is_expected
-from kdissect.analysis.latency import PERCENTILE_COLUMNS, latency_by
+from kdissect.analysis.latency import MIN_SAMPLES, PERCENTILE_COLUMNS, QUANTILES, latency_by
 from kdissect.analysis.summary import Summary
 from kdissect.decoders.apis import removed_version
 
@@ -32,12 +32,17 @@ COMPLETE_ERRORS = ("code", "client_id", "client_host", "broker")
 
 
 def ordered_percentiles(table: pd.DataFrame) -> list[str]:
-    """p50 <= p90 <= p99 <= p99.9 <= max on every row, over the figures the row shows."""
+    """p50 <= p90 <= p99 <= p99.9 <= max on every row, over the figures the row shows; and a
+    percentile shown only where the row's count supports it (``latency.MIN_SAMPLES``)."""
     broken = []
-    for row in table[PERCENTILE_COLUMNS[1:]].itertuples(index=False):
+    for count, *row in table[PERCENTILE_COLUMNS].itertuples(index=False):
         shown = [v for v in row if v == v and v is not None]
         if shown != sorted(shown):
             broken.append(f"percentiles out of order: {row}")
+        unsupported = [q for q, v in zip(QUANTILES, row, strict=False) if v == v and v is not None
+                       and not count >= MIN_SAMPLES[q]]  # fmt: skip
+        if unsupported:
+            broken.append(f"percentiles {unsupported} shown from {count} latencies: {row}")
     return broken
 
 
