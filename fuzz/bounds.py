@@ -40,6 +40,7 @@ _SIZES = {
     "out_of_order_segments": 20_000,
     "inflating_batch": 24,
     "many_exchanges": 20_000,
+    "many_brokers": 200,
 }
 
 

@@ -93,13 +93,15 @@ class Journal:
         if not keep:
             return
         values = [cells(columns[c]) for c in JOURNAL_COLUMNS]
-        ids = cells(columns["_topic_id"]) if self.places is not None else None
+        ids = cells(columns["_topic_id"]) if "_topic_id" in columns else [None] * len(flags)
         for i in keep:
             row = tuple(v[i] for v in values)
-            if ids is not None:  # a Spark task's: placed, its topic id kept, numbered
+            if self.places is not None:  # a Spark task's: placed, its topic id kept, numbered
                 conn = row[_CONNECTION]
                 row = (row[0], None if conn is None else self.places[conn], *row[2:_TOPIC],  # type: ignore[index]
                        topic_key(row[_TOPIC], ids[i]), *row[_TOPIC + 1 :], self.first_row + first + i)  # fmt: skip
+            elif row[_TOPIC] is None and ids[i] is not None:  # a local run's topic not named yet: its id kept
+                row = _with_topic(row, topic_key(None, ids[i]))
             if not row[7]:  # a data record (markers are not listed)
                 self.total[(row[3], row[4])] = self.total.get((row[3], row[4]), 0) + 1
             self._offer(_order(row[:_ANSWER]), [row])
@@ -141,6 +143,16 @@ class Journal:
         self._answers, self._heap, self.held = {}, [], 0
         for key, kept in answers.items():
             self._offer(key, kept)
+        self._name_totals(topic)
+
+    def name_topics(self, topic: Callable[[object], object]) -> None:
+        """A local run's journal, holding records of topics Metadata named only after they were
+        handed over (known by id): named as :meth:`settle` names a Spark driver's, by ``topic``."""
+        for answer in self._heap:
+            answer.rows = [_with_topic(row, topic(row[_TOPIC])) for row in answer.rows]
+        self._name_totals(topic)
+
+    def _name_totals(self, topic: Callable[[object], object]) -> None:
         total: dict[tuple, int] = {}
         for (direction, name), n in self.total.items():
             total[(direction, topic(name))] = total.get((direction, topic(name)), 0) + n
@@ -187,6 +199,10 @@ class Journal:
         self.limit, self.held, self.total, self._heap, self.first_row, self.seen = state
         self._answers = {answer.key: answer for answer in self._heap}
         self.places = None
+
+
+def _with_topic(row: tuple, topic: object) -> tuple:
+    return (*row[:_TOPIC], topic, *row[_TOPIC + 1 :])
 
 
 class FirstEvents:

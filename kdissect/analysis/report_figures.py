@@ -14,6 +14,7 @@ names.
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING
 
@@ -33,7 +34,7 @@ from kdissect.analysis.summary import Figures
 from kdissect.analysis.time_figures import TimeFigures
 from kdissect.analysis.topology_figures import TopologyFigures
 from kdissect.tables.columns import TABLES, cells
-from kdissect.tables.sink import JOINED, Columns
+from kdissect.tables.sink import BROKER_ROWS, BROKERS_NOT_KEPT, JOINED, Columns
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -77,7 +78,8 @@ class ReportFigures(Figures):
         self.journal = Journal(records) if keep_records else None
         self.txn_events = FirstEvents(events) if keep_records else None
         self.latency = {dimension: Groups(Latencies, limit) for dimension in KEYED}
-        self.brokers: dict[tuple[object, object, object, object], None] = {}  # (node, host, port, rack) seen
+        # (node, host, port, rack) -> first seen: the first BROKER_ROWS, as the brokers table keeps them
+        self.brokers: dict[tuple[object, object, object, object], int | None] = {}
         self.clients = ClientFigures(limit)
         self.time = TimeFigures()
         self.batches = BatchFigures(limit)
@@ -114,8 +116,8 @@ class ReportFigures(Figures):
         elif name == "connections":
             self.clients.add_connections(columns)
         elif name == "brokers":
-            rows = zip(*(cells(columns[c]) for c in ("node_id", "host", "port", "rack")), strict=True)
-            self.brokers.update(dict.fromkeys(rows))
+            keys = zip(*(cells(columns[c]) for c in ("node_id", "host", "port", "rack")), strict=True)
+            self._see_brokers(zip(keys, cells(columns["first_seen"]), strict=True))
 
     def _add_placed(self, name: str, columns: Columns) -> None:
         """A piece of a table kept in part, a Spark task's connections given as their places."""
@@ -150,6 +152,22 @@ class ReportFigures(Figures):
                            max(both, default=None)])  # fmt: skip
         self._see_clients(c for c in cells(ex["client_id"]) if c is not None)
         self.without_answer += sum(1 for status in cells(ex["status"]) if status in NO_ANSWER)
+
+    @property
+    def brokers_not_kept(self) -> int:
+        """Announcements of brokers past the brokers table's :data:`BROKER_ROWS` (its anomalies' count)."""
+        return self._anomalies.get(BROKERS_NOT_KEPT, [0])[0]
+
+    def _see_brokers(self, seen: Iterable[tuple[tuple[object, object, object, object], int | None]]) -> None:
+        """Brokers and when each was first seen, kept to the first :data:`BROKER_ROWS` (by that time, then
+        key): a merge of many pieces (a Spark driver's) holds no more than the brokers table does."""
+        brokers = self.brokers
+        for key, ts in seen:
+            known = brokers.get(key, ts)
+            brokers[key] = ts if known is None else known if ts is None else min(known, ts)
+        if len(brokers) > BROKER_ROWS:
+            by_time = heapq.nsmallest(BROKER_ROWS, brokers.items(), key=lambda kv: (ordered(kv[1]), _in_order(kv[0])))
+            self.brokers = dict(by_time)
 
     def _merge_times(self, times: list[int | None]) -> None:
         for i, (mine, theirs) in enumerate(zip(self.times, times, strict=True)):
@@ -198,8 +216,10 @@ class ReportFigures(Figures):
 
     def name_topics(self, topics: dict[str, str]) -> None:
         """A local run's figures, whose sink named some topic ids only after handing rows of them
-        over: those rows' topics named (its connections are numbered already)."""
+        over: those rows' topics named (its connections are numbered already), its journal's too."""
         self.settle(lambda conn: conn, topics)  # type: ignore[arg-type,return-value]
+        if self.journal is not None:
+            self.journal.name_topics(namer(topics))
 
     @property
     def journal_limits(self) -> tuple[int, int]:
@@ -219,7 +239,7 @@ class ReportFigures(Figures):
         if isinstance(other, ReportFigures):
             for dimension, groups in other.latency.items():
                 self.latency[dimension].merge(groups)
-            self.brokers.update(other.brokers)
+            self._see_brokers(other.brokers.items())
             self.clients.merge(other.clients)
             self.time.merge(other.time)
             self.batches.merge(other.batches)
@@ -291,13 +311,18 @@ class ReportFigures(Figures):
         yield from merged.items()
 
 
-def _broker_namer(brokers: dict[tuple[object, object, object, object], None]) -> Callable[[object, object], str | None]:
+def _broker_namer(brokers: Mapping[tuple[object, ...], object]) -> Callable[[object, object], str | None]:
     import pandas as pd
 
     # the brokers table's capture order (analysis.frames.in_capture_order: by each column, nulls last),
     # whatever order pieces came in: a broker seen with and without its rack is named with it
-    rows = sorted(brokers, key=lambda row: ordered(*(None if v is None else str(v) for v in row)))
+    rows = sorted(brokers, key=_in_order)
     return broker_namer(pd.DataFrame(rows, columns=["node_id", "host", "port", "rack"]))
+
+
+def _in_order(broker: tuple[object, ...]) -> tuple:
+    """A broker's (node, host, port, rack) as the brokers table's capture order compares them."""
+    return ordered(*(None if v is None else str(v) for v in broker))
 
 
 def figures_of(tables: Mapping[str, pd.DataFrame]) -> ReportFigures:

@@ -237,12 +237,14 @@ def _topology_section(tables: Mapping[str, pd.DataFrame], figures: ReportFigures
     kept = figures.topology
     newest = kept.newest_rows()
     health, unhealthy = topology.partition_health(newest), topology.unhealthy(newest)
+    brokers = topology.brokers(tables)
     return Section(
         "topology",
         "Cluster topology",
-        "From the Metadata responses: the newest state seen of each partition. " + limits.topology(kept),
+        "From the Metadata responses: the newest state seen of each partition. "
+        + limits.topology(kept, len(brokers), figures),
         [
-            Table("Brokers", topology.brokers(tables)),
+            Table("Brokers", brokers),
             Table(
                 "Partitions with a problem (no leader, ISR smaller than replicas, offline replicas)",
                 unhealthy,

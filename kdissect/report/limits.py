@@ -17,7 +17,7 @@ from kdissect.analysis.group_figures import (
 )
 from kdissect.analysis.journal import EVENT_LIMIT, RECORD_LIMIT
 from kdissect.analysis.lag_figures import LISTED, POINTS, LagFigures
-from kdissect.analysis.report_figures import KEPT_KEYS
+from kdissect.analysis.report_figures import BROKER_ROWS, KEPT_KEYS, ReportFigures
 from kdissect.analysis.topology_figures import ROW_LIMIT, TopologyFigures
 
 from .document import LISTING_ROWS
@@ -66,10 +66,14 @@ def transactions(records: int, events: int, record_limit: int = RECORD_LIMIT, ev
     )
 
 
-def topology(kept: TopologyFigures) -> str:
+def topology(kept: TopologyFigures, brokers: int, figures: ReportFigures) -> str:
+    """The section's bounds: ``brokers`` rows of the brokers table, the announcements of others counted."""
     partitions = kept.partitions
+    others = figures.brokers_not_kept
     other = f", and {kept.not_kept:,} rows of partitions past that" if kept.not_kept else ""
     return bounds(
+        f"brokers: {brokers:,}, the first distinct in capture order (limit {BROKER_ROWS:,}"
+        + (f"; {others:,} announcements of others not kept, counted as brokers_not_kept anomalies)" if others else ")"),
         first("leader changes are found in the Metadata partition rows", ROW_LIMIT, kept.first.kept.total),
         f"partitions described: {partitions:,} (limit {KEY_LIMIT:,}, smallest CRC-32{other})",
         first("all partitions listed", LISTING_ROWS, partitions, "by topic and partition"),

@@ -71,10 +71,11 @@ class Named:
         return self.text
 
 
-def _iso_ms(ms: int) -> object:
-    """A record timestamp (ms since the epoch) as ISO 8601 UTC; -1 (none) and absurd values as they are."""
+def _iso_ms(ms: int | None) -> object:
+    """A record timestamp (ms since the epoch) as ISO 8601 UTC; -1 or null (none: a magic 0 message
+    has no timestamp) and absurd values as they are."""
     try:
-        when = datetime.fromtimestamp(ms / 1000, UTC) if ms >= 0 else None
+        when = datetime.fromtimestamp(ms / 1000, UTC) if ms is not None and ms >= 0 else None
     except (OverflowError, OSError, ValueError):
         when = None
     return ms if when is None else Named(f"{when:%Y-%m-%dT%H:%M:%S}.{ms % 1000:03d}Z")

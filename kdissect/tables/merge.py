@@ -8,7 +8,9 @@ A task cannot know three things the whole run settles, so it leaves them in hidd
   that interleave), by pos in one file (:class:`Opened`);
 - topic names for topic ids (Fetch v13+): named from every task's Metadata, the first naming in
   capture order winning, as in the local engine;
-- brokers: kept once per (node, host, port, rack), from the first response in capture order;
+- brokers: kept once per (node, host, port, rack), from the first response in capture order, the
+  first ``sink.BROKER_ROWS`` of them (a task's sink keeps its first as many, which include every one
+  of the whole run's first);
 - aborted transactions: a transaction's records and its outcome (ABORT marker, EndTxn) usually
   travel on different connections, so tasks journal the rules' inputs (``JOURNAL``) and number
   their records rows (``ROW``); the journals' calls sorted in capture order and replayed give the
@@ -30,6 +32,7 @@ import pyarrow.compute as pc
 
 from .arrow import arrow_schema, with_pandas_metadata
 from .columns import TABLES
+from .sink import BROKER_ROWS
 from .transactions import marked, replay
 
 OPENED, TOPICS, STATS, JOURNAL, FIGURES = "_opened", "_topics", "_stats", "_journal", "_figures"  # a task's side pieces
@@ -216,7 +219,8 @@ def _marked(piece: pa.Table, marks: Marks | TaskMarks) -> pa.Table:
 
 
 def first_brokers(pieces: list[pa.Table]) -> pa.Table:
-    """Finished brokers pieces (with ``BROKER_SEEN``) as one table: each broker once, as first seen."""
+    """Finished brokers pieces (with ``BROKER_SEEN``) as one table: each broker once, as first seen,
+    the first :data:`~kdissect.tables.sink.BROKER_ROWS` as the local engine's sink keeps them."""
     if not pieces:
         return with_pandas_metadata("brokers", arrow_schema("brokers").empty_table())
     table = pa.concat_tables(pieces, promote_options="permissive").combine_chunks()
@@ -224,6 +228,8 @@ def first_brokers(pieces: list[pa.Table]) -> pa.Table:
     keys = list(zip(*(table[c].to_pylist() for c in ("node_id", "host", "port", "rack")), strict=True))
     kept, chosen = set(), []
     for i in order:
+        if len(chosen) == BROKER_ROWS:
+            break
         if keys[i] not in kept:
             kept.add(keys[i])
             chosen.append(i)

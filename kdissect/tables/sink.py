@@ -42,6 +42,11 @@ from .transactions import TransactionMarks
 _NOT_PARTITION_TRAFFIC = detail_walk.NOT_PARTITION_TRAFFIC
 _END_TXN = apis.key_of("EndTxn")
 _AUTH_FAILED = code_of("SASL_AUTHENTICATION_FAILED")
+# Distinct brokers (node id, host, port, rack) the brokers table keeps, the first in capture order: as
+# many as a table keyed by what clients choose keeps keys (analysis.bounded.KEY_LIMIT), since a
+# hostile capture can announce any number. Each announcement of another is a BROKERS_NOT_KEPT anomaly.
+BROKER_ROWS = 10_000
+BROKERS_NOT_KEPT = "brokers_not_kept"
 OPEN_TXN_HOLD = 4  # records are spilled at this many times spill_rows while a transaction is open (or by bytes)
 _PARTITION_VALUES = ("fetch_offset", "committed_offset", "offset", "base_offset", "high_watermark",
                      "last_stable_offset", "log_start_offset", "timestamp", "leader_epoch")
@@ -49,7 +54,7 @@ _PARTITION_VALUES = ("fetch_offset", "committed_offset", "offset", "base_offset"
 # none of them needs more of an exchange than its exchanges row.
 ROW_TABLES = frozenset({"exchanges", "connections", "anomalies"})
 # Tables whose rows grow with the traffic: handed over in pieces (to a writer, or to the summary's
-# figures) as they grow; all but ``brokers`` (one row per broker). A counted ``anomalies`` row
+# figures) as they grow; all but ``brokers`` (one row per broker, at most BROKER_ROWS). A counted ``anomalies`` row
 # handed over keeps its count (``take``).
 SPILLABLE = tuple(name for name in TABLES if name != "brokers")
 # The tables of an exchange's own rows: spilled together (a piece of each holds the rows of the same
@@ -498,13 +503,19 @@ class TableSink:
         self.rows["partitions"].extend(merged.values())
 
     def _broker_rows(self, conn_id: int, api_key: int | None, ts: int, structs: list[Mapping[str, Any]]) -> None:
-        """Brokers named by a response's structs (their scalars; the walk's structs with a host and port)."""
+        """Brokers named by a response's structs (their scalars; the walk's structs with a host and port):
+        the first :data:`BROKER_ROWS` distinct ones, each announcement of another counted as an anomaly."""
         for s in structs:
             node = s.get("node_id", s.get("broker_id"))
             if node is None or "host" not in s or "port" not in s:
                 continue
             key = (node, s["host"], s["port"], s.get("rack"))
             if key in self._brokers_seen:
+                continue
+            if len(self._brokers_seen) >= BROKER_ROWS:
+                self._anomaly(BROKERS_NOT_KEPT, conn_id, "response", None, None, ts,
+                              f"{api_name(api_key)} named broker {node} at {s['host']}:{s['port']}: the brokers "
+                              f"table keeps the first {BROKER_ROWS:,} brokers")
                 continue
             self._brokers_seen.add(key)
             self.rows["brokers"].append({

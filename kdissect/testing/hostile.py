@@ -192,6 +192,21 @@ def many_exchanges(n: int) -> bytes:
     return _one_connection(messages, mss=MSS_LOOPBACK)
 
 
+def many_brokers(n: int) -> bytes:
+    """``n`` Metadata answers, each announcing 1,000 brokers none announced before (node id, host and
+    port all new): ``1,000 n`` distinct brokers, where a cluster has a handful."""
+    request = encode_request(3, 1, {"topics": []}, correlation_id=0)
+    messages = []
+    for i in range(n):
+        nodes = range(i * 1000, (i + 1) * 1000)
+        brokers = [{"node_id": node, "host": f"b{node}.example", "port": 1024 + node % 60000, "rack": None}
+                   for node in nodes]  # fmt: skip
+        answer = encode_response(3, 1, {"brokers": brokers, "controller_id": 0, "topics": []}, correlation_id=i)
+        messages.append((0, request[:8] + struct.pack(">i", i) + request[12:], T0 + i * 1000))
+        messages.append((1, answer, T0 + i * 1000 + 500))
+    return _one_connection(messages, mss=MSS_LOOPBACK)
+
+
 BUILDERS: dict[str, Callable[[int], bytes]] = {
     "ip_fragments": ip_fragments,
     "pipelined_requests": pipelined_requests,
@@ -206,4 +221,5 @@ BUILDERS: dict[str, Callable[[int], bytes]] = {
     "out_of_order_segments": out_of_order_segments,
     "inflating_batch": inflating_batch,
     "many_exchanges": many_exchanges,
+    "many_brokers": many_brokers,
 }

@@ -2,17 +2,19 @@
 
 Each check returns the invariants a run broke, as sentences (empty: all held), so a test over many
 shaped captures can say which shape broke what. The figures checked are the ones the faces show:
-the report's tables (:mod:`kdissect.analysis`), the terminal summary (:class:`Summary`) and the live
-figures (:class:`RollingFigures`).
+the report's tables (:mod:`kdissect.analysis`), the terminal summary (:class:`Summary`), the live
+figures (:class:`RollingFigures`) and the Prometheus series (:class:`LiveMetrics`).
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from kdissect.analysis import clients, errors
-from kdissect.analysis.latency import PERCENTILE_COLUMNS, latency_by
+from kdissect.analysis.expected import is_expected
+from kdissect.analysis.latency import MIN_SAMPLES, PERCENTILE_COLUMNS, QUANTILES, latency_by
 from kdissect.analysis.summary import Summary
 from kdissect.decoders.apis import removed_version
 
@@ -21,6 +23,7 @@ if TYPE_CHECKING:
 
     from kdissect.analysis.report_figures import ReportFigures
     from kdissect.analysis.rolling import RollingFigures
+    from kdissect.engines.live_metrics import LiveMetrics
 
 # Breakdowns in which every answered exchange falls in exactly one group.
 COMPLETE_LATENCY = ("api", "api_version", "broker", "broker_api", "client_id", "client_host")
@@ -29,12 +32,17 @@ COMPLETE_ERRORS = ("code", "client_id", "client_host", "broker")
 
 
 def ordered_percentiles(table: pd.DataFrame) -> list[str]:
-    """p50 <= p90 <= p99 <= p99.9 <= max on every row, over the figures the row shows."""
+    """p50 <= p90 <= p99 <= p99.9 <= max on every row, over the figures the row shows; and a
+    percentile shown only where the row's count supports it (``latency.MIN_SAMPLES``)."""
     broken = []
-    for row in table[PERCENTILE_COLUMNS[1:]].itertuples(index=False):
+    for count, *row in table[PERCENTILE_COLUMNS].itertuples(index=False):
         shown = [v for v in row if v == v and v is not None]
         if shown != sorted(shown):
             broken.append(f"percentiles out of order: {row}")
+        unsupported = [q for q, v in zip(QUANTILES, row, strict=False) if v == v and v is not None
+                       and not count >= MIN_SAMPLES[q]]  # fmt: skip
+        if unsupported:
+            broken.append(f"percentiles {unsupported} shown from {count} latencies: {row}")
     return broken
 
 
@@ -91,6 +99,35 @@ def live_agrees(summary: Summary, figures: RollingFigures) -> list[str]:
         broken.append(f"live per API (count, errors, unanswered) {mine} != summary {theirs}")
     if figures.failed != sum(a.errors for a in summary.apis):
         broken.append(f"live counts {figures.failed} errors, the summary {sum(a.errors for a in summary.apis)}")
+    return broken
+
+
+def prometheus_agrees(tables: Mapping[str, pd.DataFrame], summary: Summary, metrics: LiveMetrics) -> list[str]:
+    """The Prometheus series count what the summary and the report count: requests per API, the
+    latency histogram's observations per API (the answered exchanges), and every error code of the
+    errors table, the failures and the expected answers (``analysis.expected``) apart. ``metrics``
+    must cap no label (its ``max_label_values`` past the capture's distinct values)."""
+    series: dict[str, Counter] = {name: Counter() for name in ("requests", "latency", "failures", "expected")}
+    names = {"kdissect_requests_total": "requests", "kdissect_request_latency_seconds_count": "latency",
+             "kdissect_request_errors_total": "failures", "kdissect_expected_answers_total": "expected"}  # fmt: skip
+    for metric in metrics.registry.collect():
+        for sample in metric.samples:
+            if sample.name in names:
+                key = sample.labels["error"] if "error" in sample.labels else sample.labels["api"]
+                series[names[sample.name]][key] += int(sample.value)
+    requests = sum(series["requests"].values())
+    series["requests"].pop("?", None)  # an exchange of no known API: "?" in live, left out of the summary's APIs
+    answered = latency_by(tables, "api").set_index("api_name")["count"]
+    want = {"requests": Counter({a.name: a.count for a in summary.apis}),
+            "latency": Counter({str(api): int(n) for api, n in answered.items()}),
+            "failures": Counter(), "expected": Counter()}  # fmt: skip
+    err = tables["errors"]
+    for api, name in zip(err["api_name"].astype(str), err["error_name"].astype(str), strict=True):
+        want["expected" if is_expected(api, name) else "failures"][name] += 1
+    broken = [f"Prometheus {what} {dict(+series[what])} != {dict(+want[what])}" for what in series
+              if +series[what] != +want[what]]  # fmt: skip
+    if requests != summary.exchanges:
+        broken.append(f"Prometheus counts {requests} requests, the summary {summary.exchanges}")
     return broken
 
 

@@ -74,11 +74,12 @@ def command_failures(files: Sequence[Path], work: Path) -> list[str]:
 
 def figure_failures(files: Sequence[Path]) -> list[str]:
     """Invariants of the figures: the report's breakdowns, the summary against the report, and
-    (one file) the live figures against the summary."""
+    (one file) the live figures and the Prometheus series against the summary and the report."""
     from kdissect.analysis.frames import analysis_frames, in_capture_order
     from kdissect.analysis.report_figures import ReportFigures
     from kdissect.engines import local
     from kdissect.engines.live import LiveOptions, LiveRun
+    from kdissect.engines.live_metrics import LiveMetrics
     from kdissect.options import Options
     from tests.shapes import invariants
 
@@ -89,9 +90,11 @@ def figure_failures(files: Sequence[Path]) -> list[str]:
     local.analyze(files, Options(spill_rows=7), figures=figures, counted_only=figures.counted_only)
     broken += invariants.kept_figures_agree(tables, figures)
     if len(files) == 1:
-        live = LiveRun(LiveOptions())
+        metrics = LiveMetrics(max_label_values=1 << 20)  # no label capped: every series comparable
+        live = LiveRun(LiveOptions(), metrics=metrics)
         for seg in segments_of(files[0].read_bytes()):
             live.feed_segment(seg)
         live.finish()
         broken += invariants.live_agrees(run.summary, live.figures)
+        broken += invariants.prometheus_agrees(tables, run.summary, metrics)
     return broken
