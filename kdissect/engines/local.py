@@ -28,7 +28,7 @@ from kdissect.engines.run import (  # RunStats, RunResult, no_capture: the run's
 from kdissect.events import Anomaly, Exchange, KafkaEvent
 from kdissect.kafka.pipeline import KafkaPipeline
 from kdissect.options import Options
-from kdissect.sources.files import iter_capture, timeline
+from kdissect.sources.files import DEFAULT_CHUNK_SIZE, iter_capture, merged_chunk_size, timeline
 from kdissect.sources.interleave import merge_by_time
 from kdissect.sources.segment import TcpSegment
 from kdissect.sources.shapes import (
@@ -98,10 +98,12 @@ def source_anomaly(a: SourceAnomaly, source: str | None = None) -> Anomaly:
     return Anomaly(a.kind, None, None, a.offset, None, a.ts_ns, a.message, source)
 
 
-def _read_file(path: PathArg, options: Options, stats: RunStats, progress: Progress | None) -> Iterator[SourceEvent]:
+def _read_file(
+    path: PathArg, options: Options, stats: RunStats, progress: Progress | None, chunk_size: int = DEFAULT_CHUNK_SIZE
+) -> Iterator[SourceEvent]:
     """One file's segments and anomalies, counted into ``stats``, within the sources' bounds of
-    ``options``. A file that is not a capture is skipped (named in ``stats.unreadable`` and an
-    anomaly row) and the others read."""
+    ``options``, read ``chunk_size`` bytes at a time. A file that is not a capture is skipped (named
+    in ``stats.unreadable`` and an anomaly row) and the others read."""
     stats.files += 1
     source_stats = SourceStats()
     try:
@@ -109,6 +111,7 @@ def _read_file(path: PathArg, options: Options, stats: RunStats, progress: Progr
             reader: BinaryIO = _CountingReader(raw, progress) if progress else raw  # type: ignore[assignment]
             yield from iter_capture(
                 reader,
+                chunk_size=chunk_size,
                 stats=source_stats,
                 defrag=options.defrag(),
                 gunzip_ratio=options.gunzip_ratio,
@@ -198,7 +201,8 @@ def events(
     ordered = timeline([str(path) for path in paths])
     pipeline = KafkaPipeline(options, opened=opened, several_inputs=len(ordered) > 1)
     names = [name for name, _ in ordered]
-    inputs = [(first, partial(_read_file, name, options, stats, progress)) for name, first in ordered]
+    chunk_size = merged_chunk_size(len(ordered))
+    inputs = [(first, partial(_read_file, name, options, stats, progress, chunk_size)) for name, first in ordered]
     if len(inputs) == 1:  # the usual run: nothing to merge (merging costs a step per packet)
         pipeline.source = names[0]
         yield from feed_items(pipeline, inputs[0][1](), names[0])

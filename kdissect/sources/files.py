@@ -19,6 +19,16 @@ from kdissect.sources.record_loop import ReaderLimits
 from kdissect.sources.shapes import CaptureFormatError, CaptureRecord, SourceAnomaly, SourceEvent, SourceStats
 
 DEFAULT_CHUNK_SIZE = 1 << 20
+MERGED_READ_AHEAD = 8 << 20  # what files read together (merged by capture time) may hold read ahead, all told
+MIN_CHUNK_SIZE = 64 << 10
+
+
+def merged_chunk_size(files: int) -> int:
+    """The chunk each of ``files`` read together is read in: every open file holds a chunk and the
+    segments decoded from it (about four times the chunk), and captures taken side by side are all
+    open at once, so the chunks share :data:`MERGED_READ_AHEAD` rather than each taking
+    :data:`DEFAULT_CHUNK_SIZE` (64 overlapping files held about 250 MB so)."""
+    return max(MIN_CHUNK_SIZE, min(DEFAULT_CHUNK_SIZE, MERGED_READ_AHEAD // max(files, 1)))
 
 
 def iter_capture(
