@@ -9,8 +9,8 @@ from __future__ import annotations
 import shlex
 from collections.abc import Sequence
 
+from kdissect.analysis.bounded import KEY_LIMIT
 from kdissect.analysis.expected import WAIT_ON_PURPOSE
-from kdissect.analysis.report_figures import BROKER_ROWS
 from kdissect.analysis.summary import Summary
 from kdissect.report.render import safe_text
 from kdissect.report.units import ms_text
@@ -38,7 +38,9 @@ ANOMALY_MEANING = {
     "decompression_capped": "record batches inflating past the memory cap",
     "retransmission_conflict": "retransmitted bytes that differ from the copy decoded",
     "duplicate_packets": "packets read twice (an input repeating another's): read once",
-    "brokers_not_kept": f"brokers announced past the brokers table's bound (the first {BROKER_ROWS:,} are kept)",
+    # the brokers table keeps KEY_LIMIT brokers (tables.sink.BROKER_ROWS; a test holds them equal): the summary
+    # must not import the report figures (and pandas) for the number
+    "brokers_not_kept": f"brokers announced past the brokers table's bound (the first {KEY_LIMIT:,} are kept)",
     "cap": "cut by a resource bound (see docs/decoding-and-robustness.md, Resource bounds)",
 }
 # The reassembler's counters worth a word when not zero (the others are in the connections table).
