@@ -7,6 +7,8 @@ round-trip coverage without per-API code.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
+from typing import Any
 
 from hypothesis import strategies as st
 
@@ -58,3 +60,28 @@ def struct_values(f: Field, depth: int = 0) -> st.SearchStrategy[dict]:
 
 def message_values(msg: Message) -> st.SearchStrategy[dict]:
     return struct_values(msg.root)
+
+
+TOPIC_IDS = (uuid.UUID(int=0), uuid.UUID(int=7), uuid.UUID(int=8))
+
+
+def narrowed(f: Field, value: Any, data: st.DataObject, other: Callable[[Field, Any], st.SearchStrategy | None]) -> Any:
+    """``value`` (of struct field ``f``) with its topic names and topic ids drawn from a few, so
+    contexts repeat, and any other member ``other`` gives a strategy for drawn from that."""
+    if not isinstance(value, dict):
+        return value
+    out = {}
+    for m in f.fields:
+        if m.key not in value:
+            continue
+        v = value[m.key]
+        if m.elem == "struct" and v is not None:
+            v = [narrowed(m, item, data, other) for item in v] if m.is_array else narrowed(m, v, data, other)
+        elif m.entity == "topicName" and isinstance(v, str):
+            v = data.draw(st.sampled_from(("orders", "orders", "payments", "")))
+        elif m.key == "topic_id" and isinstance(v, uuid.UUID):
+            v = data.draw(st.sampled_from(TOPIC_IDS))
+        elif (drawn := other(m, v)) is not None:
+            v = data.draw(drawn)
+        out[m.key] = v
+    return out

@@ -17,33 +17,20 @@ from kdissect.decoders.entities import is_error_field, walk
 from kdissect.decoders.named_topics import contexts
 from kdissect.decoders.program import native_module
 from kdissect.testing.encoder import encode_request, encode_response
-from tests.strategies import message_values
+from tests.strategies import message_values, narrowed
 
 native = native_module()
 pytestmark = pytest.mark.skipif(native is None, reason="the native decoder is not built")
 MESSAGES = sorted(schema.all_api_versions())
-TOPIC_IDS = (uuid.UUID(int=0), uuid.UUID(int=7), uuid.UUID(int=8))
+
+
+def _codes(m: schema.Field, v: Any) -> st.SearchStrategy | None:
+    return st.sampled_from((0, 0, 3, 6)) if is_error_field(m.key) and isinstance(v, int) else None
 
 
 def narrow(f: schema.Field, value: Any, data: st.DataObject) -> Any:
     """``value`` with topic names, topic ids and error codes drawn from a few, so contexts repeat."""
-    if not isinstance(value, dict):
-        return value
-    out = {}
-    for m in f.fields:
-        if m.key not in value:
-            continue
-        v = value[m.key]
-        if m.elem == "struct" and v is not None:
-            v = [narrow(m, item, data) for item in v] if m.is_array else narrow(m, v, data)
-        elif m.entity == "topicName" and isinstance(v, str):
-            v = data.draw(st.sampled_from(("orders", "orders", "payments", "")))
-        elif m.key == "topic_id" and isinstance(v, uuid.UUID):
-            v = data.draw(st.sampled_from(TOPIC_IDS))
-        elif is_error_field(m.key) and isinstance(v, int):
-            v = data.draw(st.sampled_from((0, 0, 3, 6)))
-        out[m.key] = v
-    return out
+    return narrowed(f, value, data, _codes)
 
 
 def scanned(key: int, version: int, kind: str, body: dict) -> tuple[Any, list, list] | None:

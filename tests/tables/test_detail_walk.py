@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -33,7 +32,7 @@ from kdissect.tables.sink import TableSink
 from kdissect.testing import encoder
 from kdissect.testing.conversation import tcp_conversation
 from kdissect.testing.records_encode import encode_batch, new_record
-from tests.strategies import message_values
+from tests.strategies import message_values, narrowed
 
 pytestmark = pytest.mark.skipif(detail_walk.native is None, reason="the native detail walk is not built")
 
@@ -41,7 +40,6 @@ _KINDS = {(k, v, kind) for k, v, kind in schema.all_api_versions()}
 PAIRS = sorted({(k, v) for k, v, kind in _KINDS if kind == "request" and (k, v, "response") in _KINDS})
 RECORD_PAIRS = [(k, v) for k, v in PAIRS if any(carries_records(schema.api_message(k, v, kind))
                                                 for kind in ("request", "response"))]
-TOPIC_IDS = (uuid.UUID(int=0), uuid.UUID(int=7), uuid.UUID(int=8))
 BATCH = encode_batch([new_record(b"k", b"v"), new_record(None, b"w", offset=1)], base_offset=3)
 
 
@@ -56,29 +54,19 @@ def reference() -> Iterator[None]:
         detail_walk.native, rows._native_rows = walk, append
 
 
+def _detail_values(m: schema.Field, v: Any) -> st.SearchStrategy | None:
+    if m.key in PARTITION_KEYS and isinstance(v, int) and m.elem == "int32":
+        return st.sampled_from((0, 0, 1))
+    if m.key == "records" and isinstance(v, bytes):
+        return st.sampled_from((BATCH, BATCH, v, b""))
+    if m.key == "base_offset" and isinstance(v, int):
+        return st.sampled_from((-1, 5))
+    return None
+
+
 def narrow(f: schema.Field, value: Any, data: st.DataObject) -> Any:
     """``value`` (of struct field ``f``) with its topic names, topic ids and partitions drawn from a few."""
-    if not isinstance(value, dict):
-        return value
-    out = {}
-    for m in f.fields:
-        if m.key not in value:
-            continue
-        v = value[m.key]
-        if m.elem == "struct" and v is not None:
-            v = [narrow(m, item, data) for item in v] if m.is_array else narrow(m, v, data)
-        elif m.entity == "topicName" and isinstance(v, str):
-            v = data.draw(st.sampled_from(("orders", "orders", "payments", "")))
-        elif m.key == "topic_id" and isinstance(v, uuid.UUID):
-            v = data.draw(st.sampled_from(TOPIC_IDS))
-        elif m.key in PARTITION_KEYS and isinstance(v, int) and m.elem == "int32":
-            v = data.draw(st.sampled_from((0, 0, 1)))
-        elif m.key == "records" and isinstance(v, bytes):
-            v = data.draw(st.sampled_from((BATCH, BATCH, v, b"")))
-        elif m.key == "base_offset" and isinstance(v, int):
-            v = data.draw(st.sampled_from((-1, 5)))
-        out[m.key] = v
-    return out
+    return narrowed(f, value, data, _detail_values)
 
 
 def message(key: int, version: int, is_request: bool, data: st.DataObject) -> KafkaMessage:
