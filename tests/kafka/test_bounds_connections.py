@@ -16,7 +16,6 @@ from tests.bounds_helpers import (
     assert_costs_like,
     assert_linear,
     hostile,
-    run_cli,
     two_sizes,
 )
 from tests.conftest import PURE_PYTHON_FORCED
@@ -71,7 +70,7 @@ def test_hunting_through_plausible_frame_heads_costs_about_what_ordinary_traffic
     # Each proof decoded (and built) the ~200 KiB its candidate claimed: some 60x ordinary traffic.
     # The C scan and walk make it cheap; the pure Python fallback is only linear.
     if not PURE_PYTHON_FORCED:
-        assert_costs_like(runs, run_cli(hostile(tmp_path, "midstream_traffic", 8192)), 8)
+        assert_costs_like(runs, hostile(tmp_path, "midstream_traffic", 8192), 8)
 
 
 def test_proofs_that_would_walk_far_are_capped(tmp_path: Path) -> None:
@@ -81,7 +80,7 @@ def test_proofs_that_would_walk_far_are_capped(tmp_path: Path) -> None:
     assert_linear(runs)
     assert anomaly_count(runs[2].stdout, "cap") == 1
     if not PURE_PYTHON_FORCED:  # Python decoders cannot count steps: a proof costs a step per byte claimed
-        assert_costs_like(runs, run_cli(hostile(tmp_path, "midstream_traffic", 4096)), 8)
+        assert_costs_like(runs, hostile(tmp_path, "midstream_traffic", 4096), 8)
 
 
 def test_out_of_order_segments_are_linear(tmp_path: Path) -> None:
