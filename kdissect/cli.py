@@ -494,9 +494,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    # numpy (which pyarrow loads) starts an OpenBLAS thread per core, and they spin for a while:
-    # kdissect does no linear algebra, and on a short run that start-up was a quarter of its CPU time.
-    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)

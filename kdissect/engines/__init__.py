@@ -34,7 +34,16 @@ with the local engine's ``Figures``, merged on the driver (``Figures.merge``). E
 each connection's input (``KafkaPipeline(opened=sink.connection_sources)`` and ``pipeline.source``)
 for the ``source_file`` columns. Bounds on memory and time live in the core, so all three engines
 inherit them.
+
+Every process that runs an engine (the CLI, live, Spark's Python workers) imports this package before
+numpy, which pyarrow loads: so it is here that numpy's OpenBLAS is held to one thread, unless the
+environment says otherwise. OpenBLAS starts a thread per core that spins for a while; kdissect does no
+linear algebra, and that spin was about 0.1 CPU s of every run (a third of a short one's).
 """
+
+import os
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # read once, when numpy loads OpenBLAS
 
 from kdissect.sources.shapes import CaptureFormatError
 
