@@ -3,7 +3,8 @@
 One extension per stage with a native part, beside that stage's Python reference: the decoder
 (``decoders/_native.c``), the sources' record walks and header read (``sources/_native.c`` and
 the files it names), the live engine's device read (``engines/_capture.c``), the table sink's detail walk,
-records rows and category codes (``tables/_native.c``, ``_record_rows.c``, ``_codes.c``), and the native lanes:
+records rows, category codes and typed columns (``tables/_native.c``, ``_record_rows.c``, ``_codes.c``,
+``_typed.c``), and the native lanes:
 in-order reassembly (``reassembly/_native.c``) with Kafka framing (``kafka/_framing.c``).
 ``optional=True``: without a C compiler or Python headers the build of an extension is skipped
 with a warning and kdissect runs on its Python path (``kdissect/native.py``).
@@ -41,8 +42,10 @@ setup(
         ),
         Extension(
             "kdissect.tables._native",
-            ["kdissect/tables/_native.c", "kdissect/tables/_record_rows.c", "kdissect/tables/_codes.c"],
+            ["kdissect/tables/_native.c", "kdissect/tables/_record_rows.c", "kdissect/tables/_codes.c",
+             "kdissect/tables/_typed.c"],
             depends=["kdissect/tables/_native.h", "kdissect/tables/_record_rows.h", "kdissect/tables/_codes.h",
+                     "kdissect/tables/_typed.h",
                      "kdissect/decoders/_records.h"],
             optional=True,
         ),

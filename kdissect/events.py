@@ -121,11 +121,21 @@ EXCHANGE_ROW = ("connection_id", "client_ip", "client_port", "broker_ip", "broke
                 "status", "out_of_order", "inferred", "warnings")
 
 
+# The columns the native pairing writes as typed buffers (a bytearray of native machine values, no Python
+# object per cell; ``_pairing.c``'s KIND table): numpy's type code per column. Never null in its rows.
+EXCHANGE_TYPED = {"connection_id": "q", "client_port": "q", "broker_port": "q", "api_key": "q", "api_version": "q",
+                  "correlation_id": "q", "request_ts": "q", "response_ts": "q", "latency_ms": "d", "total_ms": "d",
+                  "request_bytes": "q", "response_bytes": "q", "error_code": "q", "error_count": "q",
+                  "out_of_order": "?", "inferred": "?"}  # fmt: skip
+_LISTED = next(k for k, name in enumerate(EXCHANGE_ROW) if name not in EXCHANGE_TYPED)  # a list column: the count
+
+
 @dataclass(slots=True)
 class ExchangeRows:
     """Exchanges the native pairing (``kafka/_pairing.c``) turned straight into rows of the exchanges
-    table: a list per column of ``EXCHANGE_ROW``, no object per exchange. Only for an engine that asked
-    (``Options.exchange_rows``): its table sink takes them as a piece; the rows are what
+    table: a column per ``EXCHANGE_ROW`` name, no object per exchange: the ``EXCHANGE_TYPED`` columns as
+    bytearrays of machine values, the others (text, and the nullable throttle time) as lists. Only for an
+    engine that asked (``Options.exchange_rows``): its table sink takes them as a piece; the rows are what
     ``tables.sink.exchange_row`` makes of the Exchange events they stand for, in their place.
 
     With ``Options.exchange_topics`` (the live engine's figures) three more lists, an item per row, from
@@ -134,7 +144,8 @@ class ExchangeRows:
     ``entities.walk`` order; ``named``, the (topic, topic id's 16 bytes) pairs its structs name. Else
     they stay empty."""
 
-    lists: tuple[list[Any], ...] = field(default_factory=lambda: tuple([] for _ in EXCHANGE_ROW))
+    lists: tuple[list[Any] | bytearray, ...] = field(
+        default_factory=lambda: tuple(bytearray() if name in EXCHANGE_TYPED else [] for name in EXCHANGE_ROW))
     topics: list[tuple[str | bytes, ...]] = field(default_factory=list)
     codes: list[tuple[int, ...]] = field(default_factory=list)
     named: list[tuple[tuple[str, bytes], ...]] = field(default_factory=list)
@@ -143,14 +154,21 @@ class ExchangeRows:
     details: Any = None
 
     def __len__(self) -> int:
-        return len(self.lists[0])
+        return len(self.lists[_LISTED])
 
-    def columns(self) -> dict[str, list[Any]]:
+    def columns(self) -> dict[str, list[Any] | bytearray]:
+        """Each column's list, or (an ``EXCHANGE_TYPED`` column) its buffer."""
         return dict(zip(EXCHANGE_ROW, self.lists, strict=True))
 
+    def listed(self, name: str) -> list[Any]:
+        """Column ``name``'s cells as Python values."""
+        k = EXCHANGE_ROW.index(name)
+        column = self.lists[k]
+        return memoryview(column).cast(EXCHANGE_TYPED[name]).tolist() if type(column) is bytearray else column
 
-def new_rows() -> tuple[ExchangeRows, tuple[list[Any], ...], tuple[list[Any], ...]]:
-    """A piece for the native pairing: the piece, the lists it fills, and its three scan lists."""
+
+def new_rows() -> tuple[ExchangeRows, tuple[list[Any] | bytearray, ...], tuple[list[Any], ...]]:
+    """A piece for the native pairing: the piece, the columns it fills, and its three scan lists."""
     rows = ExchangeRows()
     return rows, rows.lists, (rows.topics, rows.codes, rows.named)
 

@@ -66,16 +66,15 @@ class ExchangeReader:
 
     def _rows(self, piece: ExchangeRows, columns: dict[str, list[Any]], names: list[tuple[str, ...]],
               topics: list[tuple[str, ...]]) -> None:
-        given = piece.columns()
         for name in READ:
-            columns[name].extend(given[name])
+            columns[name].extend(piece.listed(name))
         names.extend([tuple(map(error_name, codes)) if codes else () for codes in piece.codes])
         named = self._named
         if not any(piece.named):  # (no answer names a topic id: nothing to learn on the way)
             topics.extend([found if len(found) == 1 and type(found[0]) is str else named(found)
                            for found in piece.topics])  # fmt: skip
             return
-        for api_key, found, ids in zip(given["api_key"], piece.topics, piece.named, strict=True):
+        for api_key, found, ids in zip(piece.listed("api_key"), piece.topics, piece.named, strict=True):
             if ids and api_key == METADATA:
                 self._learn([(self._id(raw), topic) for topic, raw in ids])
             topics.append(named(found))

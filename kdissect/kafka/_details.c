@@ -6,8 +6,8 @@
  * walked by the table sink's detail walk (tables/_native.c, through its capsule, _native.h, with the
  * plans tables/detail_walk.py compiles per message version), which also gives the exchanges row its
  * error columns and throttle time as the sink's _walked_details does (so a response the exchange scan
- * leaves, with tagged fields, is taken here), and then, into the lists of the current piece
- * (tables/detail_walk.py's LaneParts):
+ * leaves, with tagged fields, is taken here), and then, into the columns of the current piece
+ * (tables/detail_walk.py's LaneParts: lists, and typed buffers for integer columns, tables/_typed.c):
  *   - the partitions rows (merged per topic-partition by the walk), in PARTITION_COLUMNS order,
  *     unless the api is cluster-state traffic (``no_partitions``);
  *   - the request_params row of an api in ``params_apis``: the request body's ``params_fields``;
@@ -184,14 +184,14 @@ params_row(PyObject *columns, const Paired *x, PyObject *body)
     PyObject *head[3] = {Py_NewRef(x->conn_id), PyLong_FromLongLong(x->correlation_id), PyLong_FromLong(x->api_key)};
     int rc = head[1] != NULL && head[2] != NULL ? 0 : -1;
     for (int k = 0; k < 3 && rc == 0; k++)
-        rc = PyList_Append(PyTuple_GET_ITEM(columns, k), head[k]);
+        rc = d.walk->append_cell(PyTuple_GET_ITEM(columns, k), head[k]);
     for (int k = 0; k < 3; k++)
         Py_XDECREF(head[k]);
     for (Py_ssize_t k = 0; k < fields && rc == 0; k++) {
         PyObject *v = PyDict_GetItemWithError(body, PyTuple_GET_ITEM(d.params_fields, k));
         if (v == NULL && PyErr_Occurred())
             return -1;
-        rc = PyList_Append(PyTuple_GET_ITEM(columns, 3 + k), v ? v : Py_None);
+        rc = d.walk->append_cell(PyTuple_GET_ITEM(columns, 3 + k), v ? v : Py_None);
     }
     return rc;
 }

@@ -5,8 +5,8 @@
  * (decoders/_native.c scan_frame, the schema's programs: header version from api key + version) and
  * waits here; the response that answers a waiting request becomes one exchanges row (out of order when
  * it overtook older requests, which then wait as overtaken, as in the Pairer), its columns exactly
- * tables/sink.py's exchange_row, appended to the column lists of the current piece
- * (events.ExchangeRows) in the lane's events, so rows and the session's events keep their order.
+ * tables/sink.py's exchange_row, appended to the columns of the current piece (events.ExchangeRows) in
+ * the lane's events, so rows and the session's events keep their order.
  *
  * Rules:
  * - Everything else leaves C *before* the frame is looked at: the pairing is handed back
@@ -28,6 +28,9 @@
  *   the scan's contexts and codes, to the piece's three other lists (events.ExchangeRows); a frame the
  *   scan cannot list (more contexts or codes than it holds) is handed back. In a details run (the sink
  *   writes every table: _details.c) the response is scanned for them too, beside the walk of its body.
+ * - No Python object per cell where the column allows it: the numeric columns of events.EXCHANGE_TYPED
+ *   (KIND below, the same codes) are bytearrays the row appends machine values to (int64, double, a
+ *   byte per bool), never null; text and the nullable throttle time go to lists as shared references.
  * - Memory and time: at most MAX_WAITING waiting requests, each its frame's bytes; a frame costs at most
  *   a pass over them.
  */
@@ -44,6 +47,9 @@ enum { C_CONNECTION_ID, C_CLIENT_IP, C_CLIENT_PORT, C_BROKER_IP, C_BROKER_PORT, 
        C_API_VERSION, C_CORRELATION_ID, C_CLIENT_ID, C_REQUEST_TS, C_RESPONSE_TS, C_LATENCY_MS, C_TOTAL_MS,
        C_REQUEST_BYTES, C_RESPONSE_BYTES, C_ERROR_CODE, C_ERROR_NAME, C_ERROR_COUNT, C_THROTTLE_TIME_MS,
        C_STATUS, C_OUT_OF_ORDER, C_INFERRED, C_WARNINGS, COLUMNS }; /* columns.TABLES["exchanges"] order */
+/* Each column's buffer: events.EXCHANGE_TYPED's code (q: int64, d: double, ?: a byte 0 or 1), or O: a list. */
+static const char KIND[COLUMNS] = {'q', 'O', 'q', 'O', 'q', 'q', 'O', 'q', 'q', 'O', 'q', 'q', 'd', 'd',
+                                   'q', 'q', 'q', 'O', 'q', 'O', 'O', '?', '?', 'O'};
 
 static struct {
     PyObject *shared; /* the tuple below, as given */
@@ -119,7 +125,14 @@ pairing_start(Pairing *p, PyObject *spec, int request_dir, PyObject *frame_type)
         PyErr_SetString(PyExc_ValueError, "more requests waiting than a native pairing holds");
         return -1;
     }
+    long long conn = PyLong_AsLongLong(conn_id), client_port_n = -1, broker_port_n = -1;
+    if ((conn == -1 && PyErr_Occurred()) || ((client_port_n = PyLong_AsLongLong(client_port)) == -1 && PyErr_Occurred())
+        || ((broker_port_n = PyLong_AsLongLong(broker_port)) == -1 && PyErr_Occurred()))
+        return -1; /* (a lane pairs only connections whose endpoints are known) */
     pairing_clear(p);
+    p->conn = conn;
+    p->client_port_n = client_port_n;
+    p->broker_port_n = broker_port_n;
     if ((p->waiting = PyMem_Malloc(MAX_WAITING * sizeof *p->waiting)) == NULL) {
         PyErr_NoMemory();
         return -1;
@@ -420,8 +433,9 @@ piece_ready(PyObject *events, int details)
     }
     piece = PyTuple_GET_ITEM(made, 0);
     for (int k = 0; k < COLUMNS; k++)
-        if (!PyList_CheckExact(PyTuple_GET_ITEM(columns, k))) {
-            PyErr_SetString(PyExc_TypeError, "new_piece() columns are lists");
+        if (KIND[k] == 'O' ? !PyList_CheckExact(PyTuple_GET_ITEM(columns, k))
+                           : !PyByteArray_CheckExact(PyTuple_GET_ITEM(columns, k))) {
+            PyErr_SetString(PyExc_TypeError, "new_piece() columns are lists, bytearrays where typed");
             Py_DECREF(made);
             return -1;
         }
@@ -456,45 +470,72 @@ error_name_of(long long code)
     return name;
 }
 
+/* Appends a machine value of ``n`` bytes to a typed column (the bytearray over-allocates as it grows). */
+static int
+put(PyObject *column, const void *value, Py_ssize_t n)
+{
+    Py_ssize_t size = PyByteArray_GET_SIZE(column);
+    if (PyByteArray_Resize(column, size + n) < 0)
+        return -1;
+    memcpy(PyByteArray_AS_STRING(column) + size, value, (size_t)n);
+    return 0;
+}
+
+static int
+put_int(int k, long long v)
+{
+    int64_t x = v;
+    return put(shared.columns[k], &x, sizeof x);
+}
+
+static int
+put_double(int k, double v)
+{
+    return put(shared.columns[k], &v, sizeof v);
+}
+
+static int
+put_bool(int k, int v)
+{
+    char x = v ? 1 : 0;
+    return put(shared.columns[k], &x, 1);
+}
+
 static int
 row(Pairing *p, const Waiting *w, int overtook, long long resp_first, long long resp_last, const char *b,
     Py_ssize_t resp_size, const Outcome *o, const Scan *s)
 {
     if (piece_ready(p->events, p->details) < 0)
         return -1;
-    PyObject *cells[COLUMNS] = {0};
+    PyObject *cells[COLUMNS] = {0}; /* the list columns' cells */
     PyObject *api_name = w->api_key < PyList_GET_SIZE(shared.api_names) ? PyList_GET_ITEM(shared.api_names, w->api_key)
                                                                           : Py_None;
-    cells[C_CONNECTION_ID] = Py_NewRef(p->conn_id);
     cells[C_CLIENT_IP] = Py_NewRef(p->client_ip);
-    cells[C_CLIENT_PORT] = Py_NewRef(p->client_port);
     cells[C_BROKER_IP] = Py_NewRef(p->broker_ip);
-    cells[C_BROKER_PORT] = Py_NewRef(p->broker_port);
-    cells[C_API_KEY] = PyLong_FromLong(w->api_key);
     cells[C_API_NAME] = Py_NewRef(api_name);
-    cells[C_API_VERSION] = PyLong_FromLong(w->api_version);
-    cells[C_CORRELATION_ID] = PyLong_FromLongLong(w->correlation_id);
     cells[C_CLIENT_ID] = Py_NewRef(w->client_id);
-    cells[C_REQUEST_TS] = PyLong_FromLongLong(w->ts_first);
-    cells[C_RESPONSE_TS] = PyLong_FromLongLong(resp_first);
-    cells[C_LATENCY_MS] = PyFloat_FromDouble((double)(resp_first - w->ts_last) / 1e6);
-    cells[C_TOTAL_MS] = PyFloat_FromDouble((double)(resp_last - w->ts_first) / 1e6);
-    cells[C_REQUEST_BYTES] = PyLong_FromLongLong(w->size + 4);
-    cells[C_RESPONSE_BYTES] = PyLong_FromSsize_t(resp_size + 4);
-    cells[C_ERROR_CODE] = PyLong_FromLongLong(o->first_error);
     cells[C_ERROR_NAME] = error_name_of(o->first_error);
-    cells[C_ERROR_COUNT] = PyLong_FromLongLong(o->errors);
     cells[C_THROTTLE_TIME_MS] = Py_NewRef(o->throttle);
     cells[C_STATUS] = Py_NewRef(o->errors ? shared.error : shared.ok);
-    cells[C_OUT_OF_ORDER] = Py_NewRef(overtook ? Py_True : Py_False);
-    cells[C_INFERRED] = Py_NewRef(Py_False);
     cells[C_WARNINGS] = Py_NewRef(Py_None);
     int rc = 0;
     for (int k = 0; k < COLUMNS; k++)
-        if (cells[k] == NULL)
+        if (KIND[k] == 'O' && cells[k] == NULL)
             rc = -1;
+    if (rc == 0 /* (on a failure the run fails: the piece is not consumed) */
+        && (put_int(C_CONNECTION_ID, p->conn) || put_int(C_CLIENT_PORT, p->client_port_n)
+            || put_int(C_BROKER_PORT, p->broker_port_n) || put_int(C_API_KEY, w->api_key)
+            || put_int(C_API_VERSION, w->api_version) || put_int(C_CORRELATION_ID, w->correlation_id)
+            || put_int(C_REQUEST_TS, w->ts_first) || put_int(C_RESPONSE_TS, resp_first)
+            || put_double(C_LATENCY_MS, (double)(resp_first - w->ts_last) / 1e6)
+            || put_double(C_TOTAL_MS, (double)(resp_last - w->ts_first) / 1e6)
+            || put_int(C_REQUEST_BYTES, w->size + 4) || put_int(C_RESPONSE_BYTES, resp_size + 4)
+            || put_int(C_ERROR_CODE, o->first_error) || put_int(C_ERROR_COUNT, o->errors)
+            || put_bool(C_OUT_OF_ORDER, overtook) || put_bool(C_INFERRED, 0)))
+        rc = -1;
     for (int k = 0; k < COLUMNS && rc == 0; k++)
-        rc = PyList_Append(shared.columns[k], cells[k]);
+        if (KIND[k] == 'O')
+            rc = PyList_Append(shared.columns[k], cells[k]);
     for (int k = 0; k < COLUMNS; k++)
         Py_XDECREF(cells[k]);
     if (rc == 0 && p->names) {

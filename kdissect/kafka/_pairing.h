@@ -28,6 +28,7 @@ typedef struct {
     Py_ssize_t count, limit;
     PyObject *conn_id, *client_ip, *client_port, *broker_ip, *broker_port, *client_ids, *pairs, *resume,
         *frame_type;
+    long long conn, client_port_n, broker_port_n; /* conn_id and the ports, for the typed columns */
     PyObject *cid_text; /* the last client id met, and its bytes */
     char *cid_bytes;
     Py_ssize_t cid_len;

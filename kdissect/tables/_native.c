@@ -17,7 +17,8 @@
  *   - brokers: the structs (as decoded) with both a ``host`` and a ``port`` scalar (_broker_rows).
  *
  * append_rows(columns, prefix, rows) then appends rows to a table's column lists (a prefix
- * shared by the exchange's rows, then each row's own values): no dict per row.
+ * shared by the exchange's rows, then each row's own values): no dict per row; a column given as a
+ * bytearray gets typed cells (_typed.c), no Python object per cell.
  *
  * Both are also exported to other extensions through the capsule _C_API (_native.h): the
  * connection engine, once it builds exchanges in C, walks their bodies per exchange the same way.
@@ -34,6 +35,7 @@
 #include "_native.h"
 #include "_codes.h"
 #include "_record_rows.h"
+#include "_typed.h"
 
 /* Member flags (tables/detail_walk.py's FLAGS, same order). */
 enum {
@@ -418,11 +420,9 @@ static PyObject *append_rows(PyObject *self, PyObject *args)
     if (seq == NULL)
         return NULL;
     Py_ssize_t k = PyTuple_GET_SIZE(prefix), ncol = PyTuple_GET_SIZE(columns), nrow = PySequence_Fast_GET_SIZE(seq);
-    for (Py_ssize_t c = 0; c < ncol; c++) {
-        if (!PyList_Check(PyTuple_GET_ITEM(columns, c))) {
-            PyErr_SetString(PyExc_TypeError, "append_rows: every column is a list");
-            goto fail;
-        }
+    if (!typed_columns(columns)) {
+        PyErr_SetString(PyExc_TypeError, "append_rows: every column is a list or a bytearray");
+        goto fail;
     }
     for (Py_ssize_t r = 0; r < nrow; r++) {
         PyObject *row = PySequence_Fast_GET_ITEM(seq, r);
@@ -435,7 +435,7 @@ static PyObject *append_rows(PyObject *self, PyObject *args)
         PyObject *row = PySequence_Fast_GET_ITEM(seq, r);
         for (Py_ssize_t c = 0; c < ncol; c++) {
             PyObject *v = c < k ? PyTuple_GET_ITEM(prefix, c) : PySequence_Fast_GET_ITEM(row, c - k);
-            if (PyList_Append(PyTuple_GET_ITEM(columns, c), v) < 0)
+            if (typed_append(PyTuple_GET_ITEM(columns, c), v) < 0)
                 goto fail;
         }
     }
@@ -468,7 +468,7 @@ static PyMethodDef methods[] = {
     {"setup", setup, METH_VARARGS, "setup(uuid.UUID, error_name): the types and names the walk reads."},
     {"walk", walk, METH_VARARGS,
      "walk(plan, body, response, partitions, errors, records, topics, base_offsets, brokers): one body."},
-    {"append_rows", append_rows, METH_VARARGS, "append_rows(columns, prefix, rows): rows into column lists."},
+    {"append_rows", append_rows, METH_VARARGS, "append_rows(columns, prefix, rows): rows into column lists (or typed buffers: _typed.c)."},
     {"record_rows", record_rows, METH_VARARGS,
      "record_rows(spec, located, cut, arena, prefix, base_offsets, fetch, batches, target): a message's records "
      "and batches rows, or None (see _record_rows.c)."},
@@ -484,7 +484,7 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "kdissect.tables._nat
                                     "Detail rows of an exchange from its decoded bodies (see tables/detail_walk.py).",
                                     -1, methods};
 
-static KdDetailApi c_api = {walk_body, append_rows};
+static KdDetailApi c_api = {walk_body, append_rows, typed_append};
 
 PyMODINIT_FUNC PyInit__native(void)
 {

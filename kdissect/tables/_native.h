@@ -2,7 +2,8 @@
  *     KdDetailApi *api = PyCapsule_Import(KD_DETAIL_CAPSULE, 0);
  * walk_body walks one decoded body with a plan from tables/detail_walk.py's plan_of (NULL for an
  * output not wanted; see _native.c's header for each output) and returns 0, or -1 with an
- * exception set; append_rows is the module's append_rows(columns, prefix, rows) (args a tuple).
+ * exception set; append_rows is the module's append_rows(columns, prefix, rows) (args a tuple);
+ * append_cell appends one cell to a column list or typed buffer (_typed.h's typed_append).
  * The module's setup() must have run (importing kdissect.tables.detail_walk does it).
  */
 #ifndef KDISSECT_TABLES_NATIVE_H
@@ -16,6 +17,7 @@ typedef struct {
     int (*walk_body)(PyObject *plan, PyObject *body, int response, PyObject *partitions, PyObject *errors,
                      PyObject *records, PyObject *topics, PyObject *base_offsets, PyObject *brokers);
     PyObject *(*append_rows)(PyObject *self, PyObject *args);
+    int (*append_cell)(PyObject *column, PyObject *value);
 } KdDetailApi;
 
 #endif

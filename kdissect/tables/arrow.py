@@ -22,7 +22,7 @@ import pyarrow as pa
 from ..native import native_module
 from .blocks import RecordBlock, ends_of
 from .columns import TABLES, Parts, Runs
-from .numbers import NUMPY_TYPES, number_arrays
+from .numbers import NUMPY_TYPES, joined_numbers, number_arrays
 
 _native_tables = native_module("tables._native")
 
@@ -69,6 +69,8 @@ def _array(kind: str, column: list[Any] | Runs | Parts) -> pa.Array | pa.Chunked
         return _repeated(kind, column)
     if isinstance(column, Parts) and kind == "category":  # one dictionary for the whole column
         return _dictionary(column.expand())
+    if isinstance(column, Parts) and kind in NUMPY_TYPES and all(type(p) is not tuple for p in column.parts):
+        return _packed(kind, *joined_numbers(kind, column.parts))  # lists and typed arrays: one array
     if isinstance(column, Parts):
         chunks = [c for part in column.parts
                   for c in _chunks(_array(kind, part) if isinstance(part, list) else _block_array(kind, *part))]

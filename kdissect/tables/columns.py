@@ -2,14 +2,18 @@
 
 Types are abstract names, mapped to each backend by its own module (``frames`` for pandas,
 ``arrow`` for Arrow/Parquet), so a column added once shows up with the same type everywhere.
-This module imports neither: the command line writes Parquet without loading pandas.
+This module imports neither (only numpy, for typed parts): the command line writes Parquet without
+loading pandas.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
 from itertools import repeat
 from typing import Any
+
+import numpy as np
 
 from kdissect.reassembly.streams import DirectionStats
 
@@ -255,6 +259,9 @@ TABLES: dict[str, list[tuple[str, str]]] = {
         ("error_name", "category"),
     ],
 }
+# The kinds whose cells the native pairing may hand over as typed buffers (int64 in machine order,
+# tables/_typed.c): what tables.rows.typed reads back.
+INTEGER_KINDS = frozenset({"int64", "int32", "int16", "int8", "timestamp"})
 # Every table says which capture file its rows came from: for a row of a connection, the file in which
 # the connection was first seen (rotated files continue connections); for a capture-level anomaly, its file.
 for _columns in TABLES.values():
@@ -277,17 +284,60 @@ class Runs:
         return out
 
 
+NULLABLE = "n"  # a typed buffer of tables/_typed.c's records: int64 in machine order, then 1 (valid) or 0 (null)
+_RECORD = np.dtype([("value", "=i8"), ("valid", "u1")])  # (packed: TYPED_RECORD bytes)
+
+
+@dataclass(slots=True)
+class Typed:
+    """A run of a column's cells as machine values in one buffer, no Python object per cell: what the
+    native pairing's typed buffers become (``code``: a numpy type code, ``events.EXCHANGE_TYPED``; or
+    NULLABLE, ``tables/_typed.c``'s records). Wide types only (int64, float64, bool): the Arrow
+    conversion narrows them to the column's type. Pieces of a column join in one buffer (``add``)."""
+
+    buffer: bytearray
+    code: str
+
+    def __len__(self) -> int:
+        return len(self.buffer) // (_RECORD if self.code == NULLABLE else np.dtype(self.code)).itemsize
+
+    def add(self, other: Typed) -> bool:
+        """Append ``other``'s cells if they are of the same code (whether they were)."""
+        if other.code != self.code:
+            return False
+        self.buffer += other.buffer
+        return True
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray | None]:
+        """The values (copied out of the buffer, which may grow later) and their nulls (None: none)."""
+        if self.code != NULLABLE:
+            return np.frombuffer(self.buffer, dtype=self.code).copy(), None
+        cells = np.frombuffer(self.buffer, dtype=_RECORD)
+        valid = cells["valid"].astype(np.bool_)
+        return cells["value"].copy(), None if valid.all() else ~valid
+
+    def tolist(self) -> list[Any]:
+        values, nulls = self.arrays()
+        if nulls is None:
+            return values.tolist()
+        cells = values.astype(object)
+        cells[nulls] = None
+        return cells.tolist()
+
+
 @dataclass(slots=True)
 class Parts:
-    """A column given in consecutive parts: lists of values, and ``(block, name)`` pairs for rows
-    still held as a :class:`~kdissect.tables.blocks.RecordBlock`'s buffers."""
+    """A column given in consecutive parts: lists of values, :class:`Typed` arrays, and ``(block, name)``
+    pairs for rows still held as a :class:`~kdissect.tables.blocks.RecordBlock`'s buffers. Values added
+    one by one (``append``, ``extend``) go to a list after the last part."""
 
     parts: list[Any] = field(default_factory=list)
 
     def expand(self) -> list[Any]:
         out: list[Any] = []
         for part in self.parts:
-            out.extend(part if isinstance(part, list) else part[0].listed(part[1]))
+            out.extend(part if type(part) is list else part.tolist() if type(part) is Typed
+                       else part[0].listed(part[1]))  # fmt: skip
         return out
 
     def tail(self) -> list[Any]:
@@ -295,6 +345,12 @@ class Parts:
         if not self.parts or not isinstance(self.parts[-1], list):
             self.parts.append([])
         return self.parts[-1]
+
+    def append(self, value: Any) -> None:
+        self.tail().append(value)
+
+    def extend(self, values: Iterable[Any]) -> None:
+        self.tail().extend(values)
 
 
 def cells(column: list[Any] | Runs | Parts) -> list[Any]:

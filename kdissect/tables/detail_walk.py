@@ -23,6 +23,7 @@ from ..decoders.entities import PARTITION_KEYS, is_error_field
 from ..decoders.error_codes import error_name
 from ..events import ExchangeRows, KafkaMessage
 from ..native import native_module
+from .columns import INTEGER_KINDS, TABLES
 from .details import BODY_APIS, PARAMS, PARAMS_APIS
 
 native = native_module("tables._native")
@@ -111,17 +112,25 @@ def walk_exchange(req: tuple[KafkaMessage, schema.Message] | None, resp: tuple[K
 
 # -- the native pairing's detail rows (kafka/_details.c) ---------------------------------------
 
+def _columns(table: str, names: tuple[str, ...]) -> tuple[list[Any] | bytearray, ...]:
+    """A piece's columns: a typed buffer (tables/_typed.c) per integer column of the table, else a list."""
+    kinds = dict(TABLES[table])
+    return tuple(bytearray() if kinds.get(name) in INTEGER_KINDS else [] for name in names)
+
+
 @dataclass(slots=True)
 class LaneParts:
     """The detail rows of a piece of exchanges the native pairing made (``ExchangeRows.details``), what
-    ``kafka/_details.c`` fills and ``TableSink`` takes: partitions rows (a list per PARTITION_COLUMNS
-    column), request_params rows (a list per details.PARAMS column), the topic ids learned, and per
+    ``kafka/_details.c`` fills and ``TableSink`` takes: partitions rows (a column per PARTITION_COLUMNS
+    name), request_params rows (a column per details.PARAMS name), each column a list or, for an integer
+    column, a typed buffer (``rows.typed``'s NULLABLE records), the topic ids learned, and per
     exchange with error codes, brokers or records one ``left`` tuple, (connection id, correlation id, api
     key, request (offset, ts), response (offset, ts), errors, brokers, request records, response records,
     base offsets), as walk_exchange's Walked parts, whose rows the sink builds."""
 
-    partitions: tuple[list[Any], ...] = field(default_factory=lambda: tuple([] for _ in PARTITION_COLUMNS))
-    params: tuple[list[Any], ...] = field(default_factory=lambda: tuple([] for _ in PARAMS))
+    partitions: tuple[list[Any] | bytearray, ...] = field(
+        default_factory=lambda: _columns("partitions", PARTITION_COLUMNS))
+    params: tuple[list[Any] | bytearray, ...] = field(default_factory=lambda: _columns("request_params", PARAMS))
     topics: dict[uuid.UUID, str] = field(default_factory=dict)
     left: list[tuple] = field(default_factory=list)
 

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from itertools import chain
 from typing import Any
 
 import numpy as np
+
+from .columns import Typed
 
 # abstract type -> numpy type, for the kinds converted through numpy
 NUMPY_TYPES = {"int64": np.int64, "int32": np.int32, "int16": np.int16, "int8": np.int8, "float64": np.float64,
@@ -35,6 +38,43 @@ def number_arrays(kind: str, values: list[Any]) -> tuple[np.ndarray, np.ndarray 
     data = wide.astype(dtype)
     if not np.array_equal(data, wide):
         return number_arrays(kind, null_out_of_range(kind, values))
+    return data, nulls
+
+
+def narrowed(kind: str, typed: Typed) -> tuple[np.ndarray, np.ndarray | None]:
+    """A typed part (int64, float64 or bool, and its nulls) as :func:`number_arrays` gives a list of the
+    same cells: in the kind's numpy type, a value the column cannot hold null."""
+    dtype, (values, nulls) = NUMPY_TYPES[kind], typed.arrays()
+    if values.dtype == dtype:
+        return values, nulls
+    data = values.astype(dtype)
+    if values.dtype.kind == data.dtype.kind == "i" and not np.array_equal(data, values):
+        return number_arrays(kind, typed.tolist())
+    return data, nulls
+
+
+def joined_numbers(kind: str, parts: list[list[Any] | Typed]) -> tuple[np.ndarray, np.ndarray | None]:
+    """Parts of a number column (lists and :class:`Typed` parts, in any order) as one array and its nulls:
+    the typed parts' buffers joined and narrowed at once, the lists' values converted at once, then
+    placed (rows of the Python pairing may split a column into thousands of parts)."""
+    parts = [p for p in parts if len(p)]
+    typed = [p for p in parts if type(p) is Typed]
+    listed = list(chain.from_iterable(p for p in parts if type(p) is not Typed))
+    if not typed:
+        return number_arrays(kind, listed)
+    joined = narrowed(kind, Typed(bytearray().join(p.buffer for p in typed), typed[0].code))
+    if not listed:
+        return joined
+    rest = number_arrays(kind, listed)
+    where = np.repeat(np.array([type(p) is Typed for p in parts]), [len(p) for p in parts])
+    data = np.empty(len(where), dtype=joined[0].dtype)
+    data[where], data[~where] = joined[0], rest[0]
+    if joined[1] is None and rest[1] is None:
+        return data, None
+    nulls = np.zeros(len(where), dtype=np.bool_)
+    for taken, (_, found) in ((where, joined), (~where, rest)):
+        if found is not None:
+            nulls[taken] = found
     return data, nulls
 
 

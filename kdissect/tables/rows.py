@@ -16,7 +16,7 @@ from typing import Any
 from ..decoders.records import RecordColumns
 from ..native import native_module
 from .blocks import PER_RECORD, RecordBlock
-from .columns import TABLES, Parts, Runs
+from .columns import NULLABLE, TABLES, Parts, Runs, Typed
 
 _native_rows = native_module("tables._native")
 # Carried alongside a table's own columns: resolved into ``topic``/``topic_id`` at output time.
@@ -113,7 +113,7 @@ class TableRows:
         self._plain()
         order = self.orders.get(names)  # (the lists stay the same while the table is plain)
         if order is None:
-            order = self.orders[names] = (tuple(self.columns[name] for name in names),
+            order = self.orders[names] = (tuple(self._tail(name) for name in names),
                                           [self.columns[name] for name in self.columns.keys() - set(names)])
         named, others = order
         if _native_rows is not None:
@@ -126,12 +126,25 @@ class TableRows:
             column.extend(repeat(None, len(rows)))
         self.length += len(rows)
 
-    def add_columns(self, columns: Mapping[str, list[Any]], n: int) -> None:
-        """``n`` rows given as a list per column (a piece of rows made natively); other columns are None."""
+    def add_columns(self, columns: Mapping[str, list[Any] | Typed], n: int) -> None:
+        """``n`` rows given as a list or a :class:`Typed` array per column (a piece of rows made natively);
+        other columns are None. Typed cells stay typed: their column becomes :class:`Parts`, whose last
+        typed part takes them (copied: the piece's buffers stay the piece's)."""
         self._plain()
+        parted = False
         for name, column in self.columns.items():
             values = columns.get(name)
-            column.extend(values if values is not None else repeat(None, n))  # type: ignore[union-attr]
+            if type(values) is Typed:
+                if type(column) is not Parts:
+                    column = self.columns[name] = Parts([column] if column else [])
+                parts = column.parts
+                if not parts or type(parts[-1]) is not Typed or not parts[-1].add(values):
+                    parts.append(Typed(bytearray(values.buffer), values.code))
+                    parted = True
+            else:
+                column.extend(values if values is not None else repeat(None, n))  # type: ignore[union-attr]
+        if parted:  # (the lists append_values keeps are no longer the columns' last)
+            self._columns_changed()
         self.length += n
 
     def add_block(self, n: int, same: Mapping[str, Any], each: Mapping[str, Sequence[Any]]) -> None:
@@ -208,3 +221,17 @@ class TableRows:
         if self.counts is not None:
             self.counts.append(n)
         self.length += n
+
+
+
+def typed(columns: Mapping[str, list[Any] | bytearray], codes: Mapping[str, str] | None = None
+          ) -> dict[str, list[Any] | Typed]:  # fmt: skip
+    """Columns given as lists, or as buffers of machine values of the type ``codes`` names (a numpy type
+    code: events.EXCHANGE_TYPED; without ``codes``, NULLABLE records) as :class:`Typed` parts."""
+    return {name: Typed(values, NULLABLE if codes is None else codes[name]) if type(values) is bytearray
+            else values for name, values in columns.items()}  # fmt: skip
+
+
+def typed_rows(column: list[Any] | bytearray) -> int:
+    """How many rows a column of a native piece holds (a typed buffer: one NULLABLE record each)."""
+    return len(Typed(column, NULLABLE)) if type(column) is bytearray else len(column)

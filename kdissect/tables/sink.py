@@ -10,20 +10,32 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
-from itertools import repeat
-from operator import is_
+from itertools import compress, repeat
+from operator import is_not
 from typing import Any
+
+import numpy as np
 
 from ..decoders import apis, schema
 from ..decoders.entities import Context, Entry, carries_records, has_error, is_error_field, walk
 from ..decoders.error_codes import code_of, error_name, is_retriable
 from ..decoders.errors import CAP
 from ..decoders.records import LENGTHS_ONLY, Payloads, RecordArena, RunMeter
-from ..events import Anomaly, ConnectionSummary, Exchange, ExchangeRows, KafkaEvent, KafkaMessage, SaslFacts
+from ..events import (
+    EXCHANGE_TYPED,
+    Anomaly,
+    ConnectionSummary,
+    Exchange,
+    ExchangeRows,
+    KafkaEvent,
+    KafkaMessage,
+    SaslFacts,
+)
 from ..options import Options
 from . import detail_walk
 from .columns import DETAIL_TABLES, TABLES, TCP_COUNTERS, Parts, Runs
 from .details import PARAMS, DetailRows
+from .numbers import joined_numbers
 from .record_rows import (
     BATCH_NAMES,
     Located,
@@ -36,7 +48,7 @@ from .record_rows import (
     record_fields,
     rows_in_c,
 )
-from .rows import TableRows
+from .rows import TableRows, typed, typed_rows
 from .transactions import TransactionMarks
 
 _NOT_PARTITION_TRAFFIC = detail_walk.NOT_PARTITION_TRAFFIC
@@ -231,7 +243,7 @@ class TableSink:
         if isinstance(event, Exchange):
             self._exchange(event)
         elif isinstance(event, ExchangeRows):
-            self.rows["exchanges"].add_columns(event.columns(), len(event))
+            self.rows["exchanges"].add_columns(typed(event.columns(), EXCHANGE_TYPED), len(event))
             if event.details is not None:
                 self._lane_parts(event.details)
         elif isinstance(event, Anomaly):
@@ -370,10 +382,11 @@ class TableSink:
         rows of plain batches in C, a run of exchanges per call, the others in :meth:`_left_rows`."""
         for topic_id, name in parts.topics.items():
             self.topic_names.setdefault(topic_id, name)
-        for name, names, lists in (("partitions", detail_walk.PARTITION_COLUMNS, parts.partitions),
-                                   ("request_params", PARAMS, parts.params)):
-            if lists[0] and name in self.wanted:
-                self.rows[name].add_columns(dict(zip(names, lists, strict=True)), len(lists[0]))
+        for name, names, columns in (("partitions", detail_walk.PARTITION_COLUMNS, parts.partitions),
+                                     ("request_params", PARAMS, parts.params)):
+            if columns[0] and name in self.wanted:
+                self.rows[name].add_columns(typed(dict(zip(names, columns, strict=True))),
+                                            typed_rows(columns[0]))
         left, i = parts.left, 0
         while i < len(left):
             if self._arena is not None:  # the exchanges whose rows are records only: in C
@@ -557,30 +570,52 @@ class TableSink:
         with_text = "topic_id" in rows.columns
         ids, topics, *text_column = rows.aligned(["_topic_id", "topic", "topic_id"][: 3 if with_text else 2])
         strings = text_column[0] if text_column else None
-        if all(map(is_, ids, repeat(None))):  # (not ids.count(None): that calls UUID.__eq__ per id)
-            return
+        # the rows with an id (found without a Python step per row; not ids.count(None): that calls
+        # UUID.__eq__ per id), and per run of rows of one id object (a struct's partitions, a batch's
+        # records) its name and text looked up once
+        present = list(compress(range(len(ids)), map(is_not, ids, repeat(None))))
         text: dict[uuid.UUID, str] = {}
-        for i, tid in enumerate(ids):
-            if tid is None:
-                continue
-            if tid.int != 0:
+        last, known, as_text, name = None, False, None, None
+        for i in present:
+            tid = ids[i]
+            if tid is not last:
+                last, known = tid, tid.int != 0
+                as_text = (text.get(tid) or text.setdefault(tid, str(tid))) if known else None
+                name = self.topic_names.get(tid) if known else None
+            if known:
                 if strings is not None:
-                    strings[i] = text.get(tid) or text.setdefault(tid, str(tid))
+                    strings[i] = as_text
                 if topics[i] is None:
-                    topics[i] = self.topic_names.get(tid)
-            if topics[i] is not None or tid.int == 0:
+                    topics[i] = name
+            if topics[i] is not None or not known:
                 ids[i] = None
             else:  # an id not named yet stays: the run's figures name it at the end
                 self.unnamed_ids = True
 
     def _name_sources(self, rows: TableRows) -> None:
-        """A connection's rows come from the capture file the connection opened in."""
+        """A connection's rows come from the capture file the connection opened in: named per distinct
+        connection id with numpy when the ids hold typed parts (the native pairing's), else per row."""
         if "connection_id" not in rows.columns or not self.connection_sources:
             return
-        ids, files = rows.aligned(["connection_id", "source_file"])
+        column = rows.columns["connection_id"]
+        if type(column) is not Parts or any(type(part) is tuple for part in column.parts):
+            ids, files = rows.aligned(["connection_id", "source_file"])
+            get = self.connection_sources.get
+            files[:] = [get(conn_id) if file is None and conn_id is not None else file
+                        for conn_id, file in zip(ids, files, strict=True)]
+            return
+        files = rows.listed("source_file")
+        ids, nulls = joined_numbers("int64", column.parts)
+        distinct, where = np.unique(ids, return_inverse=True)
         get = self.connection_sources.get
-        files[:] = [get(conn_id) if file is None and conn_id is not None else file
-                    for conn_id, file in zip(ids, files, strict=True)]
+        named = np.array([get(conn_id) for conn_id in distinct.tolist()] + [None], dtype=object)
+        if nulls is not None:
+            where[nulls] = len(distinct)  # (a row without a connection id stays unnamed)
+        if files.count(None) == len(files):  # (the usual case: none named yet)
+            files[:] = [named[0]] * len(files) if len(named) == 2 and nulls is None else named[where].tolist()
+            return
+        given = np.array(files, dtype=object)
+        files[:] = np.where(np.equal(given, None), named[where], given).tolist()
 
     def forget_connections(self, ids: Iterable[int]) -> None:
         """Name the file of every pending row, then forget these (ended) connections' files: what

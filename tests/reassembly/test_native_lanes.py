@@ -24,6 +24,7 @@ from kdissect.options import Options
 from kdissect.reassembly.lanes import NativeLanes
 from kdissect.sources.segment import ACK, RST, TcpSegment
 from kdissect.tables.columns import TABLES, cells
+from kdissect.tables.rows import typed_rows
 from kdissect.tables.sink import ROW_TABLES, TableSink
 from kdissect.testing.conversation import tcp_conversation
 from kdissect.testing.encoder import encode_request, encode_response
@@ -329,9 +330,9 @@ def test_lanes_pair_the_common_exchanges_into_rows() -> None:
         pieces = [ev for ev in detailed if isinstance(ev, ExchangeRows)]
         assert all(piece.details is not None and len(piece.topics) == len(piece.codes) == len(piece)
                    for piece in pieces)
-        produced = sum(piece.lists[5].count(0) for piece in pieces)
+        produced = sum(piece.listed("api_key").count(0) for piece in pieces)
         assert produced >= produces - 3
-        assert sum(len(piece.details.partitions[0]) for piece in pieces) == produced
+        assert sum(typed_rows(piece.details.partitions[0]) for piece in pieces) == produced
         assert sum(bool(left[7]) for piece in pieces for left in piece.details.left) >= produced - 3
 
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from kdissect.events import EXCHANGE_ROW, Exchange, ExchangeRows, KafkaMessage, new_rows
+from array import array
+
+from kdissect.events import EXCHANGE_ROW, EXCHANGE_TYPED, Exchange, ExchangeRows, KafkaMessage, new_rows
 from kdissect.options import Options
 from kdissect.tables.columns import TABLES, cells
 from kdissect.tables.sink import ROW_TABLES, TableSink, exchange_row
@@ -21,11 +23,17 @@ def test_a_piece_of_rows_joins_the_table_in_its_place() -> None:
     piece, lists, _ = new_rows()
     for value in (7, 8):
         for name, column in zip(EXCHANGE_ROW, lists, strict=True):
-            column.append(value if name == "connection_id" else None)
+            if name in EXCHANGE_TYPED:  # (machine values, as _pairing.c writes them)
+                column.extend(
+                    array(EXCHANGE_TYPED[name].replace("?", "b"), [value if name == "connection_id" else 0]).tobytes()
+                )
+            else:
+                column.append(None)
     sink.consume(piece)
     sink.consume(ExchangeRows())
     table = sink.columns("exchanges")
     assert cells(table["connection_id"]) == [7, 8]
+    assert cells(table["out_of_order"]) == [False, False]
     assert cells(table["_topic_id"]) == [None, None]
     assert len(sink.rows["exchanges"]) == 2
 
