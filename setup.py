@@ -25,7 +25,7 @@ setup(
             ["kdissect/reassembly/_native.c", "kdissect/kafka/_framing.c", "kdissect/kafka/_pairing.c",
              "kdissect/kafka/_details.c"],
             depends=["kdissect/kafka/_framing.h", "kdissect/kafka/_pairing.h", "kdissect/kafka/_details.h",
-                     "kdissect/decoders/_scan.h", "kdissect/tables/_native.h"],
+                     "kdissect/decoders/_scan.h", "kdissect/tables/_native.h", "kdissect/tables/_typed.h"],
             optional=True,
         ),
         Extension(

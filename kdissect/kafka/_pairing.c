@@ -40,6 +40,7 @@
 #include <string.h>
 
 #include "../decoders/_scan.h"
+#include "../tables/_typed.h"
 #include "_details.h"
 
 /* What every lane's pairing shares (one run's registries and the piece rows go to). */
@@ -470,35 +471,24 @@ error_name_of(long long code)
     return name;
 }
 
-/* Appends a machine value of ``n`` bytes to a typed column (the bytearray over-allocates as it grows). */
-static int
-put(PyObject *column, const void *value, Py_ssize_t n)
-{
-    Py_ssize_t size = PyByteArray_GET_SIZE(column);
-    if (PyByteArray_Resize(column, size + n) < 0)
-        return -1;
-    memcpy(PyByteArray_AS_STRING(column) + size, value, (size_t)n);
-    return 0;
-}
-
 static int
 put_int(int k, long long v)
 {
     int64_t x = v;
-    return put(shared.columns[k], &x, sizeof x);
+    return typed_put(shared.columns[k], &x, sizeof x);
 }
 
 static int
 put_double(int k, double v)
 {
-    return put(shared.columns[k], &v, sizeof v);
+    return typed_put(shared.columns[k], &v, sizeof v);
 }
 
 static int
 put_bool(int k, int v)
 {
     char x = v ? 1 : 0;
-    return put(shared.columns[k], &x, 1);
+    return typed_put(shared.columns[k], &x, 1);
 }
 
 static int

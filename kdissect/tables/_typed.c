@@ -38,11 +38,7 @@ typed_append(PyObject *column, PyObject *value)
             cell[sizeof v] = 1;
         }
     }
-    Py_ssize_t size = PyByteArray_GET_SIZE(column);
-    if (PyByteArray_Resize(column, size + TYPED_RECORD) < 0)
-        return -1;
-    memcpy(PyByteArray_AS_STRING(column) + size, cell, TYPED_RECORD);
-    return 0;
+    return typed_put(column, cell, TYPED_RECORD);
 }
 
 int

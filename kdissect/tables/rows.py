@@ -223,7 +223,6 @@ class TableRows:
         self.length += n
 
 
-
 def typed(columns: Mapping[str, list[Any] | bytearray], codes: Mapping[str, str] | None = None
           ) -> dict[str, list[Any] | Typed]:  # fmt: skip
     """Columns given as lists, or as buffers of machine values of the type ``codes`` names (a numpy type
