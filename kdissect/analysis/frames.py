@@ -11,7 +11,6 @@ from collections.abc import Mapping, MutableMapping
 from typing import TYPE_CHECKING
 
 from kdissect.tables.columns import TABLES, cells
-from kdissect.tables.frames import taken_dataframe
 from kdissect.tables.sink import Columns
 
 if TYPE_CHECKING:
@@ -26,6 +25,8 @@ def analysis_frames(tables: Mapping[str, Columns]) -> dict[str, pd.DataFrame]:
 def taken_frames(tables: MutableMapping[str, Columns]) -> dict[str, pd.DataFrame]:
     """:func:`analysis_frames`, emptying ``tables`` as it goes: each table's column lists are freed
     once its frame is made, so a fleet's tables are never held twice (the report's peak memory)."""
+    from kdissect.tables.frames import taken_dataframe  # (pandas: loaded by the frames only, not the figures' tasks)
+
     out = {}
     for name in list(tables):
         columns = dict(tables.pop(name))  # the only reference left to its lists

@@ -38,34 +38,28 @@ import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from dataclasses import asdict, dataclass, field, replace
-from functools import cache, partial
+from functools import partial
 
 import pandas as pd
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyspark
 from py4j.protocol import Py4JError, Py4JJavaError
-from pyspark import SparkContext, StorageLevel, TaskContext
+from pyspark import SparkContext, StorageLevel
 from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from pyspark.sql.pandas.types import from_arrow_schema
 
-from kdissect.analysis.frames import ANALYSED_RECORDS, taken_frames
+from kdissect.analysis.frames import taken_frames
 from kdissect.analysis.summary import Figures, Summary
 from kdissect.engines import EngineSetupError
-from kdissect.engines.local import tune_gc
+from kdissect.engines import spark_worker as tasks
 from kdissect.engines.partition import (
     ENVELOPE_SCHEMA,
     MARKS_WRITTEN,
-    InlinePieces,
     PartitionDecoder,
     StagedMarks,
-    StagedPieces,
-    decode_partition,
-    read_pieces,
-    stage_marks,
     unit_decoder,
 )
 from kdissect.engines.paths import list_captures
@@ -79,9 +73,7 @@ from kdissect.engines.units import (
     Unit,
     may_hold_secrets,
     plan_units,
-    read_units,
     segment_order,
-    unit_census,
 )
 from kdissect.options import Options
 from kdissect.sources.files import in_time_order
@@ -90,7 +82,6 @@ from kdissect.tables import merge
 from kdissect.tables.arrow import to_arrow
 from kdissect.tables.columns import TABLES
 from kdissect.tables.frames import from_arrow
-from kdissect.tables.writer import ParquetFile
 from kdissect.tls.keylog import KeyLog
 
 SPLIT_BYTES = 128 << 20  # pcap files larger than this are read as several ranges
@@ -102,30 +93,14 @@ _SPARK_TYPES = {
     "headers": T.ArrayType(T.StructType([T.StructField("key", T.StringType()),
                                          T.StructField("value", T.BinaryType())])),
 }  # fmt: skip
-_WRITTEN_ARROW = pa.schema([("table", pa.string()), ("path", pa.string()), ("rows", pa.int64()),
-                            ("brokers", pa.binary())])  # fmt: skip
-_WRITTEN = from_arrow_schema(_WRITTEN_ARROW)
-_PIECES = pa.schema([("table", pa.string()), ("data", pa.binary())])
+_WRITTEN = from_arrow_schema(tasks.WRITTEN)
 _JOURNAL, _MARKS = from_arrow_schema(merge.JOURNAL_SCHEMA), from_arrow_schema(merge.MARKS_SCHEMA)
-_CENSUS = pa.schema([("unit", pa.int64()), ("census", pa.binary())])  # a unit's UnitCensus, pickled
 
 
 def spark_schema(table: str) -> T.StructType:
     """The table's Spark schema, from the one column definition (categories become strings,
     timestamps Spark's microsecond timestamps)."""
     return T.StructType([T.StructField(name, _SPARK_TYPES[kind]) for name, kind in TABLES[table]])
-
-
-def _arrow_to_spark(table: pa.Table) -> pa.Table:
-    """A finished piece in the Arrow types Spark reads for :func:`spark_schema`."""
-    columns = []
-    for column in table.columns:
-        if pa.types.is_dictionary(column.type):
-            column = column.cast(pa.string())
-        elif pa.types.is_timestamp(column.type):
-            column = column.cast(pa.timestamp("us", tz="UTC"), safe=False)
-        columns.append(column)
-    return pa.Table.from_arrays(columns, names=table.column_names)
 
 
 def session(master: str = "local[*]", conf: Mapping[str, str] | None = None, verbose: bool = True,
@@ -139,6 +114,7 @@ def session(master: str = "local[*]", conf: Mapping[str, str] | None = None, ver
     included, listen on 127.0.0.1 unless ``SPARK_LOCAL_IP`` says otherwise: nothing to reach from outside.
     ``verbose=False`` hides Spark's chatter (``spark_quiet``)."""
     settings = {"spark.driver.memory": "2g", "spark.ui.enabled": "false", "spark.sql.session.timeZone": "UTC",
+                f"spark.executorEnv.{tasks.ARROW_ALONE}": "1",  # the Python workers never import pandas
                 **({} if verbose else quiet_conf())}  # fmt: skip
     java_options = [settings.pop("spark.driver.extraJavaOptions", "")]
     if _on_this_machine(master):
@@ -237,8 +213,8 @@ class Decoded:
         settled = self._shipped()
         pieces = (self.envelope if envelope is None else envelope).filter(F.col("table") == name)
         if name == "brokers":
-            return pieces.coalesce(1).mapInArrow(partial(_broker_batches, settled=settled), spark_schema(name))
-        return pieces.mapInArrow(partial(_finished_batches, name=name, settled=settled), spark_schema(name))
+            return pieces.coalesce(1).mapInArrow(partial(tasks.broker_batches, settled=settled), spark_schema(name))
+        return pieces.mapInArrow(partial(tasks.finished_batches, name=name, settled=settled), spark_schema(name))
 
     def write(self, out: str, tables: Iterable[str]) -> list[tuple[str, int]]:
         """Parquet files under ``out/<table>/`` (one per task and table), in the local engine's types:
@@ -249,7 +225,7 @@ class Decoded:
         for name in names:
             filesystem.create_dir(f"{root}/{name}", recursive=True)
             filesystem.delete_dir_contents(f"{root}/{name}")
-        target = partial(_write_parts, settled=self._shipped(), filesystem=filesystem, root=root)
+        target = partial(tasks.write_parts, settled=self._shipped(), filesystem=filesystem, root=root)
         parts = self.envelope.filter(F.col("table").isin(names)).mapInArrow(target, _WRITTEN).collect()
         rows = dict.fromkeys(names, 0)
         for part in parts:
@@ -257,19 +233,19 @@ class Decoded:
         filed = {part["table"] for part in parts if part["path"]}
         if "brokers" in names:
             brokers = merge.first_brokers([merge.read_ipc(p["brokers"]) for p in parts if p["table"] == "brokers"])
-            _write_table(filesystem, f"{root}/brokers/part-00000.parquet", brokers)
+            tasks.write_table(filesystem, f"{root}/brokers/part-00000.parquet", brokers)
             rows["brokers"] = brokers.num_rows
             filed.add("brokers")
         for name in set(names) - filed:  # every table gets a file, as with the local engine
-            _write_table(filesystem, f"{root}/{name}/part-00000.parquet", to_arrow(name, _empty(name)))
+            tasks.write_table(filesystem, f"{root}/{name}/part-00000.parquet", to_arrow(name, _empty(name)))
         return [(out.rstrip("/") + f"/{name}/", rows[name]) for name in names]
 
     def frames(self, tables: Iterable[str] | None = None) -> dict[str, pd.DataFrame]:
         """Every table (or those of ``tables``) brought to the driver as the DataFrame the local engine
         gives the analysis (records: only those the analysis reads, picked in the tasks), from one job."""
         names = [name for name in self.tables if tables is None or name in set(tables)]
-        task = partial(_analysed_pieces, settled=self._shipped())
-        got = self.envelope.filter(F.col("table").isin(names)).mapInArrow(task, from_arrow_schema(_PIECES)
+        task = partial(tasks.analysed_pieces, settled=self._shipped())
+        got = self.envelope.filter(F.col("table").isin(names)).mapInArrow(task, from_arrow_schema(tasks.PIECES)
                                                                            ).collect()  # fmt: skip
         out = {}
         for name in names:
@@ -294,81 +270,8 @@ class Decoded:
         self.envelope.unpersist()
 
 
-@cache
-def _worker_tuned() -> None:
-    """A Spark Python worker's task is one big analysis, as the local engine's process is: the same
-    collector settings (``local.tune_gc``; the default rescans a task's rows so often that it cost
-    10% of a decode task and 30% of a read task), once per worker (Spark reuses them across tasks)."""
-    tune_gc()
-
-
-def _analysed_pieces(batches: Iterable[pa.RecordBatch], settled: object) -> Iterator[pa.RecordBatch]:
-    _worker_tuned()
-    for name, table in _finished(batches, settled):
-        if name == "records":
-            table = table.filter(pc.equal(table[ANALYSED_RECORDS], True))
-        if table.num_rows or name == "brokers":
-            yield pa.RecordBatch.from_pylist([{"table": name, "data": merge.ipc_bytes(table)}], schema=_PIECES)
-
-
 def _empty(name: str) -> dict[str, list]:
     return {column: [] for column, _ in TABLES[name]}
-
-
-def _finished(batches: Iterable[pa.RecordBatch], settled: object) -> Iterator[tuple[str, pa.Table]]:
-    """(table name, finished piece) for every piece that envelope rows (``ENVELOPE_SCHEMA``) keep."""
-    done = settled.value  # type: ignore[attr-defined]
-    for batch in batches:
-        for name, data, path in zip(*(batch.column(c).to_pylist() for c in ENVELOPE_SCHEMA.names), strict=True):
-            for piece in read_pieces(data, path):
-                yield name, merge.finish_piece(name, piece, done)
-
-
-def _finished_batches(batches: Iterable[pa.RecordBatch], name: str, settled: object) -> Iterator[pa.RecordBatch]:
-    _worker_tuned()
-    for _, table in _finished(batches, settled):
-        yield from _arrow_to_spark(table).to_batches()
-
-
-def _broker_batches(batches: Iterable[pa.RecordBatch], settled: object) -> Iterator[pa.RecordBatch]:
-    table = merge.first_brokers([table for _, table in _finished(batches, settled)])
-    yield from _arrow_to_spark(table).to_batches()
-
-
-def _write_table(filesystem: object, path: str, table: pa.Table) -> None:
-    with filesystem.open_output_stream(path) as stream:  # type: ignore[attr-defined]
-        parquet = ParquetFile(stream)
-        parquet.write(table)
-        parquet.close()
-
-
-def _write_parts(batches: Iterable[pa.RecordBatch], settled: object, filesystem: object, root: str
-                 ) -> Iterator[pa.RecordBatch]:  # fmt: skip
-    """One task's pieces into one Parquet file per table (named by partition: a retry overwrites);
-    brokers pieces are returned instead (``brokers``, Arrow IPC) for the driver to keep each once."""
-    _worker_tuned()
-    partition = TaskContext.get().partitionId()
-    writers: dict[str, tuple[object, ParquetFile]] = {}
-    brokers: list[pa.Table] = []
-    try:
-        for name, table in _finished(batches, settled):
-            if name == "brokers":
-                brokers.append(table)
-                continue
-            if name not in writers:
-                stream = filesystem.open_output_stream(f"{root}/{name}/part-{partition:05d}.parquet")  # type: ignore[attr-defined]
-                writers[name] = (stream, ParquetFile(stream))
-            writers[name][1].write(table)
-    finally:
-        for stream, writer in writers.values():
-            writer.close()
-            stream.close()  # type: ignore[attr-defined]
-    out = [(name, f"{root}/{name}/part-{partition:05d}.parquet", w.rows, None) for name, (_, w) in writers.items()]
-    if brokers:  # each broker once per task already (the task's sink): a few rows, with where first seen
-        out.append(("brokers", None, 0, merge.ipc_bytes(pa.concat_tables(brokers))))
-    if out:
-        yield pa.RecordBatch.from_pylist([dict(zip(_WRITTEN_ARROW.names, row, strict=True)) for row in out],
-                                         schema=_WRITTEN_ARROW)  # fmt: skip
 
 
 def segment_rows(spark: SparkSession, units: list[Unit], census: Census | None = None,
@@ -387,18 +290,8 @@ def _reader(spark: SparkSession, units: list[Unit], census: Census | None,
             decoder: Callable[..., PartitionDecoder] | None) -> Callable[..., Iterator[pa.RecordBatch]]:  # fmt: skip
     context = spark.sparkContext
     crossing = context.broadcast(census.crossing if census else set())  # (broadcast: sent once per executor)
-    return partial(_read_task, units=context.broadcast(units), crossing=crossing, decoder=decoder,
+    return partial(tasks.read_task, units=context.broadcast(units), crossing=crossing, decoder=decoder,
                    last_ts=census.last_ts if census else None)  # fmt: skip
-
-
-def _read_task(batches: Iterable[pa.RecordBatch], units: object, crossing: object,
-               decoder: Callable[..., PartitionDecoder] | None, last_ts: int | None
-               ) -> Iterator[pa.RecordBatch]:  # fmt: skip
-    """Stage 1's task: the units its partition names (one), from the broadcast plan."""
-    _worker_tuned()
-    attempt = TaskContext.get().attemptNumber()
-    made = None if decoder is None else (lambda unit: decoder(unit, attempt))
-    return read_units(batches, units.value, crossing.value, made, last_ts)  # type: ignore[attr-defined]
 
 
 def census(spark: SparkSession, units: list[Unit]) -> Census | None:
@@ -406,17 +299,9 @@ def census(spark: SparkSession, units: list[Unit]) -> Census | None:
     rows per unit back); None when there is one unit that holds no secrets: nothing crosses then."""
     if len(units) == 1 and not may_hold_secrets(units[0].path):
         return None
-    task = partial(_census_task, units=spark.sparkContext.broadcast(units))
-    got = spark.range(0, len(units), 1, len(units)).mapInArrow(task, from_arrow_schema(_CENSUS)).collect()
+    task = partial(tasks.census_task, units=spark.sparkContext.broadcast(units))
+    got = spark.range(0, len(units), 1, len(units)).mapInArrow(task, from_arrow_schema(tasks.CENSUS)).collect()
     return Census.merge(pickle.loads(row["census"]) for row in sorted(got, key=lambda row: row["unit"]))
-
-
-def _census_task(batches: Iterable[pa.RecordBatch], units: object) -> Iterator[pa.RecordBatch]:
-    _worker_tuned()
-    for batch in batches:
-        for index in batch.column("id").to_pylist():
-            found = unit_census(units.value[index])  # type: ignore[attr-defined]
-            yield pa.RecordBatch.from_pylist([{"unit": index, "census": pickle.dumps(found)}], schema=_CENSUS)
 
 
 def by_connection(segments: DataFrame, partitions: int, files: int = 1) -> DataFrame:
@@ -465,14 +350,14 @@ def decode(spark: SparkSession, paths: Iterable[str], *, options: Options | None
     options = with_secrets(options, found_in.secrets if found_in else [])
     decoder = partial(unit_decoder, files=files, options=options, tables=wanted, staging=staging, figures=figures,
                       first_task=max(partitions, len(units)))  # (numbered after every decode task)  # fmt: skip
-    task = partial(_decode_task, files=files, options=options, tables=wanted, staging=staging, figures=figures)
+    task = partial(tasks.decode_task, files=files, options=options, tables=wanted, staging=staging, figures=figures)
     if found_in is not None and found_in.crossing:
         crossed = partial(task, several_inputs=found_in.repeats)
         decoded = (by_connection(segment_rows(spark, units, found_in, decoder), partitions, len(files))
                    .mapInArrow(crossed, from_arrow_schema(ENVELOPE_SCHEMA)))  # fmt: skip
     else:  # no connection crosses units: each read task passes its own rows (its pieces, the unit's
         # anomalies and counters) to a decoder in the same task, with no shuffle and no second worker
-        whole = partial(_read_and_decode_task, read=_reader(spark, units, found_in, decoder), decode=task)
+        whole = partial(tasks.read_and_decode_task, read=_reader(spark, units, found_in, decoder), decode=task)
         decoded = _unit_ids(spark, units).mapInArrow(whole, from_arrow_schema(ENVELOPE_SCHEMA))
     envelope = (decoded
                 .persist(StorageLevel.DISK_ONLY if staging is None else StorageLevel.MEMORY_AND_DISK))  # fmt: skip
@@ -494,8 +379,9 @@ def decode(spark: SparkSession, paths: Iterable[str], *, options: Options | None
             if r["table"] == merge.FIGURES:
                 merged.merge(pickle.loads(r["data"]))
     else:
-        task = partial(_merged_figures, figures=figures)
-        got = envelope.filter(F.col("table") == merge.FIGURES).coalesce(1).mapInArrow(task, from_arrow_schema(_PIECES))
+        task = partial(tasks.merged_figures, figures=figures)
+        pieces = envelope.filter(F.col("table") == merge.FIGURES).coalesce(1)
+        got = pieces.mapInArrow(task, from_arrow_schema(tasks.PIECES))
         merged = pickle.loads(got.collect()[0]["data"])
     # Records read only through the figures' journal (a report): the marks of the records it holds do.
     journal = None if records_read else getattr(merged, "journal", None)
@@ -521,58 +407,15 @@ def aborted_marks(spark: SparkSession, envelope: DataFrame, topics: dict[str, st
     (:class:`~kdissect.engines.partition.StagedMarks`); without ``root`` they come to the driver:
     with ``rows`` (a report's journal's ``ROW`` numbers, ascending) those of these rows only, a
     bounded number, else all of them (a run with no staging directory)."""
-    calls = envelope.filter(F.col("table") == merge.JOURNAL).mapInArrow(_journal_calls, _JOURNAL)
+    calls = envelope.filter(F.col("table") == merge.JOURNAL).mapInArrow(tasks.journal_calls, _JOURNAL)
     ordered = calls.repartition(1).sortWithinPartitions(*merge.JOURNAL_ORDER)
     held = None if rows is None else spark.sparkContext.broadcast(rows)
-    marks = ordered.mapInArrow(partial(_replay_task, topics=topics, rows=held), _MARKS)
+    marks = ordered.mapInArrow(partial(tasks.replay_task, topics=topics, rows=held), _MARKS)
     if root is None:
         return [(row["first"], row["rows"], row["rule"]) for row in marks.collect()]
     by_task = marks.repartition(partitions, "task").sortWithinPartitions("task")
-    staged = by_task.mapInArrow(partial(_stage_marks_task, root=root), from_arrow_schema(MARKS_WRITTEN)).collect()
+    staged = by_task.mapInArrow(partial(tasks.stage_marks_task, root=root), from_arrow_schema(MARKS_WRITTEN)).collect()
     return StagedMarks(root, frozenset(row["task"] for row in staged))
-
-
-def _journal_calls(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """The calls of the journal pieces that envelope rows keep, a row each."""
-    for batch in batches:
-        for data, path in zip(batch.column("data").to_pylist(), batch.column("path").to_pylist(), strict=True):
-            for piece in read_pieces(data, path):
-                yield from piece.to_batches()
-
-
-def _replay_task(batches: Iterable[pa.RecordBatch], topics: dict[str, str], rows: object) -> Iterator[pa.RecordBatch]:
-    _worker_tuned()
-    for marks in merge.replayed(batches, topics, None if rows is None else rows.value):  # type: ignore[attr-defined]
-        yield from marks.to_batches()
-
-
-def _stage_marks_task(batches: Iterable[pa.RecordBatch], root: str) -> Iterator[pa.RecordBatch]:
-    _worker_tuned()
-    return stage_marks(batches, root)
-
-
-def _merged_figures(batches: Iterable[pa.RecordBatch], figures: Callable[[], Figures]) -> Iterator[pa.RecordBatch]:
-    merged = figures()
-    for batch in batches:
-        for data in batch.column("data").to_pylist():
-            merged.merge(pickle.loads(data))
-    yield pa.RecordBatch.from_pylist([{"table": merge.FIGURES, "data": pickle.dumps(merged)}], schema=_PIECES)
-
-
-def _read_and_decode_task(batches: Iterable[pa.RecordBatch], read: Callable[..., Iterator[pa.RecordBatch]],
-                          decode: Callable[..., Iterator[pa.RecordBatch]]) -> Iterator[pa.RecordBatch]:  # fmt: skip
-    return decode(read(batches))
-
-
-def _decode_task(batches: Iterable[pa.RecordBatch], files: list[str], options: Options, tables: list[str],
-                 staging: str | None, figures: Callable[[], Figures] = Figures, several_inputs: bool | None = None
-                 ) -> Iterator[pa.RecordBatch]:  # fmt: skip
-    _worker_tuned()
-    context = TaskContext.get()
-    task = f"task-{context.partitionId():05d}-{context.attemptNumber()}"
-    pieces = InlinePieces() if staging is None else StagedPieces(staging, task)
-    yield from decode_partition(batches, files, options, tables, pieces, context.partitionId(), figures,
-                                several_inputs)  # fmt: skip
 
 
 def read_captures(

@@ -490,16 +490,20 @@ def _packed_rows(rows: _Rows, packed: PackedSegments, ends_of: _Ends, here: dict
             decoder.clocks(segments["ts"], pos)
         return
     done = 0
-    for i in np.flatnonzero(local).tolist():
+    mine = np.flatnonzero(local)
+    # (each field of the decoder's segments made Python values at once: a numpy scalar per field and
+    # segment cost more than the segment's own decoding in chatty traffic)
+    fields = [segments[name][mine].tolist() for name in ("ts", "seq", "ack", "flags", "window", "payload_len")]
+    file_index = rows.unit.file_index
+    for i, ends, start, size, place, ts, seq, ack, flags, window, payload_len in zip(
+            mine.tolist(), inverse[mine].tolist(), at[mine].tolist(), segments["captured"][mine].tolist(),
+            pos[mine].tolist(), *fields, strict=True):  # fmt: skip
         if i > done:
             decoder.clocks(segments["ts"][done:i], pos[done:i])
-        one = segments[i]
-        src_ip, src_port, dst_ip, dst_port = tuples[inverse[i]]
-        start = int(at[i])
-        payload = data[start : start + int(one["captured"])] if start >= 0 else b""
-        decoder.segment(TcpSegment(int(one["ts"]), src_ip, src_port, dst_ip, dst_port, int(one["seq"]),
-                                   int(one["ack"]), int(one["flags"]), int(one["window"]), payload,
-                                   int(one["payload_len"])), int(pos[i]), rows.unit.file_index)  # fmt: skip
+        src_ip, src_port, dst_ip, dst_port = tuples[ends]
+        payload = data[start : start + size] if start >= 0 else b""
+        decoder.segment(TcpSegment(ts, src_ip, src_port, dst_ip, dst_port, seq, ack, flags, window, payload,
+                                   payload_len), place, file_index)  # fmt: skip
         done = i + 1
     if done < len(segments):
         decoder.clocks(segments["ts"][done:], pos[done:])
