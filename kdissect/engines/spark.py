@@ -1,5 +1,6 @@
 """The Spark engine: the batch pipeline on PySpark, on the same sans-I/O core as the local engine.
-The only module that imports pyspark.
+The driver's side; the task functions its jobs hand to the Python workers are in
+:mod:`kdissect.engines.spark_worker`, the one other module that imports pyspark.
 
 Stages (each a Spark stage; nothing per packet or per row reaches the driver):
 0. census (several work units, or a file that may hold key log blocks): which connection keys more
