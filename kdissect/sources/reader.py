@@ -62,7 +62,7 @@ class CaptureParser:
         if self._closed:
             raise RuntimeError("feed() after close()")
         if data:
-            self._chunks.append(bytes(data))
+            self._chunks.append(data if type(data) is bytes else bytes(data))  # (a caller may reuse its buffer)
             self._chunked += len(data)
         # Joining only once enough bytes are held keeps tiny chunks from costing a copy each.
         if self.buffered < self._need:
@@ -89,9 +89,13 @@ class CaptureParser:
     def _join(self) -> None:
         if not self._chunks:
             return
-        rest = self._buf[self._pos :]
+        rest = len(self._buf) - self._pos
         self._base += self._pos
-        self._buf = b"".join([rest, *self._chunks])
+        if not rest and len(self._chunks) == 1 and type(self._chunks[0]) is bytes:
+            self._buf = self._chunks[0]  # the chunk as read: no copy
+        else:  # the unparsed tail joins the new chunks by view: copied once, into the new buffer
+            with memoryview(self._buf) as view:
+                self._buf = b"".join([view[self._pos :], *self._chunks])
         self._pos = 0
         self._chunks.clear()
         self._chunked = 0
