@@ -10,11 +10,8 @@ copies its namespace into the stand-in, so later reads are plain attribute hits.
 from __future__ import annotations
 
 import importlib
-import threading
 from types import ModuleType
 from typing import Any
-
-_LOCK = threading.Lock()
 
 
 class LazyModule(ModuleType):
@@ -22,11 +19,11 @@ class LazyModule(ModuleType):
 
     def __getattr__(self, name: str) -> Any:
         # Only reached for names not yet copied in: the first read of anything, or a dunder a tool probes.
-        with _LOCK:
-            if not self.__dict__.get("_lazy_loaded"):
-                real = importlib.import_module(self.__name__)
-                self.__dict__.update(vars(real))
-                self.__dict__["_lazy_loaded"] = True
+        # Two threads may both get here first: the import system gives both the one module, and both
+        # copy the same names (a read meanwhile falls back to the module itself), so no lock is needed.
+        if not self.__dict__.get("_lazy_loaded"):
+            self.__dict__.update(vars(importlib.import_module(self.__name__)))
+            self.__dict__["_lazy_loaded"] = True
         try:
             return self.__dict__[name]
         except KeyError:
