@@ -21,8 +21,6 @@ from typing import Any, TypeVar
 
 T = TypeVar("T")
 
-_EQ_KEY, _HASH_KEY, _REPR_NAMES = "__kd_eq_key__", "__kd_hash_key__", "__kd_repr_names__"
-
 
 def _key(names: list[str]) -> Callable[[Any], Any]:
     """The compared fields' values as one comparable (a tuple, or the value itself for one field)."""
@@ -32,17 +30,17 @@ def _key(names: list[str]) -> Callable[[Any], Any]:
 def _eq(self: Any, other: Any) -> Any:
     if other.__class__ is not self.__class__:
         return NotImplemented
-    key = getattr(self.__class__, _EQ_KEY)
+    key = self.__class__.__kd_eq_key__
     return key(self) == key(other)
 
 
 def _hash(self: Any) -> int:
-    return hash(getattr(self.__class__, _HASH_KEY)(self))
+    return hash(self.__class__.__kd_hash_key__(self))
 
 
 @recursive_repr()
 def _repr(self: Any) -> str:
-    shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in getattr(self.__class__, _REPR_NAMES))
+    shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__class__.__kd_repr_names__)
     return f"{self.__class__.__qualname__}({shown})"
 
 
@@ -50,7 +48,7 @@ def _order(compare: Callable[[Any, Any], bool]) -> Callable[[Any, Any], Any]:
     def method(self: Any, other: Any) -> Any:
         if other.__class__ is not self.__class__:
             return NotImplemented
-        key = getattr(self.__class__, _EQ_KEY)
+        key = self.__class__.__kd_eq_key__
         return compare(key(self), key(other))
 
     return method
@@ -87,9 +85,9 @@ def _shape(cls: type, *, repr: bool, eq: bool, order: bool, unsafe_hash: bool, f
     fields = dataclasses.fields(cls)  # type: ignore[arg-type]
     compared = [f.name for f in fields if f.compare]
     hashed = [f.name for f in fields if (f.compare if f.hash is None else f.hash)]
-    setattr(cls, _EQ_KEY, staticmethod(_key(compared)))
-    setattr(cls, _HASH_KEY, staticmethod(_key(hashed)))
-    setattr(cls, _REPR_NAMES, tuple(f.name for f in fields if f.repr))
+    cls.__kd_eq_key__ = staticmethod(_key(compared))  # type: ignore[attr-defined]
+    cls.__kd_hash_key__ = staticmethod(_key(hashed))  # type: ignore[attr-defined]
+    cls.__kd_repr_names__ = tuple(f.name for f in fields if f.repr)  # type: ignore[attr-defined]
     if repr:
         _set(cls, "__repr__", _repr)
     if eq:
