@@ -5,9 +5,10 @@ These are the only objects sinks (tables, reports, live display, Spark rows) con
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
+from kdissect.dataclass import dataclass
 from kdissect.reassembly.streams import DirectionStats
 
 Endpoint = tuple[str, int]

@@ -13,8 +13,9 @@ only payload bytes were dropped. The defaults keep peak RSS under 1 GB for any i
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
+from kdissect.dataclass import dataclass
 from kdissect.decoders.records import DEFAULT_LIMITS, FULL, Limits, Payloads
 from kdissect.decoders.records import LENGTHS_ONLY as LENGTHS_ONLY  # a knob's value, for the faces
 from kdissect.sources.defrag import DefragLimits

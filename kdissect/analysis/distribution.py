@@ -21,7 +21,9 @@ import math
 from collections import Counter
 from collections.abc import Iterable, Iterator
 
-import numpy as np
+from kdissect.lazy import lazy_module
+
+np = lazy_module("numpy")
 
 EXACT_VALUES = 512  # distinct values kept exactly per group before it folds into buckets
 RELATIVE_ERROR = 0.001  # a folded group's percentiles are within this fraction of the exact ones

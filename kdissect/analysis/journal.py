@@ -27,15 +27,16 @@ from __future__ import annotations
 import heapq
 from collections.abc import Callable, Iterable
 
-import numpy as np
-
 from kdissect.analysis.exchange_figures import ordered
 from kdissect.analysis.frames import ANALYSED_RECORDS
 from kdissect.analysis.listing import Listing
 from kdissect.analysis.placed import topic_key
+from kdissect.lazy import lazy_module
 from kdissect.tables.columns import TABLES, cells
 from kdissect.tables.sink import Columns
 from kdissect.tables.transactions import marked
+
+np = lazy_module("numpy")
 
 # The records columns the transactions section reads (and sorts by); the others stay null.
 JOURNAL_COLUMNS = ("timestamp", "connection_id", "correlation_id", "direction", "topic", "partition", "offset",

@@ -9,8 +9,10 @@ terminal, the HTML report, the JSON, live and Prometheus.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import fields
 from typing import TYPE_CHECKING, Any
+
+from kdissect.dataclass import dataclass
 
 from .distribution import EXACT_VALUES, Latencies
 

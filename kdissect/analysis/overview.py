@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kdissect.analysis.summary import AnomalyFigures, Summary
+from kdissect.dataclass import dataclass
 
 if TYPE_CHECKING:
     import pandas as pd

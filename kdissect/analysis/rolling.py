@@ -13,12 +13,13 @@ from __future__ import annotations
 
 from collections import Counter, deque
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import field
 from itertools import chain
 
 from kdissect.analysis.distribution import Latencies
 from kdissect.analysis.expected import is_expected
 from kdissect.analysis.latency import quantile
+from kdissect.dataclass import dataclass
 
 OTHER = "(other)"
 NS = 1_000_000_000

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import field, fields
 
 from kdissect.analysis.distribution import Latencies
 from kdissect.analysis.expected import is_expected
 from kdissect.analysis.latency import of_latencies
+from kdissect.dataclass import dataclass
 from kdissect.sources.shapes import SourceStats
 from kdissect.tables.columns import TCP_COUNTERS, cells
 from kdissect.tables.sink import Columns

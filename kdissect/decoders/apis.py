@@ -8,9 +8,9 @@ never by number.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import cache
 
+from kdissect.dataclass import dataclass
 from kdissect.decoders import schema
 
 # Flags: behaviours of an API that its schema does not state.

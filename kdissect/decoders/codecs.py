@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import struct
 import zlib
-from dataclasses import dataclass
 
-import cramjam
-import lz4.frame
+from kdissect.dataclass import dataclass
+from kdissect.lazy import lazy_module
 
 from .errors import DecodeWarning
+
+cramjam = lazy_module("cramjam")  # (loaded by the first compressed batch)
+lz4_frame = lazy_module("lz4.frame")
 
 CODEC_NONE = 0
 CODEC_GZIP = 1
@@ -232,7 +234,7 @@ class _HeaderChecksum(Exception):
 
 def _lz4_frame(frame: bytes, sink: _Sink) -> bytes:
     """Decompress the LZ4 frame at the start of ``frame`` into ``sink``; return the bytes after it."""
-    d = lz4.frame.LZ4FrameDecompressor()
+    d = lz4_frame.LZ4FrameDecompressor()
     try:
         chunk = d.decompress(frame, max_length=min(_STEP, sink.room + 1))
     except RuntimeError as exc:
@@ -331,7 +333,7 @@ def compress(codec: int, data: bytes, *, xerial: bool = True, legacy_lz4: bool =
             blocks += (_I32.pack(len(block)), block)
         return b"".join(blocks)
     if codec == CODEC_LZ4:
-        frame = lz4.frame.compress(data, block_linked=False, store_size=False)
+        frame = lz4_frame.compress(data, block_linked=False, store_size=False)
         if legacy_lz4:
             hc_at = 6  # no content size, no dictionary id
             frame = frame[:hc_at] + bytes((_lz4_header_checksum(frame[:hc_at]),)) + frame[hc_at + 1 :]

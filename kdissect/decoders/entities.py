@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
+from kdissect.dataclass import dataclass
 from kdissect.decoders import schema
 from kdissect.decoders.schema import Field
 

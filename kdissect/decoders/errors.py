@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from kdissect.dataclass import dataclass
 
 CAP = "cap"  # the warning (and anomaly) kind of every cut a resource bound makes (``kdissect.options``)
 

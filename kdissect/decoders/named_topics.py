@@ -11,9 +11,10 @@ names) lists the same contexts for the native pairing; this is its reference.
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
 from functools import cache
 from typing import Any
+
+from kdissect.dataclass import dataclass
 
 from . import schema
 

@@ -22,9 +22,11 @@ import struct
 import sys
 import zlib
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import field
 from functools import cache
 from typing import NamedTuple
+
+from kdissect.dataclass import dataclass
 
 from .codecs import CODEC_NAMES, CODEC_NONE, Decompressed, decompress
 from .errors import CAP, DecodeWarning

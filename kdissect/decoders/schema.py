@@ -10,10 +10,12 @@ from __future__ import annotations
 import json
 import re
 import struct
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from functools import cache
 from pathlib import Path
 from typing import Any
+
+from kdissect.dataclass import dataclass
 
 # Element types with a fixed width on the wire, and their struct format codes.
 FIXED_FORMATS = {

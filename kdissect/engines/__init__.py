@@ -28,8 +28,9 @@ bounded; ended and idle connections leave the pipeline with their rows.
 
 The Spark engine (``spark.py`` on the driver and ``spark_worker.py`` in the workers, the only
 modules importing pyspark) runs one pipeline and one sink per task over the segments of the
-connections that task owns (shuffled by 4-tuple, so no connection is split; read tasks in ``units.py``, decode tasks in ``partition.py``), returns the
-columns as Arrow pieces joined by ``tables.merge``, and counts the summary's figures in each task
+connections that task owns (shuffled by 4-tuple, so no connection is split; read tasks in
+``units.py``, decode tasks in ``partition.py``), returns the columns as Arrow pieces joined by
+``tables.merge``, and counts the summary's figures in each task
 with the local engine's ``Figures``, merged on the driver (``Figures.merge``). Every engine names
 each connection's input (``KafkaPipeline(opened=sink.connection_sources)`` and ``pipeline.source``)
 for the ``source_file`` columns. Bounds on memory and time live in the core, so all three engines

@@ -22,11 +22,12 @@ import os
 import signal
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
 from kdissect.analysis.rolling import RollingFigures
+from kdissect.dataclass import dataclass
 from kdissect.engines import NothingReadable, RequestError
 from kdissect.engines.live_exchanges import ExchangeReader
 from kdissect.engines.local import feed_item, feed_items, tune_gc

@@ -15,10 +15,13 @@ import math
 import threading
 from collections.abc import Iterator, Sequence
 
-import numpy as np
 from prometheus_client import CollectorRegistry
 from prometheus_client.metrics_core import HistogramMetricFamily
 from prometheus_client.utils import floatToGoString
+
+from kdissect.lazy import lazy_module
+
+np = lazy_module("numpy")
 
 
 class PieceHistogram:

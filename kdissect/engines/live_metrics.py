@@ -16,12 +16,14 @@ from itertools import count, repeat
 from operator import is_not
 from typing import Any
 
-import numpy as np
 from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_server
 
 from kdissect.analysis.expected import is_expected
 from kdissect.analysis.rolling import Exchanged, LabelCap
 from kdissect.engines.live_histogram import PieceHistogram
+from kdissect.lazy import lazy_module
+
+np = lazy_module("numpy")
 
 # Kafka latencies span sub-millisecond requests to long-poll Fetches and rebalances (seconds).
 LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)

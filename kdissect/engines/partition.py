@@ -20,13 +20,14 @@ import itertools
 import json
 import pickle
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from functools import lru_cache
 
 import numpy as np
 import pyarrow as pa
 
 from kdissect.analysis.summary import Figures
+from kdissect.dataclass import dataclass
 from kdissect.engines.local import SUMMARY_TABLES
 from kdissect.engines.run import TableRun
 from kdissect.engines.storage import is_local, local_path, open_input, open_output

@@ -9,11 +9,12 @@ from __future__ import annotations
 import glob
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from pathlib import Path
 from typing import Any
 
 from kdissect.analysis.filters import FilterError as FilterError  # the filter language's one error, for faces
+from kdissect.dataclass import dataclass
 from kdissect.engines import RequestError, local
 from kdissect.engines.paths import list_captures
 from kdissect.engines.run import RunResult, RunStats, check_readable, report_figures

@@ -11,10 +11,11 @@ the ones Spark merges from its tasks (``Figures.merge``).
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import field, fields
 from typing import TYPE_CHECKING, Any
 
 from kdissect.analysis.summary import Figures, Summary
+from kdissect.dataclass import dataclass
 from kdissect.engines import NothingReadable
 from kdissect.options import Options
 from kdissect.sources.shapes import AnomalyKind, CaptureFormatError, SourceAnomaly, SourceStats

@@ -38,7 +38,7 @@ import sys
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager, suppress
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, field, replace
 from functools import partial
 
 import pandas as pd
@@ -54,6 +54,7 @@ from pyspark.sql.pandas.types import from_arrow_schema
 
 from kdissect.analysis.frames import taken_frames
 from kdissect.analysis.summary import Figures, Summary
+from kdissect.dataclass import dataclass
 from kdissect.engines import EngineSetupError
 from kdissect.engines import spark_worker as tasks
 from kdissect.engines.partition import (

@@ -19,9 +19,10 @@ import hashlib
 import os
 import shutil
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from subprocess import Popen, TimeoutExpired
+
+from kdissect.dataclass import dataclass
 
 _QUIET = "-Xlog:cds*=off"  # a stale or missing archive is not worth a warning
 _EXIT_WAIT_S = 300  # writing the archive takes seconds to tens of seconds on a busy machine

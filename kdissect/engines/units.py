@@ -33,7 +33,7 @@ import mmap
 import zlib
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from itertools import pairwise
 from socket import AF_INET, AF_INET6, inet_ntop
 from typing import BinaryIO, Protocol
@@ -41,6 +41,7 @@ from typing import BinaryIO, Protocol
 import numpy as np
 import pyarrow as pa
 
+from kdissect.dataclass import dataclass
 from kdissect.engines.run import unreadable_file
 from kdissect.engines.storage import is_local, local_path, open_input
 from kdissect.sources.decoder import CaptureDecoder

@@ -20,8 +20,8 @@ import heapq
 import struct
 from bisect import bisect_right
 from collections.abc import Iterator
-from dataclasses import dataclass
 
+from kdissect.dataclass import dataclass
 from kdissect.decoders.scan import size_fields
 from kdissect.options import DEFAULT_MAX_FRAME
 

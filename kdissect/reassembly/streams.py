@@ -8,8 +8,10 @@ direction as captured (the byte after the SYN, or the first byte seen mid-stream
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Protocol
+
+from kdissect.dataclass import dataclass
 
 Endpoint = tuple[str, int]
 

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
+
+from kdissect.dataclass import dataclass
 
 from .render import safe_text
 from .units import unit_for

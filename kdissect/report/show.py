@@ -10,9 +10,9 @@ from __future__ import annotations
 import json
 import struct
 from collections.abc import Iterable
-from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from kdissect.dataclass import dataclass
 from kdissect.decoders.apis import name_of
 from kdissect.decoders.entities import is_error_field
 from kdissect.decoders.error_codes import error_name

@@ -13,8 +13,9 @@ whatever arrived before it, and the holes of one datagram are bounded.
 from __future__ import annotations
 
 from bisect import bisect_left
-from dataclasses import dataclass, field
+from dataclasses import field
 
+from kdissect.dataclass import dataclass
 from kdissect.sources.shapes import AnomalyKind, SourceAnomaly, SourceEvent
 
 MAX_DATAGRAM = 65_535  # fragment offsets are 13 bits of 8 octets; lengths 16 bits

@@ -16,9 +16,9 @@ holds anything, the records go through Python.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
+from kdissect.dataclass import dataclass
 from kdissect.native import native_module
 from kdissect.sources.segment import TcpSegment
 from kdissect.sources.shapes import CaptureRecord, RecordEvent, SourceEvent

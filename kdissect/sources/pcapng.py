@@ -9,9 +9,9 @@ Blocks; Decryption Secrets Blocks (``editcap --inject-secrets``) are handed on a
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from struct import Struct
 
+from kdissect.dataclass import dataclass
 from kdissect.sources.native_records import NativeRecords
 from kdissect.sources.record_loop import (
     ACCEPT,

@@ -44,7 +44,8 @@ class CaptureParser:
         self._limits = limits or ReaderLimits()
         self._native = native  # takes common records natively (they come out as segments)
         self._chunks: list[bytes] = []  # fed bytes not yet joined into _buf
-        self._chunked = 0
+        self._into = 0  # bytes of _chunks[0] already copied into _buf (by a bridge)
+        self._chunked = 0  # bytes of _chunks not in _buf
         self._buf = b""
         self._pos = 0
         self._base = 0  # stream offset of _buf[0]
@@ -62,7 +63,7 @@ class CaptureParser:
         if self._closed:
             raise RuntimeError("feed() after close()")
         if data:
-            self._chunks.append(bytes(data))
+            self._chunks.append(data if type(data) is bytes else bytes(data))  # (a caller may reuse its buffer)
             self._chunked += len(data)
         # Joining only once enough bytes are held keeps tiny chunks from costing a copy each.
         if self.buffered < self._need:
@@ -77,22 +78,55 @@ class CaptureParser:
         return self._parse(final=True)
 
     def _parse(self, final: bool) -> list[RecordEvent]:
-        self._join()
+        """Parse the buffer, then each fed chunk in place: a unit that straddles two is parsed from a
+        bridge (the buffer's unparsed tail and the chunk's first bytes it needs), so the chunks, most
+        of the stream, are never copied (they had been joined into one buffer)."""
         out: list[RecordEvent] = []
         if self._format is None:
+            self._join()
             self._format = self._detect(final)
             if self._format is None:
                 return out
-        self._pos, self._need = self._format.parse(self._buf, self._pos, self._base, out, final)
-        return out
+        while True:
+            last = not self._chunks
+            self._pos, self._need = self._format.parse(self._buf, self._pos, self._base, out, final and last)
+            if last:
+                return out
+            rest = len(self._buf) - self._pos
+            if rest + self._chunked < self._need and not final:
+                return out  # (the unit is not all here yet)
+            self._next_buffer(rest)
+
+    def _next_buffer(self, rest: int) -> None:
+        """Move on to the first chunk: itself when the buffer is used up, else a bridge, else (a unit
+        longer than what the chunk has left) the tail and every chunk joined."""
+        chunk, into = self._chunks[0], self._into
+        if not rest:
+            self._base += len(self._buf) - into  # (the stream offset of chunk[0])
+            self._buf, self._pos, self._into = chunk, into, 0
+            self._chunked -= len(chunk) - into
+            self._chunks.pop(0)
+            return
+        more = max(self._need - rest, 1)
+        if into + more > len(chunk):
+            self._join()
+            return
+        self._base += self._pos
+        self._buf, self._pos = self._buf[self._pos :] + chunk[into : into + more], 0
+        self._chunked -= more
+        self._into += more
+        if self._into == len(chunk):
+            self._chunks.pop(0)
+            self._into = 0
 
     def _join(self) -> None:
+        """The unparsed tail and every fed chunk as one buffer."""
         if not self._chunks:
             return
-        rest = self._buf[self._pos :]
         self._base += self._pos
-        self._buf = b"".join([rest, *self._chunks])
-        self._pos = 0
+        with memoryview(self._buf) as view, memoryview(self._chunks[0]) as first:
+            self._buf = b"".join([view[self._pos :], first[self._into :], *self._chunks[1:]])
+        self._pos = self._into = 0
         self._chunks.clear()
         self._chunked = 0
 

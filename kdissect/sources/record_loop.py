@@ -10,8 +10,8 @@ end of the stream) before it believes a candidate.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
 
+from kdissect.dataclass import dataclass
 from kdissect.sources.shapes import AnomalyKind, RecordEvent, SourceAnomaly
 
 # Probe verdicts; a positive probe result is the number of bytes it needs to decide.

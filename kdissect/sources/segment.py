@@ -6,7 +6,7 @@ the reassembler never sees anything else, so it stays independent of capture for
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from kdissect.dataclass import dataclass
 
 # TCP flag bits as they appear in the TCP header.
 FIN = 0x01

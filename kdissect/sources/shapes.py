@@ -6,8 +6,9 @@ without pulling in any parsing code.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
+from kdissect.dataclass import dataclass
 from kdissect.sources.segment import TcpSegment
 
 

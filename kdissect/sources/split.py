@@ -18,9 +18,9 @@ file always is (a compressed stream needs what came before).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from struct import Struct
 
+from kdissect.dataclass import dataclass
 from kdissect.sources.pcap import GLOBAL_HEADER_LEN, record_layout
 from kdissect.sources.pcapng import BYTE_ORDERS, IDB_TYPE, KNOWN_TYPES, SHB_TYPE
 

@@ -14,9 +14,11 @@ from __future__ import annotations
 from itertools import pairwise
 from typing import Any
 
-import numpy as np
+from kdissect.lazy import lazy_module
 
 from ..decoders.records import ArenaColumns, RecordColumns
+
+np = lazy_module("numpy")
 
 # The records table's columns that hold a value per record (the others hold their batch's).
 PER_RECORD = ("offset", "timestamp", "key", "value", "key_size", "value_size", "headers", "control_type")

@@ -2,20 +2,23 @@
 
 Types are abstract names, mapped to each backend by its own module (``frames`` for pandas,
 ``arrow`` for Arrow/Parquet), so a column added once shows up with the same type everywhere.
-This module imports neither (only numpy, for typed parts): the command line writes Parquet without
+This module imports neither (and numpy only when a typed part is converted): the command line writes Parquet without
 loading pandas.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field, fields
+from dataclasses import field, fields
 from itertools import repeat
+from struct import calcsize, iter_unpack
 from typing import Any
 
-import numpy as np
-
+from kdissect.dataclass import dataclass
+from kdissect.lazy import lazy_module
 from kdissect.reassembly.streams import DirectionStats
+
+np = lazy_module("numpy")
 
 # The reassembler's counters, per direction in the connections table (``tcp_<counter>_to_broker``, ...).
 TCP_COUNTERS = tuple(f.name for f in fields(DirectionStats))
@@ -285,7 +288,8 @@ class Runs:
 
 
 NULLABLE = "n"  # a typed buffer of tables/_typed.c's records: int64 in machine order, then 1 (valid) or 0 (null)
-_RECORD = np.dtype([("value", "=i8"), ("valid", "u1")])  # (packed: TYPED_RECORD bytes)
+_RECORD = [("value", "=i8"), ("valid", "u1")]  # its numpy dtype (packed: TYPED_RECORD bytes)
+_RECORD_SIZE = calcsize(_PACKED := "=qB")  # (its size without numpy: measuring a column must not load it)
 
 
 @dataclass(slots=True)
@@ -299,7 +303,7 @@ class Typed:
     code: str
 
     def __len__(self) -> int:
-        return len(self.buffer) // (_RECORD if self.code == NULLABLE else np.dtype(self.code)).itemsize
+        return len(self.buffer) // (_RECORD_SIZE if self.code == NULLABLE else calcsize(self.code))
 
     def add(self, other: Typed) -> bool:
         """Append ``other``'s cells if they are of the same code (whether they were)."""
@@ -317,12 +321,10 @@ class Typed:
         return cells["value"].copy(), None if valid.all() else ~valid
 
     def tolist(self) -> list[Any]:
-        values, nulls = self.arrays()
-        if nulls is None:
-            return values.tolist()
-        cells = values.astype(object)
-        cells[nulls] = None
-        return cells.tolist()
+        """The cells as Python values (None: null), read by the buffer protocol: no numpy."""
+        if self.code != NULLABLE:
+            return memoryview(self.buffer).cast(self.code).tolist()
+        return [value if valid else None for value, valid in iter_unpack(_PACKED, self.buffer)]
 
 
 @dataclass(slots=True)

@@ -15,8 +15,10 @@ exchange today, and a native connection engine can call the C ``walk`` per excha
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
+
+from kdissect.dataclass import dataclass
 
 from ..decoders import apis, compiler, schema
 from ..decoders.entities import PARTITION_KEYS, is_error_field

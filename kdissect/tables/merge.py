@@ -22,13 +22,14 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
 from itertools import islice
 from typing import Protocol
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+
+from kdissect.dataclass import dataclass
 
 from .arrow import arrow_schema, with_pandas_metadata
 from .columns import TABLES

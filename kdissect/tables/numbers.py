@@ -5,13 +5,15 @@ from __future__ import annotations
 from itertools import chain
 from typing import Any
 
-import numpy as np
+from kdissect.lazy import lazy_module
 
 from .columns import Typed
 
-# abstract type -> numpy type, for the kinds converted through numpy
-NUMPY_TYPES = {"int64": np.int64, "int32": np.int32, "int16": np.int16, "int8": np.int8, "float64": np.float64,
-               "bool": np.bool_, "timestamp": np.int64}  # fmt: skip
+np = lazy_module("numpy")
+
+# abstract type -> numpy type name, for the kinds converted through numpy (names: importing this loads no numpy)
+NUMPY_TYPES = {"int64": "int64", "int32": "int32", "int16": "int16", "int8": "int8", "float64": "float64",
+               "bool": "bool", "timestamp": "int64"}  # fmt: skip
 
 
 def number_arrays(kind: str, values: list[Any]) -> tuple[np.ndarray, np.ndarray | None]:
@@ -21,7 +23,7 @@ def number_arrays(kind: str, values: list[Any]) -> tuple[np.ndarray, np.ndarray 
     hold is never wrapped: it is null (see ``null_out_of_range``). Raises TypeError or
     ValueError when a value is not a number at all."""
     dtype = NUMPY_TYPES[kind]
-    wide_type = dtype if dtype in (np.bool_, np.float64) else np.int64
+    wide_type = dtype if dtype in ("bool", "float64") else "int64"
     try:
         if None in values:
             objects = np.fromiter(values, dtype=object, count=len(values))
@@ -33,7 +35,7 @@ def number_arrays(kind: str, values: list[Any]) -> tuple[np.ndarray, np.ndarray 
             wide = np.array(values, dtype=wide_type)
     except OverflowError:
         return number_arrays(kind, null_out_of_range(kind, values))
-    if wide_type is dtype:
+    if wide_type == dtype:
         return wide, nulls
     data = wide.astype(dtype)
     if not np.array_equal(data, wide):

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+from kdissect.dataclass import dataclass
 from kdissect.decoders.codecs import CODEC_NAMES
 from kdissect.decoders.entities import Entry
 from kdissect.decoders.records import (

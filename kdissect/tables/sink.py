@@ -14,8 +14,6 @@ from itertools import compress, repeat
 from operator import is_not
 from typing import Any
 
-import numpy as np
-
 from ..decoders import apis, schema
 from ..decoders.entities import Context, Entry, carries_records, has_error, is_error_field, walk
 from ..decoders.error_codes import code_of, error_name, is_retriable
@@ -35,7 +33,6 @@ from ..options import Options
 from . import detail_walk
 from .columns import DETAIL_TABLES, TABLES, TCP_COUNTERS, Parts, Runs
 from .details import PARAMS, DetailRows
-from .numbers import joined_numbers
 from .record_rows import (
     BATCH_NAMES,
     Located,
@@ -593,29 +590,18 @@ class TableSink:
                 self.unnamed_ids = True
 
     def _name_sources(self, rows: TableRows) -> None:
-        """A connection's rows come from the capture file the connection opened in: named per distinct
-        connection id with numpy when the ids hold typed parts (the native pairing's), else per row."""
+        """A connection's rows come from the capture file the connection opened in, named row by row. Ids
+        held as typed parts (the native pairing's) are read out of them, the column keeping its parts."""
         if "connection_id" not in rows.columns or not self.connection_sources:
             return
         column = rows.columns["connection_id"]
-        if type(column) is not Parts or any(type(part) is tuple for part in column.parts):
+        if type(column) is Parts and all(type(part) is not tuple for part in column.parts):
+            ids, files = column.expand(), rows.listed("source_file")
+        else:
             ids, files = rows.aligned(["connection_id", "source_file"])
-            get = self.connection_sources.get
-            files[:] = [get(conn_id) if file is None and conn_id is not None else file
-                        for conn_id, file in zip(ids, files, strict=True)]
-            return
-        files = rows.listed("source_file")
-        ids, nulls = joined_numbers("int64", column.parts)
-        distinct, where = np.unique(ids, return_inverse=True)
         get = self.connection_sources.get
-        named = np.array([get(conn_id) for conn_id in distinct.tolist()] + [None], dtype=object)
-        if nulls is not None:
-            where[nulls] = len(distinct)  # (a row without a connection id stays unnamed)
-        if files.count(None) == len(files):  # (the usual case: none named yet)
-            files[:] = [named[0]] * len(files) if len(named) == 2 and nulls is None else named[where].tolist()
-            return
-        given = np.array(files, dtype=object)
-        files[:] = np.where(np.equal(given, None), named[where], given).tolist()
+        files[:] = [get(conn_id) if file is None and conn_id is not None else file
+                    for conn_id, file in zip(ids, files, strict=True)]
 
     def forget_connections(self, ids: Iterable[int]) -> None:
         """Name the file of every pending row, then forget these (ended) connections' files: what

@@ -28,10 +28,11 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from itertools import islice
 from typing import Any
 
-import numpy as np
-
 from kdissect.decoders.records import Batch
+from kdissect.lazy import lazy_module
 from kdissect.tables.rows import TableRows
+
+np = lazy_module("numpy")
 
 BROKER_LIST = "aborted_transactions"
 ABORT_MARKER = "abort_marker"

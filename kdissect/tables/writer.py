@@ -10,13 +10,15 @@ import csv
 import json
 import uuid
 from collections.abc import Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TextIO
 
 from kdissect.decoders.jsonable import iso_ns
+from kdissect.lazy import lazy_module
 from kdissect.tables.columns import TABLES, cells
 from kdissect.tables.sink import Columns
+
+futures = lazy_module("concurrent.futures")  # the thread pool, only for a run that writes Parquet
 
 FORMATS = ("parquet", "csv", "jsonl")
 FORMATS_HELP = """table files (--out DIR --format F): DIR/<table>.<F>, one line or row per table row.
@@ -82,8 +84,8 @@ class TableWriter:
         self.out, self.fmt = out, fmt
         self.rows: dict[str, int] = {}
         self._parquet: dict[str, ParquetFile] = {}
-        self._pool: ThreadPoolExecutor | None = None
-        self._pending: Future | None = None
+        self._pool: futures.ThreadPoolExecutor | None = None
+        self._pending: futures.Future | None = None
 
     def write(self, name: str, columns: Columns) -> None:
         path = self.out / f"{name}.{self.fmt}"
@@ -95,7 +97,7 @@ class TableWriter:
             self.rows[name] = self.rows.get(name, 0) + table.num_rows
             self._wait()
             if self._pool is None:
-                self._pool = ThreadPoolExecutor(1, thread_name_prefix="parquet")
+                self._pool = futures.ThreadPoolExecutor(1, thread_name_prefix="parquet")
             self._pending = self._pool.submit(self._write_parquet, name, path, table)
             return
         names = [n for n, _ in TABLES[name]]

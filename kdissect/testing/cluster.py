@@ -25,9 +25,10 @@ TCP conversation. What happens (times in ms after T0) is what the tests assert:
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 
+from kdissect.dataclass import dataclass
 from kdissect.sources.segment import TcpSegment
 from kdissect.testing.conversation import tcp_conversation
 from kdissect.testing.encoder import encode_data, encode_request, encode_response

@@ -10,10 +10,10 @@ from __future__ import annotations
 import struct
 import sys
 from array import array
-from dataclasses import dataclass
 from ipaddress import IPv4Address, IPv6Address, ip_address
 from typing import Literal
 
+from kdissect.dataclass import dataclass
 from kdissect.sources.ip import IPPROTO_AH, IPPROTO_FRAGMENT, IPPROTO_TCP
 from kdissect.sources.link import (
     AF_INET,

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from typing import Literal
 
+from kdissect.dataclass import dataclass
 from kdissect.sources.pcapng import (
     BYTE_ORDER_MAGIC,
     EPB_TYPE,

@@ -10,8 +10,8 @@ one such shape, so tests and ``bench/`` scripts can run every command over them.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
+from kdissect.dataclass import dataclass
 from kdissect.sources.decoder import decode_capture
 from kdissect.sources.segment import TcpSegment
 from kdissect.testing.pcapwrite import write_capture

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
+from kdissect.dataclass import dataclass
 from kdissect.reassembly.reassembler import TcpReassembler
 from kdissect.reassembly.streams import ReassemblyEvent, StreamData, StreamEnd, StreamGap, StreamStart
 from kdissect.sources.segment import ACK, FIN, PSH, RST, SYN, TcpSegment

@@ -18,13 +18,14 @@ import ssl
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import NameOID
+
+from kdissect.dataclass import dataclass
 
 Message = tuple[int, bytes, int]  # (direction 0: client to server, payload, ts_ns)
 HANDSHAKE_STEP_NS = 100_000

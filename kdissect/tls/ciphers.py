@@ -9,8 +9,9 @@ parameters are read from the names, not restated by hand. The ciphers themselves
 from __future__ import annotations
 
 import hmac
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from kdissect.dataclass import dataclass
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.ciphers.aead import AESCCM, AESGCM, ChaCha20Poly1305

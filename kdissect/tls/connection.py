@@ -20,8 +20,7 @@ events this emits carry names, counts and offsets only.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from kdissect.dataclass import dataclass
 from kdissect.events import Anomaly, ConnectionSummary
 from kdissect.reassembly.streams import DirectionStats, RunSink, StreamConflict
 from kdissect.tls import handshake as hs

@@ -7,7 +7,9 @@ and a message larger than :data:`MAX_MESSAGE` is refused rather than buffered.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
+
+from kdissect.dataclass import dataclass
 
 HELLO_REQUEST, CLIENT_HELLO, SERVER_HELLO = 0, 1, 2
 ENCRYPTED_EXTENSIONS, FINISHED, KEY_UPDATE = 8, 20, 24

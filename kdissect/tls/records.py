@@ -10,7 +10,8 @@ chance 5-byte match is not enough). Memory is bounded by one record plus one hea
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass
+
+from kdissect.dataclass import dataclass
 
 CHANGE_CIPHER_SPEC, ALERT, HANDSHAKE, APPLICATION_DATA = 20, 21, 22, 23
 HEADER = 5

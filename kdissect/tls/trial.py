@@ -16,8 +16,9 @@ connection and per run (one attempt is one record open, a few microseconds for a
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import field
 
+from kdissect.dataclass import dataclass
 from kdissect.tls.ciphers import TLS13_SUITES, RecordCipher, Suite
 from kdissect.tls.keys import tls13_cipher
 from kdissect.tls.records import APPLICATION_DATA, Record

@@ -1,11 +1,14 @@
 """Start-up: numpy's OpenBLAS must be held to one thread before numpy loads (its spinning threads were
-about 0.1 CPU s of every run), so the setting must come before any import that loads numpy."""
+about 0.1 CPU s of every run), so the setting must come before any import that loads numpy; and each job
+loads only the heavy modules it uses (``kdissect.lazy``), each one a large part of a short run's cost."""
 
 from __future__ import annotations
 
+import ast
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 WATCH = """
 import os, sys
@@ -45,3 +48,30 @@ def test_an_explicit_setting_is_kept() -> None:
         check=True,
     )
     assert done.stdout.strip() == "4"
+
+
+HEAVY = ("numpy", "pandas", "pyarrow", "cramjam", "lz4", "concurrent.futures")
+JOB = """
+import sys
+from kdissect.cli import main
+main({args!r})
+print(sorted(m for m in {heavy!r} if m in sys.modules), file=sys.stderr)
+"""
+CAPTURE = Path(__file__).resolve().parents[2] / "captures" / "librdkafka-produce-consume.pcap"
+
+
+def _heavy_modules_loaded(*args: str) -> list[str]:
+    code = JOB.format(args=[str(a) for a in args], heavy=HEAVY)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return ast.literal_eval(done.stderr.strip().splitlines()[-1])
+
+
+def test_the_summary_run_loads_no_heavy_module() -> None:
+    """A run that only prints the summary needs neither numpy nor Arrow, the codecs nor a thread pool."""
+    assert _heavy_modules_loaded("analyze", CAPTURE) == []
+
+
+def test_an_exchanges_run_loads_arrow_and_its_writer_thread_but_no_codec(tmp_path: Path) -> None:
+    """Parquet needs Arrow (which loads numpy) and the writer's pool; an uncompressed capture, no codec."""
+    loaded = _heavy_modules_loaded("analyze", CAPTURE, "--out", tmp_path, "--tables", "exchanges")
+    assert loaded == ["concurrent.futures", "numpy", "pyarrow"]

@@ -10,8 +10,9 @@ a warning, and no byte of it is shown (any part of a token may be a secret).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
+
+from kdissect.dataclass import dataclass
 
 from .. import apis
 from . import oauthbearer, plain, scram

@@ -8,8 +8,10 @@ little and never raises.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
+
+from kdissect.dataclass import dataclass
 
 MAX_TOKEN = 64 << 10  # tokens longer than this are not parsed: length only
 MAX_TEXT = 256  # characters kept of any wire string shown
