@@ -56,6 +56,7 @@ typedef struct Node {
     int holds_containers; /* structs: some member is a container (the dict is tracked from the start) */
     Py_ssize_t min_elem; /* fewest bytes one array element takes */
     long long tag;       /* -1 for regular fields */
+    int within;          /* F_ERROR, F_TOPIC, F_TOPIC_ID: of its flags and its members' (what a scan reads in it) */
     PyObject *key;       /* interned result key */
     PyObject *layout;    /* structs: dict of the regular keys, in order, to None (copied per value) */
     Py_ssize_t nregular, ntagged;
@@ -631,8 +632,10 @@ walk_struct(Cursor *c, Py_ssize_t L, const Node *nd, Py_ssize_t *left)
  * top-level fields of program.py's SCANNED slots and every scalar error code (F_ERROR), counting the
  * non-zero ones and keeping the first in the order entities.walk lists them: a struct's own fields
  * (in field order) before its members' structs (in field order, array items in order). Tagged error
- * codes, tagged structs and tagged slot fields would need the walk's field order: the scan leaves those
- * frames to Python (W_UNDECIDED), as it does anything walk leaves.
+ * codes (a tagged field's own or inside a tagged struct) and tagged slot fields would need the walk's
+ * field order: the scan leaves those frames to Python (W_UNDECIDED), as it does anything walk leaves; a
+ * tagged struct with nothing the scan reads in it (Fetch v16's node_endpoints, which brokers send even
+ * empty; a partition's current_leader) is walked over (Node.within says what a field holds).
  * Asked for names (the live figures), it also lists every non-zero code in that order (a struct's own
  * codes inserted before its members', which the walk met first) and the distinct (topic, topic id)
  * contexts of the structs (F_TOPIC, F_TOPIC_ID; a struct inherits its parent's and lists its own
@@ -784,8 +787,7 @@ scan_struct(Cursor *c, Py_ssize_t L, const Node *nd, int top, Scan *out, Errors 
     }
     for (Py_ssize_t k = 0; k < nd->ntagged; k++) { /* tagged fields the row reads: the walk's order */
         const Node *t = &nd->tagged[k];
-        if (t->flags & F_ERROR || t->kind == K_STRUCT || (top && SLOT_OF(t->flags))
-            || (out->names && t->flags & (F_TOPIC | F_TOPIC_ID)))
+        if (t->within & F_ERROR || (top && SLOT_OF(t->flags)) || (out->names && t->within & (F_TOPIC | F_TOPIC_ID)))
             goto tagged;
     }
     if (nd->flags & F_FLEXIBLE) {
@@ -1633,10 +1635,14 @@ node_build(Node *nd, PyObject *spec, int depth)
     if (nodes_build(&nd->regular, &nd->nregular, regular, depth) < 0 ||
         nodes_build(&nd->tagged, &nd->ntagged, tagged, depth) < 0)
         return -1;
+    nd->within = nd->flags & (F_ERROR | F_TOPIC | F_TOPIC_ID);
     if (nd->kind != K_STRUCT)
         return 0;
-    for (Py_ssize_t i = 0; i < nd->nregular + nd->ntagged; i++)
-        nd->holds_containers |= (i < nd->nregular ? nd->regular[i] : nd->tagged[i - nd->nregular]).container;
+    for (Py_ssize_t i = 0; i < nd->nregular + nd->ntagged; i++) {
+        const Node *m = i < nd->nregular ? &nd->regular[i] : &nd->tagged[i - nd->nregular];
+        nd->holds_containers |= m->container;
+        nd->within |= m->within;
+    }
     nd->layout = PyDict_New();
     if (nd->layout == NULL)
         return -1;

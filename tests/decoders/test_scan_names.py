@@ -86,3 +86,18 @@ def test_the_scan_names_topics_and_ids_and_every_code() -> None:
     assert list(codes) == ref_codes == [3, 6] and row[3] == 2
     plain = native.scan(encode_request(1, 13, fetch, size_prefix=False), compiler.FRAME_PROGRAMS["request"], 1, 13)
     assert len(plain) == 4 and plain[2:] == (0, 0)  # without names: what the exchanges row reads only
+
+
+def test_tagged_structs_without_codes_or_names_are_scanned() -> None:
+    """Fetch v16's node_endpoints (brokers send it even empty) and a partition's current_leader hold no error
+    code and no topic: the scan walks over them rather than leaving every such answer to Python."""
+    a = uuid.UUID(int=9)
+    fetch = {"throttle_time_ms": 0, "error_code": 0, "session_id": 0,
+             "node_endpoints": [{"node_id": 1, "host": "b1", "port": 9092, "rack": None}],
+             "responses": [{"topic_id": a, "partitions": [
+                 {"partition_index": 0, "error_code": 6, "high_watermark": 5, "last_stable_offset": 5,
+                  "log_start_offset": 0, "aborted_transactions": [], "preferred_read_replica": -1, "records": None,
+                  "current_leader": {"leader_id": 1, "leader_epoch": 3}}]}]}
+    (row, named, codes), ref_named, ref_codes = scanned(1, 16, "response", fetch)
+    assert list(named) == ref_named == [(None, a.bytes)]
+    assert list(codes) == ref_codes == [6] and row[2:] == (6, 1)
