@@ -33,4 +33,3 @@ class LazyModule(ModuleType):
 def lazy_module(name: str) -> ModuleType:
     """``name`` (a dotted module name) as a stand-in that imports it on first attribute read."""
     return LazyModule(name)
-
