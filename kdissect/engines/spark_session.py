@@ -58,8 +58,9 @@ def session(master: str = "local[*]", conf: Mapping[str, str] | None = None, ver
         settings["spark.driver.extraJavaOptions"] = " ".join(filter(None, java_options))
     # The executors' Python is the one the driver names in each job (not read from the conf by Spark
     # when the driver is this process, not spark-submit's).
-    os.environ["PYSPARK_PYTHON"] = settings.get("spark.pyspark.python") or os.environ.get("PYSPARK_PYTHON",
-                                                                                            sys.executable)
+    os.environ["PYSPARK_PYTHON"] = settings.get("spark.pyspark.python") or os.environ.get(
+        "PYSPARK_PYTHON", sys.executable
+    )
     if on_this_machine(master) or _on_loopback(master):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     builder = SparkSession.builder.master(master).appName("kdissect")
