@@ -20,8 +20,10 @@ from collections.abc import Mapping
 
 import pyspark
 from pyspark import SparkContext
+from pyspark.errors import PySparkRuntimeError
 from pyspark.sql import SparkSession
 
+from kdissect.engines import EngineSetupError
 from kdissect.engines.spark_classes import ClassArchive, class_archive, spark_install
 from kdissect.engines.spark_quiet import quiet_conf
 
@@ -108,8 +110,11 @@ class Starting:
             self._error = exc
 
     def session(self) -> SparkSession:
-        """The session, once made; what making it raised, raised here."""
+        """The session, once made; what making it raised, raised here (a JVM that did not start: one line)."""
         self._thread.join()
+        if isinstance(self._error, PySparkRuntimeError) and self._error.getCondition() == "JAVA_GATEWAY_EXITED":
+            raise EngineSetupError("Spark's JVM did not start (its own message is above): the Spark engine needs "
+                                   "Java 17 or later, on PATH or named by JAVA_HOME") from None  # fmt: skip
         if self._error is not None:
             raise self._error
         assert self._made is not None

@@ -12,7 +12,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from pyspark.errors import PySparkException
+from pyspark.errors import PySparkException, PySparkRuntimeError
 
 from kdissect.engines import EngineSetupError, spark_session
 from kdissect.engines.request import Request, SparkSettings, run
@@ -52,6 +52,15 @@ def test_a_session_that_fails_to_start_raises_where_it_is_asked_for(monkeypatch)
     with pytest.raises(RuntimeError, match="no JVM"):
         starting.session()
     starting.stop()  # nothing made: nothing to stop
+
+
+def test_a_jvm_that_does_not_start_ends_in_one_line(monkeypatch) -> None:
+    def no_java(*args: object) -> None:
+        raise PySparkRuntimeError(errorClass="JAVA_GATEWAY_EXITED", messageParameters={})
+
+    monkeypatch.setattr(spark_session, "session", no_java)
+    with pytest.raises(EngineSetupError, match=r"JVM did not start .* Java 17 or later"):
+        Starting("spark://127.0.0.1:1").session()
 
 
 class _Server:
