@@ -197,7 +197,8 @@ def stages(files: list[str], master: str, out: Path) -> dict[str, tuple[float, d
     from kdissect.analysis.summary import Figures
     from kdissect.engines.partition import unit_decoder
     from kdissect.engines.paths import list_captures
-    from kdissect.engines.spark import SPLIT_BYTES, by_connection, census, decode, segment_rows, session
+    from kdissect.engines.spark import SPLIT_BYTES, by_connection, census, decode, segment_rows
+    from kdissect.engines.spark_session import session
     from kdissect.engines.units import plan_units
     from kdissect.options import Options
     from kdissect.tables.columns import TABLES

@@ -159,9 +159,11 @@ def _imports_a_package(module: str, package: str) -> bool:
 
 
 def test_only_the_spark_engine_imports_pyspark() -> None:
-    """The driver's module, and what its Python workers run (of pyspark, only the task's context)."""
+    """The driver's module, its session's start, what its Python workers run (of pyspark, only the
+    task's context) and their daemon."""
     assert sorted(m for m in modules() if modules()[m].suffix == ".py" and _imports_a_package(m, "pyspark")) == [
-        "kdissect.engines.spark", "kdissect.engines.spark_worker"
+        "kdissect.engines.spark", "kdissect.engines.spark_daemon", "kdissect.engines.spark_session",
+        "kdissect.engines.spark_worker",
     ]
 
 

@@ -26,11 +26,12 @@ libpcap device or a followed capture stream; its sink hands every table out in p
 (``TableSink.take``) and its figures roll over (``analysis.rolling``), so a run of days stays
 bounded; ended and idle connections leave the pipeline with their rows.
 
-The Spark engine (``spark.py`` on the driver and ``spark_worker.py`` in the workers, the only
-modules importing pyspark) runs one pipeline and one sink per task over the segments of the
-connections that task owns (shuffled by 4-tuple, so no connection is split; read tasks in
-``units.py``, decode tasks in ``partition.py``), returns the columns as Arrow pieces joined by
-``tables.merge``, and counts the summary's figures in each task
+The Spark engine (``spark.py`` on the driver, ``spark_session.py`` its session's start,
+``spark_worker.py`` in the workers and ``spark_daemon.py`` forking them locally, the only modules
+importing pyspark) runs one pipeline and one sink per task over the segments of the connections
+that task owns (shuffled by 4-tuple, so no connection is split; read tasks in ``units.py``, decode
+tasks in ``partition.py``), returns the columns as Arrow pieces joined by ``tables.merge``, and
+counts the summary's figures in each task
 with the local engine's ``Figures``, merged on the driver (``Figures.merge``). Every engine names
 each connection's input (``KafkaPipeline(opened=sink.connection_sources)`` and ``pipeline.source``)
 for the ``source_file`` columns. Bounds on memory and time live in the core, so all three engines

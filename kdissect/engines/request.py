@@ -115,16 +115,18 @@ def _run_spark(request: Request, spark: SparkSettings) -> RunResult:
         from kdissect.engines.spark_quiet import hide_pandas_warning
 
         hide_pandas_warning()
+    captures = spark_inputs(request.captures, request.notify)
+    # Spark's JVM starts now, on a thread, and boots while this thread imports the engine and plans the run.
+    from kdissect.engines.spark_session import Starting
+
+    starting = Starting(spark.master, spark.conf, spark.verbose)
     from kdissect.engines import spark as engine
 
-    captures = spark_inputs(request.captures, request.notify)
-    settings: dict[str, Any] = {"master": spark.master, "options": request.options, "verbose": spark.verbose,
-                                "conf": spark.conf}  # fmt: skip
     if request.report:
-        result = engine.report_input(captures, **settings)
+        result = engine.report_input(captures, spark=starting, options=request.options)
     else:
         tables = list(request.tables) if request.tables is not None else list(TABLES)
-        result = engine.analyze(captures, out=request.out, tables=tables, **settings)
+        result = engine.analyze(captures, spark=starting, out=request.out, tables=tables, options=request.options)
     check_readable(result.stats, [Path(c) for c in captures])
     result.inputs = captures
     return result

@@ -1,6 +1,6 @@
 """The Spark engine: the batch pipeline on PySpark, on the same sans-I/O core as the local engine.
-The driver's side; the task functions its jobs hand to the Python workers are in
-:mod:`kdissect.engines.spark_worker`, the one other module that imports pyspark.
+The driver's side; its session is made by :mod:`kdissect.engines.spark_session`, and the task
+functions its jobs hand to the Python workers are in :mod:`kdissect.engines.spark_worker`.
 
 Stages (each a Spark stage; nothing per packet or per row reaches the driver):
 0. census (several work units, or a file that may hold key log blocks): which connection keys more
@@ -30,20 +30,17 @@ from __future__ import annotations
 import atexit
 import copy
 import json
-import os
 import pickle
 import re
 import shutil
-import sys
 import tempfile
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import asdict, field, replace
 from functools import partial
 
 import pandas as pd
 import pyarrow as pa
-import pyspark
 from py4j.protocol import Py4JError, Py4JJavaError
 from pyspark import SparkContext, StorageLevel
 from pyspark.errors import PySparkException
@@ -66,8 +63,8 @@ from kdissect.engines.partition import (
 )
 from kdissect.engines.paths import list_captures
 from kdissect.engines.run import RunResult, RunStats, report_figures
-from kdissect.engines.spark_classes import ClassArchive, class_archive, keep_written, spark_install
-from kdissect.engines.spark_quiet import quiet_conf
+from kdissect.engines.spark_classes import ClassArchive, keep_written
+from kdissect.engines.spark_session import Starting, on_this_machine
 from kdissect.engines.storage import file_system, remove_tree
 from kdissect.engines.units import (
     SEGMENT_SCHEMA,
@@ -105,50 +102,8 @@ def spark_schema(table: str) -> T.StructType:
     return T.StructType([T.StructField(name, _SPARK_TYPES[kind]) for name, kind in TABLES[table]])
 
 
-def session(master: str = "local[*]", conf: Mapping[str, str] | None = None, verbose: bool = True,
-            classes: ClassArchive | None = None) -> SparkSession:  # fmt: skip
-    """A SparkSession for the command line; ``conf`` (``--conf KEY=VALUE``) wins over every default here.
-    ``classes``: the class archive its JVM maps or writes (:mod:`kdissect.engines.spark_classes`).
-
-    Executors on this machine run this Python; a cluster's need kdissect installed, or shipped as a
-    packed environment (``spark.archives``) whose Python ``spark.pyspark.python`` names (docs/spark.md).
-    When Spark runs on this machine (``local[...]`` or a master on loopback), its services, web UIs
-    included, listen on 127.0.0.1 unless ``SPARK_LOCAL_IP`` says otherwise: nothing to reach from outside.
-    ``verbose=False`` hides Spark's chatter (``spark_quiet``)."""
-    settings = {"spark.driver.memory": "2g", "spark.ui.enabled": "false", "spark.sql.session.timeZone": "UTC",
-                f"spark.executorEnv.{tasks.ARROW_ALONE}": "1",  # the Python workers never import pandas
-                **({} if verbose else quiet_conf())}  # fmt: skip
-    java_options = [settings.pop("spark.driver.extraJavaOptions", "")]
-    if _on_this_machine(master):
-        # The driver is also the executor, and its work here is moving small rows: the JIT's
-        # optimizing tier costs about ten CPU seconds per run and never pays back (bench_spark.py).
-        java_options.append("-XX:TieredStopAtLevel=1")
-    if classes is not None:
-        java_options += classes.java_options()
-    given = dict(conf or {})
-    java_options.append(given.pop("spark.driver.extraJavaOptions", ""))  # the JVM takes the last of a flag given twice
-    settings.update(given)
-    if any(java_options):
-        settings["spark.driver.extraJavaOptions"] = " ".join(filter(None, java_options))
-    # The executors' Python is the one the driver names in each job (not read from the conf by Spark
-    # when the driver is this process, not spark-submit's).
-    os.environ["PYSPARK_PYTHON"] = settings.get("spark.pyspark.python") or os.environ.get("PYSPARK_PYTHON",
-                                                                                            sys.executable)
-    if _on_this_machine(master) or _on_loopback(master):
-        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    builder = SparkSession.builder.master(master).appName("kdissect")
-    for key, value in settings.items():
-        builder = builder.config(key, value)
-    return builder.getOrCreate()
-
-
-def _on_loopback(master: str) -> bool:
-    """Whether a master URL (``spark://host:port``) names this machine's loopback interface."""
-    host = master.split("://", 1)[-1].rsplit(":", 1)[0].strip("[]")
-    return host == "localhost" or host.startswith("127.") or host == "::1"
-
-
-_MISSING_MODULE = re.compile(r"No module named '([\w.]+)'")
+# Quoted from a worker's import, unquoted from ``python -m`` (a daemon module: spark_daemon).
+_MISSING_MODULE = re.compile(r"No module named '?([\w.]+)'?")
 
 
 @contextmanager
@@ -443,33 +398,28 @@ def read_captures(
     return {name: decoded.table(name) for name in TABLES}
 
 
-def _on_this_machine(master: str) -> bool:
-    """Whether Spark's executors run here (``local[...]``): then this process's temp directory serves."""
-    return master.startswith("local")
-
-
 def _temporary_staging(spark: SparkSession) -> str | None:
     """A new temp directory for the pieces when the executors run here, else None."""
-    return tempfile.mkdtemp(prefix="kdissect-staging-") if _on_this_machine(spark.sparkContext.master) else None
+    return tempfile.mkdtemp(prefix="kdissect-staging-") if on_this_machine(spark.sparkContext.master) else None
 
 
-def analyze(captures: list[str], *, master: str, out: str | None, tables: list[str], options: Options,
-            verbose: bool = True, conf: Mapping[str, str] | None = None) -> RunResult:  # fmt: skip
-    """The command line's run: decode, figures, Parquet under ``out``; the session is stopped after."""
-    with _decoded(captures, master, conf, out, tables, options, verbose) as decoded:
+def analyze(captures: list[str], *, spark: Starting, out: str | None, tables: list[str], options: Options
+            ) -> RunResult:  # fmt: skip
+    """The command line's run on the session ``spark`` is making: decode, figures, Parquet under ``out``;
+    the session is stopped after."""
+    with _decoded(captures, spark, out, tables, options) as decoded:
         written = decoded.write(out, tables) if out else []
         return RunResult(decoded.stats(), decoded.summary(), written)
 
 
-def report_input(captures: list[str], *, master: str, options: Options, verbose: bool = True,
-                 conf: Mapping[str, str] | None = None) -> RunResult:  # fmt: skip
+def report_input(captures: list[str], *, spark: Starting, options: Options) -> RunResult:
     """The report's figures, counted in the tasks by the local engine's code and merged (the summary
     among them), and the tables the report still reads as rows, decoded on Spark and brought to the
     driver as frames. Not the tables the report reads through its figures (connections, batches, the
     exchanges and their own rows, the transactional records and events, whose bounded journal each
     task keeps): the tasks name some topics by id only and number connections themselves, and the
     driver settles their figures' keys (:meth:`ReportFigures.settle`)."""
-    with _decoded(captures, master, conf, None, list(TABLES), options, verbose, partial(report_figures, options),
+    with _decoded(captures, spark, None, list(TABLES), options, partial(report_figures, options),
                   records_read=False) as decoded:  # fmt: skip
         return report_of(decoded)
 
@@ -486,30 +436,30 @@ def report_of(decoded: Decoded) -> RunResult:
 
 
 @contextmanager
-def _decoded(captures: list[str], master: str, conf: Mapping[str, str] | None, out: str | None, tables: list[str],
-             options: Options, verbose: bool, figures: Callable[[], Figures] = Figures, records_read: bool = True
-             ) -> Iterator[Decoded]:  # fmt: skip
-    """A session and the captures decoded on it (:func:`decode`), for one command; all of it gone after."""
-    fresh = _on_this_machine(master) and SparkContext._gateway is None  # (a JVM already running: as it is)
-    classes = class_archive(spark_install(pyspark.__version__, os.path.dirname(pyspark.__file__))) if fresh else None
-    spark = session(master, conf, verbose, classes)
-    # Pieces staged in this machine's temp directory in local mode, beside the output on a cluster
-    # (which its executors write anyway), or with neither, in Spark's cache.
-    staging = _temporary_staging(spark) or (f"{out.rstrip('/')}/_staging" if out else None)
+def _decoded(captures: list[str], starting: Starting, out: str | None, tables: list[str], options: Options,
+             figures: Callable[[], Figures] = Figures, records_read: bool = True) -> Iterator[Decoded]:  # fmt: skip
+    """The session ``starting`` makes and the captures decoded on it (:func:`decode`), for one command;
+    all of it gone after."""
     try:
-        with executors_set_up():
-            decoded = decode(spark, captures, options=options, tables=tables, staging=staging, figures=figures,
-                             records_read=records_read)  # fmt: skip
-            try:
-                yield decoded
-            finally:
-                decoded.close()
+        spark = starting.session()
+        # Pieces staged in this machine's temp directory in local mode, beside the output on a cluster
+        # (which its executors write anyway), or with neither, in Spark's cache.
+        staging = _temporary_staging(spark) or (f"{out.rstrip('/')}/_staging" if out else None)
+        try:
+            with executors_set_up():
+                decoded = decode(spark, captures, options=options, tables=tables, staging=staging, figures=figures,
+                                 records_read=records_read)  # fmt: skip
+                try:
+                    yield decoded
+                finally:
+                    decoded.close()
+        finally:
+            if staging is not None:
+                remove_tree(staging)
     finally:
-        if staging is not None:
-            remove_tree(staging)
-        spark.stop()
-        if classes is not None and classes.writing is not None:
-            _jvm_exits(classes, verbose)
+        starting.stop()
+        if starting.classes is not None and starting.classes.writing is not None and SparkContext._gateway:
+            _jvm_exits(starting.classes, starting.verbose)
 
 
 def _jvm_exits(classes: ClassArchive, verbose: bool) -> None:

@@ -35,11 +35,10 @@ from kdissect.engines.partition import (
     read_pieces,
     stage_marks,
 )
+from kdissect.engines.spark_session import ARROW_ALONE
 from kdissect.engines.units import read_units, unit_census
 from kdissect.tables import merge
 from kdissect.tables.writer import ParquetFile
-
-ARROW_ALONE = "KDISSECT_ARROW_ALONE"
 
 
 class _NoPandas(MetaPathFinder):

@@ -25,7 +25,8 @@ import pytest
 
 from kdissect.engines.request import Request, run
 from kdissect.engines.run import report_figures
-from kdissect.engines.spark import Decoded, decode, report_of, session, spark_schema
+from kdissect.engines.spark import Decoded, decode, report_of, spark_schema
+from kdissect.engines.spark_session import session
 from kdissect.options import LENGTHS_ONLY, Options
 from kdissect.report.build import write_report
 from kdissect.spark import read_captures

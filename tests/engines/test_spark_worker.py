@@ -14,7 +14,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from kdissect.engines.spark import decode, session
+from kdissect.engines.spark import decode
+from kdissect.engines.spark_session import session
 from kdissect.engines.spark_worker import ARROW_ALONE
 from tests.conftest import require_tool
 from tests.engines.spark_helpers import REAL_CAPTURES, assert_same_tables, local_tables

@@ -1,0 +1,141 @@
+"""The Spark engine's session start (engines/spark_session.py): the JVM starts before the command imports
+the engine, a failure to start is raised where the session is asked for, the accumulator server is not
+waited for, and where the executors run this Python, the workers Spark forks already hold the task
+module (kdissect's worker daemon); elsewhere PySpark's daemon runs."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+from pyspark.errors import PySparkException, PySparkRuntimeError
+
+from kdissect.engines import EngineSetupError, spark_session
+from kdissect.engines.request import Request, SparkSettings, run
+from kdissect.engines.spark import executors_set_up
+from kdissect.engines.spark_session import DAEMON_MODULE, Starting, runs_this_python, stop
+from tests.conftest import require_tool
+from tests.engines.spark_helpers import REAL_CAPTURES
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+class _Started(Exception):
+    pass
+
+
+def test_the_session_starts_before_the_engine_is_imported(monkeypatch) -> None:
+    """The JVM boots while the driver imports the engine: ``Starting`` comes first."""
+    engine_loaded = []
+
+    def starting(*args: object, **kwargs: object) -> None:
+        engine_loaded.append("kdissect.engines.spark" in sys.modules)
+        raise _Started
+
+    monkeypatch.delitem(sys.modules, "kdissect.engines.spark", raising=False)
+    monkeypatch.setattr(spark_session, "Starting", starting)
+    with pytest.raises(_Started):
+        run(Request([REAL_CAPTURES[0]], spark=SparkSettings("local[1]")))
+    assert engine_loaded == [False]
+
+
+def test_a_session_that_fails_to_start_raises_where_it_is_asked_for(monkeypatch) -> None:
+    def failing(*args: object) -> None:
+        raise RuntimeError("no JVM")
+
+    monkeypatch.setattr(spark_session, "session", failing)
+    starting = Starting("spark://127.0.0.1:1")  # (not local: no class archive looked for)
+    with pytest.raises(RuntimeError, match="no JVM"):
+        starting.session()
+    starting.stop()  # nothing made: nothing to stop
+
+
+def test_a_jvm_that_does_not_start_ends_in_one_line(monkeypatch) -> None:
+    def no_java(*args: object) -> None:
+        raise PySparkRuntimeError(errorClass="JAVA_GATEWAY_EXITED", messageParameters={})
+
+    monkeypatch.setattr(spark_session, "session", no_java)
+    with pytest.raises(EngineSetupError, match=r"JVM did not start .* Java 17 or later"):
+        Starting("spark://127.0.0.1:1").session()
+
+
+class _Server:
+    def __init__(self) -> None:
+        self.stopped = threading.Event()
+        self.by: str | None = None
+
+    def shutdown(self) -> None:
+        self.by = threading.current_thread().name
+        self.stopped.set()
+
+
+class _Spark:
+    def __init__(self, server: _Server) -> None:
+        self.sparkContext = type("Context", (), {"_accumulatorServer": server})()
+        self.server_at_stop: object = "not stopped"
+
+    def stop(self) -> None:
+        self.server_at_stop = self.sparkContext._accumulatorServer
+
+
+def test_stop_leaves_the_accumulator_server_to_stop_on_a_thread() -> None:
+    server = _Server()
+    spark = _Spark(server)
+    stop(spark)  # type: ignore[arg-type]
+    assert spark.server_at_stop is None  # SparkContext.stop does not wait for it
+    assert server.stopped.wait(10) and server.by != threading.current_thread().name
+
+
+def test_kdissect_s_daemon_only_where_the_executors_run_this_python(monkeypatch) -> None:
+    monkeypatch.delenv("PYSPARK_PYTHON", raising=False)
+    assert runs_this_python("local[2]", None)
+    assert runs_this_python("local[1]", {"spark.pyspark.python": sys.executable})
+    assert not runs_this_python("local[1]", {"spark.pyspark.python": "/opt/other/bin/python"})
+    assert not runs_this_python("spark://127.0.0.1:7077", None)  # a cluster's executors: PySpark's daemon
+    monkeypatch.setenv("PYSPARK_PYTHON", "/opt/other/bin/python")
+    assert not runs_this_python("local[2]", None)
+
+
+# A job's first worker, from a new session: whether it held the task module before its task ran (the
+# probe is a lambda, sent by value: unpickling it imports nothing of kdissect), and its parent's command.
+_PROBE = """
+import sys
+import pyarrow as pa
+from kdissect.engines.spark_session import session
+
+probe = lambda batches: iter([pa.RecordBatch.from_pylist([{
+    "loaded": "kdissect.engines.spark_worker" in __import__("sys").modules,
+    "parent": open(f"/proc/{__import__('os').getppid()}/cmdline").read().replace(chr(0), " ")}])])
+conf = dict(arg.split("=", 1) for arg in sys.argv[1:])
+spark = session("local[1]", conf, verbose=False)
+row = spark.range(1, numPartitions=1).mapInArrow(probe, "loaded boolean, parent string").collect()[0]
+print(row["loaded"], row["parent"])
+spark.stop()
+"""
+
+
+def _first_worker(*conf: str) -> tuple[bool, str]:
+    done = subprocess.run([sys.executable, "-c", _PROBE, *conf], capture_output=True, text=True, cwd=REPO,
+                          env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=600, check=True)  # fmt: skip
+    loaded, parent = done.stdout.strip().split(" ", 1)
+    return loaded == "True", parent
+
+
+def test_workers_forked_by_kdissect_s_daemon_hold_the_task_module_before_their_task() -> None:
+    require_tool("java")
+    loaded, parent = _first_worker()
+    assert loaded and f"-m {DAEMON_MODULE} " in parent
+    loaded, parent = _first_worker("spark.python.daemon.module=pyspark.daemon")  # PySpark's: a cold worker
+    assert not loaded and "-m pyspark.daemon " in parent
+
+
+def test_executors_that_cannot_start_kdissect_s_daemon_end_in_one_line() -> None:
+    """``python -m`` says a daemon module is missing without quotes: still the one line naming the fix."""
+    said = f"Error from python worker:\n  /usr/bin/python3: No module named {DAEMON_MODULE}\nPYTHONPATH was:"
+    one_line = f"executors' Python cannot import {DAEMON_MODULE}: install kdissect"
+    with pytest.raises(EngineSetupError, match=one_line), executors_set_up():
+        raise PySparkException(said)
