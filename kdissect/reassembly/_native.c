@@ -539,11 +539,11 @@ mark(PyObject *ats, Py_ssize_t at, Py_ssize_t length)
 
 /* run(segments, start, out, next_sweep, move_to_end[, ats]) -> (index, released, before):
  * takes segments from ``start`` until one it does not take, or until a taken one made its connection
- * leave the common case. With ``ats`` (a list kept as long as ``out``), the index of the segment each
- * event came in is appended for each event appended to ``out``. With ``before`` True, ``index`` is the segment not taken (len(segments) when
+ * leave the common case. With ``before`` True, ``index`` is the segment not taken (len(segments) when
  * all were) and ``released`` its lane, handed back, or None (no lane, or the sweep is due); with
  * ``before`` False, the segments before ``index`` were taken and ``released`` is the lane the last one
- * left, handed back after it. */
+ * left, handed back after it. With ``ats`` (a list as long as ``out``), the index of the segment each
+ * event came in is appended for each event appended to ``out``. */
 static PyObject *
 lanes_run(Lanes *self, PyObject *args)
 {
