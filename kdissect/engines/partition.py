@@ -28,11 +28,11 @@ import pyarrow as pa
 
 from kdissect.analysis.summary import Figures
 from kdissect.dataclass import dataclass
-from kdissect.engines.local import SUMMARY_TABLES
+from kdissect.engines.local import SEGMENT_BATCH, SUMMARY_TABLES
 from kdissect.engines.run import TableRun
 from kdissect.engines.storage import is_local, local_path, open_input, open_output
 from kdissect.engines.units import ANOMALY, PIECE, RUN, RUN_HEADER, SEGMENT, MappedFiles, Unit
-from kdissect.events import Anomaly
+from kdissect.events import Anomaly, ExchangeRows, KafkaEvent
 from kdissect.kafka.pipeline import KafkaPipeline
 from kdissect.options import Options
 from kdissect.sources.segment import TcpSegment
@@ -211,8 +211,11 @@ class PartitionDecoder:
         # connections (a copy would put the key in another unit too), or a census that found no key's
         # times overlapping in two files; the native lanes then take them.
         several = len(files) > 1 if several_inputs is None else several_inputs
-        self.pipeline = KafkaPipeline(replace(options, exchange_rows=self.sink.takes_rows),
-                                      opened=self.sink.connection_sources, several_inputs=several)
+        # (the lanes' pairing as the local engine has it: exchanges rows, and their detail rows too)
+        self.pipeline = KafkaPipeline(replace(options, exchange_rows=self.sink.takes_rows,
+                                              exchange_details=self.sink.lane_details()),
+                                      opened=self.sink.connection_sources, several_inputs=several)  # fmt: skip
+        self.sink.left_made = self._left_made
         self.opened_at: list[int] = []  # per local connection id: pos of the segment that opened it
         # per local connection id: its place in the order the run numbers connections in (merge.Opened)
         self.places: list[Place] = []
@@ -230,6 +233,13 @@ class PartitionDecoder:
         self.runs = itertools.count()
         self.out: list[Envelope] = []
         self.ticks = 0  # clock() calls: segments of no connection that are not the input's
+        # Segments not fed yet (handed to the core SEGMENT_BATCH at a time, of one file), their pos, that
+        # file's index and their latest time (whether feeding them may run the idle sweep)
+        self.batch: list[TcpSegment] = []
+        self.batch_pos: list[int] = []
+        self.batch_file = 0
+        self.batch_high = -1
+        self.piece_at: tuple[list[int], Callable[[int], Place]] | None = None  # the piece being consumed: left_at
 
     def feed(self, batch: pa.RecordBatch) -> None:
         """Rows in the order of ``units.segment_order``; a run's segments are fed as their places come
@@ -252,6 +262,7 @@ class PartitionDecoder:
             elif kind == PIECE:  # a read task's own decoding, passed on
                 self.out.append((c["anomaly"][i], c["payload"][i], c["detail"][i]))
             elif kind == ANOMALY:
+                self._flush()  # (after the segments before it: anomaly rows are counted in order)
                 self.sink.consume(Anomaly(c["anomaly"][i], None, None, c["offset"][i], None, c["ts"][i],
                                           c["detail"][i], self.files[c["file_index"][i]]))  # fmt: skip
             else:
@@ -285,16 +296,18 @@ class PartitionDecoder:
         another connection, or the run's end): the reassembler's idle rule sees it as a segment of no
         connection would show it (one from no address: it opens nothing, and is not counted as stray), when
         it would run the idle sweep (else it changes nothing)."""
-        if not self.pipeline.reassembler.sweeps_at(ts):
+        due = self._sweep_due()
+        if due is None or ts < due:
             return
         self.ticks += 1
-        self._consume(self.pipeline.feed(TcpSegment(ts, "", 0, "", 0, 0, 0, 0, 0, b"", 0)), self._at(ts, pos))
+        self._flush()
+        self._feed([TcpSegment(ts, "", 0, "", 0, 0, 0, 0, 0, b"", 0)], [pos])
 
     def clocks(self, ts: np.ndarray, pos: np.ndarray) -> None:
         """:meth:`clock` at each of these times and places in turn, without a call for those that change nothing."""
         done = 0
         while done < len(ts):
-            due = self.pipeline.reassembler.sweep_due()
+            due = self._sweep_due()
             later = np.flatnonzero(ts[done:] >= due) if due is not None else ()
             if not len(later):
                 return
@@ -302,30 +315,86 @@ class PartitionDecoder:
             self.clock(int(ts[i]), int(pos[i]))
             done = i + 1
 
+    def _sweep_due(self) -> int | None:
+        """The reassembler's ``sweep_due`` once the segments not fed yet are: they are fed first only if
+        one of them may run the sweep (else the time it is due stays as it is)."""
+        due = self.pipeline.reassembler.sweep_due()
+        if due is not None and self.batch_high >= due:
+            self._flush()
+            due = self.pipeline.reassembler.sweep_due()
+        return due
+
     def segment(self, segment: TcpSegment, pos: int, file_index: int) -> None:
-        """One segment at its place in capture order, from file ``file_index``."""
-        self.pipeline.source = self.files[file_index]
-        events = self.pipeline.feed(segment)
-        opened = len(self.sink.connection_sources)
-        if not events and opened == len(self.opened_at):  # (most segments: placed only where something came)
-            return
-        place = self._at(segment.ts_ns, pos)
-        while len(self.opened_at) < opened:
-            self.opened_at.append(pos)
-            self.places.append(place)
-        self._consume(events, place)
+        """One segment at its place in capture order, from file ``file_index``: fed with the next ones."""
+        if file_index != self.batch_file:
+            self._flush()
+            self.batch_file = file_index
+        self.batch.append(segment)
+        self.batch_pos.append(pos)
+        if segment.ts_ns > self.batch_high:
+            self.batch_high = segment.ts_ns
+        if len(self.batch) == SEGMENT_BATCH:
+            self._flush()
+
+    def _flush(self) -> None:
+        """The segments not fed yet into the core."""
+        if self.batch:
+            segments, positions = self.batch, self.batch_pos
+            self.batch, self.batch_pos, self.batch_high = [], [], -1
+            self._feed(segments, positions)
+
+    def _feed(self, segments: list[TcpSegment], positions: list[int]) -> None:
+        """Segments of file ``batch_file`` into the core; what each event (and each row of the lanes'
+        pieces) brought placed at the place of the segment it came in (the core says which)."""
+        self.pipeline.source = self.files[self.batch_file]
+        ats: list[int] = []
+        opens: list[int] = []
+        events = self.pipeline.feed_many(segments, ats, opens)
+
+        def at(i: int) -> Place:
+            return self._at(segments[i].ts_ns, positions[i])
+
+        for i in opens:
+            self.opened_at.append(positions[i])
+            self.places.append(at(i))
+        self._consume(events, ats, at)
 
     def _at(self, ts: int, pos: int) -> Place:
         return (ts if self.by_time else 0, pos)
 
-    def _consume(self, events: list, place: Place) -> None:
-        if not events:
-            return
-        for ev in events:
-            self.sink.consume(ev)
-        self.broker_seen.extend([place] * (len(self.sink.rows["brokers"]) - len(self.broker_seen)))
-        self.topic_seen.extend([place] * (len(self.sink.topic_names) - len(self.topic_seen)))
+    def _consume(self, events: list[KafkaEvent], ats: list[int], at: Callable[[int], Place]) -> None:
+        """Events into the sink (event k came in segment ``ats[k]``, placed at ``at(ats[k])``)."""
+        for ev, i in zip(events, ats, strict=True):
+            parts = ev.details if type(ev) is ExchangeRows else None
+            if parts is None:
+                self.sink.consume(ev)
+            else:  # the topic ids the piece teaches, then its left rows, each at its own segment's place
+                known = self.sink.topic_names
+                self.topic_seen += [at(k) for tid, k in zip(parts.topics, parts.topics_at, strict=True)
+                                    if tid not in known]  # fmt: skip
+                self.piece_at = (parts.left_at, at)
+                self.sink.consume(ev)
+                self.piece_at = None
+            self._settle(at, i)
+
+    def _left_made(self, k: int) -> None:
+        """The sink made the rows of left tuple ``k`` of the piece being consumed: what they added is
+        placed at the place of the segment that completed that exchange."""
+        assert self.piece_at is not None
+        left_at, at = self.piece_at
+        self._settle(at, left_at[k])
+
+    def _settle(self, at: Callable[[int], Place], i: int) -> None:
+        """The brokers rows, topic ids and transaction calls the sink added since the last call, placed at
+        ``at(i)``."""
+        brokers = len(self.sink.rows["brokers"]) - len(self.broker_seen)
+        topics = len(self.sink.topic_names) - len(self.topic_seen)
         calls = self.sink.transactions.journal
+        if brokers <= 0 and topics <= 0 and not calls:
+            return
+        place = at(i)
+        self.broker_seen.extend([place] * brokers)
+        self.topic_seen.extend([place] * topics)
         if calls:
             self.journal += [(place, call) for call in calls]
             calls.clear()
@@ -340,8 +409,10 @@ class PartitionDecoder:
 
     def finish(self) -> None:
         self._release(None)
+        self._flush()
         self.mapped.close()
-        self._consume(self.pipeline.finish(), _FINISHING)
+        events = self.pipeline.finish()
+        self._consume(events, [0] * len(events), lambda _: _FINISHING)
         handed = [name for name in self.wanted if len(self.sink.rows[name]) or name not in SPILLABLE]
         rest = self.run.finish()
         for name in handed:

@@ -13,7 +13,10 @@
  *   - the request_params row of an api in ``params_apis``: the request body's ``params_fields``;
  *   - the topic ids the walk learns (first name kept, as the sink keeps them);
  *   - one ``left`` tuple for an exchange with error codes, brokers or records: what the sink still
- *     builds per exchange in Python (errors rows, brokers rows, records and batches rows).
+ *     builds per exchange in Python (errors rows, brokers rows, records and batches rows);
+ *   - for each topic id learned and each ``left`` tuple, the index of the segment that completed the
+ *     exchange in the lanes' run (``topics_at``, ``left_at``): what an engine that places what these
+ *     teach in capture order (the Spark tasks, engines/partition.py) reads, feeding segments in batches.
  *
  * Rules:
  * - Nothing here is per API: which apis go back to the session (``handed_back``: those whose detail
@@ -214,6 +217,16 @@ partition_rows(PyObject *columns, const Paired *x)
     return 0;
 }
 
+/* The index of the segment an item came in, appended to a piece's left_at or topics_at: 0 or -1. */
+static int
+at_append(PyObject *list, Py_ssize_t at)
+{
+    PyObject *index = PyLong_FromSsize_t(at);
+    int rc = index == NULL ? -1 : PyList_Append(list, index);
+    Py_XDECREF(index);
+    return rc;
+}
+
 /* The sink's per-exchange rest: (connection_id, correlation_id, api_key, request (offset, ts), response
  * (offset, ts), errors, brokers, request records, response records, base offsets). */
 static int
@@ -246,11 +259,13 @@ reset(void)
 int
 details_walk(PyObject *parts, const Paired *x, const Bodies *bodies, Outcome *out)
 {
-    PyObject *topics;
-    if (!PyTuple_Check(parts) || PyTuple_GET_SIZE(parts) != 4 || !PyDict_Check(topics = PyTuple_GET_ITEM(parts, 2))) {
-        PyErr_SetString(PyExc_TypeError, "a details piece's parts: (partitions, params, topics, left)");
+    PyObject *topics, *topics_at;
+    if (!PyTuple_Check(parts) || PyTuple_GET_SIZE(parts) != 6 || !PyDict_Check(topics = PyTuple_GET_ITEM(parts, 2))
+        || !PyList_Check(topics_at = PyTuple_GET_ITEM(parts, 5))) {
+        PyErr_SetString(PyExc_TypeError, "a details piece's parts: (partitions, params, topics, left, left_at, topics_at)");
         return -1;
     }
+    Py_ssize_t known = PyDict_GET_SIZE(topics);
     int no_partitions = in_set(d.no_partitions, x->api_key);
     PyObject *req_plan = plan(x->api_key, x->api_version, 0), *resp_plan = req_plan ? plan(x->api_key, x->api_version, 1)
                                                                                      : NULL;
@@ -261,6 +276,9 @@ details_walk(PyObject *parts, const Paired *x, const Bodies *bodies, Outcome *ou
     if (rc == 0)
         rc = d.walk->walk_body(resp_plan, bodies->response, 1, merged, d.errors, d.response_records, topics,
                                d.base_offsets, d.brokers);
+    /* each topic id the walk learned: the segment it came in (the dict only grows, in insertion order) */
+    for (Py_ssize_t k = known; rc == 0 && k < PyDict_GET_SIZE(topics); k++)
+        rc = at_append(topics_at, x->at);
     *out = (Outcome){0, PyList_GET_SIZE(d.errors), NULL};
     if (rc == 0 && out->errors) { /* (path, key, code, ...) */
         PyObject *first = PyList_GET_ITEM(d.errors, 0);
@@ -283,10 +301,10 @@ details_walk(PyObject *parts, const Paired *x, const Bodies *bodies, Outcome *ou
 int
 details_emit(PyObject *parts, const Paired *x, const Bodies *bodies)
 {
-    PyObject *partitions_columns, *params_columns, *topics, *left;
+    PyObject *partitions_columns, *params_columns, *topics, *left, *left_at, *topics_at;
     int rc = -1, params;
-    if (!PyArg_ParseTuple(parts, "O!O!O!O!", &PyTuple_Type, &partitions_columns, &PyTuple_Type, &params_columns,
-                          &PyDict_Type, &topics, &PyList_Type, &left)
+    if (!PyArg_ParseTuple(parts, "O!O!O!O!O!O!", &PyTuple_Type, &partitions_columns, &PyTuple_Type, &params_columns,
+                          &PyDict_Type, &topics, &PyList_Type, &left, &PyList_Type, &left_at, &PyList_Type, &topics_at)
         || (params = in_set(d.params_apis, x->api_key)) < 0)
         goto done;
     rc = 0;
@@ -296,7 +314,7 @@ details_emit(PyObject *parts, const Paired *x, const Bodies *bodies)
         rc = params_row(params_columns, x, bodies->request);
     if (rc == 0 && (PyList_GET_SIZE(d.errors) || PyList_GET_SIZE(d.brokers) || PyList_GET_SIZE(d.request_records)
                     || PyList_GET_SIZE(d.response_records)))
-        rc = left_item(left, x);
+        rc = left_item(left, x) < 0 ? -1 : at_append(left_at, x->at);
 done:
     reset();
     return rc;

@@ -17,6 +17,7 @@ typedef struct {
     long long correlation_id;
     int api_key, api_version;
     long long request_offset, request_ts, response_offset, response_ts;
+    Py_ssize_t at; /* the segment that completed it: its index in the lanes' run (Pairing.at) */
 } Paired;
 
 /* spec: the table sink's lane spec (tables/detail_walk.py lane_spec); 0 or -1. Read once per spec. */
@@ -24,7 +25,7 @@ int details_read(PyObject *spec);
 /* Whether the set of api keys holds key: 1, 0, or -1 with an exception set (the pairing uses it too). */
 int in_set(PyObject *set, int key);
 /* The spec's new_piece: () -> (piece, exchanges lists, (topics, codes, named), partitions lists, request_params
- * lists, topic ids, left); borrowed. */
+ * lists, topic ids, left, left_at, topics_at); borrowed. */
 PyObject *details_new_piece(void);
 /* Whether exchanges of this api are handed back to the session in a details run: 1, 0, -1. */
 int details_left(int api_key);

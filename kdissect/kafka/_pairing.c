@@ -422,7 +422,7 @@ piece_ready(PyObject *events, int details)
     PyObject *made = PyObject_CallNoArgs(details ? details_new_piece() : shared.new_piece), *piece, *columns;
     if (made == NULL)
         return -1;
-    if (!PyTuple_Check(made) || PyTuple_GET_SIZE(made) != (details ? 7 : 3)
+    if (!PyTuple_Check(made) || PyTuple_GET_SIZE(made) != (details ? 9 : 3)
         || !PyTuple_Check(columns = PyTuple_GET_ITEM(made, 1)) || PyTuple_GET_SIZE(columns) != COLUMNS
         || !PyArg_ParseTuple(PyTuple_GET_ITEM(made, 2), "O!O!O!", &PyList_Type, &shared.topics, &PyList_Type,
                              &shared.codes, &PyList_Type, &shared.named)) {
@@ -440,7 +440,7 @@ piece_ready(PyObject *events, int details)
             Py_DECREF(made);
             return -1;
         }
-    PyObject *parts = details ? PyTuple_GetSlice(made, 3, 7) : NULL;
+    PyObject *parts = details ? PyTuple_GetSlice(made, 3, 9) : NULL;
     if (details && parts == NULL) {
         Py_DECREF(made);
         return -1;
@@ -581,7 +581,7 @@ response(Pairing *p, long long offset, const char *b, Py_ssize_t n, long long ts
     PyObject *api_name = w->api_key < PyList_GET_SIZE(shared.api_names) ? PyList_GET_ITEM(shared.api_names, w->api_key)
                                                                           : Py_None;
     Paired x = {p->conn_id, api_name, w->correlation_id, w->api_key, w->api_version, w->offset, w->ts_first, offset,
-                ts_first};
+                ts_first, p->at};
     if (p->details) {
         int ok = details_decode(w->data ? w->data : w->message, shared.requests, shared.responses, b, n, w->api_key,
                                 w->api_version, &bodies);

@@ -24,6 +24,8 @@ typedef struct {
     int details;                       /* the run writes detail tables too: rows from the bodies (_details.c) */
     int names;                         /* rows also bring topics, codes and named ids (Options.exchange_topics) */
     PyObject *events;                  /* where rows and replayed events go (set before each run's frames) */
+    Py_ssize_t at;                     /* the index of the segment being taken in the run's list (set with events):
+                                        * what a details piece's left_at and topics_at record */
     Waiting *waiting;                  /* requests in arrival order (the overtaken ones first): MAX_WAITING */
     Py_ssize_t count, limit;
     PyObject *conn_id, *client_ip, *client_port, *broker_ip, *broker_port, *client_ids, *pairs, *resume,

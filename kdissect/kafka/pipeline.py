@@ -67,18 +67,25 @@ class KafkaPipeline:
     def feed(self, segment: TcpSegment) -> list[KafkaEvent]:
         return self.feed_many([segment]) if self.lanes is not None else self._feed_one(segment)
 
-    def feed_many(self, segments: list[TcpSegment]) -> list[KafkaEvent]:
+    def feed_many(self, segments: list[TcpSegment], ats: list[int] | None = None,
+                  opens: list[int] | None = None) -> list[KafkaEvent]:
         """Segments in capture order, their events in order: the same as ``feed`` on each, in one call,
-        so the native lanes take runs of them without a Python step per segment."""
+        so the native lanes take runs of them without a Python step per segment. For an engine that
+        places what each segment brought (the Spark tasks): ``ats`` gets the index in ``segments`` of
+        the segment of each event, ``opens`` that of each connection opened (with ``opened``)."""
         lanes = self.lanes
-        if lanes is None:
-            return [ev for segment in segments for ev in self._feed_one(segment)]
         out: list[KafkaEvent] = []
         i, n = 0, len(segments)
-        while (i := lanes.run(segments, i, out)) < n:
+        while (i := lanes.run(segments, i, out, ats) if lanes is not None else i) < n:
             segment = segments[i]
+            before = len(self.opened) if opens is not None and self.opened is not None else 0
             out.extend(self._feed_one(segment))
-            lanes.offer(segment, self.connections)
+            if ats is not None:
+                ats.extend([i] * (len(out) - len(ats)))
+            if opens is not None and self.opened is not None:
+                opens.extend([i] * (len(self.opened) - before))
+            if lanes is not None:
+                lanes.offer(segment, self.connections)
             i += 1
         return out
 

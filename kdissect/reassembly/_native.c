@@ -399,10 +399,11 @@ deliver_frames(Lane *lane, int d, PyObject *frames, PyObject *out)
     return left;
 }
 
-/* The reference's effects of a taken segment, in its order; appends the sink's events to ``out``.
- * Returns 0, 1 when the lane must be handed back after it (its connection left the common case), -1. */
+/* The reference's effects of a taken segment (index ``at`` of the run's list), in its order; appends the sink's
+ * events to ``out``. Returns 0, 1 when the lane must be handed back after it (its connection left the common
+ * case), -1. */
 static int
-take(Lane *lane, int d, const Segment *s, PyObject *ts, PyObject *move_to_end, PyObject *out)
+take(Lane *lane, int d, const Segment *s, Py_ssize_t at, PyObject *ts, PyObject *move_to_end, PyObject *out)
 {
     Direction *me = &lane->dir[d], *peer = &lane->dir[d ^ 1];
     if (PyObject_SetAttr(lane->conn, s_last_ts, ts) < 0)
@@ -437,6 +438,7 @@ take(Lane *lane, int d, const Segment *s, PyObject *ts, PyObject *move_to_end, P
         if (frames == NULL)
             return -1;
         lane->pairing.events = out;
+        lane->pairing.at = at;
         int rc = framer_take(&lane->framer[d], s->payload, off, ts, lane->frame_type, frames);
         lane->pairing.events = NULL;
         if (rc == 0 && PyList_GET_SIZE(frames))
@@ -521,20 +523,40 @@ lookup(Lanes *self, PyObject *obj)
     return PyLong_AsSsize_t(found);
 }
 
-/* run(segments, start, out, next_sweep, move_to_end) -> (index, released, before):
+/* ``at`` appended to ``ats`` until it is ``length`` long: 0 or -1. */
+static int
+mark(PyObject *ats, Py_ssize_t at, Py_ssize_t length)
+{
+    if (PyList_GET_SIZE(ats) >= length)
+        return 0;
+    PyObject *index = PyLong_FromSsize_t(at);
+    int rc = index == NULL ? -1 : 0;
+    while (rc == 0 && PyList_GET_SIZE(ats) < length)
+        rc = PyList_Append(ats, index);
+    Py_XDECREF(index);
+    return rc;
+}
+
+/* run(segments, start, out, next_sweep, move_to_end[, ats]) -> (index, released, before):
  * takes segments from ``start`` until one it does not take, or until a taken one made its connection
  * leave the common case. With ``before`` True, ``index`` is the segment not taken (len(segments) when
  * all were) and ``released`` its lane, handed back, or None (no lane, or the sweep is due); with
  * ``before`` False, the segments before ``index`` were taken and ``released`` is the lane the last one
- * left, handed back after it. */
+ * left, handed back after it. With ``ats`` (a list as long as ``out``), the index of the segment each
+ * event came in is appended for each event appended to ``out``. */
 static PyObject *
 lanes_run(Lanes *self, PyObject *args)
 {
-    PyObject *segments, *out, *sweep, *move_to_end;
+    PyObject *segments, *out, *sweep, *move_to_end, *ats = Py_None;
     Py_ssize_t i, n;
     long long next_sweep = 0;
-    if (!PyArg_ParseTuple(args, "O!nO!OO", &PyList_Type, &segments, &i, &PyList_Type, &out, &sweep, &move_to_end))
+    if (!PyArg_ParseTuple(args, "O!nO!OO|O", &PyList_Type, &segments, &i, &PyList_Type, &out, &sweep, &move_to_end,
+                          &ats))
         return NULL;
+    if (ats != Py_None && !PyList_CheckExact(ats)) {
+        PyErr_SetString(PyExc_TypeError, "run: ats must be a list or None");
+        return NULL;
+    }
     int has_sweep = sweep != Py_None, overflow = 0;
     if (has_sweep) { /* a sweep beyond 64 bits is after every segment a lane takes (their times fit) */
         next_sweep = PyLong_AsLongLongAndOverflow(sweep, &overflow);
@@ -559,10 +581,10 @@ lanes_run(Lanes *self, PyObject *args)
         Py_INCREF(obj); /* the sink may drop the caller's list entries; keep the segment alive */
         int unusual = read_segment(obj, &s, &ts);
         int verdict = unusual < 0 ? FAILED : unusual ? RELEASE : judge(lane, d, &s, has_sweep, next_sweep);
-        int rc = verdict == TAKE ? take(lane, d, &s, ts, move_to_end, out) : 0;
+        int rc = verdict == TAKE ? take(lane, d, &s, i, ts, move_to_end, out) : 0;
         Py_XDECREF(ts);
         Py_DECREF(obj);
-        if (verdict == FAILED || rc < 0)
+        if (verdict == FAILED || rc < 0 || (ats != Py_None && mark(ats, i, PyList_GET_SIZE(out)) < 0))
             return NULL;
         if (verdict == SWEEP)
             break;
@@ -616,7 +638,7 @@ static PyMethodDef lanes_methods[] = {
     {"adopt", (PyCFunction)lanes_adopt, METH_VARARGS,
      "adopt(conn_id, conn, key0, key1, sink, state0, state1): a settled connection becomes a lane."},
     {"run", (PyCFunction)lanes_run, METH_VARARGS,
-     "run(segments, start, out, next_sweep, move_to_end) -> (index, released or None)."},
+     "run(segments, start, out, next_sweep, move_to_end[, ats]) -> (index, released or None, before)."},
     {"release_all", (PyCFunction)lanes_release_all, METH_NOARGS, "Every lane handed back: [(conn_id, states)]."},
     {NULL, NULL, 0, NULL},
 };

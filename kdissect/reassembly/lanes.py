@@ -57,14 +57,15 @@ class NativeLanes:
     def __len__(self) -> int:
         return len(self._owned)
 
-    def run(self, segments: list[TcpSegment], start: int, out: list[Any]) -> int:
-        """Take segments from ``start`` natively, their connections' events appended to ``out``; returns
-        the index of the first one not taken (``len(segments)`` when all were), whose lane (if it had
-        one) is already handed back, so the reference can take it."""
+    def run(self, segments: list[TcpSegment], start: int, out: list[Any], ats: list[int] | None = None) -> int:
+        """Take segments from ``start`` natively, their connections' events appended to ``out`` (and with
+        ``ats``, as long as ``out``, the index of the segment of each); returns the index of the first one
+        not taken (``len(segments)`` when all were), whose lane (if it had one) is already handed back, so
+        the reference can take it."""
         r = self._reassembler
         while True:
             index, released, before = self._lanes.run(
-                segments, start, out, r._next_sweep if r._idle_ns is not None else None, r._active.move_to_end)
+                segments, start, out, r._next_sweep if r._idle_ns is not None else None, r._active.move_to_end, ats)
             if released is not None:
                 self._hand_back(*released)
             if before:

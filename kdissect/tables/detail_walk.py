@@ -128,13 +128,17 @@ class LaneParts:
     column, a typed buffer (``rows.typed``'s NULLABLE records), the topic ids learned, and per
     exchange with error codes, brokers or records one ``left`` tuple, (connection id, correlation id, api
     key, request (offset, ts), response (offset, ts), errors, brokers, request records, response records,
-    base offsets), as walk_exchange's Walked parts, whose rows the sink builds."""
+    base offsets), as walk_exchange's Walked parts, whose rows the sink builds; and per topic id learned
+    and per ``left`` tuple the index of the segment that completed the exchange in the batch the lanes
+    took (``topics_at``, ``left_at``: what an engine placing them in capture order reads)."""
 
     partitions: tuple[list[Any] | bytearray, ...] = field(
         default_factory=lambda: _columns("partitions", PARTITION_COLUMNS))
     params: tuple[list[Any] | bytearray, ...] = field(default_factory=lambda: _columns("request_params", PARAMS))
     topics: dict[uuid.UUID, str] = field(default_factory=dict)
     left: list[tuple] = field(default_factory=list)
+    left_at: list[int] = field(default_factory=list)
+    topics_at: list[int] = field(default_factory=list)
 
 
 def new_lane_piece() -> tuple:
@@ -142,7 +146,7 @@ def new_lane_piece() -> tuple:
     parts = LaneParts()
     piece = ExchangeRows(details=parts)
     return (piece, piece.lists, (piece.topics, piece.codes, piece.named), parts.partitions, parts.params,
-            parts.topics, parts.left)
+            parts.topics, parts.left, parts.left_at, parts.topics_at)
 
 
 def _plan_for(api_key: int, api_version: int, response: bool) -> Plan:

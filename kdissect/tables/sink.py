@@ -229,6 +229,10 @@ class TableSink:
         self._payload_held = 0  # decompressed batch bytes behind the records rows not yet written out
         # Whether exchanges may come as ExchangeRows (the engine sets Options.exchange_rows from this).
         self.takes_rows = self.wanted <= ROW_TABLES and not self._decodes_records
+        # Called with k after the rows of a lane piece's ``left[k]`` are made in Python (the only rows of
+        # a piece that add brokers rows or transaction calls): for an engine that places those in capture
+        # order (the Spark tasks, by the piece's ``left_at``).
+        self.left_made: Callable[[int], None] | None = None
 
     def lane_details(self) -> tuple | None:
         """The spec that has the native pairing make the detail rows of the exchanges it pairs too
@@ -397,6 +401,8 @@ class TableSink:
                     self._check_payloads(left[end - 1][0], left[end - 1][3] or left[end - 1][4])
                     continue
             self._left_rows(*left[i])
+            if self.left_made is not None:
+                self.left_made(i)
             i += 1
 
     def _left_rows(self, conn_id: int, correlation_id: int | None, api_key: int | None, request_at: At,
