@@ -16,7 +16,7 @@ from typing import Any
 from ..decoders.records import RecordColumns
 from ..native import native_module
 from .blocks import PER_RECORD, RecordBlock
-from .columns import NULLABLE, TABLES, Parts, Runs, Typed
+from .columns import INTEGER_KINDS, NULLABLE, TABLES, Parts, Runs, Typed
 
 _native_rows = native_module("tables._native")
 # Carried alongside a table's own columns: resolved into ``topic``/``topic_id`` at output time.
@@ -229,6 +229,13 @@ def typed(columns: Mapping[str, list[Any] | bytearray], codes: Mapping[str, str]
     code: events.EXCHANGE_TYPED; without ``codes``, NULLABLE records) as :class:`Typed` parts."""
     return {name: Typed(values, NULLABLE if codes is None else codes[name]) if type(values) is bytearray
             else values for name, values in columns.items()}  # fmt: skip
+
+
+def native_columns(table: str, names: Sequence[str]) -> tuple[list[Any] | bytearray, ...]:
+    """Columns for rows made in C: a typed buffer (``tables/_typed.c``'s NULLABLE records) per integer
+    column of the table, else a list."""
+    kinds = dict(TABLES[table])
+    return tuple(bytearray() if kinds.get(name) in INTEGER_KINDS else [] for name in names)
 
 
 def typed_rows(column: list[Any] | bytearray) -> int:
