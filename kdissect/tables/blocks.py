@@ -55,14 +55,15 @@ class RecordBlock:
 
     def _pieces(self) -> list[Any]:
         """The batches as pieces: a batch's own :class:`RecordColumns`, or ``[buffers, starts, ends]``
-        for a run of batches that follow each other in an arena's buffers (found once per block)."""
+        for a run of batches that follow each other in an arena's buffers (found once per block; the C
+        rows give a batch the previous one's ends tuple as its starts)."""
         if self.merged is None:
             self.merged = []
             for b in self.batches:
                 last = self.merged[-1] if self.merged else None
                 if type(b) is not ArenaColumns:
                     self.merged.append(b)
-                elif type(last) is list and last[0] is b.buffers and last[2] == b.starts:
+                elif type(last) is list and last[0] is b.buffers and (last[2] is b.starts or last[2] == b.starts):
                     last[2] = b.ends
                 else:
                     self.merged.append([b.buffers, b.starts, b.ends])

@@ -10,6 +10,7 @@ Record tuples, are transposed a batch at a time. That costs a fraction of a dict
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from functools import cache
 from itertools import repeat
 from typing import Any
 
@@ -231,11 +232,16 @@ def typed(columns: Mapping[str, list[Any] | bytearray], codes: Mapping[str, str]
             else values for name, values in columns.items()}  # fmt: skip
 
 
-def native_columns(table: str, names: Sequence[str]) -> tuple[list[Any] | bytearray, ...]:
-    """Columns for rows made in C: a typed buffer (``tables/_typed.c``'s NULLABLE records) per integer
-    column of the table, else a list."""
+def native_columns(table: str, names: tuple[str, ...]) -> tuple[list[Any] | bytearray, ...]:
+    """Columns for rows made in C (a piece per call): a typed buffer (``tables/_typed.c``'s NULLABLE
+    records) per integer column of the table, else a list."""
+    return tuple(bytearray() if integer else [] for integer in _integer_columns(table, names))
+
+
+@cache
+def _integer_columns(table: str, names: tuple[str, ...]) -> tuple[bool, ...]:
     kinds = dict(TABLES[table])
-    return tuple(bytearray() if kinds.get(name) in INTEGER_KINDS else [] for name in names)
+    return tuple(kinds.get(name) in INTEGER_KINDS for name in names)
 
 
 def typed_rows(column: list[Any] | bytearray) -> int:
