@@ -25,7 +25,9 @@
  *   arena:   RecordArena.buffers (13 bytearrays)
  *   prefix:  (connection id, correlation id, direction)
  *   target:  (the records table's run lists, which SAME value each takes (-1: None), its run counts,
- *            the block's batches and first offsets): TableRows.record_target()
+ *            the block's pieces, and its first offsets and record counts per batch):
+ *            TableRows.record_target(); a call's batches, which follow each other in the arena, are
+ *            one piece
  *   batches: None (the table is not written), or a column per record_rows.BATCH_NAMES name: a typed
  *            buffer (tables/_typed.c: an int64 and a validity byte per cell, no Python object) for the
  *            integer columns, a list for the others (record_rows.batch_columns)
@@ -37,9 +39,8 @@
  * length is checked before it is read.
  *
  * Cost (a batch per record on chatty traffic): per batch no Python object is made that the tables do
- * not keep: batches rows go to typed columns, a batch's arena span shares its start tuple with the
- * previous batch's end tuple, the run slots are read once per call, the decompression budget only
- * around an inflate.
+ * not keep: batches rows go to typed columns, a call's batches are one span of the arena (one block
+ * piece), the run slots are read once per call, the decompression budget only around an inflate.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -165,8 +166,8 @@ typedef struct {
     int slots[MAX_RUNS];     /* which SAME value each run list takes (-1: None), read once */
     PyObject *meter;         /* lane_records: the run's RunMeter (NULL: none, or the caller restores it) */
     PyObject *budget;        /* the meter's `left` before the exchange's first inflate (NULL: none yet) */
-    PyObject *ends;          /* the last batch's arena ends (a tuple; NULL: none yet) */
-    Py_ssize_t ends_at[COLUMNS];
+    int span_open;           /* the arena span of the call's batches so far, one ArenaColumns when it ends */
+    Py_ssize_t span_starts[COLUMNS], span_ends[COLUMNS], span_count;
 } Call;
 
 /* The payload a batch's records are read from: the field itself, or its inflated bytes (a new
@@ -343,34 +344,51 @@ batch_cells(PyObject *columns, const Found *f, PyObject *loc, PyObject *const pr
 #undef COL
 }
 
-/* A batch's records rows: its span of the arena to the block (its start tuple the previous batch's end
- * tuple when they meet, as they do within a call), its shared values to the runs. */
+/* The open span of the arena to the block, as one ArenaColumns for all its batches. 0, or -1 with an
+ * exception set. */
 static int
-add_batch(Call *c, const Found *f, PyObject *first, PyObject *same[SAME_COUNT])
+flush_span(Call *c)
 {
+    if (!c->span_open)
+        return 0;
+    c->span_open = 0;
     PyTypeObject *arena_columns = (PyTypeObject *)PyTuple_GET_ITEM(c->spec, 0);
-    PyObject *runs = PyTuple_GET_ITEM(c->target, 0), *counts = PyTuple_GET_ITEM(c->target, 2);
-    PyObject *block = PyTuple_GET_ITEM(c->target, 3), *firsts = PyTuple_GET_ITEM(c->target, 4);
-    PyObject *starts = c->ends != NULL && memcmp(c->ends_at, f->starts, sizeof c->ends_at) == 0
-                           ? Py_NewRef(c->ends)
-                           : lengths_tuple(f->starts);
-    PyObject *ends = lengths_tuple(f->ends);
-    if (ends != NULL) {
-        Py_XSETREF(c->ends, Py_NewRef(ends));
-        memcpy(c->ends_at, f->ends, sizeof c->ends_at);
-    }
-    PyObject *items[4] = {Py_NewRef(c->arena), starts, ends, PyLong_FromSsize_t(f->count)};
+    PyObject *items[4] = {Py_NewRef(c->arena), lengths_tuple(c->span_starts), lengths_tuple(c->span_ends),
+                          PyLong_FromSsize_t(c->span_count)};
     PyObject *columns = tuple_of(arena_columns, items, 4);
     if (columns == NULL)
         return -1;
-    int bad = PyList_Append(block, columns) < 0 || PyList_Append(firsts, first) < 0;
+    int bad = PyList_Append(PyTuple_GET_ITEM(c->target, 3), columns);
     Py_DECREF(columns);
+    return bad;
+}
+
+/* A batch's records rows: its records to the arena span of the call (one block entry for the batches
+ * that follow each other in the arena: they do within a call), its first offset and count to the
+ * block's, its shared values to the runs. */
+static int
+add_batch(Call *c, const Found *f, PyObject *first, PyObject *same[SAME_COUNT])
+{
+    PyObject *runs = PyTuple_GET_ITEM(c->target, 0), *counts = PyTuple_GET_ITEM(c->target, 2);
+    PyObject *firsts = PyTuple_GET_ITEM(c->target, 4), *batch_counts = PyTuple_GET_ITEM(c->target, 5);
+    if (c->span_open && memcmp(c->span_ends, f->starts, sizeof c->span_ends) == 0) {
+        memcpy(c->span_ends, f->ends, sizeof c->span_ends);
+        c->span_count += f->count;
+    } else {
+        if (flush_span(c) < 0)
+            return -1;
+        memcpy(c->span_starts, f->starts, sizeof c->span_starts);
+        memcpy(c->span_ends, f->ends, sizeof c->span_ends);
+        c->span_count = f->count;
+        c->span_open = 1;
+    }
+    PyObject *count = PyLong_FromSsize_t(f->count);
+    int bad = count == NULL || PyList_Append(firsts, first) < 0 || PyList_Append(batch_counts, count) < 0;
     for (Py_ssize_t i = 0; !bad && i < PyTuple_GET_SIZE(runs); i++) {
         int slot = c->slots[i];
         bad = PyList_Append(PyTuple_GET_ITEM(runs, i), slot >= 0 ? same[slot] : Py_None) < 0;
     }
-    PyObject *count = bad ? NULL : PyLong_FromSsize_t(f->count);
-    bad = count == NULL || PyList_Append(counts, count) < 0;
+    bad = bad || PyList_Append(counts, count) < 0;
     Py_XDECREF(count);
     return bad ? -1 : 0;
 }
@@ -438,18 +456,20 @@ static int
 check_call(Call *c, PyObject *batches)
 {
     PyObject *spec = c->spec, *target = c->target;
-    c->meter = c->budget = c->ends = NULL;
+    c->meter = c->budget = NULL;
+    c->span_open = 0;
     c->batches = batches == Py_None ? NULL : batches;
     if (records_api == NULL && (records_api = PyCapsule_Import(RECORDS_CAPSULE, 0)) == NULL)
         return -1;
     if (!PyTuple_Check(spec) || PyTuple_GET_SIZE(spec) != 6 || !PyType_Check(PyTuple_GET_ITEM(spec, 0)) ||
         !PyTuple_Check(PyTuple_GET_ITEM(spec, 1)) || PyTuple_GET_SIZE(PyTuple_GET_ITEM(spec, 1)) != CODECS ||
         !PyTuple_Check(PyTuple_GET_ITEM(spec, 2)) || PyTuple_GET_SIZE(PyTuple_GET_ITEM(spec, 2)) != 2 ||
-        PyTuple_GET_SIZE(c->arena) != COLUMNS || PyTuple_GET_SIZE(target) != 5 ||
+        PyTuple_GET_SIZE(c->arena) != COLUMNS || PyTuple_GET_SIZE(target) != 6 ||
         !PyTuple_Check(PyTuple_GET_ITEM(target, 0)) || !PyTuple_Check(PyTuple_GET_ITEM(target, 1)) ||
         PyTuple_GET_SIZE(PyTuple_GET_ITEM(target, 0)) != PyTuple_GET_SIZE(PyTuple_GET_ITEM(target, 1)) ||
         PyTuple_GET_SIZE(PyTuple_GET_ITEM(target, 0)) > MAX_RUNS || !PyList_Check(PyTuple_GET_ITEM(target, 2)) ||
         !PyList_Check(PyTuple_GET_ITEM(target, 3)) || !PyList_Check(PyTuple_GET_ITEM(target, 4)) ||
+        !PyList_Check(PyTuple_GET_ITEM(target, 5)) ||
         (c->batches != NULL && (!PyTuple_Check(c->batches) || PyTuple_GET_SIZE(c->batches) != BATCH_COLUMNS ||
                                 !typed_columns(c->batches)))) {
         PyErr_SetString(PyExc_TypeError, "record_rows: see tables/_record_rows.c for the arguments");
@@ -527,7 +547,7 @@ record_rows(PyObject *module, PyObject *args)
     int ok = decode_message(&c, fields, &found);
     if (ok == 1) {
         PyObject *values[3] = {PyTuple_GET_ITEM(prefix, 0), PyTuple_GET_ITEM(prefix, 1), PyTuple_GET_ITEM(prefix, 2)};
-        if (make_rows(&c, &found, 0, found.n, fields, values, base_offsets, fetch, &added) == 0)
+        if (make_rows(&c, &found, 0, found.n, fields, values, base_offsets, fetch, &added) == 0 && flush_span(&c) == 0)
             out = Py_BuildValue("(nn)", added, held_by(&found, 0));
     } else {
         cut_back(c.arena, before); /* declined (0) or failed (-1): the arena as it was */
@@ -535,7 +555,6 @@ record_rows(PyObject *module, PyObject *args)
             out = Py_NewRef(Py_None);
     }
     free(found.items);
-    Py_XDECREF(c.ends);
     Py_DECREF(fields);
     return out;
 }
@@ -621,7 +640,8 @@ lane_records(PyObject *module, PyObject *args)
         }
     }
     free(found.items);
-    Py_XDECREF(c.ends);
+    if (ok >= 0 && flush_span(&c) < 0)
+        ok = -1;
     if (ok < 0)
         return NULL;
     return Py_BuildValue("(nnn)", i, added, held);

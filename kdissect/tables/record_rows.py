@@ -146,7 +146,7 @@ def _target(records: TableRows) -> tuple | None:
     if target is None:
         return None
     lists, names, counts, block = target
-    return lists, _slots_of(names), counts, block.batches, block.first_offsets
+    return lists, _slots_of(names), counts, block.batches, block.first_offsets, block.counts
 
 
 def _cut(options: Options) -> int:
