@@ -59,15 +59,14 @@ class RecordBlock:
 
     def _pieces(self) -> list[Any]:
         """The batches as pieces: a batch's own :class:`RecordColumns`, or ``[buffers, starts, ends]``
-        for a run of batches that follow each other in an arena's buffers (found once per block; the C
-        rows give a batch the previous one's ends tuple as its starts)."""
+        for a run of batches that follow each other in an arena's buffers (found once per block)."""
         if self.merged is None:
             self.merged = []
             for b in self.batches:
                 last = self.merged[-1] if self.merged else None
                 if type(b) is not ArenaColumns:
                     self.merged.append(b)
-                elif type(last) is list and last[0] is b.buffers and (last[2] is b.starts or last[2] == b.starts):
+                elif type(last) is list and last[0] is b.buffers and last[2] == b.starts:
                     last[2] = b.ends
                 else:
                     self.merged.append([b.buffers, b.starts, b.ends])
@@ -108,10 +107,11 @@ class RecordBlock:
     def _assigned(self, values: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
         """The offsets of batches whose first offsets all fit in int64 with their records, a numpy
         step per column rather than a step per batch (chatty traffic has a batch per record)."""
-        firsts = self.first_offsets
-        unknown = np.fromiter((first is None for first in firsts), dtype=np.bool_, count=len(firsts))
-        wire = np.fromiter((first == WIRE for first in firsts), dtype=np.bool_, count=len(firsts))
-        starts = np.fromiter((0 if first is None else first for first in firsts), dtype=np.int64, count=len(firsts))
+        firsts = np.array(self.first_offsets, dtype=object)  # (one pass per step below, each in C)
+        unknown = np.equal(firsts, None)
+        wire = np.equal(firsts, WIRE)
+        firsts[unknown] = 0
+        starts = firsts.astype(np.int64)
         rows = np.repeat(~(unknown | wire), counts)
         index = np.arange(len(values), dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
         values = np.where(rows, np.repeat(starts, counts) + index, values)
