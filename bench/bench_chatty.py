@@ -10,7 +10,8 @@ ratios little:
   live-lean   the same without ``--out`` (the figures only), with ``--metrics-port`` (the Prometheus series)
 With ``--python`` every kdissect job runs a second time with KDISSECT_PURE_PYTHON=1 (the reference path);
 with ``--baseline TREE`` also with another source tree of kdissect (e.g. ``git archive main`` unpacked, its
-extensions built), for before/after figures from one run.
+extensions built), for before/after figures from one run. ``--tree TREE`` times that source tree instead of
+the installed kdissect (a worktree under test: the children run from a neutral directory).
 
     python bench/make_chatty_capture.py                       # -> bench/out/chatty-60MB.pcap
     python bench/bench_chatty.py bench/out/chatty-60MB.pcap --port 19400
@@ -75,7 +76,8 @@ def cpu(cmd: list[str], pure: bool = False, tree: Path | None = None) -> float:
     return run(cmd, env=env)[1]
 
 
-def bench(path: Path, port: int, jobs: list[str], runs: int, python: bool, baseline: Path | None) -> list[str]:
+def bench(path: Path, port: int, jobs: list[str], runs: int, python: bool, baseline: Path | None,
+          tree: Path | None = None) -> list[str]:
     packets, exchanges = count_packets(path), count_exchanges(path, port)
     extra = ("pure Python | " if python else "") + ("baseline | " if baseline else "")
     lines = [f"### {path.name}: {path.stat().st_size / 1e6:.1f} MB, {packets:,} packets, {exchanges:,} exchanges; "
@@ -87,9 +89,9 @@ def bench(path: Path, port: int, jobs: list[str], runs: int, python: bool, basel
             ours, theirs = commands(job, path, port, tmp)
             times: dict[str, list[float]] = {"ours": [], "pure": [], "base": [], "theirs": []}
             for _ in range(runs):
-                times["ours"].append(cpu(ours))
+                times["ours"].append(cpu(ours, tree=tree))
                 if python:
-                    times["pure"].append(cpu(ours, pure=True))
+                    times["pure"].append(cpu(ours, pure=True, tree=tree))
                 if baseline:
                     times["base"].append(cpu(ours, tree=baseline))
                 if theirs is not None:
@@ -111,19 +113,22 @@ def main() -> None:
     ap.add_argument("--jobs", default=",".join(JOBS), help=f"comma-separated, of {', '.join(JOBS)}")
     ap.add_argument("--python", action="store_true", help="also time the pure-Python reference path")
     ap.add_argument("--baseline", type=Path, help="also time kdissect from this source tree (before/after)")
+    ap.add_argument("--tree", type=Path, help="time kdissect from this source tree, not the installed one")
     args = ap.parse_args()
     jobs = args.jobs.split(",")
     if unknown := set(jobs) - set(JOBS):
         raise SystemExit(f"unknown jobs: {', '.join(sorted(unknown))}")
     byte_compile()
-    if args.baseline:
-        compileall.compile_dir(str(args.baseline / "kdissect"), quiet=1)
+    for tree in (args.baseline, args.tree):
+        if tree:
+            compileall.compile_dir(str(tree / "kdissect"), quiet=1)
     captures = [p.resolve() for p in args.captures]
     # Children run from a neutral directory: ``python -m kdissect`` then imports the installed tree (or
     # --baseline's), never whatever kdissect sits in the current directory.
     os.chdir(tempfile.gettempdir())
     for path in captures:
-        print("\n".join(bench(path, args.port, jobs, args.runs, args.python, args.baseline)), flush=True)
+        print("\n".join(bench(path, args.port, jobs, args.runs, args.python, args.baseline,
+                              args.tree and args.tree.resolve())), flush=True)
 
 
 if __name__ == "__main__":

@@ -5,12 +5,13 @@
  * records fields one message carries (`located`: the detail walk's (topic, topic id, partition, bytes,
  * aborted) tuples) and, when every batch in them is plain — magic 2, whole, its CRC-32C right, neither
  * control nor transactional, its payload inflated without a warning, its records decoding cleanly and
- * as many as its header says, nothing after the last batch — decodes them all into the records
- * table's arena (the decoder's own loop, decoders/_records.h), appends the records table's rows (each
- * batch's span of the arena to the block, and its shared values to the table's runs) and returns
- * (the batches rows, records added, payload bytes held). Anything else returns None with nothing
- * changed (the arena cut back), and the Python reference decodes the message: every warning, anomaly,
- * transaction mark and legacy format is its. So C never writes a row the reference would not.
+ * as many as its header says, its last offset within int64, nothing after the last batch — decodes them
+ * all into the records table's arena (the decoder's own loop, decoders/_records.h), appends the records
+ * table's rows (each batch's span of the arena to the block, and its shared values to the table's runs)
+ * and the batches rows (to `batches`' columns) and returns (batches rows added, records added, payload
+ * bytes held). Anything else returns None with nothing changed (the arena cut back), and the Python
+ * reference decodes the message: every warning, anomaly, transaction mark and legacy format is its. So C
+ * never writes a row the reference would not.
  *
  * lane_records(...) does the same for the exchanges a lane's pairing left to the sink
  * (detail_walk.LaneParts.left), one exchange after another, without a Python step per exchange.
@@ -24,13 +25,22 @@
  *   arena:   RecordArena.buffers (13 bytearrays)
  *   prefix:  (connection id, correlation id, direction)
  *   target:  (the records table's run lists, which SAME value each takes (-1: None), its run counts,
- *            the block's batches and first offsets): TableRows.record_target()
+ *            the block's pieces, and its first offsets and record counts per batch):
+ *            TableRows.record_target(); a call's batches, which follow each other in the arena, are
+ *            one piece
+ *   batches: None (the table is not written), or a column per record_rows.BATCH_NAMES name: a typed
+ *            buffer (tables/_typed.c: an int64 and a validity byte per cell, no Python object) for the
+ *            integer columns, a list for the others (record_rows.batch_columns)
  *
  * Rules: no per-API code (fields come located by the schema walk); bounded as the reference is
  * (Limits.max_batches batches per field, the decompression budget spent through `inflate`, the
  * arena grown only by the decoder's loop); nothing is appended to a Python list before the last
  * batch is decoded, so a decline leaves every table as it was. Wire values are untrusted: every
  * length is checked before it is read.
+ *
+ * Cost (a batch per record on chatty traffic): per batch no Python object is made that the tables do
+ * not keep: batches rows go to typed columns, a call's batches are one span of the arena (one block
+ * piece), the run slots are read once per call, the decompression budget only around an inflate.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -40,6 +50,7 @@
 
 #include "../decoders/_records.h"
 #include "_record_rows.h"
+#include "_typed.h"
 
 #define LOG_OVERHEAD 12 /* offset (int64) + length (int32) */
 #define HEADER 61       /* the record batch header (records.py's V2_HEADER) */
@@ -52,7 +63,8 @@
 #define ATTR_CONTROL 0x20
 #define COLUMNS 13 /* RecordColumns' fields */
 #define CODECS 8
-#define BATCH_ROW 22 /* record_rows.BATCH_NAMES after its prefix */
+#define BATCH_COLUMNS 25 /* record_rows.BATCH_NAMES */
+#define MAX_RUNS 64    /* the records table's run columns (fewer: record_rows.SAME) */
 
 /* A records row's values shared by its batch, in record_rows.SAME's order. */
 enum {
@@ -135,18 +147,43 @@ next_found(FoundList *l)
     return &l->items[l->n++];
 }
 
+/* A cell given as an object (a new reference, stolen; NULL: the error it failed with) to a column: a
+ * list's item, or a typed column's record (typed_append). 0, or -1 with an exception set. */
+static int
+put_obj_steal(PyObject *column, PyObject *value)
+{
+    if (value == NULL)
+        return -1;
+    int bad = typed_append(column, value);
+    Py_DECREF(value);
+    return bad;
+}
+
+/* The arguments both entry points share, checked once per call, and what a call keeps from batch to batch. */
+typedef struct {
+    PyObject *spec, *arena, *target, *batches; /* batches: the columns, or NULL (not written) */
+    Py_ssize_t cut, max_batches;
+    int slots[MAX_RUNS];     /* which SAME value each run list takes (-1: None), read once */
+    PyObject *meter;         /* lane_records: the run's RunMeter (NULL: none, or the caller restores it) */
+    PyObject *budget;        /* the meter's `left` before the exchange's first inflate (NULL: none yet) */
+    int span_open;           /* the arena span of the call's batches so far, one ArenaColumns when it ends */
+    Py_ssize_t span_starts[COLUMNS], span_ends[COLUMNS], span_count;
+} Call;
+
 /* The payload a batch's records are read from: the field itself, or its inflated bytes (a new
  * reference in *owned). 1: there; 0: the reference would warn (declined); -1: error. */
 static int
-payload(PyObject *inflate, PyObject *raw, Py_ssize_t body, Py_ssize_t end, int codec, Found *f, PyObject **owned)
+payload(Call *c, PyObject *raw, Py_ssize_t body, Py_ssize_t end, int codec, Found *f, PyObject **owned)
 {
     *owned = NULL;
     if (codec == 0)
         return 1;
+    if (c->meter != NULL && c->budget == NULL && (c->budget = PyObject_GetAttrString(c->meter, "left")) == NULL)
+        return -1; /* (the budget as it was before this exchange's first inflate, for a decline to restore) */
     PyObject *compressed = PyBytes_FromStringAndSize(PyBytes_AS_STRING(raw) + body, end - body);
     if (compressed == NULL)
         return -1;
-    PyObject *data = PyObject_CallFunction(inflate, "iO", codec, compressed);
+    PyObject *data = PyObject_CallFunction(PyTuple_GET_ITEM(c->spec, 3), "iO", codec, compressed);
     Py_DECREF(compressed);
     if (data == NULL)
         return -1;
@@ -162,22 +199,23 @@ payload(PyObject *inflate, PyObject *raw, Py_ssize_t body, Py_ssize_t end, int c
 
 /* One field's batches into the arena. 1: all plain; 0: declined; -1: error. */
 static int
-decode_field(PyObject *spec_inflate, Py_ssize_t max_batches, Py_ssize_t part, PyObject *raw, Py_ssize_t cut,
-             PyObject *arena, FoundList *found)
+decode_field(Call *c, Py_ssize_t part, PyObject *raw, FoundList *found)
 {
     const unsigned char *b = (const unsigned char *)PyBytes_AS_STRING(raw);
     Py_ssize_t n = PyBytes_GET_SIZE(raw), pos = 0, batches = 0;
     while (pos < n) {
-        if (n - pos < HEADER || b[pos + MAGIC_AT] != 2 || batches >= max_batches)
+        if (n - pos < HEADER || b[pos + MAGIC_AT] != 2 || batches >= c->max_batches)
             return 0; /* a cut batch, another magic, the batch bound: the reference's */
         int64_t length = (int32_t)be32(b + pos + 8);
         if (length < MIN_LENGTH || length > n - pos - LOG_OVERHEAD)
             return 0;
         Py_ssize_t end = pos + LOG_OVERHEAD + (Py_ssize_t)length, body = pos + HEADER;
         int attrs = be16(b + pos + 21);
+        int64_t last_offset;
         if (attrs & (ATTR_CONTROL | ATTR_TRANSACTIONAL) ||
+            __builtin_add_overflow(be64(b + pos), (int64_t)(int32_t)be32(b + pos + 23), &last_offset) ||
             records_api->crc32c(b + pos + CRC_FROM, end - pos - CRC_FROM) != be32(b + pos + 17))
-            return 0;
+            return 0; /* (a last offset beyond int64: the reference's, whose cell is then null) */
         Found *f = next_found(found);
         if (f == NULL)
             return -1;
@@ -194,7 +232,7 @@ decode_field(PyObject *spec_inflate, Py_ssize_t max_batches, Py_ssize_t part, Py
         f->record_count = (int32_t)be32(b + pos + 57);
         int64_t base_ts = be64(b + pos + 27), max_ts = be64(b + pos + 35);
         PyObject *inflated;
-        int got = payload(spec_inflate, raw, body, end, attrs & ATTR_CODEC, f, &inflated);
+        int got = payload(c, raw, body, end, attrs & ATTR_CODEC, f, &inflated);
         if (got <= 0)
             return got;
         PyObject *append_ts = attrs & ATTR_LOG_APPEND_TIME ? PyLong_FromLongLong(max_ts) : Py_NewRef(Py_None);
@@ -202,11 +240,11 @@ decode_field(PyObject *spec_inflate, Py_ssize_t max_batches, Py_ssize_t part, Py
             Py_XDECREF(inflated);
             return -1;
         }
-        lengths(arena, f->starts);
+        lengths(c->arena, f->starts);
         f->count = inflated == NULL
-                       ? records_api->v2_into(raw, body, end, f->base_offset, base_ts, append_ts, cut, arena)
-                       : records_api->v2_into(inflated, 0, f->decompressed, f->base_offset, base_ts, append_ts, cut,
-                                              arena);
+                       ? records_api->v2_into(raw, body, end, f->base_offset, base_ts, append_ts, c->cut, c->arena)
+                       : records_api->v2_into(inflated, 0, f->decompressed, f->base_offset, base_ts, append_ts,
+                                              c->cut, c->arena);
         Py_XDECREF(inflated);
         Py_DECREF(append_ts);
         if (f->count == -1) {
@@ -217,7 +255,7 @@ decode_field(PyObject *spec_inflate, Py_ssize_t max_batches, Py_ssize_t part, Py
         }
         if (f->count < 0 || f->count != f->record_count)
             return 0; /* records the reference decodes as objects, or a count it warns about */
-        lengths(arena, f->ends);
+        lengths(c->arena, f->ends);
         pos = end;
         batches++;
     }
@@ -264,165 +302,189 @@ or_none(Py_ssize_t v)
     return v ? PyLong_FromSsize_t(v) : Py_NewRef(Py_None);
 }
 
-/* A batch's batches row (BATCH_NAMES after the prefix; with `prefix`, the prefix's values first). */
-static PyObject *
-batch_row(const Found *f, PyObject *part, PyObject *base, PyObject *codec_name, PyObject *prefix)
+/* An integer cell: to a typed column its record (TYPED_RECORD: the value, then 1; or zeros then 0 when
+ * not `valid`), to a list an int or None. 0, or -1 with an exception set. */
+static int
+put_int(PyObject *column, int64_t v, int valid)
 {
-    PyObject *delta = PyLong_FromLong(f->last_delta);
-    PyObject *last = delta == NULL ? NULL : PyNumber_Add(base, delta);
-    Py_XDECREF(delta);
-    PyObject *items[BATCH_ROW] = {
-        Py_NewRef(PyTuple_GET_ITEM(part, 0)), Py_NewRef(PyTuple_GET_ITEM(part, 1)),
-        Py_NewRef(PyTuple_GET_ITEM(part, 2)), PyLong_FromSsize_t(f->position), Py_NewRef(base), last,
-        PyLong_FromLong(2), Py_NewRef(codec_name), PyLong_FromLong(f->record_count), PyLong_FromSsize_t(f->count),
-        PyLong_FromSsize_t(f->size), or_none(f->compressed), or_none(f->decompressed),
-        f->decompressed && f->compressed ? PyFloat_FromDouble((double)f->decompressed / (double)f->compressed)
-                                         : Py_NewRef(Py_None),
-        Py_NewRef(Py_True), Py_NewRef(Py_True), Py_NewRef(Py_False), Py_NewRef(Py_False),
-        PyLong_FromLongLong(f->producer_id), PyLong_FromLong(f->producer_epoch), PyLong_FromLong(f->base_sequence),
-        Py_NewRef(Py_None),
-    };
-    PyObject *row = tuple_of(&PyTuple_Type, items, BATCH_ROW);
-    if (row == NULL || prefix == NULL)
-        return row;
-    PyObject *whole = PySequence_Concat(prefix, row);
-    Py_DECREF(row);
-    return whole;
+    if (PyByteArray_CheckExact(column)) {
+        unsigned char cell[TYPED_RECORD] = {0};
+        if (valid) {
+            memcpy(cell, &v, sizeof v);
+            cell[sizeof v] = 1;
+        }
+        return typed_put(column, cell, TYPED_RECORD);
+    }
+    return put_obj_steal(column, valid ? PyLong_FromLongLong(v) : Py_NewRef(Py_None));
 }
 
-/* A batch's records rows: its span of the arena to the block, its shared values to the runs. */
+/* A batch's batches row, a cell per column of `columns` (BATCH_NAMES: the prefix, then batch_rows' values). */
 static int
-add_batch(const Found *f, PyObject *arena, PyTypeObject *arena_columns, PyObject *first, PyObject *same[SAME_COUNT],
-          PyObject *runs, PyObject *slots, PyObject *counts, PyObject *block, PyObject *firsts)
+batch_cells(PyObject *columns, const Found *f, PyObject *loc, PyObject *const prefix[3], PyObject *codec_name)
 {
-    PyObject *items[4] = {Py_NewRef(arena), lengths_tuple(f->starts), lengths_tuple(f->ends),
-                          PyLong_FromSsize_t(f->count)};
+#define COL(i) PyTuple_GET_ITEM(columns, i)
+    int ratio = f->decompressed && f->compressed;
+    return put_obj_steal(COL(0), Py_NewRef(prefix[0])) || put_obj_steal(COL(1), Py_NewRef(prefix[1])) ||
+           put_obj_steal(COL(2), Py_NewRef(prefix[2])) || put_obj_steal(COL(3), Py_NewRef(PyTuple_GET_ITEM(loc, 0))) ||
+           put_obj_steal(COL(4), Py_NewRef(PyTuple_GET_ITEM(loc, 1))) ||
+           put_obj_steal(COL(5), Py_NewRef(PyTuple_GET_ITEM(loc, 2))) || put_int(COL(6), f->position, 1) ||
+           put_int(COL(7), f->base_offset, 1) || put_int(COL(8), f->base_offset + f->last_delta, 1) ||
+           put_int(COL(9), 2, 1) || put_obj_steal(COL(10), Py_NewRef(codec_name)) ||
+           put_int(COL(11), f->record_count, 1) || put_int(COL(12), f->count, 1) || put_int(COL(13), f->size, 1) ||
+           put_int(COL(14), f->compressed, f->compressed != 0) ||
+           put_int(COL(15), f->decompressed, f->decompressed != 0) ||
+           put_obj_steal(COL(16), ratio ? PyFloat_FromDouble((double)f->decompressed / (double)f->compressed)
+                                        : Py_NewRef(Py_None)) ||
+           put_obj_steal(COL(17), Py_NewRef(Py_True)) || put_obj_steal(COL(18), Py_NewRef(Py_True)) ||
+           put_obj_steal(COL(19), Py_NewRef(Py_False)) || put_obj_steal(COL(20), Py_NewRef(Py_False)) ||
+           put_int(COL(21), f->producer_id, 1) || put_int(COL(22), f->producer_epoch, 1) ||
+           put_int(COL(23), f->base_sequence, 1) || put_obj_steal(COL(24), Py_NewRef(Py_None))
+               ? -1
+               : 0;
+#undef COL
+}
+
+/* The open span of the arena to the block, as one ArenaColumns for all its batches. 0, or -1 with an
+ * exception set. */
+static int
+flush_span(Call *c)
+{
+    if (!c->span_open)
+        return 0;
+    c->span_open = 0;
+    PyTypeObject *arena_columns = (PyTypeObject *)PyTuple_GET_ITEM(c->spec, 0);
+    PyObject *items[4] = {Py_NewRef(c->arena), lengths_tuple(c->span_starts), lengths_tuple(c->span_ends),
+                          PyLong_FromSsize_t(c->span_count)};
     PyObject *columns = tuple_of(arena_columns, items, 4);
     if (columns == NULL)
         return -1;
-    int bad = PyList_Append(block, columns) < 0 || PyList_Append(firsts, first) < 0;
+    int bad = PyList_Append(PyTuple_GET_ITEM(c->target, 3), columns);
     Py_DECREF(columns);
-    for (Py_ssize_t i = 0; !bad && i < PyTuple_GET_SIZE(runs); i++) {
-        long slot = PyLong_AsLong(PyTuple_GET_ITEM(slots, i));
-        if (slot == -1 && PyErr_Occurred())
+    return bad;
+}
+
+/* A batch's records rows: its records to the arena span of the call (one block entry for the batches
+ * that follow each other in the arena: they do within a call), its first offset and count to the
+ * block's, its shared values to the runs. */
+static int
+add_batch(Call *c, const Found *f, PyObject *first, PyObject *same[SAME_COUNT])
+{
+    PyObject *runs = PyTuple_GET_ITEM(c->target, 0), *counts = PyTuple_GET_ITEM(c->target, 2);
+    PyObject *firsts = PyTuple_GET_ITEM(c->target, 4), *batch_counts = PyTuple_GET_ITEM(c->target, 5);
+    if (c->span_open && memcmp(c->span_ends, f->starts, sizeof c->span_ends) == 0) {
+        memcpy(c->span_ends, f->ends, sizeof c->span_ends);
+        c->span_count += f->count;
+    } else {
+        if (flush_span(c) < 0)
             return -1;
-        bad = PyList_Append(PyTuple_GET_ITEM(runs, i), slot >= 0 && slot < SAME_COUNT ? same[slot] : Py_None) < 0;
+        memcpy(c->span_starts, f->starts, sizeof c->span_starts);
+        memcpy(c->span_ends, f->ends, sizeof c->span_ends);
+        c->span_count = f->count;
+        c->span_open = 1;
     }
-    PyObject *count = bad ? NULL : PyLong_FromSsize_t(f->count);
-    bad = count == NULL || PyList_Append(counts, count) < 0;
+    PyObject *count = PyLong_FromSsize_t(f->count);
+    int bad = count == NULL || PyList_Append(firsts, first) < 0 || PyList_Append(batch_counts, count) < 0;
+    for (Py_ssize_t i = 0; !bad && i < PyTuple_GET_SIZE(runs); i++) {
+        int slot = c->slots[i];
+        bad = PyList_Append(PyTuple_GET_ITEM(runs, i), slot >= 0 ? same[slot] : Py_None) < 0;
+    }
+    bad = bad || PyList_Append(counts, count) < 0;
     Py_XDECREF(count);
     return bad ? -1 : 0;
 }
 
-/* The rows of the batches found from `from` on (one message's, `located`), in the reference's order;
- * the records added through *added. */
+/* The rows of the batches found[from:to] (one message's, `located`; `prefix`: connection id, correlation
+ * id, direction), in the reference's order; the records added through *added. */
 static int
-make_rows(const FoundList *found, Py_ssize_t from, PyObject *located, PyObject *spec, PyObject *arena, PyObject *prefix,
-          PyObject *base_offsets, int fetch, PyObject *rows, int with_prefix, PyObject *target, Py_ssize_t *added)
+make_rows(Call *c, const FoundList *found, Py_ssize_t from, Py_ssize_t to, PyObject *located,
+          PyObject *const prefix[3], PyObject *base_offsets, int fetch, Py_ssize_t *added)
 {
-    PyTypeObject *arena_columns = (PyTypeObject *)PyTuple_GET_ITEM(spec, 0);
-    PyObject *codec_names = PyTuple_GET_ITEM(spec, 1), *ts_names = PyTuple_GET_ITEM(spec, 2);
-    PyObject *runs = PyTuple_GET_ITEM(target, 0), *slots = PyTuple_GET_ITEM(target, 1);
-    PyObject *counts = PyTuple_GET_ITEM(target, 2), *block = PyTuple_GET_ITEM(target, 3);
-    PyObject *firsts = PyTuple_GET_ITEM(target, 4);
-    PyObject *assigned = NULL, *index = NULL; /* the part's base offset (borrowed), records so far */
-    Py_ssize_t part = -1;
-    for (Py_ssize_t i = from; i < found->n; i++) {
+    PyObject *codec_names = PyTuple_GET_ITEM(c->spec, 1), *ts_names = PyTuple_GET_ITEM(c->spec, 2);
+    PyObject *assigned = NULL; /* the part's base offset (borrowed) */
+    Py_ssize_t part = -1, index = 0;  /* records of the part so far */
+    for (Py_ssize_t i = from; i < to; i++) {
         const Found *f = &found->items[i];
         PyObject *loc = PySequence_Fast_GET_ITEM(located, f->part);
         if (f->part != part) {
             part = f->part;
-            Py_XSETREF(index, PyLong_FromLong(0));
+            index = 0;
             PyObject *key = PyTuple_Pack(2, PyTuple_GET_ITEM(loc, 0), PyTuple_GET_ITEM(loc, 2));
-            assigned = key == NULL || index == NULL ? NULL : PyDict_GetItemWithError(base_offsets, key);
+            assigned = key == NULL ? NULL : PyDict_GetItemWithError(base_offsets, key);
             Py_XDECREF(key);
             if (assigned == NULL && PyErr_Occurred())
-                goto error;
+                return -1;
         }
-        PyObject *base = PyLong_FromLongLong(f->base_offset);
         PyObject *codec_name = PyTuple_GET_ITEM(codec_names, f->attrs & ATTR_CODEC);
-        if (base == NULL)
-            goto error;
-        if (rows != NULL) {
-            PyObject *row = batch_row(f, loc, base, codec_name, with_prefix ? prefix : NULL);
-            int bad = row == NULL || PyList_Append(rows, row) < 0;
-            Py_XDECREF(row);
-            if (bad) {
-                Py_DECREF(base);
-                goto error;
-            }
-        }
-        if (f->count == 0) { /* (add_records passes batches without records by) */
-            Py_DECREF(base);
+        if (c->batches != NULL && batch_cells(c->batches, f, loc, prefix, codec_name) < 0)
+            return -1;
+        if (f->count == 0) /* (add_records passes batches without records by) */
             continue;
-        }
-        PyObject *first, *next;
-        if (assigned != NULL)
-            first = PyNumber_Add(assigned, index);
-        else
+        PyObject *first;
+        if (assigned != NULL) {
+            PyObject *at = PyLong_FromSsize_t(index);
+            first = at == NULL ? NULL : PyNumber_Add(assigned, at);
+            Py_XDECREF(at);
+        } else
             first = fetch ? PyLong_FromLong(-1) : Py_NewRef(Py_None); /* blocks.WIRE: the records' own offsets */
-        PyObject *count = PyLong_FromSsize_t(f->count);
-        next = count == NULL ? NULL : PyNumber_Add(index, count);
-        Py_XDECREF(count);
-        Py_XSETREF(index, next);
+        index += f->count;
         PyObject *same[SAME_COUNT] = {
-            PyTuple_GET_ITEM(prefix, 0), PyTuple_GET_ITEM(prefix, 1), PyTuple_GET_ITEM(prefix, 2),
-            PyTuple_GET_ITEM(loc, 0), PyTuple_GET_ITEM(loc, 1), PyTuple_GET_ITEM(loc, 2), base, NULL, codec_name,
+            prefix[0], prefix[1], prefix[2], PyTuple_GET_ITEM(loc, 0), PyTuple_GET_ITEM(loc, 1),
+            PyTuple_GET_ITEM(loc, 2), PyLong_FromLongLong(f->base_offset), NULL, codec_name,
             PyLong_FromSsize_t(f->decompressed ? f->decompressed : f->size), or_none(f->compressed), Py_True,
             Py_False, PyLong_FromLongLong(f->producer_id), PyLong_FromLong(f->producer_epoch),
             PyLong_FromLong(f->base_sequence), Py_False, Py_False, Py_None,
             PyTuple_GET_ITEM(ts_names, (f->attrs & ATTR_LOG_APPEND_TIME) >> 3),
         };
         same[S_MAGIC] = PyLong_FromLong(2);
-        int bad = first == NULL || index == NULL;
+        int bad = first == NULL;
         for (int s = 0; s < SAME_COUNT; s++)
             bad = bad || same[s] == NULL;
-        bad = bad || add_batch(f, arena, arena_columns, first, same, runs, slots, counts, block, firsts) < 0;
+        bad = bad || add_batch(c, f, first, same) < 0;
         Py_XDECREF(first);
-        Py_DECREF(base);
-        PyObject *owned[] = {same[S_MAGIC], same[S_BATCH_BYTES], same[S_COMPRESSED_BYTES], same[S_PRODUCER_ID],
-                             same[S_PRODUCER_EPOCH], same[S_BASE_SEQUENCE]};
+        PyObject *owned[] = {same[S_BATCH_BASE_OFFSET], same[S_MAGIC], same[S_BATCH_BYTES], same[S_COMPRESSED_BYTES],
+                             same[S_PRODUCER_ID], same[S_PRODUCER_EPOCH], same[S_BASE_SEQUENCE]};
         for (size_t k = 0; k < sizeof owned / sizeof *owned; k++)
             Py_XDECREF(owned[k]);
         if (bad)
-            goto error;
+            return -1;
         *added += f->count;
     }
-    Py_XDECREF(index);
     return 0;
-error:
-    Py_XDECREF(index);
-    return -1;
 }
 
-/* The arguments both entry points share, checked once per call. */
-typedef struct {
-    PyObject *spec, *arena, *target;
-    Py_ssize_t cut, max_batches;
-} Call;
-
 static int
-check_call(Call *c)
+check_call(Call *c, PyObject *batches)
 {
     PyObject *spec = c->spec, *target = c->target;
+    c->meter = c->budget = NULL;
+    c->span_open = 0;
+    c->batches = batches == Py_None ? NULL : batches;
     if (records_api == NULL && (records_api = PyCapsule_Import(RECORDS_CAPSULE, 0)) == NULL)
         return -1;
     if (!PyTuple_Check(spec) || PyTuple_GET_SIZE(spec) != 6 || !PyType_Check(PyTuple_GET_ITEM(spec, 0)) ||
         !PyTuple_Check(PyTuple_GET_ITEM(spec, 1)) || PyTuple_GET_SIZE(PyTuple_GET_ITEM(spec, 1)) != CODECS ||
         !PyTuple_Check(PyTuple_GET_ITEM(spec, 2)) || PyTuple_GET_SIZE(PyTuple_GET_ITEM(spec, 2)) != 2 ||
-        PyTuple_GET_SIZE(c->arena) != COLUMNS || PyTuple_GET_SIZE(target) != 5 ||
+        PyTuple_GET_SIZE(c->arena) != COLUMNS || PyTuple_GET_SIZE(target) != 6 ||
         !PyTuple_Check(PyTuple_GET_ITEM(target, 0)) || !PyTuple_Check(PyTuple_GET_ITEM(target, 1)) ||
         PyTuple_GET_SIZE(PyTuple_GET_ITEM(target, 0)) != PyTuple_GET_SIZE(PyTuple_GET_ITEM(target, 1)) ||
-        !PyList_Check(PyTuple_GET_ITEM(target, 2)) || !PyList_Check(PyTuple_GET_ITEM(target, 3)) ||
-        !PyList_Check(PyTuple_GET_ITEM(target, 4))) {
+        PyTuple_GET_SIZE(PyTuple_GET_ITEM(target, 0)) > MAX_RUNS || !PyList_Check(PyTuple_GET_ITEM(target, 2)) ||
+        !PyList_Check(PyTuple_GET_ITEM(target, 3)) || !PyList_Check(PyTuple_GET_ITEM(target, 4)) ||
+        !PyList_Check(PyTuple_GET_ITEM(target, 5)) ||
+        (c->batches != NULL && (!PyTuple_Check(c->batches) || PyTuple_GET_SIZE(c->batches) != BATCH_COLUMNS ||
+                                !typed_columns(c->batches)))) {
         PyErr_SetString(PyExc_TypeError, "record_rows: see tables/_record_rows.c for the arguments");
         return -1;
     }
-    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(PyTuple_GET_ITEM(target, 0)); i++)
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(PyTuple_GET_ITEM(target, 0)); i++) {
         if (!PyList_Check(PyTuple_GET_ITEM(PyTuple_GET_ITEM(target, 0), i))) {
             PyErr_SetString(PyExc_TypeError, "record_rows: the run values must be lists");
             return -1;
         }
+        long slot = PyLong_AsLong(PyTuple_GET_ITEM(PyTuple_GET_ITEM(target, 1), i));
+        if (slot == -1 && PyErr_Occurred())
+            return -1;
+        c->slots[i] = slot >= 0 && slot < SAME_COUNT ? (int)slot : -1;
+    }
     for (int i = 0; i < COLUMNS; i++)
         if (!PyByteArray_CheckExact(PyTuple_GET_ITEM(c->arena, i))) {
             PyErr_SetString(PyExc_TypeError, "record_rows: the arena must be 13 bytearrays");
@@ -435,14 +497,13 @@ check_call(Call *c)
 /* One message's fields (`fields`, from PySequence_Fast) into the arena, appended to `found`:
  * 1, 0 (declined: the caller cuts the arena back) or -1. */
 static int
-decode_message(const Call *c, PyObject *fields, FoundList *found)
+decode_message(Call *c, PyObject *fields, FoundList *found)
 {
     int ok = 1;
     for (Py_ssize_t i = 0; ok == 1 && i < PySequence_Fast_GET_SIZE(fields); i++) {
         PyObject *loc = PySequence_Fast_GET_ITEM(fields, i);
         ok = PyTuple_CheckExact(loc) && PyTuple_GET_SIZE(loc) == 5 && PyBytes_CheckExact(PyTuple_GET_ITEM(loc, 3))
-                 ? decode_field(PyTuple_GET_ITEM(c->spec, 3), c->max_batches, i, PyTuple_GET_ITEM(loc, 3), c->cut,
-                                c->arena, found)
+                 ? decode_field(c, i, PyTuple_GET_ITEM(loc, 3), found)
                  : 0;
     }
     return ok;
@@ -458,8 +519,8 @@ held_by(const FoundList *found, Py_ssize_t from)
 }
 
 /* record_rows(spec, located, cut, arena, prefix, base_offsets, fetch, batches, target)
- *     -> (batches rows, records added, payload bytes held) | None
- * One message (see the header); `batches`: whether to make its batches rows. */
+ *     -> (records added, payload bytes held) | None
+ * One message (see the header). */
 PyObject *
 record_rows(PyObject *module, PyObject *args)
 {
@@ -470,7 +531,7 @@ record_rows(PyObject *module, PyObject *args)
                           &PyTuple_Type, &prefix, &PyDict_Type, &base_offsets, &fetch, &batches, &PyTuple_Type,
                           &c.target))
         return NULL;
-    if (check_call(&c) < 0)
+    if (check_call(&c, batches) < 0)
         return NULL;
     if (PyTuple_GET_SIZE(prefix) != 3) {
         PyErr_SetString(PyExc_TypeError, "record_rows: the prefix is (connection id, correlation id, direction)");
@@ -485,11 +546,9 @@ record_rows(PyObject *module, PyObject *args)
     PyObject *out = NULL;
     int ok = decode_message(&c, fields, &found);
     if (ok == 1) {
-        PyObject *rows = batches == Py_True ? PyList_New(0) : Py_NewRef(Py_None);
-        if (rows != NULL && make_rows(&found, 0, fields, c.spec, c.arena, prefix, base_offsets, fetch,
-                                      rows == Py_None ? NULL : rows, 0, c.target, &added) < 0)
-            Py_CLEAR(rows);
-        out = rows == NULL ? NULL : Py_BuildValue("(Nnn)", rows, added, held_by(&found, 0));
+        PyObject *values[3] = {PyTuple_GET_ITEM(prefix, 0), PyTuple_GET_ITEM(prefix, 1), PyTuple_GET_ITEM(prefix, 2)};
+        if (make_rows(&c, &found, 0, found.n, fields, values, base_offsets, fetch, &added) == 0 && flush_span(&c) == 0)
+            out = Py_BuildValue("(nn)", added, held_by(&found, 0));
     } else {
         cut_back(c.arena, before); /* declined (0) or failed (-1): the arena as it was */
         if (ok == 0)
@@ -503,14 +562,17 @@ record_rows(PyObject *module, PyObject *args)
 /* One exchange of the lane's `left` list: both messages decoded, then their rows; 1 done, 0 declined
  * (the arena as it was), -1 error. */
 static int
-lane_exchange(const Call *c, PyObject *t, PyObject *batches, FoundList *found, Py_ssize_t *added, Py_ssize_t *held)
+lane_exchange(Call *c, PyObject *t, FoundList *found, Py_ssize_t *added, Py_ssize_t *held)
 {
-    static const char *directions[2] = {"produce", "fetch"};
+    static PyObject *directions[2];
     PyObject *fields[2] = {NULL, NULL};
     Py_ssize_t from[3], before[COLUMNS];
     int ok = 1;
     if (!PyDict_Check(PyTuple_GET_ITEM(t, 9)))
         return 0;
+    if (directions[0] == NULL && ((directions[0] = PyUnicode_InternFromString("produce")) == NULL ||
+                                  (directions[1] = PyUnicode_InternFromString("fetch")) == NULL))
+        return -1;
     lengths(c->arena, before);
     found->n = 0;
     for (int d = 0; d < 2; d++) {
@@ -522,14 +584,10 @@ lane_exchange(const Call *c, PyObject *t, PyObject *batches, FoundList *found, P
     }
     from[2] = found->n;
     for (int d = 0; ok == 1 && d < 2; d++) {
-        if (from[d] == from[d + 1])
-            continue;
-        PyObject *prefix = Py_BuildValue("(OOs)", PyTuple_GET_ITEM(t, 0), PyTuple_GET_ITEM(t, 1), directions[d]);
-        FoundList part = {found->items, from[d + 1], found->cap};
-        if (prefix == NULL || make_rows(&part, from[d], fields[d], c->spec, c->arena, prefix, PyTuple_GET_ITEM(t, 9),
-                                        d, batches == Py_None ? NULL : batches, 1, c->target, added) < 0)
+        PyObject *prefix[3] = {PyTuple_GET_ITEM(t, 0), PyTuple_GET_ITEM(t, 1), directions[d]};
+        if (from[d] < from[d + 1] &&
+            make_rows(c, found, from[d], from[d + 1], fields[d], prefix, PyTuple_GET_ITEM(t, 9), d, added) < 0)
             ok = -1;
-        Py_XDECREF(prefix);
     }
     if (ok == 1)
         *held += held_by(found, 0);
@@ -546,9 +604,9 @@ lane_exchange(const Call *c, PyObject *t, PyObject *batches, FoundList *found, P
  * `start` on, one exchange at a time, as TableSink._lane_parts makes them, stopping before an exchange
  * it leaves to the sink: one whose errors (`errors`: the errors table is written) or brokers
  * (`brokers`) rows the sink makes, or whose records are not plain (the run's decompression budget
- * spec[5] restored). `batches` (a list, or None: not written) receives the batches rows, each whole
- * (BATCH_NAMES, prefix included), for TableRows.append_values. It also stops right after the exchange whose records bring
- * the payload bytes held past `allowance` (-1: no bound), for the sink's payload budget. */
+ * spec[5] restored). `batches` (the columns, or None: not written) receives the batches rows. It also
+ * stops right after the exchange whose records bring the payload bytes held past `allowance` (-1: no
+ * bound), for the sink's payload budget. */
 PyObject *
 lane_records(PyObject *module, PyObject *args)
 {
@@ -559,13 +617,9 @@ lane_records(PyObject *module, PyObject *args)
     if (!PyArg_ParseTuple(args, "OO!nnO!OO!ppn:lane_records", &c.spec, &PyList_Type, &left, &start, &c.cut,
                           &PyTuple_Type, &c.arena, &batches, &PyTuple_Type, &c.target, &errors, &brokers, &allowance))
         return NULL;
-    if (check_call(&c) < 0)
+    if (check_call(&c, batches) < 0)
         return NULL;
-    if (batches != Py_None && !PyList_Check(batches)) {
-        PyErr_SetString(PyExc_TypeError, "lane_records: batches must be a list or None");
-        return NULL;
-    }
-    PyObject *meter = PyTuple_GET_ITEM(c.spec, 5), *budget = NULL;
+    c.meter = PyTuple_GET_ITEM(c.spec, 5) == Py_None ? NULL : PyTuple_GET_ITEM(c.spec, 5);
     FoundList found = {NULL, 0, 0};
     Py_ssize_t i = start < 0 ? 0 : start;
     int ok = 1;
@@ -574,16 +628,10 @@ lane_records(PyObject *module, PyObject *args)
         if (!PyTuple_CheckExact(t) || PyTuple_GET_SIZE(t) != 10 ||
             (errors && PyObject_IsTrue(PyTuple_GET_ITEM(t, 5))) || (brokers && PyObject_IsTrue(PyTuple_GET_ITEM(t, 6))))
             break;
-        if (meter != Py_None) {
-            Py_XSETREF(budget, PyObject_GetAttrString(meter, "left"));
-            if (budget == NULL) {
-                ok = -1;
-                break;
-            }
-        }
-        ok = lane_exchange(&c, t, batches, &found, &added, &held);
-        if (ok == 0 && budget != NULL && PyObject_SetAttrString(meter, "left", budget) < 0)
+        ok = lane_exchange(&c, t, &found, &added, &held);
+        if (ok == 0 && c.budget != NULL && PyObject_SetAttrString(c.meter, "left", c.budget) < 0)
             ok = -1;
+        Py_CLEAR(c.budget);
         if (ok <= 0)
             break;
         if (allowance >= 0 && held > allowance) {
@@ -592,7 +640,8 @@ lane_records(PyObject *module, PyObject *args)
         }
     }
     free(found.items);
-    Py_XDECREF(budget);
+    if (ok >= 0 && flush_span(&c) < 0)
+        ok = -1;
     if (ok < 0)
         return NULL;
     return Py_BuildValue("(nnn)", i, added, held);

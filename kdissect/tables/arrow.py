@@ -52,7 +52,9 @@ def arrow_schema(table: str) -> pa.Schema:
 def to_arrow(table: str, columns: Mapping[str, list[Any] | Runs | Parts]) -> pa.Table:
     """Columns (values per column name, None for null; timestamps as integer ns since the epoch)
     as an Arrow table of the table's schema."""
-    arrays = [_array(kind, columns[name]) for name, kind in TABLES[table]]
+    counts: dict[int, np.ndarray] = {}  # per runs' counts list (a table's runs share one): its array
+    arrays = [_repeated(kind, column, counts) if isinstance(column := columns[name], Runs) else _array(kind, column)
+              for name, kind in TABLES[table]]
     schema = arrow_schema(table).with_metadata({b"pandas": _pandas_metadata(table, arrays)})
     return pa.Table.from_arrays(arrays, schema=schema)
 
@@ -66,7 +68,7 @@ def with_pandas_metadata(table: str, data: pa.Table) -> pa.Table:
 
 def _array(kind: str, column: list[Any] | Runs | Parts) -> pa.Array | pa.ChunkedArray:
     if isinstance(column, Runs):
-        return _repeated(kind, column)
+        return _repeated(kind, column, {})
     if isinstance(column, Parts) and kind == "category":  # one dictionary for the whole column
         return _dictionary(column.expand())
     if isinstance(column, Parts) and kind in NUMPY_TYPES and all(type(p) is not tuple for p in column.parts):
@@ -102,10 +104,13 @@ def _packed(kind: str, data: np.ndarray, nulls: np.ndarray | None) -> pa.Array:
     return _fixed(_TYPES[kind], length, data, nulls)
 
 
-def _repeated(kind: str, runs: Runs) -> pa.Array | pa.ChunkedArray:
+def _repeated(kind: str, runs: Runs, arrays: dict[int, np.ndarray]) -> pa.Array | pa.ChunkedArray:
     """A column of runs: each run's value converted once, then repeated by numpy (Arrow's ``take``
-    would load ``pyarrow.compute``, which costs more than the repeating)."""
-    counts = np.asarray(runs.counts, dtype=np.int64)
+    would load ``pyarrow.compute``, which costs more than the repeating). ``arrays``: the counts lists
+    converted so far (by id: the columns hold them), each converted once for every column sharing it."""
+    counts = arrays.get(id(runs.counts))
+    if counts is None:
+        counts = arrays[id(runs.counts)] = np.asarray(runs.counts, dtype=np.int64)
 
     def repeat(data: np.ndarray, nulls: np.ndarray | None) -> tuple[np.ndarray, np.ndarray | None]:
         return np.repeat(data, counts), None if nulls is None else np.repeat(nulls, counts)

@@ -28,14 +28,16 @@ _INT64_MAX = 2**63 - 1
 
 
 class RecordBlock:
-    """Consecutive rows of the records table, a batch's :class:`RecordColumns` at a time."""
+    """Consecutive rows of the records table, a batch's :class:`RecordColumns` at a time, or (the C rows)
+    a span of an arena's buffers for several batches."""
 
-    __slots__ = ("batches", "first_offsets", "length", "merged")
+    __slots__ = ("batches", "counts", "first_offsets", "length", "merged")
 
     def __init__(self) -> None:
-        self.batches: list[RecordColumns | ArenaColumns] = []
+        self.batches: list[RecordColumns | ArenaColumns] = []  # the pieces: a batch's, or (C) several batches'
         # per batch: WIRE, the log offset of its first record (produce, once the broker answered), or None
         self.first_offsets: list[int | None] = []
+        self.counts: list[int] = []  # per batch: its records
         self.length = 0
         self.merged: list[Any] | None = None  # see _pieces
 
@@ -46,10 +48,12 @@ class RecordBlock:
         self.batches.append(columns)
         self.merged = None
         self.first_offsets.append(first_offset)
+        self.counts.append(columns.count)
         self.length += columns.count
 
     def added(self, n: int) -> None:
-        """``n`` records were appended to :attr:`batches` and :attr:`first_offsets` (in C: :meth:`add`'s work)."""
+        """``n`` records were appended to :attr:`batches`, :attr:`first_offsets` and :attr:`counts` (in C:
+        :meth:`add`'s work, a piece for the batches of a call)."""
         self.merged = None
         self.length += n
 
@@ -94,7 +98,7 @@ class RecordBlock:
         firsts = self.first_offsets
         if all(first == WIRE for first in firsts):
             return values, None
-        counts = np.fromiter((b.count for b in self.batches), dtype=np.int64, count=len(self.batches))
+        counts = np.asarray(self.counts, dtype=np.int64)
         assigned = [first for first in firsts if first is not None and first != WIRE]
         if not assigned or max(assigned) <= _INT64_MAX - int(counts.max(initial=0)):
             return self._assigned(values, counts)
@@ -103,10 +107,11 @@ class RecordBlock:
     def _assigned(self, values: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
         """The offsets of batches whose first offsets all fit in int64 with their records, a numpy
         step per column rather than a step per batch (chatty traffic has a batch per record)."""
-        firsts = self.first_offsets
-        unknown = np.fromiter((first is None for first in firsts), dtype=np.bool_, count=len(firsts))
-        wire = np.fromiter((first == WIRE for first in firsts), dtype=np.bool_, count=len(firsts))
-        starts = np.fromiter((0 if first is None else first for first in firsts), dtype=np.int64, count=len(firsts))
+        firsts = np.array(self.first_offsets, dtype=object)  # (one pass per step below, each in C)
+        unknown = np.equal(firsts, None)
+        wire = np.equal(firsts, WIRE)
+        firsts[unknown] = 0
+        starts = firsts.astype(np.int64)
         rows = np.repeat(~(unknown | wire), counts)
         index = np.arange(len(values), dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
         values = np.where(rows, np.repeat(starts, counts) + index, values)
@@ -117,8 +122,7 @@ class RecordBlock:
         """:meth:`_offsets` batch by batch, for first offsets near the end of int64 (hostile input)."""
         values, nulls = values.copy(), np.zeros(len(values), dtype=np.bool_)
         row = 0
-        for batch, first in zip(self.batches, self.first_offsets, strict=True):
-            n = batch.count
+        for n, first in zip(self.counts, self.first_offsets, strict=True):
             if first is None:
                 nulls[row : row + n] = True
             elif first != WIRE:  # offsets past int64 (a hostile base offset) are unknown, as on the Record path

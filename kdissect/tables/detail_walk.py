@@ -25,8 +25,8 @@ from ..decoders.entities import PARTITION_KEYS, is_error_field
 from ..decoders.error_codes import error_name
 from ..events import ExchangeRows, KafkaMessage
 from ..native import native_module
-from .columns import INTEGER_KINDS, TABLES
 from .details import BODY_APIS, PARAMS, PARAMS_APIS
+from .rows import native_columns
 
 native = native_module("tables._native")
 if native is not None:
@@ -114,12 +114,6 @@ def walk_exchange(req: tuple[KafkaMessage, schema.Message] | None, resp: tuple[K
 
 # -- the native pairing's detail rows (kafka/_details.c) ---------------------------------------
 
-def _columns(table: str, names: tuple[str, ...]) -> tuple[list[Any] | bytearray, ...]:
-    """A piece's columns: a typed buffer (tables/_typed.c) per integer column of the table, else a list."""
-    kinds = dict(TABLES[table])
-    return tuple(bytearray() if kinds.get(name) in INTEGER_KINDS else [] for name in names)
-
-
 @dataclass(slots=True)
 class LaneParts:
     """The detail rows of a piece of exchanges the native pairing made (``ExchangeRows.details``), what
@@ -133,8 +127,8 @@ class LaneParts:
     took (``topics_at``, ``left_at``: what an engine placing them in capture order reads)."""
 
     partitions: tuple[list[Any] | bytearray, ...] = field(
-        default_factory=lambda: _columns("partitions", PARTITION_COLUMNS))
-    params: tuple[list[Any] | bytearray, ...] = field(default_factory=lambda: _columns("request_params", PARAMS))
+        default_factory=lambda: native_columns("partitions", PARTITION_COLUMNS))
+    params: tuple[list[Any] | bytearray, ...] = field(default_factory=lambda: native_columns("request_params", PARAMS))
     topics: dict[uuid.UUID, str] = field(default_factory=dict)
     left: list[tuple] = field(default_factory=list)
     left_at: list[int] = field(default_factory=list)

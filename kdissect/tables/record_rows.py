@@ -28,7 +28,7 @@ from kdissect.decoders.records import (
 from kdissect.native import native_module
 from kdissect.options import Options
 from kdissect.tables.blocks import MAX_MS, WIRE
-from kdissect.tables.rows import TableRows
+from kdissect.tables.rows import TableRows, native_columns, typed, typed_rows
 from kdissect.tables.transactions import BROKER_LIST, TransactionMarks, listed_as_aborted
 
 _TIMESTAMP_TYPES = {0: "create_time", 1: "log_append_time"}
@@ -146,7 +146,7 @@ def _target(records: TableRows) -> tuple | None:
     if target is None:
         return None
     lists, names, counts, block = target
-    return lists, _slots_of(names), counts, block.batches, block.first_offsets
+    return lists, _slots_of(names), counts, block.batches, block.first_offsets, block.counts
 
 
 def _cut(options: Options) -> int:
@@ -165,15 +165,15 @@ def rows_in_c(located: list[Located], options: Options, arena: RecordArena, reco
         return None
     meter = options.limits.run
     left = meter.left if meter is not None else 0
+    columns = batch_columns() if batches is not None else None
     found = _native_rows.record_rows(_spec_of(options.limits), located, _cut(options), arena.buffers,  # type: ignore[union-attr]
-                                     prefix, base_offsets, prefix[2] == "fetch", batches is not None, target)
+                                     prefix, base_offsets, prefix[2] == "fetch", columns, target)
     if found is None:
         if meter is not None:
             meter.left = left
         return None
-    rows, added, held = found
-    if batches is not None:
-        batches.append_values(BATCH_NAMES, prefix, rows)
+    added, held = found
+    _add_batches(batches, columns)
     records.added_records(added)
     return held
 
@@ -188,13 +188,23 @@ def lane_rows_in_c(left: list[tuple], start: int, options: Options, arena: Recor
     target = _target(records)
     if target is None:
         return start, 0
-    rows: list[tuple] | None = [] if batches is not None else None
+    columns = batch_columns() if batches is not None else None
     end, added, held = _native_rows.lane_records(_spec_of(options.limits), left, start, _cut(options),  # type: ignore[union-attr]
-                                                 arena.buffers, rows, target, errors, brokers, allowance)
-    if rows:
-        batches.append_values(BATCH_NAMES, (), rows)  # type: ignore[union-attr]
+                                                 arena.buffers, columns, target, errors, brokers, allowance)
+    _add_batches(batches, columns)
     records.added_records(added)
     return end, held
+
+
+def batch_columns() -> tuple[list[Any] | bytearray, ...]:
+    """Columns for the batches rows C makes, one per ``BATCH_NAMES`` name: typed buffers for the integer
+    columns (no Python object per cell), lists for the others."""
+    return native_columns("batches", BATCH_NAMES)
+
+
+def _add_batches(batches: TableRows | None, columns: tuple[list[Any] | bytearray, ...] | None) -> None:
+    if batches is not None and columns is not None and (n := typed_rows(columns[0])):
+        batches.add_columns(typed(dict(zip(BATCH_NAMES, columns, strict=True))), n)
 
 
 def add_records(table: TableRows, conn_id: int, correlation_id: int | None, direction: str,

@@ -10,13 +10,14 @@ Record tuples, are transposed a batch at a time. That costs a fraction of a dict
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from functools import cache
 from itertools import repeat
 from typing import Any
 
 from ..decoders.records import RecordColumns
 from ..native import native_module
 from .blocks import PER_RECORD, RecordBlock
-from .columns import NULLABLE, TABLES, Parts, Runs, Typed
+from .columns import INTEGER_KINDS, NULLABLE, TABLES, Parts, Runs, Typed
 
 _native_rows = native_module("tables._native")
 # Carried alongside a table's own columns: resolved into ``topic``/``topic_id`` at output time.
@@ -229,6 +230,18 @@ def typed(columns: Mapping[str, list[Any] | bytearray], codes: Mapping[str, str]
     code: events.EXCHANGE_TYPED; without ``codes``, NULLABLE records) as :class:`Typed` parts."""
     return {name: Typed(values, NULLABLE if codes is None else codes[name]) if type(values) is bytearray
             else values for name, values in columns.items()}  # fmt: skip
+
+
+def native_columns(table: str, names: tuple[str, ...]) -> tuple[list[Any] | bytearray, ...]:
+    """Columns for rows made in C (a piece per call): a typed buffer (``tables/_typed.c``'s NULLABLE
+    records) per integer column of the table, else a list."""
+    return tuple(bytearray() if integer else [] for integer in _integer_columns(table, names))
+
+
+@cache
+def _integer_columns(table: str, names: tuple[str, ...]) -> tuple[bool, ...]:
+    kinds = dict(TABLES[table])
+    return tuple(kinds.get(name) in INTEGER_KINDS for name in names)
 
 
 def typed_rows(column: list[Any] | bytearray) -> int:

@@ -14,6 +14,8 @@ from itertools import compress, repeat
 from operator import is_not
 from typing import Any
 
+from kdissect.lazy import lazy_module
+
 from ..decoders import apis, schema
 from ..decoders.entities import Context, Entry, carries_records, has_error, is_error_field, walk
 from ..decoders.error_codes import code_of, error_name, is_retriable
@@ -33,6 +35,7 @@ from ..options import Options
 from . import detail_walk
 from .columns import DETAIL_TABLES, TABLES, TCP_COUNTERS, Parts, Runs
 from .details import PARAMS, DetailRows
+from .numbers import joined_numbers, number_arrays
 from .record_rows import (
     BATCH_NAMES,
     Located,
@@ -48,6 +51,7 @@ from .record_rows import (
 from .rows import TableRows, typed, typed_rows
 from .transactions import TransactionMarks
 
+np = lazy_module("numpy")
 _NOT_PARTITION_TRAFFIC = detail_walk.NOT_PARTITION_TRAFFIC
 _END_TXN = apis.key_of("EndTxn")
 _AUTH_FAILED = code_of("SASL_AUTHENTICATION_FAILED")
@@ -55,6 +59,7 @@ _AUTH_FAILED = code_of("SASL_AUTHENTICATION_FAILED")
 # many as a table keyed by what clients choose keeps keys (analysis.bounded.KEY_LIMIT), since a
 # hostile capture can announce any number. Each announcement of another is a BROKERS_NOT_KEPT anomaly.
 BROKER_ROWS = 10_000
+_NAMED_ONE_BY_ONE = 256  # rows (or runs) of a table named in a Python loop; more: through numpy
 BROKERS_NOT_KEPT = "brokers_not_kept"
 OPEN_TXN_HOLD = 4  # records are spilled at this many times spill_rows while a transaction is open (or by bytes)
 _PARTITION_VALUES = ("fetch_offset", "committed_offset", "offset", "base_offset", "high_watermark",
@@ -596,18 +601,33 @@ class TableSink:
                 self.unnamed_ids = True
 
     def _name_sources(self, rows: TableRows) -> None:
-        """A connection's rows come from the capture file the connection opened in, named row by row. Ids
-        held as typed parts (the native pairing's) are read out of them, the column keeping its parts."""
+        """A connection's rows come from the capture file the connection opened in: the rows not named
+        yet are named, one lookup per distinct connection id. Ids held as typed parts (the native
+        pairing's) are read out of them, the column keeping its parts; runs are named per run."""
         if "connection_id" not in rows.columns or not self.connection_sources:
             return
         column = rows.columns["connection_id"]
         if type(column) is Parts and all(type(part) is not tuple for part in column.parts):
-            ids, files = column.expand(), rows.listed("source_file")
+            ids, nulls = joined_numbers("int64", column.parts)
+            files = rows.listed("source_file")
         else:
-            ids, files = rows.aligned(["connection_id", "source_file"])
+            listed, files = rows.aligned(["connection_id", "source_file"])
+            if len(listed) < _NAMED_ONE_BY_ONE:
+                get = self.connection_sources.get
+                files[:] = [get(conn_id) if file is None and conn_id is not None else file
+                            for conn_id, file in zip(listed, files, strict=True)]
+                return
+            ids, nulls = number_arrays("int64", listed)
+        distinct, where = np.unique(ids, return_inverse=True)
         get = self.connection_sources.get
-        files[:] = [get(conn_id) if file is None and conn_id is not None else file
-                    for conn_id, file in zip(ids, files, strict=True)]
+        names = np.array([*map(get, distinct.tolist()), None], dtype=object)
+        if nulls is not None:  # (no connection, no file)
+            where[nulls] = len(distinct)
+        named = names[where.reshape(-1)]
+        if files.count(None) != len(files):  # rows named before keep their file
+            before = np.array(files, dtype=object)
+            named = np.where(np.equal(before, None), named, before)
+        files[:] = named.tolist()
 
     def forget_connections(self, ids: Iterable[int]) -> None:
         """Name the file of every pending row, then forget these (ended) connections' files: what

@@ -137,3 +137,18 @@ def test_plain_batches_take_the_c_path(lane: bool, monkeypatch: pytest.MonkeyPat
         assert max(t[0] for t in taken if isinstance(t, tuple)) == len(msgs)
     else:
         assert sum(isinstance(t, int) for t in taken) == len(msgs) - 1
+
+
+def test_the_batches_of_a_call_are_one_piece_of_the_records_block() -> None:
+    """A batch per record (chatty traffic): the C rows add one arena span per call, not one per batch,
+    with each batch's first offset and count beside it."""
+    msgs = [_plain(cid) for cid in range(12)]
+    out = TableSink(options=_options(256 << 20, 1 << 40))
+    out._lane_parts(LaneParts(left=[(7, cid, 0, (cid, cid), (cid, cid + 1), [], [], _located(req), _located(resp),
+                                     base) for cid, (req, resp, base) in enumerate(msgs)]))
+    block = out.rows["records"].block
+    assert block is not None
+    assert block.counts == [1] * len(msgs)
+    assert block.first_offsets == [100 + cid for cid in range(len(msgs))]
+    assert len(block.batches) == 2  # the first exchange's, made in Python (it makes the table steady), then C's
+    assert sum(piece.count for piece in block.batches) == len(msgs)

@@ -36,11 +36,15 @@ def _cells(kind: str) -> st.SearchStrategy:
 def _columns(draw: st.DrawFn, table: str) -> dict:
     n = draw(st.integers(0, 12))
     columns: dict = {}
+    shared: list[int] | None = None  # the counts list runs columns share, as a table's runs do
     for name, kind in TABLES[table]:
         if n and draw(st.booleans()):  # a column given as runs, as the records table keeps batch values
-            cuts = sorted(draw(st.sets(st.integers(1, n - 1), max_size=3))) if n > 1 else []
-            bounds = [0, *cuts, n]
-            counts = [end - start for start, end in pairwise(bounds)]
+            counts = shared if shared is not None and draw(st.booleans()) else None
+            if counts is None:
+                cuts = sorted(draw(st.sets(st.integers(1, n - 1), max_size=3))) if n > 1 else []
+                bounds = [0, *cuts, n]
+                counts = [end - start for start, end in pairwise(bounds)]
+                shared = shared or counts
             columns[name] = Runs([draw(_cells(kind)) for _ in counts], counts)
         else:
             columns[name] = [draw(_cells(kind)) for _ in range(n)]

@@ -10,7 +10,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kdissect.tables import arrow
@@ -37,6 +37,7 @@ def _expected(values: list[Any]) -> list[Any]:
     return [None if v is None or not -(2**63) <= v < 2**63 else int(v) for v in values]
 
 
+@settings(deadline=None)  # (no timing: sanitized builds on a loaded machine are slow)
 @given(st.lists(cell, max_size=30))
 def test_typed_cells_are_the_values_with_int64_overflow_null(values: list[Any]) -> None:
     column = _typed(values)
@@ -44,6 +45,7 @@ def test_typed_cells_are_the_values_with_int64_overflow_null(values: list[Any]) 
     assert column.tolist() == _expected(values)
 
 
+@settings(deadline=None)
 @given(st.lists(st.lists(cell, max_size=8), max_size=5), st.sampled_from(INTEGER_COLUMNS))
 def test_a_column_of_typed_and_listed_parts_is_the_same_arrow_array(
     pieces: list[list[Any]], column: tuple[str, str, str]
