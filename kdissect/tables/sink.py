@@ -607,17 +607,18 @@ class TableSink:
         if "connection_id" not in rows.columns or not self.connection_sources:
             return
         column = rows.columns["connection_id"]
-        if type(column) is Parts and all(type(part) is not tuple for part in column.parts):
-            ids, nulls = joined_numbers("int64", column.parts)
+        typed = type(column) is Parts and all(type(part) is not tuple for part in column.parts)
+        if typed:
             files = rows.listed("source_file")
+            listed = column.expand() if len(files) < _NAMED_ONE_BY_ONE else None
         else:
             listed, files = rows.aligned(["connection_id", "source_file"])
-            if len(listed) < _NAMED_ONE_BY_ONE:
-                get = self.connection_sources.get
-                files[:] = [get(conn_id) if file is None and conn_id is not None else file
-                            for conn_id, file in zip(listed, files, strict=True)]
-                return
-            ids, nulls = number_arrays("int64", listed)
+        if len(files) < _NAMED_ONE_BY_ONE:  # (few rows: no numpy, which a summary run never loads for them)
+            get = self.connection_sources.get
+            files[:] = [get(conn_id) if file is None and conn_id is not None else file
+                        for conn_id, file in zip(listed, files, strict=True)]
+            return
+        ids, nulls = joined_numbers("int64", column.parts) if typed else number_arrays("int64", listed)
         distinct, where = np.unique(ids, return_inverse=True)
         get = self.connection_sources.get
         names = np.array([*map(get, distinct.tolist()), None], dtype=object)
