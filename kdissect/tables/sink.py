@@ -14,8 +14,6 @@ from itertools import compress, repeat
 from operator import is_not
 from typing import Any
 
-from kdissect.lazy import lazy_module
-
 from ..decoders import apis, schema
 from ..decoders.entities import Context, Entry, carries_records, has_error, is_error_field, walk
 from ..decoders.error_codes import code_of, error_name, is_retriable
@@ -31,6 +29,7 @@ from ..events import (
     KafkaMessage,
     SaslFacts,
 )
+from ..lazy import lazy_module
 from ..options import Options
 from . import detail_walk
 from .columns import DETAIL_TABLES, TABLES, TCP_COUNTERS, Parts, Runs
@@ -607,8 +606,8 @@ class TableSink:
         if "connection_id" not in rows.columns or not self.connection_sources:
             return
         column = rows.columns["connection_id"]
-        typed = type(column) is Parts and all(type(part) is not tuple for part in column.parts)
-        if typed:
+        in_parts = type(column) is Parts and all(type(part) is not tuple for part in column.parts)
+        if in_parts:
             files = rows.listed("source_file")
             listed = column.expand() if len(files) < _NAMED_ONE_BY_ONE else None
         else:
@@ -618,7 +617,7 @@ class TableSink:
             files[:] = [get(conn_id) if file is None and conn_id is not None else file
                         for conn_id, file in zip(listed, files, strict=True)]
             return
-        ids, nulls = joined_numbers("int64", column.parts) if typed else number_arrays("int64", listed)
+        ids, nulls = joined_numbers("int64", column.parts) if in_parts else number_arrays("int64", listed)
         distinct, where = np.unique(ids, return_inverse=True)
         get = self.connection_sources.get
         names = np.array([*map(get, distinct.tolist()), None], dtype=object)
