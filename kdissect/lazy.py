@@ -10,7 +10,6 @@ copies its namespace into the stand-in, so later reads are plain attribute hits.
 from __future__ import annotations
 
 import importlib
-import importlib.abc
 import sys
 from types import ModuleType
 from typing import Any
@@ -37,8 +36,10 @@ def lazy_module(name: str) -> ModuleType:
     return LazyModule(name)
 
 
-class _Hidden(importlib.abc.MetaPathFinder):
-    """Finds ``name`` (and its submodules) nowhere: importing it raises ImportError."""
+class _Hidden:
+    """A meta path finder that finds ``name`` (and its submodules) nowhere: importing it raises
+    ImportError. (Not an ``importlib.abc.MetaPathFinder``: that module loads ``importlib.resources``,
+    ``tempfile`` and ``shutil``, ~6 ms.)"""
 
     def __init__(self, name: str) -> None:
         self.name = name
