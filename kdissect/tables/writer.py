@@ -8,17 +8,15 @@ from __future__ import annotations
 
 import csv
 import json
+import threading
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
 from kdissect.decoders.jsonable import iso_ns
-from kdissect.lazy import lazy_module
 from kdissect.tables.columns import TABLES, cells
 from kdissect.tables.sink import Columns
-
-futures = lazy_module("concurrent.futures")  # the thread pool, only for a run that writes Parquet
 
 FORMATS = ("parquet", "csv", "jsonl")
 FORMATS_HELP = """table files (--out DIR --format F): DIR/<table>.<F>, one line or row per table row.
@@ -75,8 +73,10 @@ class TableWriter:
 
     Parquet pieces go through one writer per table with the table's fixed Arrow schema, on a
     background thread: Parquet encoding and compression run without the GIL, so they overlap
-    the decoding of what follows (one piece at a time, so memory stays bounded). Text formats
-    append (CSV writes its header once), cell by cell as ``FORMATS_HELP`` says.
+    the decoding of what follows (one piece at a time, so memory stays bounded). A plain thread
+    per piece, not a pool: ``concurrent.futures`` (and the ``logging`` it loads) was ~3% of an
+    exchanges run's instructions. Text formats append (CSV writes its header once), cell by cell
+    as ``FORMATS_HELP`` says.
     """
 
     def __init__(self, out: Path, fmt: str) -> None:
@@ -84,8 +84,8 @@ class TableWriter:
         self.out, self.fmt = out, fmt
         self.rows: dict[str, int] = {}
         self._parquet: dict[str, ParquetFile] = {}
-        self._pool: futures.ThreadPoolExecutor | None = None
-        self._pending: futures.Future | None = None
+        self._pending: threading.Thread | None = None
+        self._failed: BaseException | None = None  # what the piece being written raised
 
     def write(self, name: str, columns: Columns) -> None:
         path = self.out / f"{name}.{self.fmt}"
@@ -96,9 +96,8 @@ class TableWriter:
             table = to_arrow(name, columns)
             self.rows[name] = self.rows.get(name, 0) + table.num_rows
             self._wait()
-            if self._pool is None:
-                self._pool = futures.ThreadPoolExecutor(1, thread_name_prefix="parquet")
-            self._pending = self._pool.submit(self._write_parquet, name, path, table)
+            self._pending = threading.Thread(target=self._write_parquet, args=(name, path, table), name="parquet")
+            self._pending.start()
             return
         names = [n for n, _ in TABLES[name]]
         with path.open("w" if first else "a", newline="", encoding="utf-8") as f:
@@ -106,23 +105,27 @@ class TableWriter:
         self.rows[name] = self.rows.get(name, 0) + n
 
     def _write_parquet(self, name: str, path: Path, table: Any) -> None:
-        if name not in self._parquet:
-            self._parquet[name] = ParquetFile(path)
-        self._parquet[name].write(table)
+        try:
+            if name not in self._parquet:
+                self._parquet[name] = ParquetFile(path)
+            self._parquet[name].write(table)
+        except BaseException as exc:  # (re-raised by _wait, in the caller's thread)
+            self._failed = exc
 
     def _wait(self) -> None:
         """Let the piece being written finish (re-raising what it raised, e.g. a full disk)."""
         pending, self._pending = self._pending, None
         if pending is not None:
-            pending.result()
+            pending.join()
+        failed, self._failed = self._failed, None
+        if failed is not None:
+            raise failed
 
     def close(self) -> list[tuple[Path, int]]:
         """Finish every file; (path, rows written) per table, in the order first written."""
         try:
             self._wait()
         finally:
-            if self._pool is not None:
-                self._pool.shutdown()
             for writer in self._parquet.values():
                 writer.close()
         order = [name for name in TABLES if name in self.rows]
