@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import csv
 import json
+import queue
 import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -73,10 +74,8 @@ class TableWriter:
 
     Parquet pieces go through one writer per table with the table's fixed Arrow schema, on a
     background thread: Parquet encoding and compression run without the GIL, so they overlap
-    the decoding of what follows (one piece at a time, so memory stays bounded). A plain thread
-    per piece, not a pool: ``concurrent.futures`` (and the ``logging`` it loads) was ~3% of an
-    exchanges run's instructions. Text formats append (CSV writes its header once), cell by cell
-    as ``FORMATS_HELP`` says.
+    the decoding of what follows (one piece at a time, so memory stays bounded). Text formats
+    append (CSV writes its header once), cell by cell as ``FORMATS_HELP`` says.
     """
 
     def __init__(self, out: Path, fmt: str) -> None:
@@ -84,8 +83,7 @@ class TableWriter:
         self.out, self.fmt = out, fmt
         self.rows: dict[str, int] = {}
         self._parquet: dict[str, ParquetFile] = {}
-        self._pending: threading.Thread | None = None
-        self._failed: BaseException | None = None  # what the piece being written raised
+        self._background = _Background()
 
     def write(self, name: str, columns: Columns) -> None:
         path = self.out / f"{name}.{self.fmt}"
@@ -95,9 +93,7 @@ class TableWriter:
 
             table = to_arrow(name, columns)
             self.rows[name] = self.rows.get(name, 0) + table.num_rows
-            self._wait()
-            self._pending = threading.Thread(target=self._write_parquet, args=(name, path, table), name="parquet")
-            self._pending.start()
+            self._background.submit(self._write_parquet, name, path, table)
             return
         names = [n for n, _ in TABLES[name]]
         with path.open("w" if first else "a", newline="", encoding="utf-8") as f:
@@ -105,31 +101,66 @@ class TableWriter:
         self.rows[name] = self.rows.get(name, 0) + n
 
     def _write_parquet(self, name: str, path: Path, table: Any) -> None:
-        try:
-            if name not in self._parquet:
-                self._parquet[name] = ParquetFile(path)
-            self._parquet[name].write(table)
-        except BaseException as exc:  # (re-raised by _wait, in the caller's thread)
-            self._failed = exc
-
-    def _wait(self) -> None:
-        """Let the piece being written finish (re-raising what it raised, e.g. a full disk)."""
-        pending, self._pending = self._pending, None
-        if pending is not None:
-            pending.join()
-        failed, self._failed = self._failed, None
-        if failed is not None:
-            raise failed
+        if name not in self._parquet:
+            self._parquet[name] = ParquetFile(path)
+        self._parquet[name].write(table)
 
     def close(self) -> list[tuple[Path, int]]:
         """Finish every file; (path, rows written) per table, in the order first written."""
         try:
-            self._wait()
+            self._background.wait()
         finally:
+            self._background.close()
             for writer in self._parquet.values():
                 writer.close()
         order = [name for name in TABLES if name in self.rows]
         return [(self.out / f"{name}.{self.fmt}", self.rows[name]) for name in order]
+
+
+class _Background:
+    """One long-lived thread running the calls handed to it one at a time, in order: a pool of one
+    without ``concurrent.futures``, which with the ``logging`` it loads was ~3% of an exchanges run's
+    instructions. Long-lived, as the pool's thread was, so a run's pieces share one thread (and the
+    per-thread heap of Arrow's allocator) however many it writes."""
+
+    def __init__(self) -> None:
+        self._calls: queue.SimpleQueue = queue.SimpleQueue()
+        self._outcomes: queue.SimpleQueue = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._pending = False
+
+    def submit(self, call: Callable[..., None], *args: Any) -> None:
+        """Run ``call(*args)`` there once the call before it has finished (re-raising what that raised)."""
+        self.wait()
+        if self._thread is None:  # (a daemon: a run that fails before close must not hang at exit)
+            self._thread = threading.Thread(target=self._serve, name="parquet", daemon=True)
+            self._thread.start()
+        self._calls.put((call, args))
+        self._pending = True
+
+    def wait(self) -> None:
+        """Let the call in progress finish, re-raising what it raised (e.g. a full disk)."""
+        if self._pending:
+            self._pending = False
+            failed = self._outcomes.get()
+            if failed is not None:
+                raise failed
+
+    def close(self) -> None:
+        if self._thread is not None:
+            self._calls.put(None)
+            self._thread.join()
+            self._thread = None
+
+    def _serve(self) -> None:
+        while (job := self._calls.get()) is not None:
+            call, args = job
+            try:
+                call(*args)
+            except BaseException as exc:  # (handed to the caller's thread by wait)
+                self._outcomes.put(exc)
+            else:
+                self._outcomes.put(None)
 
 
 def _text_cell(kind: str, value: Any) -> Any:
