@@ -82,6 +82,9 @@ def _listed(table: str, columns: Mapping[str, list[Any] | Runs | Parts]) -> list
     listed = [cells(c) for c in held]
     if listed and len(listed[0]) > PYTHON_ROWS:
         return None
+    for (_, kind), values in zip(TABLES[table], listed, strict=True):
+        if kind in ("string", "category") and not all(type(v) is str for v in values if v is not None):
+            return None  # (pa.array takes bytes as UTF-8 text; the numpy path shows them as str() does)
     try:
         return [_listed_dictionary(values) if kind == "category" else pa.array(values, _TYPES[kind])
                 for (_, kind), values in zip(TABLES[table], listed, strict=True)]  # fmt: skip

@@ -60,7 +60,8 @@ def test_typed_parts_and_lists_convert_alike() -> None:
 def test_cells_pyarrow_would_read_otherwise_are_declined() -> None:
     """The numpy path is the rule: these go to it, not to a conversion that differs or raises."""
     for name, values in (("correlation_id", [2**40]), ("out_of_order", [1]), ("warnings", [3]),
-                         ("client_id", ["\udc80"]), ("response_bytes", [True])):  # fmt: skip
+                         ("client_id", ["\udc80"]), ("response_bytes", [True]), ("client_id", [b"id"]),
+                         ("warnings", [b"text"])):  # fmt: skip
         columns = {n: [None] for n, _ in TABLES["exchanges"]}
         columns[name] = values
         assert arrow._listed("exchanges", columns) is None, name
