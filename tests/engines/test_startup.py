@@ -79,6 +79,15 @@ def test_an_exchanges_run_loads_arrow_but_no_codec_nor_numpy_nor_a_pool(tmp_path
     assert loaded == ["pyarrow"]
 
 
+def test_a_summary_of_a_few_hundred_exchanges_loads_no_numpy(tmp_path: Path) -> None:
+    """Naming a few hundred rows' source files (past the sink's one-by-one bound) stays in Python while
+    nothing else has loaded numpy (``tables.numbers.through_numpy``): it used to load it for that alone."""
+    from kdissect.testing import synthetic
+
+    capture = synthetic.write(tmp_path / "many.pcap", synthetic.conversation(150, mss=1400))  # 300 exchanges
+    assert _heavy_modules_loaded("analyze", capture) == []
+
+
 def test_a_run_writing_text_tables_loads_no_arrow(tmp_path: Path) -> None:
     loaded = _heavy_modules_loaded("analyze", CAPTURE, "--out", tmp_path, "--tables", "exchanges", "--format", "csv")
     assert "pyarrow" not in loaded
