@@ -79,9 +79,10 @@ def _listed(table: str, columns: Mapping[str, list[Any] | Runs | Parts]) -> list
     held = [columns[name] for name, _ in TABLES[table]]
     if any(isinstance(c, Parts) and any(type(p) is tuple for p in c.parts) for c in held):
         return None
-    listed = [cells(c) for c in held]
-    if listed and len(listed[0]) > PYTHON_ROWS:
+    first = cells(held[0])  # (every table has columns; the others are expanded only for a small table)
+    if len(first) > PYTHON_ROWS:
         return None
+    listed = [first, *map(cells, held[1:])]
     for (_, kind), values in zip(TABLES[table], listed, strict=True):
         if kind in ("string", "category") and not all(type(v) is str for v in values if v is not None):
             return None  # (pa.array takes bytes as UTF-8 text; the numpy path shows them as str() does)
