@@ -23,6 +23,7 @@ from kdissect.engines import EngineSetupError, NothingReadable, RequestError
 from kdissect.engines.frame import DecodeError, api_key_of, decode_frame, to_jsonable
 from kdissect.engines.request import FORMATS, FORMATS_HELP, TABLE_NAMES, FilterError, Request, SparkSettings, run
 from kdissect.engines.run import RunResult
+from kdissect.lazy import import_without
 from kdissect.options import DEFAULT_PORTS, LENGTHS_ONLY, Limits, Options, Payloads
 from kdissect.report.render import safe_text, tree_lines
 
@@ -193,6 +194,10 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         _check_directory(args.out, "--out")
     if args.engine == "spark" and (args.format or "parquet") != "parquet":
         raise UsageError("--engine spark writes parquet only")
+    if args.engine == "local" and args.out is not None and (args.format or "parquet") == "parquet":
+        # This process hands Arrow only buffers and Python values (tables/arrow.py), never numpy arrays
+        # to convert, so pyarrow's numpy bridge is not needed: numpy loads only if a table needs it.
+        import_without("pyarrow", "numpy")
     request = _request(args, _options(args), tables=wanted, out=args.out, format=args.format or "parquet",
                        progress=_progress)  # fmt: skip
     return _print_run(run(request), args.captures)

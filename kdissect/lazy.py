@@ -10,6 +10,7 @@ copies its namespace into the stand-in, so later reads are plain attribute hits.
 from __future__ import annotations
 
 import importlib
+import sys
 from types import ModuleType
 from typing import Any
 
@@ -33,3 +34,33 @@ class LazyModule(ModuleType):
 def lazy_module(name: str) -> ModuleType:
     """``name`` (a dotted module name) as a stand-in that imports it on first attribute read."""
     return LazyModule(name)
+
+
+class _Hidden:
+    """A meta path finder that finds ``name`` (and its submodules) nowhere: importing it raises
+    ImportError. (Not an ``importlib.abc.MetaPathFinder``: that module loads ``importlib.resources``,
+    ``tempfile`` and ``shutil``, ~6 ms.)"""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def find_spec(self, fullname: str, path: object, target: object = None) -> None:
+        if fullname.partition(".")[0] == self.name:
+            raise ModuleNotFoundError(f"{self.name} hidden while another module loads", name=fullname)
+
+
+def import_without(name: str, hidden: str) -> None:
+    """Import ``name`` while ``hidden`` cannot be found, unless either is loaded already (then nothing
+    changes). For a module that binds an optional one at import: pyarrow loads numpy whenever it can,
+    about 0.08 CPU s, whether or not anything is converted through it. ``hidden`` stays importable
+    by anyone else afterwards; only ``name``'s own bridge to it is off for the process."""
+    if name in sys.modules or hidden in sys.modules:
+        return
+    finder = _Hidden(hidden)
+    sys.meta_path.insert(0, finder)
+    try:
+        importlib.import_module(name)
+    except ImportError:  # ``name`` itself missing (or needing ``hidden``): left to its first real use
+        pass
+    finally:
+        sys.meta_path.remove(finder)

@@ -4,11 +4,16 @@ The command line writes Parquet through here without importing pandas (a third o
 run's time went to loading it). The schema is fixed per table, so a table written in pieces
 has one schema whatever each piece holds, and it carries the metadata pandas writes itself,
 so ``pandas.read_parquet`` gives back the dtypes of :mod:`kdissect.tables.frames`.
+
+A small table is made without numpy while the process has not loaded it (:func:`_listed`): the
+command line loads pyarrow without its numpy bridge (``kdissect.lazy.import_without``), so an
+exchanges run on a record-heavy capture never pays for numpy (a quarter of that run's instructions).
 """
 
 from __future__ import annotations
 
 import json
+import sys
 from array import array
 from collections.abc import Iterable, Mapping
 from functools import cache
@@ -16,14 +21,15 @@ from itertools import accumulate, chain
 from operator import itemgetter
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 
+from ..lazy import lazy_module
 from ..native import native_module
 from .blocks import RecordBlock, ends_of
-from .columns import TABLES, Parts, Runs
-from .numbers import NUMPY_TYPES, joined_numbers, number_arrays
+from .columns import TABLES, Parts, Runs, cells
+from .numbers import NUMPY_TYPES, PYTHON_ROWS, joined_numbers, number_arrays
 
+np = lazy_module("numpy")  # not for a small table while nothing else has loaded it (_listed)
 _native_tables = native_module("tables._native")
 
 _TYPES = {
@@ -52,11 +58,44 @@ def arrow_schema(table: str) -> pa.Schema:
 def to_arrow(table: str, columns: Mapping[str, list[Any] | Runs | Parts]) -> pa.Table:
     """Columns (values per column name, None for null; timestamps as integer ns since the epoch)
     as an Arrow table of the table's schema."""
-    counts: dict[int, np.ndarray] = {}  # per runs' counts list (a table's runs share one): its array
-    arrays = [_repeated(kind, column, counts) if isinstance(column := columns[name], Runs) else _array(kind, column)
-              for name, kind in TABLES[table]]
+    arrays = None if "numpy" in sys.modules else _listed(table, columns)
+    if arrays is None:
+        counts: dict[int, np.ndarray] = {}  # per runs' counts list (a table's runs share one): its array
+        arrays = [_repeated(kind, column, counts) if isinstance(column := columns[name], Runs)
+                  else _array(kind, column) for name, kind in TABLES[table]]  # fmt: skip
     schema = arrow_schema(table).with_metadata({b"pandas": _pandas_metadata(table, arrays)})
     return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def _listed(table: str, columns: Mapping[str, list[Any] | Runs | Parts]) -> list[pa.Array] | None:
+    """The table's arrays converted by pyarrow from the cells as Python values, no numpy: for a
+    process that has not loaded numpy, so its pyarrow has no numpy bridge (pyarrow loads numpy
+    whenever it can) and ``pa.array`` does not import pandas to probe its argument either. None for
+    the numpy path, which is the rule: a large table (past ``PYTHON_ROWS``), rows held in record
+    blocks, headers, or a cell pyarrow reads otherwise than that path (a bool given as 0/1, text
+    that is not ``str``, a number out of its column's range)."""
+    if any(kind == "headers" for _, kind in TABLES[table]):
+        return None
+    held = [columns[name] for name, _ in TABLES[table]]
+    if any(isinstance(c, Parts) and any(type(p) is tuple for p in c.parts) for c in held):
+        return None
+    first = cells(held[0])  # (every table has columns; the others are expanded only for a small table)
+    if len(first) > PYTHON_ROWS:
+        return None
+    listed = [first, *map(cells, held[1:])]
+    for (_, kind), values in zip(TABLES[table], listed, strict=True):
+        if kind in ("string", "category") and not all(type(v) is str for v in values if v is not None):
+            return None  # (pa.array takes bytes as UTF-8 text; the numpy path shows them as str() does)
+    try:
+        return [_listed_dictionary(values) if kind == "category" else pa.array(values, _TYPES[kind])
+                for (_, kind), values in zip(TABLES[table], listed, strict=True)]  # fmt: skip
+    except (pa.ArrowException, TypeError, ValueError, OverflowError):  # (UnicodeEncodeError: a ValueError)
+        return None
+
+
+def _listed_dictionary(values: list[Any]) -> pa.DictionaryArray:
+    codes, distinct = _code_list(values)
+    return pa.DictionaryArray.from_arrays(pa.array(codes, pa.int32()), pa.array(distinct, pa.string()))
 
 
 def with_pandas_metadata(table: str, data: pa.Table) -> pa.Table:
@@ -189,9 +228,14 @@ def _codes(values: list[Any]) -> tuple[np.ndarray, np.ndarray | None, list[Any]]
                 distinct)
     if values.count(None) == len(values):  # (a records table's control types, mostly)
         return (*number_arrays("int32", values), [])
+    codes, distinct = _code_list(values)
+    return (*number_arrays("int32", codes), distinct)
+
+
+def _code_list(values: list[Any]) -> tuple[list[int | None], list[Any]]:
+    """A category column's codes (None where null) and its distinct values, in order of first appearance."""
     index: dict[Any, int] = {}
-    codes = [None if v is None else index.setdefault(v, len(index)) for v in values]
-    return (*number_arrays("int32", codes), list(index))
+    return [None if v is None else index.setdefault(v, len(index)) for v in values], list(index)
 
 
 def _headers(values: list[Any]) -> pa.Array:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from itertools import chain
 from typing import Any
 
@@ -14,6 +15,14 @@ np = lazy_module("numpy")
 # abstract type -> numpy type name, for the kinds converted through numpy (names: importing this loads no numpy)
 NUMPY_TYPES = {"int64": "int64", "int32": "int32", "int16": "int16", "int8": "int8", "float64": "float64",
                "bool": "bool", "timestamp": "int64"}  # fmt: skip
+PYTHON_ROWS = 50_000  # up to this many cells a pass in Python costs less than loading numpy (~0.08 CPU s)
+
+
+def through_numpy(cells: int, few: int = 0) -> bool:
+    """Whether a column of ``cells`` goes through numpy: past PYTHON_ROWS, or when numpy is loaded
+    already and there are at least ``few``. A process that loaded nothing needing numpy (an exchanges
+    run: pyarrow loaded without it, see tables/arrow.py) keeps its small columns in Python."""
+    return cells > PYTHON_ROWS or ("numpy" in sys.modules and cells >= few)
 
 
 def number_arrays(kind: str, values: list[Any]) -> tuple[np.ndarray, np.ndarray | None]:

@@ -34,7 +34,7 @@ from ..options import Options
 from . import detail_walk
 from .columns import DETAIL_TABLES, TABLES, TCP_COUNTERS, Parts, Runs
 from .details import PARAMS, DetailRows
-from .numbers import joined_numbers, number_arrays
+from .numbers import joined_numbers, number_arrays, through_numpy
 from .record_rows import (
     BATCH_NAMES,
     Located,
@@ -609,10 +609,10 @@ class TableSink:
         in_parts = type(column) is Parts and all(type(part) is not tuple for part in column.parts)
         if in_parts:
             files = rows.listed("source_file")
-            listed = column.expand() if len(files) < _NAMED_ONE_BY_ONE else None
+            listed = None if through_numpy(len(files), _NAMED_ONE_BY_ONE) else column.expand()
         else:
             listed, files = rows.aligned(["connection_id", "source_file"])
-        if len(files) < _NAMED_ONE_BY_ONE:  # (few rows: no numpy, which a summary run never loads for them)
+        if not through_numpy(len(files), _NAMED_ONE_BY_ONE):  # (no numpy, which a summary run never loads)
             get = self.connection_sources.get
             files[:] = [get(conn_id) if file is None and conn_id is not None else file
                         for conn_id, file in zip(listed, files, strict=True)]

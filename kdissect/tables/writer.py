@@ -8,17 +8,16 @@ from __future__ import annotations
 
 import csv
 import json
+import queue
+import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
 from kdissect.decoders.jsonable import iso_ns
-from kdissect.lazy import lazy_module
 from kdissect.tables.columns import TABLES, cells
 from kdissect.tables.sink import Columns
-
-futures = lazy_module("concurrent.futures")  # the thread pool, only for a run that writes Parquet
 
 FORMATS = ("parquet", "csv", "jsonl")
 FORMATS_HELP = """table files (--out DIR --format F): DIR/<table>.<F>, one line or row per table row.
@@ -84,8 +83,7 @@ class TableWriter:
         self.out, self.fmt = out, fmt
         self.rows: dict[str, int] = {}
         self._parquet: dict[str, ParquetFile] = {}
-        self._pool: futures.ThreadPoolExecutor | None = None
-        self._pending: futures.Future | None = None
+        self._background = _Background()
 
     def write(self, name: str, columns: Columns) -> None:
         path = self.out / f"{name}.{self.fmt}"
@@ -95,10 +93,7 @@ class TableWriter:
 
             table = to_arrow(name, columns)
             self.rows[name] = self.rows.get(name, 0) + table.num_rows
-            self._wait()
-            if self._pool is None:
-                self._pool = futures.ThreadPoolExecutor(1, thread_name_prefix="parquet")
-            self._pending = self._pool.submit(self._write_parquet, name, path, table)
+            self._background.submit(self._write_parquet, name, path, table)
             return
         names = [n for n, _ in TABLES[name]]
         with path.open("w" if first else "a", newline="", encoding="utf-8") as f:
@@ -110,23 +105,62 @@ class TableWriter:
             self._parquet[name] = ParquetFile(path)
         self._parquet[name].write(table)
 
-    def _wait(self) -> None:
-        """Let the piece being written finish (re-raising what it raised, e.g. a full disk)."""
-        pending, self._pending = self._pending, None
-        if pending is not None:
-            pending.result()
-
     def close(self) -> list[tuple[Path, int]]:
         """Finish every file; (path, rows written) per table, in the order first written."""
         try:
-            self._wait()
+            self._background.wait()
         finally:
-            if self._pool is not None:
-                self._pool.shutdown()
+            self._background.close()
             for writer in self._parquet.values():
                 writer.close()
         order = [name for name in TABLES if name in self.rows]
         return [(self.out / f"{name}.{self.fmt}", self.rows[name]) for name in order]
+
+
+class _Background:
+    """One long-lived thread running the calls handed to it one at a time, in order: a pool of one
+    without ``concurrent.futures``, which with the ``logging`` it loads was ~3% of an exchanges run's
+    instructions. Long-lived, as the pool's thread was, so a run's pieces share one thread (and the
+    per-thread heap of Arrow's allocator) however many it writes."""
+
+    def __init__(self) -> None:
+        self._calls: queue.SimpleQueue = queue.SimpleQueue()
+        self._outcomes: queue.SimpleQueue = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._pending = False
+
+    def submit(self, call: Callable[..., None], *args: Any) -> None:
+        """Run ``call(*args)`` there once the call before it has finished (re-raising what that raised)."""
+        self.wait()
+        if self._thread is None:  # (a daemon: a run that fails before close must not hang at exit)
+            self._thread = threading.Thread(target=self._serve, name="parquet", daemon=True)
+            self._thread.start()
+        self._calls.put((call, args))
+        self._pending = True
+
+    def wait(self) -> None:
+        """Let the call in progress finish, re-raising what it raised (e.g. a full disk)."""
+        if self._pending:
+            self._pending = False
+            failed = self._outcomes.get()
+            if failed is not None:
+                raise failed
+
+    def close(self) -> None:
+        if self._thread is not None:
+            self._calls.put(None)
+            self._thread.join()
+            self._thread = None
+
+    def _serve(self) -> None:
+        while (job := self._calls.get()) is not None:
+            call, args = job
+            try:
+                call(*args)
+            except BaseException as exc:  # (handed to the caller's thread by wait)
+                self._outcomes.put(exc)
+            else:
+                self._outcomes.put(None)
 
 
 def _text_cell(kind: str, value: Any) -> Any:

@@ -71,7 +71,23 @@ def test_the_summary_run_loads_no_heavy_module() -> None:
     assert _heavy_modules_loaded("analyze", CAPTURE) == []
 
 
-def test_an_exchanges_run_loads_arrow_and_its_writer_thread_but_no_codec(tmp_path: Path) -> None:
-    """Parquet needs Arrow (which loads numpy) and the writer's pool; an uncompressed capture, no codec."""
+def test_an_exchanges_run_loads_arrow_but_no_codec_nor_numpy_nor_a_pool(tmp_path: Path) -> None:
+    """Parquet needs Arrow; an uncompressed capture, no codec; a small table is converted without
+    numpy, and pyarrow is loaded without it (it would load numpy whenever it can); the writer's
+    background thread is a plain thread."""
     loaded = _heavy_modules_loaded("analyze", CAPTURE, "--out", tmp_path, "--tables", "exchanges")
-    assert loaded == ["concurrent.futures", "numpy", "pyarrow"]
+    assert loaded == ["pyarrow"]
+
+
+def test_a_summary_of_a_few_hundred_exchanges_loads_no_numpy(tmp_path: Path) -> None:
+    """Naming a few hundred rows' source files (past the sink's one-by-one bound) stays in Python while
+    nothing else has loaded numpy (``tables.numbers.through_numpy``): it used to load it for that alone."""
+    from kdissect.testing import synthetic
+
+    capture = synthetic.write(tmp_path / "many.pcap", synthetic.conversation(150, mss=1400))  # 300 exchanges
+    assert _heavy_modules_loaded("analyze", capture) == []
+
+
+def test_a_run_writing_text_tables_loads_no_arrow(tmp_path: Path) -> None:
+    loaded = _heavy_modules_loaded("analyze", CAPTURE, "--out", tmp_path, "--tables", "exchanges", "--format", "csv")
+    assert "pyarrow" not in loaded
