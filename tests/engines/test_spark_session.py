@@ -133,6 +133,54 @@ def test_workers_forked_by_kdissect_s_daemon_hold_the_task_module_before_their_t
     assert not loaded and "-m pyspark.daemon " in parent
 
 
+# A new session's worker daemons before its first query (polled for up to a minute), and that query's
+# worker's parent: the daemon kdissect's session starts while the SparkSession is made, if any.
+_EARLY = """
+import os, sys, time
+import pyarrow as pa
+from pyspark import SparkContext
+from kdissect.engines.spark_session import session
+
+def daemons(jvm):
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            stat, cmd = open(f"/proc/{pid}/stat").read(), open(f"/proc/{pid}/cmdline").read()
+        except OSError:
+            continue
+        if int(stat.rsplit(")", 1)[1].split()[1]) == jvm and "daemon" in cmd:
+            found.append(int(pid))
+    return found
+
+conf = dict(arg.split("=", 1) for arg in sys.argv[1:])
+spark = session("local[1]", conf, verbose=False)
+jvm = SparkContext._gateway.proc.pid
+deadline = time.monotonic() + 60
+while not daemons(jvm) and time.monotonic() < deadline:
+    time.sleep(0.1)
+before = daemons(jvm)
+probe = lambda batches: iter([pa.RecordBatch.from_pylist([{"parent": __import__("os").getppid()}])])
+parent = spark.range(1, numPartitions=1).mapInArrow(probe, "parent long").collect()[0]["parent"]
+print(before, parent, daemons(jvm))
+spark.stop()
+"""
+
+
+def _daemons_around_the_first_query(*conf: str) -> tuple[list[int], int, list[int]]:
+    done = subprocess.run([sys.executable, "-c", _EARLY, *conf], capture_output=True, text=True, cwd=REPO,
+                          env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=600, check=True)  # fmt: skip
+    before, parent, after = done.stdout.strip().rsplit("\n", 1)[-1].replace(", ", ",").split(" ")
+    return eval(before), int(parent), eval(after)  # noqa: S307  (lists of ints printed by the probe above)
+
+
+def test_kdissect_s_daemon_starts_before_the_first_query_and_serves_it() -> None:
+    require_tool("java")
+    before, parent, after = _daemons_around_the_first_query()
+    assert len(before) == 1 and after == before and parent == before[0]  # one daemon, forked the query's worker
+    before, parent, after = _daemons_around_the_first_query("spark.python.daemon.module=pyspark.daemon")
+    assert before == [] and len(after) == 1 and parent == after[0]  # PySpark's: started by the first query
+
+
 def test_executors_that_cannot_start_kdissect_s_daemon_end_in_one_line() -> None:
     """``python -m`` says a daemon module is missing without quotes: still the one line naming the fix."""
     said = f"Error from python worker:\n  /usr/bin/python3: No module named {DAEMON_MODULE}\nPYTHONPATH was:"
