@@ -5,7 +5,8 @@ SparkContext and the SparkSession (about 2.5 s), the first query. :class:`Starti
 on a thread before the command imports the engine (pandas, pyarrow, kdissect's stages: about 0.6 s)
 and plans the run, so that work runs on the other core while the JVM boots. :func:`stop` does not
 wait for PySpark's accumulator server to notice it is stopped (it polls every 0.5 s). When the
-executors run this Python, their worker daemon is kdissect's (:mod:`kdissect.engines.spark_daemon`).
+executors run this Python, their worker daemon is kdissect's (:mod:`kdissect.engines.spark_daemon`),
+started by a one-task job while the JVM makes the SparkSession (:func:`_daemon_started`).
 Measured: reports/spark-fixed-2026-11-29.md.
 
 Imports only pyspark's light parts (0.13 s), so the JVM's start comes first.
