@@ -98,7 +98,11 @@ def _rss(pid: int) -> int:
 def _descendants(pid: int) -> list[int]:
     found, todo = [], [pid]
     while todo:
-        for task in Path(f"/proc/{todo.pop()}/task").glob("*"):
+        try:
+            tasks = list(Path(f"/proc/{todo.pop()}/task").glob("*"))
+        except OSError:  # the process ended while its threads were listed
+            continue
+        for task in tasks:
             try:
                 kids = [int(k) for k in (task / "children").read_text().split()]
             except OSError:

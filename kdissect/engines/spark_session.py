@@ -5,7 +5,8 @@ SparkContext and the SparkSession (about 2.5 s), the first query. :class:`Starti
 on a thread before the command imports the engine (pandas, pyarrow, kdissect's stages: about 0.6 s)
 and plans the run, so that work runs on the other core while the JVM boots. :func:`stop` does not
 wait for PySpark's accumulator server to notice it is stopped (it polls every 0.5 s). When the
-executors run this Python, their worker daemon is kdissect's (:mod:`kdissect.engines.spark_daemon`).
+executors run this Python, their worker daemon is kdissect's (:mod:`kdissect.engines.spark_daemon`),
+started by a one-task job while the JVM makes the SparkSession (:func:`_daemon_started`).
 Measured: reports/spark-fixed-2026-11-29.md.
 
 Imports only pyspark's light parts (0.13 s), so the JVM's start comes first.
@@ -17,9 +18,10 @@ import os
 import sys
 import threading
 from collections.abc import Mapping
+from contextlib import suppress
 
 import pyspark
-from pyspark import SparkContext
+from pyspark import SparkConf, SparkContext
 from pyspark.errors import PySparkRuntimeError
 from pyspark.sql import SparkSession
 
@@ -29,6 +31,8 @@ from kdissect.engines.spark_quiet import quiet_conf
 
 ARROW_ALONE = "KDISSECT_ARROW_ALONE"  # the workers' flag: no pandas in them (spark_worker)
 DAEMON_MODULE = "kdissect.engines.spark_daemon"
+# Set by Spark for a query's Python tasks, not an RDD's: a worker daemon serves the tasks of one environment.
+SIMPLIFIED_TRACEBACK = "SPARK_SIMPLIFIED_TRACEBACK"
 
 
 def session(master: str = "local[*]", conf: Mapping[str, str] | None = None, verbose: bool = True,
@@ -46,6 +50,7 @@ def session(master: str = "local[*]", conf: Mapping[str, str] | None = None, ver
                 **({} if verbose else quiet_conf())}  # fmt: skip
     if runs_this_python(master, conf):  # workers forked with the task module loaded (spark_daemon)
         settings["spark.python.daemon.module"] = DAEMON_MODULE
+        settings[f"spark.executorEnv.{SIMPLIFIED_TRACEBACK}"] = "1"  # (the first queries' daemon: _daemon_started)
     java_options = [settings.pop("spark.driver.extraJavaOptions", "")]
     if on_this_machine(master):
         # The driver is also the executor, and its work here is moving small rows: the JIT's
@@ -68,7 +73,20 @@ def session(master: str = "local[*]", conf: Mapping[str, str] | None = None, ver
     builder = SparkSession.builder.master(master).appName("kdissect")
     for key, value in settings.items():
         builder = builder.config(key, value)
-    return builder.getOrCreate()
+    if settings.get("spark.python.daemon.module") == DAEMON_MODULE and SparkContext._active_spark_context is None:
+        context = SparkContext.getOrCreate(SparkConf().setAll([("spark.master", master), ("spark.app.name", "kdissect"),
+                                                               *settings.items()]))  # fmt: skip
+        threading.Thread(target=_daemon_started, args=(context,), name="kdissect-spark-daemon", daemon=True).start()
+    return builder.getOrCreate()  # (the SparkSession on that SparkContext)
+
+
+def _daemon_started(context: SparkContext) -> None:
+    """The executors' worker daemon started (by a one-task RDD job) while the JVM makes the SparkSession and
+    the driver plans its first query: its start, importing the task module, is otherwise on that query's
+    path (about 0.7 s wall). It is the daemon the queries' tasks use, and the job's worker the first
+    one's, since the RDD job's tasks have the environment Spark gives the queries' (``SIMPLIFIED_TRACEBACK``)."""
+    with suppress(Exception):  # (a daemon that fails to start is the first query's to say, in one line)
+        context.parallelize([0], 1).count()
 
 
 def on_this_machine(master: str) -> bool:
