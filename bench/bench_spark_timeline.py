@@ -4,10 +4,12 @@ how busy its task slots were (task seconds over slots x wall), the tail where fe
 there are slots (until the stage ended), and its tasks' times in start order; then the time the
 driver spent between jobs, before the first and after the last::
 
-    python bench/bench_spark_timeline.py --slots 2 -- analyze /work/caps/ --out /tmp/o \
+    python bench/bench_spark_timeline.py --slots 2 -- analyze /captures/ --out /tmp/o \
         --engine spark --master 'local[2]'
 
 Timing on a shared machine says little by itself; the shape (a stage whose last task runs alone) does.
+``python -m kdissect.cli`` imports the kdissect of the current directory first: run it from the tree
+to time.
 """
 
 from __future__ import annotations

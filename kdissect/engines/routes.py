@@ -11,8 +11,8 @@ ones fill the cores as the heavy ones end.
 The connections that start in one file stay in one task where its share allows (up to a quarter
 over an even share): a task feeds the core segments of one file at a time (the duplicate rule and the
 connections' source files are per file), so connections of files whose times interleave (captures of
-several hosts, copies) break each other's batches, and a task holding the busy connections of three
-such files took 8 CPU-s where each alone took 0.7.
+several hosts, copies) break each other's batches: three busy connections of such files took 8 CPU-s
+in one task, 0.7 each alone.
 
 A connection's rows carry, in place of their key, a routing key that Spark's hash partitioning puts
 in its task (:func:`spark_partition`, the hash Spark computes). Where a row goes decides only which

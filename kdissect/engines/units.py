@@ -332,8 +332,9 @@ def _overlap(spans: dict[tuple[int, int], list[int]]) -> bool:
 
 def decoding_weight(payload_len: int | np.ndarray) -> int | np.ndarray:
     """The work of decoding a segment (summed: a connection's), so that the decode tasks can be given
-    equal shares (:mod:`kdissect.engines.routes`): one, and one more per 2 KB of payload (a decode task
-    took about 70 us a segment of chatty traffic, 30 ns a byte of record-heavy traffic)."""
+    equal shares (:mod:`kdissect.engines.routes`): one, and one more per 2 KB of payload. A rule of
+    thumb: a busy chatty client took about 9 us a segment, record-heavy traffic 10-30 ns a byte, so it
+    weighs record-heavy connections light (reports/spark-scale-2026-11-29.md)."""
     return 1 + (payload_len >> 11)
 
 
