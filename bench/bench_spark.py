@@ -230,7 +230,7 @@ def stages(files: list[str], master: str, out: Path) -> dict[str, tuple[float, d
         mark()
         noop(segment_rows(spark, units, units_found, own))
         mark()
-        noop(by_connection(segment_rows(spark, units, units_found, own), parts, len(found)))
+        noop(by_connection(segment_rows(spark, units, units_found, own, parts), parts, len(found)))
         mark()
         decoded = decode(spark, files, staging=str(out / "_staging"))
         mark()

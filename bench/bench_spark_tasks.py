@@ -120,13 +120,13 @@ def run_spark(path: str, crossing_all: bool, until: str) -> None:
     from kdissect.engines.units import Census, may_hold_secrets, plan_units
 
     units = plan_units([(path, os.path.getsize(path))], SPLIT_BYTES)
-    found, every_key = None, set()
+    found, every_key = None, {}
     if crossing_all or len(units) > 1 or may_hold_secrets(path):
         as_task(0)
         pieces = [pickle.loads(row["census"]) for batch in tasks["census_task"](ids(list(range(len(units)))),
                   units=Held(units)) for row in batch.to_pylist()]  # fmt: skip
         found = Census.merge(pieces)
-        every_key = {int(k) for piece in pieces for k in piece.keys}
+        every_key = {int(k): (1, 0) for piece in pieces for k in piece.keys}  # (each of one weight and file)
         clock.lap("census")
     if until == "census":
         return
@@ -135,17 +135,18 @@ def run_spark(path: str, crossing_all: bool, until: str) -> None:
         _read_decode_write(tasks, clock, path, units, found, every_key if crossing_all else None, staging, until)
 
 
-def _read_decode_write(tasks: dict, clock: Clock, path: str, units: list, found: object, crossing: set | None,
+def _read_decode_write(tasks: dict, clock: Clock, path: str, units: list, found: object, crossing: dict | None,
                        staging: str, until: str) -> None:  # fmt: skip
     from kdissect.analysis.summary import Figures
     from kdissect.engines.partition import unit_decoder
+    from kdissect.engines.routes import routes
     from kdissect.engines.units import segment_order
     from kdissect.options import Options
     from kdissect.tables import merge
     from kdissect.tables.columns import TABLES
 
     files, options, tables, partitions = [path], Options(), list(TABLES), 2  # local[1]: 2 partitions
-    crossing = crossing if crossing is not None else (found.crossing if found else set())
+    crossing = routes(crossing if crossing is not None else (found.crossing if found else {}), partitions)
     decoder = partial(unit_decoder, files=files, options=options, tables=tables, staging=staging, figures=Figures,
                       first_task=max(partitions, len(units)))  # fmt: skip
     read = partial(tasks["read_task"], units=Held(units), crossing=Held(crossing), decoder=decoder,

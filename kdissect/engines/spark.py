@@ -9,8 +9,9 @@ Stages (each a Spark stage; nothing per packet or per row reaches the driver):
    record boundary (:mod:`kdissect.engines.units`) — decoding every connection wholly inside the
    unit there (the same core as a decode task) and turning the others' capture bytes into segment
    rows keyed by their 4-tuple, with their place in capture order;
-2. shuffle (only when some connection crosses units): rows hashed by 4-tuple, so each crossing
-   connection's segments from every file meet in one task, and sorted there by capture order;
+2. shuffle (only when some connection crosses units): each crossing connection's segments from every
+   file meet in one task (:mod:`kdissect.engines.routes`: the tasks given equal shares of the work the
+   census counted, the heaviest first), and are sorted there by capture order;
 3. decode: reassembly, framing, decoding and pairing by :class:`~kdissect.kafka.pipeline.KafkaPipeline`
    per partition (:mod:`kdissect.engines.partition`), keeping table pieces as Arrow in staged files
    (or, with no staging directory, inline in Spark's cache) for the tables and figures to read once;
@@ -62,6 +63,7 @@ from kdissect.engines.partition import (
     unit_decoder,
 )
 from kdissect.engines.paths import list_captures
+from kdissect.engines.routes import routes
 from kdissect.engines.run import RunResult, RunStats, report_figures
 from kdissect.engines.spark_classes import ClassArchive, keep_written
 from kdissect.engines.spark_session import Starting, on_this_machine
@@ -232,11 +234,13 @@ def _empty(name: str) -> dict[str, list]:
 
 
 def segment_rows(spark: SparkSession, units: list[Unit], census: Census | None = None,
-                 decoder: Callable[..., PartitionDecoder] | None = None) -> DataFrame:  # fmt: skip
+                 decoder: Callable[..., PartitionDecoder] | None = None, partitions: int = 1) -> DataFrame:  # fmt: skip
     """Stage 1: one task per work unit, segment rows out; with ``decoder`` (``partition.unit_decoder``
     but for the unit and attempt), every connection the ``census`` does not find crossing units
-    decoded in the task and only its pieces going on."""
-    return _unit_ids(spark, units).mapInArrow(_reader(spark, units, census, decoder), from_arrow_schema(SEGMENT_SCHEMA))
+    decoded in the task and only its pieces going on. The crossing connections' rows are keyed for
+    :func:`by_connection` into ``partitions`` to give each decode task an equal share (``routes``)."""
+    read = _reader(spark, units, census, decoder, partitions)
+    return _unit_ids(spark, units).mapInArrow(read, from_arrow_schema(SEGMENT_SCHEMA))
 
 
 def _unit_ids(spark: SparkSession, units: list[Unit]) -> DataFrame:
@@ -244,9 +248,11 @@ def _unit_ids(spark: SparkSession, units: list[Unit]) -> DataFrame:
 
 
 def _reader(spark: SparkSession, units: list[Unit], census: Census | None,
-            decoder: Callable[..., PartitionDecoder] | None) -> Callable[..., Iterator[pa.RecordBatch]]:  # fmt: skip
+            decoder: Callable[..., PartitionDecoder] | None, partitions: int
+            ) -> Callable[..., Iterator[pa.RecordBatch]]:  # fmt: skip
     context = spark.sparkContext
-    crossing = context.broadcast(census.crossing if census else set())  # (broadcast: sent once per executor)
+    routed = routes(census.crossing, partitions) if census else {}
+    crossing = context.broadcast(routed)  # (broadcast: sent once per executor)
     return partial(tasks.read_task, units=context.broadcast(units), crossing=crossing, decoder=decoder,
                    last_ts=census.last_ts if census else None)  # fmt: skip
 
@@ -310,11 +316,11 @@ def decode(spark: SparkSession, paths: Iterable[str], *, options: Options | None
     task = partial(tasks.decode_task, files=files, options=options, tables=wanted, staging=staging, figures=figures)
     if found_in is not None and found_in.crossing:
         crossed = partial(task, several_inputs=found_in.repeats)
-        decoded = (by_connection(segment_rows(spark, units, found_in, decoder), partitions, len(files))
+        decoded = (by_connection(segment_rows(spark, units, found_in, decoder, partitions), partitions, len(files))
                    .mapInArrow(crossed, from_arrow_schema(ENVELOPE_SCHEMA)))  # fmt: skip
     else:  # no connection crosses units: each read task passes its own rows (its pieces, the unit's
         # anomalies and counters) to a decoder in the same task, with no shuffle and no second worker
-        whole = partial(tasks.read_and_decode_task, read=_reader(spark, units, found_in, decoder), decode=task)
+        whole = partial(tasks.read_and_decode_task, read=_reader(spark, units, found_in, decoder, 1), decode=task)
         decoded = _unit_ids(spark, units).mapInArrow(whole, from_arrow_schema(ENVELOPE_SCHEMA))
     envelope = (decoded
                 .persist(StorageLevel.DISK_ONLY if staging is None else StorageLevel.MEMORY_AND_DISK))  # fmt: skip

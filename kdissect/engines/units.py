@@ -31,7 +31,7 @@ from __future__ import annotations
 import json
 import mmap
 import zlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import asdict
 from itertools import pairwise
@@ -274,12 +274,13 @@ def _read_range(f: BinaryIO, header: bytes, start: int, end: int, stats: SourceS
 @dataclass(slots=True)
 class UnitCensus:
     """What a first pass over a unit finds: the connection keys of its segments (unique, sorted) with
-    the first and last time each is seen, the text of its TLS key log secrets blocks (in file order),
-    and the unit's file."""
+    the first and last time each is seen and its :func:`decoding_weight` there, the text of its TLS key
+    log secrets blocks (in file order), and the unit's file."""
 
     keys: np.ndarray
     first: np.ndarray
     last: np.ndarray
+    weight: np.ndarray
     secrets: list[bytes]
     file_index: int
 
@@ -288,12 +289,13 @@ class UnitCensus:
 class Census:
     """The units' census merged: the keys found in more than one unit (the connections that must meet
     after the shuffle; every other one lies wholly inside one unit and is decoded by the task that
-    reads it), the key log blocks in capture order, the run's latest segment time, and whether a
-    packet may repeat one of another file (:mod:`kdissect.sources.duplicates`): only if a crossing
-    key's times in two files overlap. When none can, the decode tasks skip the duplicate filter (and
-    take the native lanes, which it turns off): it would drop nothing."""
+    reads it) with the work of decoding each and the file it starts in, the key log blocks in capture
+    order, the run's latest segment time, and whether a packet may repeat one of another file
+    (:mod:`kdissect.sources.duplicates`): only if a crossing key's times in two files overlap. When none
+    can, the decode tasks skip the duplicate filter (and take the native lanes, which it turns off): it
+    would drop nothing."""
 
-    crossing: set[int]
+    crossing: dict[int, tuple[int, int]]  # key -> (its decoding weight summed over the units, its first file)
     secrets: list[bytes]
     last_ts: int | None
     repeats: bool
@@ -303,16 +305,22 @@ class Census:
         """Of the units' censuses in unit order."""
         found = list(units)
         every = [np.concatenate([getattr(u, name) for u in found] + [np.zeros(0, np.int64)])
-                 for name in ("keys", "first", "last")]  # fmt: skip
+                 for name in ("keys", "first", "last", "weight")]  # fmt: skip
         files = np.concatenate([np.full(len(u.keys), u.file_index, np.int64) for u in found] + [np.zeros(0, np.int64)])
-        keys, counts = np.unique(every[0], return_counts=True)
+        keys, which, counts = np.unique(every[0], return_inverse=True, return_counts=True)
         crossing = keys[counts > 1]
+        weights = np.bincount(which, every[3], len(keys)).astype(np.int64)[counts > 1]
         spans: dict[tuple[int, int], list[int]] = {}  # (crossing key, file) -> [first, last]
         mask = np.isin(every[0], crossing)
-        for key, first, last, file in zip(*(column[mask].tolist() for column in (*every, files)), strict=True):
+        for key, first, last, file in zip(*(column[mask].tolist() for column in (*every[:3], files)), strict=True):
             span = spans.setdefault((key, file), [first, last])
             span[0], span[1] = min(span[0], first), max(span[1], last)
-        return cls(set(crossing.tolist()), [block for u in found for block in u.secrets],
+        starts: dict[int, tuple[int, int]] = {}  # crossing key -> (first time, its file)
+        for (key, file), (first, _) in spans.items():
+            starts[key] = min(starts.get(key, (first, file)), (first, file))
+        weighed = zip(crossing.tolist(), weights.tolist(), strict=True)
+        return cls({key: (weight, starts[key][1]) for key, weight in weighed},
+                   [block for u in found for block in u.secrets],
                    int(every[2].max()) if len(every[2]) else None, _overlap(spans))  # fmt: skip
 
 
@@ -322,9 +330,17 @@ def _overlap(spans: dict[tuple[int, int], list[int]]) -> bool:
     return any(a[0] == b[0] and b[1] <= a[2] for a, b in pairwise(ordered))
 
 
+def decoding_weight(payload_len: int | np.ndarray) -> int | np.ndarray:
+    """The work of decoding a segment (summed: a connection's), so that the decode tasks can be given
+    equal shares (:mod:`kdissect.engines.routes`): one, and one more per 2 KB of payload. A rule of
+    thumb: a busy chatty client took about 9 us a segment, record-heavy traffic 10-30 ns a byte, so it
+    weighs record-heavy connections light (reports/spark-scale-2026-11-29.md)."""
+    return 1 + (payload_len >> 11)
+
+
 def unit_census(unit: Unit) -> UnitCensus:
     """The census of a unit (one that cannot be read has nothing: reading it again reports that)."""
-    spans: dict[tuple, list[int]] = {}  # 4-tuple -> [key, first time, last time]
+    spans: dict[tuple, list[int]] = {}  # 4-tuple -> [key, first time, last time, decoding weight]
     secrets: list[bytes] = []
     ends_of = _Ends()
     try:
@@ -336,19 +352,23 @@ def unit_census(unit: Unit) -> UnitCensus:
                 early, late = np.full(len(tuples), np.iinfo(np.int64).max), np.full(len(tuples), np.iinfo(np.int64).min)
                 np.minimum.at(early, inverse, ts)
                 np.maximum.at(late, inverse, ts)
-                for ends, t0, t1 in zip(tuples, early.tolist(), late.tolist(), strict=True):
+                weight = np.bincount(inverse, decoding_weight(segments["payload_len"]), len(tuples)).astype(np.int64)
+                for ends, t0, t1, w in zip(tuples, early.tolist(), late.tolist(), weight.tolist(), strict=True):
                     span = spans.get(ends)
                     if span is None:
-                        spans[ends] = [connection_key(*ends), t0, t1]
+                        spans[ends] = [connection_key(*ends), t0, t1, w]
                     else:
-                        span[1], span[2] = min(span[1], t0), max(span[2], t1)
+                        span[1], span[2], span[3] = min(span[1], t0), max(span[2], t1), span[3] + w
             elif type(ev) is TcpSegment:
                 ts = ev.ts_ns
                 span = spans.get((ev.src_ip, ev.src_port, ev.dst_ip, ev.dst_port))
+                weight = decoding_weight(ev.payload_len)
                 if span is None:
                     ends = (ev.src_ip, ev.src_port, ev.dst_ip, ev.dst_port)
-                    spans[ends] = [connection_key(*ends), ts, ts]
-                elif ts > span[2]:
+                    spans[ends] = [connection_key(*ends), ts, ts, weight]
+                    continue
+                span[3] += weight
+                if ts > span[2]:
                     span[2] = ts
                 elif ts < span[1]:
                     span[1] = ts
@@ -356,13 +376,15 @@ def unit_census(unit: Unit) -> UnitCensus:
                 secrets.append(ev.data)
     except (CaptureFormatError, OSError):
         pass
-    rows = np.array(list(spans.values()), np.int64).reshape(-1, 3)
+    rows = np.array(list(spans.values()), np.int64).reshape(-1, 4)
     rows = rows[np.argsort(rows[:, 0], kind="stable")]
     keys = np.unique(rows[:, 0])  # (a 4-tuple's two directions: one key)
     at = np.searchsorted(rows[:, 0], keys)
-    first = np.minimum.reduceat(rows[:, 1], at) if len(keys) else np.zeros(0, np.int64)
-    last = np.maximum.reduceat(rows[:, 2], at) if len(keys) else np.zeros(0, np.int64)
-    return UnitCensus(keys, first, last, secrets, unit.file_index)
+    none = np.zeros(0, np.int64)
+    first = np.minimum.reduceat(rows[:, 1], at) if len(keys) else none
+    last = np.maximum.reduceat(rows[:, 2], at) if len(keys) else none
+    weight = np.add.reduceat(rows[:, 3], at) if len(keys) else none
+    return UnitCensus(keys, first, last, weight, secrets, unit.file_index)
 
 
 class _Ends:
@@ -409,7 +431,7 @@ class UnitDecoder(Protocol):
     def take(self) -> Iterator[tuple[str, bytes | None, str | None]]: ...
 
 
-def read_units(batches: Iterable[pa.RecordBatch], units: list[Unit], crossing: set[int] | None = None,
+def read_units(batches: Iterable[pa.RecordBatch], units: list[Unit], crossing: Mapping[int, int] | None = None,
                decoder: Callable[[Unit], UnitDecoder] | None = None, last_ts: int | None = None
                ) -> Iterator[pa.RecordBatch]:  # fmt: skip
     """Rows naming units by their index (column ``id``: Spark's ``range``, so that no Python job
@@ -417,16 +439,17 @@ def read_units(batches: Iterable[pa.RecordBatch], units: list[Unit], crossing: s
     the segments of every connection whose key is not ``crossing`` are decoded here, by the decoder
     made for the unit, and only its pieces (``PIECE`` rows) go on. Its clock follows the unit's other
     segments and then the run's latest time (``last_ts``), so the idle rule ends its connections as
-    in a run over everything."""
+    in a run over everything. A crossing connection's rows carry the routing key ``crossing`` maps its
+    key to (:mod:`kdissect.engines.routes`) in place of its key."""
     for batch in batches:
         for index in batch.column("id").to_pylist():
             unit = units[index]
-            yield from _unit_rows(unit, crossing or set(), decoder(unit) if decoder else None, last_ts)
+            yield from _unit_rows(unit, crossing or {}, decoder(unit) if decoder else None, last_ts)
 
 
-def _unit_rows(unit: Unit, crossing: set[int], decoder: UnitDecoder | None, last_ts: int | None
+def _unit_rows(unit: Unit, crossing: Mapping[int, int], decoder: UnitDecoder | None, last_ts: int | None
                ) -> Iterator[pa.RecordBatch]:  # fmt: skip
-    rows = _Rows(unit)
+    rows = _Rows(unit, crossing)
     stats = SourceStats()
     error = None
     here: dict[tuple, bool] = {}  # 4-tuple -> decoded in this task
@@ -470,7 +493,8 @@ def _unit_rows(unit: Unit, crossing: set[int], decoder: UnitDecoder | None, last
     yield rows.take()
 
 
-def _packed_rows(rows: _Rows, packed: PackedSegments, ends_of: _Ends, here: dict[tuple, bool], crossing: set[int],
+def _packed_rows(rows: _Rows, packed: PackedSegments, ends_of: _Ends, here: dict[tuple, bool],
+                 crossing: Mapping[int, int],
                  decoder: UnitDecoder | None, data: mmap.mmap) -> None:  # fmt: skip
     """A run of packed segments, as ``_unit_rows`` takes segments one by one: the decoder's own
     connections' segments to the decoder (its clock told by the others'), the others into runs."""
@@ -582,10 +606,12 @@ class _RunHeaders:
 
 
 class _Rows:
-    """Segment rows being gathered column by column, and runs being gathered per 4-tuple."""
+    """Segment rows being gathered column by column, and runs being gathered per 4-tuple; a connection's
+    rows keyed by the routing key ``routes`` maps its key to, if any."""
 
-    def __init__(self, unit: Unit) -> None:
+    def __init__(self, unit: Unit, routes: Mapping[int, int]) -> None:
         self.unit = unit
+        self.routes = routes
         self.base = unit.index << 32
         self.n = 0
         self.columns: dict[str, list] = {name: [] for name in SEGMENT_SCHEMA.names}
@@ -607,7 +633,7 @@ class _Rows:
     def segment(self, s: TcpSegment, at: int | None) -> None:
         """A segment: a row of its own if its payload travels inline, else a header in its 4-tuple's run."""
         if at is None and s.payload:
-            self._add(connection_key(s.src_ip, s.src_port, s.dst_ip, s.dst_port), SEGMENT, {
+            self._add(self._key(connection_key(s.src_ip, s.src_port, s.dst_ip, s.dst_port)), SEGMENT, {
                 "ts": s.ts_ns, "src_ip": s.src_ip, "src_port": s.src_port, "dst_ip": s.dst_ip,
                 "dst_port": s.dst_port, "seq": s.seq, "ack": s.ack, "flags": s.flags, "window": s.window,
                 "payload": s.payload, "payload_len": s.payload_len, "captured": len(s.payload),
@@ -622,6 +648,9 @@ class _Rows:
         self.bytes += RUN_HEADER.itemsize
         if run.size >= RUN_SEGMENTS:
             self._run(ends)
+
+    def _key(self, key: int) -> int:
+        return self.routes.get(key, key)
 
     def _run_of(self, ends: tuple) -> tuple[tuple, bool]:
         """The 4-tuple of the run a segment of ``ends`` joins (made if there is none), and whether the
@@ -672,7 +701,7 @@ class _Rows:
         src_ip, src_port, dst_ip, dst_port = ends
         for start in range(0, len(headers), RUN_SEGMENTS):
             part = headers[start : start + RUN_SEGMENTS]
-            self._add(connection_key(*ends), RUN, {  # placed (pos, ts) no later than any of its segments
+            self._add(self._key(connection_key(*ends)), RUN, {  # placed (pos, ts) no later than any of its segments
                 "pos": int(part["pos"][0]), "ts": int(part["ts"].min()), "src_ip": src_ip, "src_port": src_port,
                 "dst_ip": dst_ip, "dst_port": dst_port, "run": part.tobytes()})  # fmt: skip
 

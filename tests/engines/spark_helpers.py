@@ -19,6 +19,7 @@ from kdissect.analysis.report_figures import ReportFigures
 from kdissect.analysis.summary import Figures, Summary
 from kdissect.engines import local
 from kdissect.engines.partition import decode_partition, unit_decoder
+from kdissect.engines.routes import routes, spark_partition
 from kdissect.engines.run import report_figures
 from kdissect.engines.units import Census, plan_units, read_units, segment_order, unit_census
 from kdissect.options import Options
@@ -96,12 +97,13 @@ def simulated_pieces(paths: list[str], split_bytes: int = 1 << 40, partitions: i
     own = partial(unit_decoder, attempt=0, files=list(paths), options=options, tables=list(TABLES), staging=None,
                   figures=figures, first_task=partitions)  # fmt: skip
     ids = [pa.record_batch({"id": range(len(units))})]
-    segments = pa.Table.from_batches(list(read_units(ids, units, census.crossing, own, census.last_ts)))
-    keys = np.asarray(segments["key"])
+    routed = routes(census.crossing, partitions)
+    segments = pa.Table.from_batches(list(read_units(ids, units, routed, own, census.last_ts)))
+    keys = np.array([spark_partition(key, partitions) for key in segments["key"].to_pylist()])  # as Spark hashes
     order = segment_order(len(paths))
     envelope = []
     for part in range(partitions):
-        mine = segments.filter(pa.array(keys % partitions == part)).sort_by([(c, "ascending") for c in order])
+        mine = segments.filter(pa.array(keys == part)).sort_by([(c, "ascending") for c in order])
         envelope += decode_partition(mine.to_batches(), list(paths), options, list(TABLES), task=part,
                                      figures=figures, several_inputs=census.repeats)  # fmt: skip
     pieces = [(n, d) for b in envelope for n, d in zip(b["table"].to_pylist(), b["data"].to_pylist(), strict=True)]

@@ -1,0 +1,122 @@
+"""The decode tasks' shares (``engines/routes.py``): the crossing connections dealt by the census's
+weights, heaviest first, and their rows sent by Spark's own hash partitioning to the task of their
+share. Where a row goes decides no answer (the parity tests, with ``spark_helpers.simulate`` routing
+as Spark does, check those); these check that the work is where it was planned."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from pyspark.sql import functions as F
+
+from kdissect.engines.routes import routes, routing_keys, shares, spark_partition
+from kdissect.engines.spark import by_connection, census, segment_rows
+from kdissect.engines.spark_session import session
+from kdissect.engines.units import RUN, RUN_HEADER, SEGMENT, Census, connection_key, plan_units, read_units, unit_census
+from tests.conftest import require_tool
+from tests.engines.spark_helpers import REAL_CAPTURES, rotate
+
+CAPTURE = next(p for p in REAL_CAPTURES if p.endswith("librdkafka-produce-consume.pcap"))
+VALUES = [0, 1, 2, 3, 41, 42, 1 << 31, (1 << 32) + 7, 2**63 - 1, -1, -2, -(2**63), 3_735_928_559, -123_456_789_012]
+
+
+@pytest.fixture(scope="module")
+def spark() -> Iterator:
+    require_tool("java")
+    s = session("local[2]")
+    yield s
+    s.stop()
+
+
+def test_spark_partition_is_where_spark_s_hash_partitioning_puts_a_long(spark) -> None:
+    values = VALUES + routing_keys(7) + list(range(100))
+    df = spark.createDataFrame([(v,) for v in values], "v long")
+    for partitions in (1, 2, 3, 4, 7, 16):
+        got = df.repartition(partitions, "v").select("v", F.spark_partition_id().alias("p")).collect()
+        assert sorted((r["v"], r["p"]) for r in got) == sorted((v, spark_partition(v, partitions)) for v in values)
+
+
+def test_routing_keys_name_every_partition_once() -> None:
+    for partitions in (1, 2, 4, 9, 64):
+        keys = routing_keys(partitions)
+        assert [spark_partition(k, partitions) for k in keys] == list(range(partitions))
+
+
+def test_the_heaviest_key_goes_first_to_the_lightest_share_and_shares_come_heaviest_first() -> None:
+    # ten keys of one file each: dealt as the longest-processing-time rule deals them
+    crossing = {100 + i: (w, i) for i, w in enumerate([50, 40, 30, 30, 20, 20, 10, 5, 5, 2])}
+    dealt = shares(crossing, 3)
+    assert dealt == [[100, 105, 109], [101, 104, 106], [102, 103, 107, 108]]
+    loads = [sum(crossing[k][0] for k in share) for share in dealt]
+    assert loads == sorted(loads, reverse=True) and max(loads) - min(loads) <= 20
+    assert sorted(k for share in dealt for k in share) == sorted(crossing)
+    assert shares({}, 3) == [[], [], []] and shares({5: (1, 0)}, 2) == [[5], []]
+
+
+def test_a_file_s_connections_stay_in_one_share_while_it_is_not_far_over_an_even_share() -> None:
+    # three copies of a chatty capture (three busy clients each, files 0-2) and a record-heavy one's
+    # many small connections (file 3), as in mixed-1g: each copy's busy clients in one task
+    crossing = {10 * copy + i: (80_000 - 100 * i, copy) for copy in range(3) for i in range(3)}
+    crossing |= {1000 + i: (4_000, 3) for i in range(50)}
+    dealt = shares(crossing, 4)
+    assert sorted(sorted({crossing[k][1] for k in share}) for share in dealt) == [[0], [1], [2], [3]]
+    # over the bound a key goes to the lightest share, as when files are not kept together
+    alone = {1: (100, 0), 2: (100, 0), 3: (100, 0), 4: (10, 1)}
+    assert sorted(map(sorted, shares(alone, 3))) == [[1, 4], [2], [3]]
+
+
+def test_routes_send_each_share_to_its_partition_heaviest_in_the_first() -> None:
+    crossing = {10: (5, 0), 11: (4, 1), 12: (3, 2), 13: (3, 3), 14: (1, 4)}
+    routed = routes(crossing, 2)
+    where = {key: spark_partition(route, 2) for key, route in routed.items()}
+    assert where == {10: 0, 13: 0, 11: 1, 12: 1, 14: 1}
+
+
+def test_the_census_weighs_each_crossing_connection_by_its_segments_and_payload(tmp_path: Path) -> None:
+    paths = rotate(CAPTURE, tmp_path, 3)
+    units = plan_units([(p, os.path.getsize(p)) for p in paths], 1 << 40)
+    found = Census.merge(unit_census(u) for u in units)
+    rows = pa.Table.from_batches(list(read_units([pa.record_batch({"id": range(len(units))})], units))).to_pylist()
+    weights: dict[int, int] = {}
+    starts: dict[int, tuple[int, int]] = {}  # key -> (earliest time, its file)
+    for r in rows:
+        if r["kind"] == RUN:
+            lengths = np.frombuffer(r["run"], RUN_HEADER)["payload_len"].tolist()
+        elif r["kind"] == SEGMENT:
+            lengths = [r["payload_len"]]
+        else:
+            continue
+        key = connection_key(r["src_ip"], r["src_port"], r["dst_ip"], r["dst_port"])
+        weights[key] = weights.get(key, 0) + sum(1 + (n >> 11) for n in lengths)
+        starts[key] = min(starts.get(key, (r["ts"], r["file_index"])), (r["ts"], r["file_index"]))
+    assert found.crossing, "the rotation cuts a connection"
+    assert any(weight > 2 * len(units) for weight, _ in found.crossing.values())
+    assert found.crossing == {key: (weights[key], starts[key][1]) for key in found.crossing}
+    assert len({file for _, file in found.crossing.values()}) > 1
+
+
+def test_crossing_connections_rows_meet_in_the_partition_of_their_share(spark, tmp_path: Path) -> None:
+    paths = rotate(CAPTURE, tmp_path, 3)
+    units = plan_units([(p, os.path.getsize(p)) for p in paths], 1 << 40)
+    found = census(spark, units)
+    assert found is not None and found.crossing
+    partitions = 3
+    rows = (by_connection(segment_rows(spark, units, found, partitions=partitions), partitions, len(paths))
+            .filter(F.col("kind").isin(RUN, SEGMENT))
+            .select("src_ip", "src_port", "dst_ip", "dst_port", "key", F.spark_partition_id().alias("p")).collect())
+    planned = {key: p for p, share in enumerate(shares(found.crossing, partitions)) for key in share}
+    routed = routes(found.crossing, partitions)
+    seen = 0
+    for r in rows:
+        key = connection_key(r["src_ip"], r["src_port"], r["dst_ip"], r["dst_port"])
+        if key in planned:
+            seen += 1
+            assert (r["key"], r["p"]) == (routed[key], planned[key])
+        else:
+            assert r["key"] == key
+    assert seen
