@@ -20,7 +20,6 @@ from pathlib import Path
 
 from kdissect import __version__, output_paths
 from kdissect.engines import EngineSetupError, NothingReadable, RequestError
-from kdissect.engines.frame import DecodeError, api_key_of, decode_frame, to_jsonable
 from kdissect.engines.request import FORMATS, FORMATS_HELP, TABLE_NAMES, FilterError, Request, SparkSettings, run
 from kdissect.engines.run import RunResult
 from kdissect.lazy import import_without
@@ -38,6 +37,8 @@ class UsageError(Exception):
 def _response_hint(arg: str) -> str:
     """How to decode the bytes if they are a response: the key and version a ``--save-frames`` file name
     gives (``c0-7-Metadata-v12-response.bin``), else where to find them."""
+    from kdissect.engines.frame import api_key_of
+
     named = re.search(r"-([A-Za-z]+)-v(\d+)-response\.bin$", arg) if arg.startswith("@") else None
     key = api_key_of(named.group(1)) if named else None
     if named and key is not None:
@@ -66,6 +67,8 @@ def _read_frame(arg: str) -> bytes:
 
 
 def cmd_decode(args: argparse.Namespace) -> int:
+    from kdissect.engines.frame import DecodeError, decode_frame, to_jsonable  # the decoders alone: only here
+
     frame = _read_frame(args.frame)
     if (args.api_key is None) != (args.api_version is None):
         raise UsageError("--api-key and --api-version go together (they select the response's request)")

@@ -53,6 +53,8 @@ class ErrorFigures:
 
 @dataclass(frozen=True, slots=True)
 class AnomalyFigures:
+    """One anomaly kind's count and bytes."""
+
     kind: str
     count: int
     bytes: int  # total length of the anomalies that have one
@@ -60,6 +62,8 @@ class AnomalyFigures:
 
 @dataclass(slots=True)
 class Summary:
+    """The run's counts, as the terminal summary and the report show them."""
+
     packets: int = 0
     connections: int = 0
     kafka_connections: int = 0

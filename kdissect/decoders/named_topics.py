@@ -23,6 +23,8 @@ Context = tuple[str | None, uuid.UUID | None]  # (topic, topic id) a struct inhe
 
 @dataclass(frozen=True, slots=True)
 class Plan:
+    """Where a struct's topic names and ids are, and which of its members lead to more."""
+
     names: tuple[str, ...]  # the struct's topic name members, in field order (the last one set wins)
     ids: tuple[str, ...]  # its topic id members
     children: tuple[tuple[str, bool, Plan], ...]  # (key, is an array, plan) of the structs leading to more

@@ -36,12 +36,14 @@ VARIABLE_TYPES = {"string", "bytes", "records"} | VARINT_TYPES
 PRIMITIVES = set(FIXED_FORMATS) | VARIABLE_TYPES
 
 
+@cache  # names repeat in every version a run resolves
 def snake_case(name: str) -> str:
     """``TopicData`` -> ``topic_data``; ``ISRNodes`` -> ``isr_nodes`` (Kafka's names are CamelCase)."""
     s = re.sub(r"(?<=[A-Z])(?=[A-Z][a-z])|(?<=[a-z0-9])(?=[A-Z])", "_", name)
     return s.lower()
 
 
+@cache
 def _in_range(spec: str | None, version: int) -> bool:
     if spec is None:
         return False

@@ -57,6 +57,8 @@ class Datagram:
 
 @dataclass(slots=True)
 class _Pending:
+    """One datagram being reassembled: when it began, what has arrived."""
+
     first_ts: int
     first_index: int
     offset: int

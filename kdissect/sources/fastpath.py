@@ -12,9 +12,9 @@ exactly what the general path gives (``tests/sources/test_sources_fastpath.py``)
 
 from __future__ import annotations
 
-from socket import inet_ntoa
 from struct import Struct
 
+from kdissect.sources.ip import ipv4_text
 from kdissect.sources.segment import TcpSegment
 
 # From byte 12 of the frame: ethertype, IPv4 version+IHL, total length, flags+fragment
@@ -47,7 +47,7 @@ class EthernetIpv4Tcp:
         if addresses is None:
             if len(self._addresses) >= _MAX_ADDRESSES:
                 self._addresses.clear()
-            addresses = self._addresses[pair] = (inet_ntoa(pair[:4]), inet_ntoa(pair[4:]))
+            addresses = self._addresses[pair] = (ipv4_text(pair[:4]), ipv4_text(pair[4:]))
         payload = data[_TCP_AT + header_len : 14 + total]
         return TcpSegment(ts_ns, addresses[0], sport, addresses[1], dport, seq, ack, off_flags & 0xFF, window,
                           payload, total - 20 - header_len)

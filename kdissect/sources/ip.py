@@ -6,11 +6,13 @@ Packets that cannot carry TCP return None (the caller counts them as non-TCP).
 
 from __future__ import annotations
 
-from socket import AF_INET6, inet_ntoa, inet_ntop
 from struct import Struct
 from typing import NamedTuple
 
+from kdissect.lazy import lazy_module
 from kdissect.sources.packet_error import MalformedPacket
+
+socket = lazy_module("socket")  # IPv6 addresses only: ``socket`` loads ``selectors`` and more (~3 ms a process)
 
 IPPROTO_TCP = 6
 IPPROTO_FRAGMENT = 44
@@ -50,6 +52,11 @@ class IpPacket(NamedTuple):
     fragment: Fragment | None
 
 
+def ipv4_text(raw: bytes) -> str:
+    """Four address bytes as dotted decimal (what ``socket.inet_ntoa`` gives, without loading ``socket``)."""
+    return f"{raw[0]}.{raw[1]}.{raw[2]}.{raw[3]}"
+
+
 def parse_ipv4(data: bytes, pos: int, wire_len: int) -> IpPacket | None:
     """The IPv4 packet at ``pos``; ``wire_len`` is its length on the wire, which stands in
     for a total length of 0 (segmentation offload and BIG TCP write 0 there)."""
@@ -69,8 +76,8 @@ def parse_ipv4(data: bytes, pos: int, wire_len: int) -> IpPacket | None:
     start = pos + ihl
     if start > len(data):
         raise MalformedPacket.truncated("IPv4 options cut by the snap length")
-    src = inet_ntoa(data[pos + 12 : pos + 16])
-    dst = inet_ntoa(data[pos + 16 : pos + 20])
+    src = ipv4_text(data[pos + 12 : pos + 16])
+    dst = ipv4_text(data[pos + 16 : pos + 20])
     fragment = None
     if frag & (_V4_MORE_FRAGMENTS | _V4_OFFSET_MASK):
         fragment = Fragment((4, src, dst, ident), (frag & _V4_OFFSET_MASK) * 8, bool(frag & _V4_MORE_FRAGMENTS))
@@ -87,8 +94,8 @@ def parse_ipv6(data: bytes, pos: int, wire_len: int) -> IpPacket | None:
     payload_len = data[pos + 4] << 8 | data[pos + 5]
     if payload_len == 0:
         payload_len = max(0, wire_len - IPV6_HEADER_LEN)
-    src = inet_ntop(AF_INET6, data[pos + 8 : pos + 24])
-    dst = inet_ntop(AF_INET6, data[pos + 24 : pos + 40])
+    src = socket.inet_ntop(socket.AF_INET6, data[pos + 8 : pos + 24])
+    dst = socket.inet_ntop(socket.AF_INET6, data[pos + 24 : pos + 40])
     limit = pos + IPV6_HEADER_LEN + payload_len
     proto, start, frag = walk_ipv6_extensions(data, data[pos + 6], pos + IPV6_HEADER_LEN, limit)
     if proto != IPPROTO_TCP and (frag is None or proto not in _IPV6_EXTENSIONS):

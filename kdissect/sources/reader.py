@@ -8,11 +8,13 @@ and no unit may claim more than ``ReaderLimits`` allow.
 
 from __future__ import annotations
 
+from kdissect.lazy import lazy_module
 from kdissect.sources.native_records import NativeRecords
 from kdissect.sources.pcap import PcapFormat, is_pcap_magic
-from kdissect.sources.pcapng import SHB_MAGIC, PcapngFormat
 from kdissect.sources.record_loop import FramedFormat, ReaderLimits
 from kdissect.sources.shapes import CaptureFormatError, RecordEvent
+
+pcapng = lazy_module("kdissect.sources.pcapng")  # read only when a file is not pcap
 
 _MAGIC_LEN = 4
 # Magics of things people mistake for captures, to make the error say what the file is.
@@ -140,6 +142,6 @@ class CaptureParser:
             return None
         if is_pcap_magic(head):
             return PcapFormat(head, self._limits, self._native)
-        if head == SHB_MAGIC:
-            return PcapngFormat(self._limits, self._native)
+        if head == pcapng.SHB_MAGIC:
+            return pcapng.PcapngFormat(self._limits, self._native)
         raise _not_a_capture(self._buf)

@@ -6,7 +6,6 @@ The three formats hold the same cells; how each writes them is stated once, in `
 
 from __future__ import annotations
 
-import csv
 import json
 import queue
 import threading
@@ -16,8 +15,11 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from kdissect.decoders.jsonable import iso_ns
+from kdissect.lazy import lazy_module
 from kdissect.tables.columns import TABLES, cells
 from kdissect.tables.sink import Columns
+
+csv = lazy_module("csv")  # CSV files only
 
 FORMATS = ("parquet", "csv", "jsonl")
 FORMATS_HELP = """table files (--out DIR --format F): DIR/<table>.<F>, one line or row per table row.

@@ -36,6 +36,8 @@ def _header_ok(buf: bytes | bytearray, at: int, strict: bool) -> bool:
 
 @dataclass(slots=True)
 class Record:
+    """One TLS record read from a connection's byte stream."""
+
     content_type: int
     version: int
     fragment: bytes

@@ -51,17 +51,20 @@ def test_an_explicit_setting_is_kept() -> None:
 
 
 HEAVY = ("numpy", "pandas", "pyarrow", "cramjam", "lz4", "concurrent.futures")
+# Modules of other jobs, loaded where used (each a part of every run's start-up when it was not):
+# ``decode``'s engine, ``show``'s dump, pcapng's reader, the CSV writer, ``socket`` (IPv6 addresses).
+OTHER_JOBS = ("kdissect.engines.frame", "kdissect.report.show", "kdissect.sources.pcapng", "csv", "socket")
 JOB = """
 import sys
 from kdissect.cli import main
 main({args!r})
-print(sorted(m for m in {heavy!r} if m in sys.modules), file=sys.stderr)
+print(sorted(m for m in {watched!r} if m in sys.modules), file=sys.stderr)
 """
 CAPTURE = Path(__file__).resolve().parents[2] / "captures" / "librdkafka-produce-consume.pcap"
 
 
-def _heavy_modules_loaded(*args: str) -> list[str]:
-    code = JOB.format(args=[str(a) for a in args], heavy=HEAVY)
+def _heavy_modules_loaded(*args: str, watched: tuple[str, ...] = HEAVY) -> list[str]:
+    code = JOB.format(args=[str(a) for a in args], watched=watched)
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     return ast.literal_eval(done.stderr.strip().splitlines()[-1])
 
@@ -91,3 +94,13 @@ def test_a_summary_of_a_few_hundred_exchanges_loads_no_numpy(tmp_path: Path) -> 
 def test_a_run_writing_text_tables_loads_no_arrow(tmp_path: Path) -> None:
     loaded = _heavy_modules_loaded("analyze", CAPTURE, "--out", tmp_path, "--tables", "exchanges", "--format", "csv")
     assert "pyarrow" not in loaded
+
+
+def test_a_run_loads_no_module_of_another_job(tmp_path: Path) -> None:
+    """The summary and an exchanges run load none of ``OTHER_JOBS`` (a Parquet run's pyarrow loads
+    ``socket`` itself); ``decode`` loads its engine."""
+    assert _heavy_modules_loaded("analyze", CAPTURE, watched=OTHER_JOBS) == []
+    parquet = _heavy_modules_loaded("analyze", CAPTURE, "--out", tmp_path, "--tables", "exchanges", watched=OTHER_JOBS)
+    assert parquet in ([], ["socket"])
+    decoded = _heavy_modules_loaded("decode", "00000000", watched=OTHER_JOBS)
+    assert decoded == ["kdissect.engines.frame"]
