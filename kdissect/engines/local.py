@@ -29,7 +29,7 @@ from kdissect.events import Anomaly, Exchange, KafkaEvent
 from kdissect.kafka.pipeline import KafkaPipeline
 from kdissect.options import Options
 from kdissect.sources.files import DEFAULT_CHUNK_SIZE, iter_capture, merged_chunk_size, timeline
-from kdissect.sources.interleave import merge_by_time
+from kdissect.sources.interleave import merge_runs
 from kdissect.sources.segment import TcpSegment
 from kdissect.sources.shapes import (
     TLS_KEY_LOG,
@@ -203,13 +203,10 @@ def events(
     names = [name for name, _ in ordered]
     chunk_size = merged_chunk_size(len(ordered))
     inputs = [(first, partial(_read_file, name, options, stats, progress, chunk_size)) for name, first in ordered]
-    if len(inputs) == 1:  # the usual run: nothing to merge (merging costs a step per packet)
-        pipeline.source = names[0]
-        yield from feed_items(pipeline, inputs[0][1](), names[0])
-    else:
-        for i, item in merge_by_time(inputs, _time_of):
-            pipeline.source = names[i]
-            yield from feed_item(pipeline, item)
+    # in runs of one file (one input is one run; rotated files follow each other, so a few long runs)
+    for i, run in merge_runs(inputs, _time_of, SEGMENT_BATCH):
+        pipeline.source = names[i]
+        yield from feed_items(pipeline, run, names[i])
     check_some_capture(stats)
     yield from _finish(pipeline, stats)
 
