@@ -60,12 +60,14 @@ class KafkaPipeline:
         self.source: str | None = None
         self.opened = opened
         self.duplicates = DuplicateFilter() if several_inputs else None
-        # The native path's in-order lanes (kdissect/reassembly/lanes.py), unless duplicates are
-        # filtered (a lane does not ask the filter) or the extension is not there.
-        self.lanes = NativeLanes(self.reassembler) if NativeLanes.available() and not several_inputs else None
+        # The native path's in-order lanes (kdissect/reassembly/lanes.py), unless the extension is not
+        # there. A lane does not ask the duplicate filter: segments pass the filter before the lanes.
+        self.lanes = NativeLanes(self.reassembler) if NativeLanes.available() else None
 
     def feed(self, segment: TcpSegment) -> list[KafkaEvent]:
-        return self.feed_many([segment]) if self.lanes is not None else self._feed_one(segment)
+        if self.duplicates is not None and not self.duplicates.keep(segment, self.source):
+            return []
+        return self._feed_run([segment]) if self.lanes is not None else self._feed_one(segment)
 
     def feed_many(self, segments: list[TcpSegment], ats: list[int] | None = None,
                   opens: list[int] | None = None) -> list[KafkaEvent]:
@@ -73,6 +75,26 @@ class KafkaPipeline:
         so the native lanes take runs of them without a Python step per segment. For an engine that
         places what each segment brought (the Spark tasks): ``ats`` gets the index in ``segments`` of
         the segment of each event, ``opens`` that of each connection opened (with ``opened``)."""
+        if self.duplicates is None:
+            return self._feed_run(segments, ats, opens)
+        # The filter judges each segment by the ones before it alone, so the batch's copies can go
+        # first; the places of those kept map the indices back.
+        keep, source = self.duplicates.keep, self.source
+        kept = [i for i, segment in enumerate(segments) if keep(segment, source)]
+        if len(kept) == len(segments):
+            return self._feed_run(segments, ats, opens)
+        kept_ats: list[int] | None = [] if ats is not None else None
+        kept_opens: list[int] | None = [] if opens is not None else None
+        out = self._feed_run([segments[i] for i in kept], kept_ats, kept_opens)
+        for indices, found in ((ats, kept_ats), (opens, kept_opens)):
+            if indices is not None and found is not None:
+                indices.extend([kept[i] for i in found])
+        return out
+
+    def _feed_run(self, segments: list[TcpSegment], ats: list[int] | None = None,
+                  opens: list[int] | None = None) -> list[KafkaEvent]:
+        """``feed_many`` of segments the duplicate filter passed: the lanes take what they can, the
+        reference the rest."""
         lanes = self.lanes
         out: list[KafkaEvent] = []
         i, n = 0, len(segments)
@@ -90,8 +112,6 @@ class KafkaPipeline:
         return out
 
     def _feed_one(self, segment: TcpSegment) -> list[KafkaEvent]:
-        if self.duplicates is not None and not self.duplicates.keep(segment, self.source):
-            return []
         return self._dispatch(self.reassembler.feed(segment))
 
     def finish(self) -> list[KafkaEvent]:
