@@ -29,7 +29,7 @@ from kdissect.events import Anomaly, Exchange, KafkaEvent
 from kdissect.kafka.pipeline import KafkaPipeline
 from kdissect.options import Options
 from kdissect.sources.files import DEFAULT_CHUNK_SIZE, iter_capture, merged_chunk_size, timeline
-from kdissect.sources.interleave import merge_by_time
+from kdissect.sources.interleave import merge_runs
 from kdissect.sources.segment import TcpSegment
 from kdissect.sources.shapes import (
     TLS_KEY_LOG,
@@ -140,25 +140,37 @@ def _time_of(item: SourceEvent) -> int | None:
 
 
 def feed_items(pipeline: KafkaPipeline, items: Iterable[SourceEvent], source: str | None) -> Iterator[KafkaEvent]:
-    """Source events into the core, in order (anomalies of ``source``): segments go in batches
-    (``KafkaPipeline.feed_many``, which the native lanes take in one call each); the events keep their order."""
+    """Source events of the input ``source`` into the core, in order (:func:`feed_runs`)."""
+    return feed_runs(pipeline, ((source, items),))
+
+
+def feed_runs(pipeline: KafkaPipeline, runs: Iterable[tuple[str | None, Iterable[SourceEvent]]]
+              ) -> Iterator[KafkaEvent]:  # fmt: skip
+    """Runs of source events (the input's name, its events in order) into the core, in order:
+    segments go in batches across runs, each with its input's name (``KafkaPipeline.feed_many``,
+    which the native lanes take in one call each), so inputs that interleave packet by packet are
+    batched too; anomalies name their input; the events keep their order."""
     batch: list[TcpSegment] = []
-    for item in items:
-        if type(item) is TcpSegment:
-            batch.append(item)
-            if len(batch) == SEGMENT_BATCH:
-                yield from pipeline.feed_many(batch)
-                batch = []
-            continue
-        if batch:
-            yield from pipeline.feed_many(batch)
-            batch = []
-        if type(item) is SourceAnomaly:
-            yield source_anomaly(item, source)
-        else:
-            yield from feed_item(pipeline, item)
+    sources: list[str | None] = []
+    for source, items in runs:
+        for item in items:
+            if type(item) is TcpSegment:
+                batch.append(item)
+                sources.append(source)
+                if len(batch) == SEGMENT_BATCH:
+                    yield from pipeline.feed_many(batch, sources=sources)
+                    batch, sources = [], []
+                continue
+            if batch:
+                yield from pipeline.feed_many(batch, sources=sources)
+                batch, sources = [], []
+            pipeline.source = source
+            if type(item) is SourceAnomaly:
+                yield source_anomaly(item, source)
+            else:
+                yield from feed_item(pipeline, item)
     if batch:
-        yield from pipeline.feed_many(batch)
+        yield from pipeline.feed_many(batch, sources=sources)
 
 
 def _finish(pipeline: KafkaPipeline, stats: RunStats | None) -> Iterator[KafkaEvent]:
@@ -203,13 +215,8 @@ def events(
     names = [name for name, _ in ordered]
     chunk_size = merged_chunk_size(len(ordered))
     inputs = [(first, partial(_read_file, name, options, stats, progress, chunk_size)) for name, first in ordered]
-    if len(inputs) == 1:  # the usual run: nothing to merge (merging costs a step per packet)
-        pipeline.source = names[0]
-        yield from feed_items(pipeline, inputs[0][1](), names[0])
-    else:
-        for i, item in merge_by_time(inputs, _time_of):
-            pipeline.source = names[i]
-            yield from feed_item(pipeline, item)
+    # in runs of one file (one input is one run; rotated files follow each other, so a few long runs)
+    yield from feed_runs(pipeline, ((names[i], run) for i, run in merge_runs(inputs, _time_of, SEGMENT_BATCH)))
     check_some_capture(stats)
     yield from _finish(pipeline, stats)
 

@@ -60,24 +60,52 @@ class KafkaPipeline:
         self.source: str | None = None
         self.opened = opened
         self.duplicates = DuplicateFilter() if several_inputs else None
-        # The native path's in-order lanes (kdissect/reassembly/lanes.py), unless duplicates are
-        # filtered (a lane does not ask the filter) or the extension is not there.
-        self.lanes = NativeLanes(self.reassembler) if NativeLanes.available() and not several_inputs else None
+        # The native path's in-order lanes (kdissect/reassembly/lanes.py), unless the extension is not
+        # there. A lane does not ask the duplicate filter: segments pass the filter before the lanes.
+        self.lanes = NativeLanes(self.reassembler) if NativeLanes.available() else None
 
     def feed(self, segment: TcpSegment) -> list[KafkaEvent]:
-        return self.feed_many([segment]) if self.lanes is not None else self._feed_one(segment)
+        if self.duplicates is not None and not self.duplicates.keep(segment, self.source):
+            return []
+        return self._feed_run([segment]) if self.lanes is not None else self._feed_one(segment)
 
     def feed_many(self, segments: list[TcpSegment], ats: list[int] | None = None,
-                  opens: list[int] | None = None) -> list[KafkaEvent]:
+                  opens: list[int] | None = None, sources: list[str | None] | None = None) -> list[KafkaEvent]:
         """Segments in capture order, their events in order: the same as ``feed`` on each, in one call,
-        so the native lanes take runs of them without a Python step per segment. For an engine that
-        places what each segment brought (the Spark tasks): ``ats`` gets the index in ``segments`` of
-        the segment of each event, ``opens`` that of each connection opened (with ``opened``)."""
+        so the native lanes take runs of them without a Python step per segment. ``sources``: the
+        input of each segment, for a batch of several inputs' (``source`` is set from it as they
+        are fed; without it, all are ``source``'s). For an engine that places what each segment
+        brought (the Spark tasks): ``ats`` gets the index in ``segments`` of the segment of each
+        event, ``opens`` that of each connection opened (with ``opened``)."""
+        if self.duplicates is None:
+            return self._feed_run(segments, ats, opens, sources)
+        # The filter judges each segment by the ones before it alone, so the batch's copies can go
+        # first; the places of those kept map the indices back.
+        keep = self.duplicates.keep
+        of = sources if sources is not None else [self.source] * len(segments)
+        kept = [i for i, segment in enumerate(segments) if keep(segment, of[i])]
+        if len(kept) == len(segments):
+            return self._feed_run(segments, ats, opens, sources)
+        kept_ats: list[int] | None = [] if ats is not None else None
+        kept_opens: list[int] | None = [] if opens is not None else None
+        out = self._feed_run([segments[i] for i in kept], kept_ats, kept_opens,
+                             None if sources is None else [sources[i] for i in kept])
+        for indices, found in ((ats, kept_ats), (opens, kept_opens)):
+            if indices is not None and found is not None:
+                indices.extend([kept[i] for i in found])
+        return out
+
+    def _feed_run(self, segments: list[TcpSegment], ats: list[int] | None = None,
+                  opens: list[int] | None = None, sources: list[str | None] | None = None) -> list[KafkaEvent]:
+        """``feed_many`` of segments the duplicate filter passed: the lanes take what they can, the
+        reference the rest (a lane's connection is open already: the input's name is not its concern)."""
         lanes = self.lanes
         out: list[KafkaEvent] = []
         i, n = 0, len(segments)
         while (i := lanes.run(segments, i, out, ats) if lanes is not None else i) < n:
             segment = segments[i]
+            if sources is not None:
+                self.source = sources[i]
             before = len(self.opened) if opens is not None and self.opened is not None else 0
             out.extend(self._feed_one(segment))
             if ats is not None:
@@ -90,8 +118,6 @@ class KafkaPipeline:
         return out
 
     def _feed_one(self, segment: TcpSegment) -> list[KafkaEvent]:
-        if self.duplicates is not None and not self.duplicates.keep(segment, self.source):
-            return []
         return self._dispatch(self.reassembler.feed(segment))
 
     def finish(self) -> list[KafkaEvent]:

@@ -3,7 +3,8 @@
 Each case is analysed by the local engine twice, in child processes (which native parts load is
 decided at import): once as installed and once with ``KDISSECT_PURE_PYTHON=1``. The cases are the
 corpus of real captures, the production shapes (a file cut mid-record, a capture starting
-mid-conversation, a rotated set read as one capture, the same traffic as pcapng on two interfaces
+mid-conversation, a rotated set read as one capture, alone, beside a copy of part of it and
+interleaved in time with another's, the same traffic as pcapng on two interfaces
 of two resolutions in two sections) and the hostile generators. The live engine's leg runs
 ``kdissect live --read CAP --no-follow --out`` both ways (its records go to the native path a poll
 at a time). The exchanges-only table, the summary's figures and the live engine's figures and
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -30,7 +32,7 @@ from kdissect.sources.shapes import CaptureRecord
 from kdissect.testing.hostile import BUILDERS
 from kdissect.testing.pcapwrite import Frame, Interface, pcapng_section
 from tests.engines.live_helpers import KDISSECT, assert_same_tables
-from tests.engines.spark_helpers import record_ends, write_rotated
+from tests.engines.spark_helpers import interleaved_rotations, record_ends, write_rotated
 
 CAPTURES = Path(__file__).resolve().parents[2] / "captures"
 CORPUS = sorted(p for p in CAPTURES.iterdir() if p.suffix in (".pcap", ".pcapng"))
@@ -120,6 +122,12 @@ def _cases(tmp: Path) -> dict[str, list[str]]:
     mid.write_bytes(data[:24] + data[ends[len(ends) // 3] :])  # starts mid-conversation
     cases["cut"], cases["midstream"] = [str(cut)], [str(mid)]
     cases["rotated"] = write_rotated(data, ends[5:-1:40], tmp / "rotated")
+    # the rotated set beside a copy of two of its files (the duplicate filter before the lanes), and
+    # rotated captures of two places whose times interleave (the merge switching between inputs)
+    (tmp / "copy").mkdir()
+    copies = [shutil.copy(path, tmp / "copy" / Path(path).name) for path in cases["rotated"][1:3]]
+    cases["overlapping"] = [*cases["rotated"], *copies]
+    cases["interleaved"] = interleaved_rotations(tmp / "interleaved")
     cases["pcapng-sections"] = [str(_as_pcapng_sections(data, tmp / "sections.pcapng"))]
     for name, build in BUILDERS.items():
         path = tmp / f"{name}.pcap"
