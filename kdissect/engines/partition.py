@@ -233,11 +233,12 @@ class PartitionDecoder:
         self.runs = itertools.count()
         self.out: list[Envelope] = []
         self.ticks = 0  # clock() calls: segments of no connection that are not the input's
-        # Segments not fed yet (handed to the core SEGMENT_BATCH at a time, of one file), their pos, that
-        # file's index and their latest time (whether feeding them may run the idle sweep)
+        # Segments not fed yet (handed to the core SEGMENT_BATCH at a time, each with its file's name: files
+        # whose times interleave still make whole batches), their pos, their file's index and their latest
+        # time (whether feeding them may run the idle sweep)
         self.batch: list[TcpSegment] = []
         self.batch_pos: list[int] = []
-        self.batch_file = 0
+        self.batch_files: list[int] = []
         self.batch_high = -1
         self.piece_at: tuple[list[int], Callable[[int], Place]] | None = None  # the piece being consumed: left_at
 
@@ -301,7 +302,7 @@ class PartitionDecoder:
             return
         self.ticks += 1
         self._flush()
-        self._feed([TcpSegment(ts, "", 0, "", 0, 0, 0, 0, 0, b"", 0)], [pos])
+        self._feed([TcpSegment(ts, "", 0, "", 0, 0, 0, 0, 0, b"", 0)], [pos], None)
 
     def clocks(self, ts: np.ndarray, pos: np.ndarray) -> None:
         """:meth:`clock` at each of these times and places in turn, without a call for those that change nothing."""
@@ -326,11 +327,9 @@ class PartitionDecoder:
 
     def segment(self, segment: TcpSegment, pos: int, file_index: int) -> None:
         """One segment at its place in capture order, from file ``file_index``: fed with the next ones."""
-        if file_index != self.batch_file:
-            self._flush()
-            self.batch_file = file_index
         self.batch.append(segment)
         self.batch_pos.append(pos)
+        self.batch_files.append(file_index)
         if segment.ts_ns > self.batch_high:
             self.batch_high = segment.ts_ns
         if len(self.batch) == SEGMENT_BATCH:
@@ -339,17 +338,17 @@ class PartitionDecoder:
     def _flush(self) -> None:
         """The segments not fed yet into the core."""
         if self.batch:
-            segments, positions = self.batch, self.batch_pos
-            self.batch, self.batch_pos, self.batch_high = [], [], -1
-            self._feed(segments, positions)
+            segments, positions, files = self.batch, self.batch_pos, self.batch_files
+            self.batch, self.batch_pos, self.batch_files, self.batch_high = [], [], [], -1
+            self._feed(segments, positions, [self.files[f] for f in files])
 
-    def _feed(self, segments: list[TcpSegment], positions: list[int]) -> None:
-        """Segments of file ``batch_file`` into the core; what each event (and each row of the lanes'
-        pieces) brought placed at the place of the segment it came in (the core says which)."""
-        self.pipeline.source = self.files[self.batch_file]
+    def _feed(self, segments: list[TcpSegment], positions: list[int], sources: list[str | None] | None) -> None:
+        """Segments into the core, each of the file ``sources`` names (None: a tick, of no file); what each
+        event (and each row of the lanes' pieces) brought placed at the place of the segment it came in
+        (the core says which)."""
         ats: list[int] = []
         opens: list[int] = []
-        events = self.pipeline.feed_many(segments, ats, opens)
+        events = self.pipeline.feed_many(segments, ats, opens, sources)
 
         def at(i: int) -> Place:
             return self._at(segments[i].ts_ns, positions[i])

@@ -9,10 +9,10 @@ numbers the tasks heaviest first: Spark starts a stage's tasks in partition orde
 ones fill the cores as the heavy ones end.
 
 The connections that start in one file stay in one task where its share allows (up to a quarter
-over an even share): a task feeds the core segments of one file at a time (the duplicate rule and the
-connections' source files are per file), so connections of files whose times interleave (captures of
-several hosts, copies) break each other's batches: three busy connections of such files took 8 CPU-s
-in one task, 0.7 each alone.
+over an even share): connections of files whose times interleave (captures of several hosts, copies)
+cost more together. Three busy connections of such files took 8 CPU-s in one task, 0.7 each alone,
+when a task's batches still ended where the file changed (they now span files, each segment named
+with its own).
 
 A connection's rows carry, in place of their key, a routing key that Spark's hash partitioning puts
 in its task (:func:`spark_partition`, the hash Spark computes). Where a row goes decides only which
