@@ -608,14 +608,14 @@ class TableSink:
         column = rows.columns["connection_id"]
         in_parts = type(column) is Parts and all(type(part) is not tuple for part in column.parts)
         if in_parts:
-            files = rows.listed("source_file")
-            listed = None if through_numpy(len(files), _NAMED_ONE_BY_ONE) else column.expand()
+            listed, files = None, rows.listed("source_file")
         else:
             listed, files = rows.aligned(["connection_id", "source_file"])
         if not through_numpy(len(files), _NAMED_ONE_BY_ONE):  # (no numpy, which a summary run never loads)
             get = self.connection_sources.get
+            ids = column.expand() if in_parts else listed
             files[:] = [get(conn_id) if file is None and conn_id is not None else file
-                        for conn_id, file in zip(listed, files, strict=True)]
+                        for conn_id, file in zip(ids, files, strict=True)]
             return
         ids, nulls = joined_numbers("int64", column.parts) if in_parts else number_arrays("int64", listed)
         distinct, where = np.unique(ids, return_inverse=True)
