@@ -27,7 +27,8 @@
  *   target:  (the records table's run lists, which SAME value each takes (-1: None), its run counts,
  *            the block's pieces, and its first offsets and record counts per batch):
  *            TableRows.record_target(); a call's batches, which follow each other in the arena, are
- *            one piece
+ *            one piece. None: the records table is not written (batches alone): the arena is scratch,
+ *            cut back after each message or exchange, and no records row is made
  *   batches: None (the table is not written), or a column per record_rows.BATCH_NAMES name: a typed
  *            buffer (tables/_typed.c: an int64 and a validity byte per cell, no Python object) for the
  *            integer columns, a list for the others (record_rows.batch_columns)
@@ -161,7 +162,7 @@ put_obj_steal(PyObject *column, PyObject *value)
 
 /* The arguments both entry points share, checked once per call, and what a call keeps from batch to batch. */
 typedef struct {
-    PyObject *spec, *arena, *target, *batches; /* batches: the columns, or NULL (not written) */
+    PyObject *spec, *arena, *target, *batches; /* target, batches: NULL when not written */
     Py_ssize_t cut, max_batches;
     int slots[MAX_RUNS];     /* which SAME value each run list takes (-1: None), read once */
     PyObject *meter;         /* lane_records: the run's RunMeter (NULL: none, or the caller restores it) */
@@ -417,7 +418,7 @@ make_rows(Call *c, const FoundList *found, Py_ssize_t from, Py_ssize_t to, PyObj
         PyObject *codec_name = PyTuple_GET_ITEM(codec_names, f->attrs & ATTR_CODEC);
         if (c->batches != NULL && batch_cells(c->batches, f, loc, prefix, codec_name) < 0)
             return -1;
-        if (f->count == 0) /* (add_records passes batches without records by) */
+        if (f->count == 0 || c->target == NULL) /* (add_records passes batches without records by) */
             continue;
         PyObject *first;
         if (assigned != NULL) {
@@ -452,27 +453,19 @@ make_rows(Call *c, const FoundList *found, Py_ssize_t from, Py_ssize_t to, PyObj
     return 0;
 }
 
+/* The records table's target (see the header), its run slots read into the call. 0, or -1 with an
+ * exception set. */
 static int
-check_call(Call *c, PyObject *batches)
+check_target(Call *c)
 {
-    PyObject *spec = c->spec, *target = c->target;
-    c->meter = c->budget = NULL;
-    c->span_open = 0;
-    c->batches = batches == Py_None ? NULL : batches;
-    if (records_api == NULL && (records_api = PyCapsule_Import(RECORDS_CAPSULE, 0)) == NULL)
-        return -1;
-    if (!PyTuple_Check(spec) || PyTuple_GET_SIZE(spec) != 6 || !PyType_Check(PyTuple_GET_ITEM(spec, 0)) ||
-        !PyTuple_Check(PyTuple_GET_ITEM(spec, 1)) || PyTuple_GET_SIZE(PyTuple_GET_ITEM(spec, 1)) != CODECS ||
-        !PyTuple_Check(PyTuple_GET_ITEM(spec, 2)) || PyTuple_GET_SIZE(PyTuple_GET_ITEM(spec, 2)) != 2 ||
-        PyTuple_GET_SIZE(c->arena) != COLUMNS || PyTuple_GET_SIZE(target) != 6 ||
-        !PyTuple_Check(PyTuple_GET_ITEM(target, 0)) || !PyTuple_Check(PyTuple_GET_ITEM(target, 1)) ||
+    PyObject *target = c->target;
+    if (!PyTuple_Check(target) || PyTuple_GET_SIZE(target) != 6 || !PyTuple_Check(PyTuple_GET_ITEM(target, 0)) ||
+        !PyTuple_Check(PyTuple_GET_ITEM(target, 1)) ||
         PyTuple_GET_SIZE(PyTuple_GET_ITEM(target, 0)) != PyTuple_GET_SIZE(PyTuple_GET_ITEM(target, 1)) ||
         PyTuple_GET_SIZE(PyTuple_GET_ITEM(target, 0)) > MAX_RUNS || !PyList_Check(PyTuple_GET_ITEM(target, 2)) ||
         !PyList_Check(PyTuple_GET_ITEM(target, 3)) || !PyList_Check(PyTuple_GET_ITEM(target, 4)) ||
-        !PyList_Check(PyTuple_GET_ITEM(target, 5)) ||
-        (c->batches != NULL && (!PyTuple_Check(c->batches) || PyTuple_GET_SIZE(c->batches) != BATCH_COLUMNS ||
-                                !typed_columns(c->batches)))) {
-        PyErr_SetString(PyExc_TypeError, "record_rows: see tables/_record_rows.c for the arguments");
+        !PyList_Check(PyTuple_GET_ITEM(target, 5))) {
+        PyErr_SetString(PyExc_TypeError, "record_rows: see tables/_record_rows.c for the target");
         return -1;
     }
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(PyTuple_GET_ITEM(target, 0)); i++) {
@@ -485,6 +478,31 @@ check_call(Call *c, PyObject *batches)
             return -1;
         c->slots[i] = slot >= 0 && slot < SAME_COUNT ? (int)slot : -1;
     }
+    return 0;
+}
+
+static int
+check_call(Call *c, PyObject *batches)
+{
+    PyObject *spec = c->spec;
+    c->meter = c->budget = NULL;
+    c->span_open = 0;
+    c->batches = batches == Py_None ? NULL : batches;
+    if (c->target == Py_None) /* batches alone */
+        c->target = NULL;
+    if (records_api == NULL && (records_api = PyCapsule_Import(RECORDS_CAPSULE, 0)) == NULL)
+        return -1;
+    if (!PyTuple_Check(spec) || PyTuple_GET_SIZE(spec) != 6 || !PyType_Check(PyTuple_GET_ITEM(spec, 0)) ||
+        !PyTuple_Check(PyTuple_GET_ITEM(spec, 1)) || PyTuple_GET_SIZE(PyTuple_GET_ITEM(spec, 1)) != CODECS ||
+        !PyTuple_Check(PyTuple_GET_ITEM(spec, 2)) || PyTuple_GET_SIZE(PyTuple_GET_ITEM(spec, 2)) != 2 ||
+        PyTuple_GET_SIZE(c->arena) != COLUMNS ||
+        (c->batches != NULL && (!PyTuple_Check(c->batches) || PyTuple_GET_SIZE(c->batches) != BATCH_COLUMNS ||
+                                !typed_columns(c->batches)))) {
+        PyErr_SetString(PyExc_TypeError, "record_rows: see tables/_record_rows.c for the arguments");
+        return -1;
+    }
+    if (c->target != NULL && check_target(c) < 0)
+        return -1;
     for (int i = 0; i < COLUMNS; i++)
         if (!PyByteArray_CheckExact(PyTuple_GET_ITEM(c->arena, i))) {
             PyErr_SetString(PyExc_TypeError, "record_rows: the arena must be 13 bytearrays");
@@ -527,9 +545,8 @@ record_rows(PyObject *module, PyObject *args)
     Call c;
     PyObject *located, *prefix, *base_offsets, *batches;
     int fetch;
-    if (!PyArg_ParseTuple(args, "OOnO!O!O!pOO!:record_rows", &c.spec, &located, &c.cut, &PyTuple_Type, &c.arena,
-                          &PyTuple_Type, &prefix, &PyDict_Type, &base_offsets, &fetch, &batches, &PyTuple_Type,
-                          &c.target))
+    if (!PyArg_ParseTuple(args, "OOnO!O!O!pOO:record_rows", &c.spec, &located, &c.cut, &PyTuple_Type, &c.arena,
+                          &PyTuple_Type, &prefix, &PyDict_Type, &base_offsets, &fetch, &batches, &c.target))
         return NULL;
     if (check_call(&c, batches) < 0)
         return NULL;
@@ -548,7 +565,9 @@ record_rows(PyObject *module, PyObject *args)
     if (ok == 1) {
         PyObject *values[3] = {PyTuple_GET_ITEM(prefix, 0), PyTuple_GET_ITEM(prefix, 1), PyTuple_GET_ITEM(prefix, 2)};
         if (make_rows(&c, &found, 0, found.n, fields, values, base_offsets, fetch, &added) == 0 && flush_span(&c) == 0)
-            out = Py_BuildValue("(nn)", added, held_by(&found, 0));
+            out = Py_BuildValue("(nn)", added, c.target == NULL ? 0 : held_by(&found, 0));
+        if (c.target == NULL) /* a scratch arena */
+            cut_back(c.arena, before);
     } else {
         cut_back(c.arena, before); /* declined (0) or failed (-1): the arena as it was */
         if (ok == 0)
@@ -589,10 +608,10 @@ lane_exchange(Call *c, PyObject *t, FoundList *found, Py_ssize_t *added, Py_ssiz
             make_rows(c, found, from[d], from[d + 1], fields[d], prefix, PyTuple_GET_ITEM(t, 9), d, added) < 0)
             ok = -1;
     }
-    if (ok == 1)
+    if (ok == 1 && c->target != NULL)
         *held += held_by(found, 0);
     else
-        cut_back(c->arena, before);
+        cut_back(c->arena, before); /* declined, failed, or a scratch arena (no records table) */
     Py_XDECREF(fields[0]);
     Py_XDECREF(fields[1]);
     return ok;
@@ -614,8 +633,8 @@ lane_records(PyObject *module, PyObject *args)
     PyObject *left, *batches;
     Py_ssize_t start, allowance, added = 0, held = 0;
     int errors, brokers;
-    if (!PyArg_ParseTuple(args, "OO!nnO!OO!ppn:lane_records", &c.spec, &PyList_Type, &left, &start, &c.cut,
-                          &PyTuple_Type, &c.arena, &batches, &PyTuple_Type, &c.target, &errors, &brokers, &allowance))
+    if (!PyArg_ParseTuple(args, "OO!nnO!OOppn:lane_records", &c.spec, &PyList_Type, &left, &start, &c.cut,
+                          &PyTuple_Type, &c.arena, &batches, &c.target, &errors, &brokers, &allowance))
         return NULL;
     if (check_call(&c, batches) < 0)
         return NULL;

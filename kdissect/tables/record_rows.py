@@ -139,60 +139,77 @@ def _slots_of(names: list[str]) -> tuple[int, ...]:
     return _slots[1]
 
 
-def _target(records: TableRows) -> tuple | None:
+_NO_RECORDS = ()  # what _target gives for a run writing batches without records: C's target None
+
+
+def _target(records: TableRows | None) -> tuple | None:
     """What the C code appends a records table's rows to (:meth:`TableRows.record_target`, its runs'
-    SAME slots), or None: not built, or the table not steady."""
-    target = records.record_target() if _native_rows is not None and native_enabled() else None
+    SAME slots); ``_NO_RECORDS`` without a records table (batches alone); or None: not built, or the
+    table not steady."""
+    if _native_rows is None or not native_enabled():
+        return None
+    if records is None:
+        return _NO_RECORDS
+    target = records.record_target()
     if target is None:
         return None
     lists, names, counts, block = target
     return lists, _slots_of(names), counts, block.batches, block.first_offsets, block.counts
 
 
-def _cut(options: Options) -> int:
+def _cut(options: Options, target: tuple) -> int:
+    """Payload bytes kept per key, value and header value: none for a scratch arena (no records table)."""
+    if target is _NO_RECORDS:
+        return 0
     return sys.maxsize if options.payloads.keep is None else options.payloads.keep
 
 
-def rows_in_c(located: list[Located], options: Options, arena: RecordArena, records: TableRows,
+def rows_in_c(located: list[Located], options: Options, arena: RecordArena, records: TableRows | None,
               batches: TableRows | None, prefix: tuple[int, int | None, str],
               base_offsets: dict[tuple[str | None, int | None], int]) -> int | None:
     """:func:`record_fields`, :func:`batch_rows` and :func:`add_records` of one message at once, in C
     (``tables/_record_rows.c``), when every batch it carries is plain (see there) and the records table
-    is steady (:meth:`TableRows.record_target`): the payload bytes its records hold; else None, with
-    nothing changed (the decompression budget restored), for the reference to decode the message."""
+    is steady (:meth:`TableRows.record_target`) or not written (``records`` None: ``arena`` is scratch,
+    emptied after each call): the payload bytes its records hold; else None, with nothing changed (the
+    decompression budget restored), for the reference to decode the message."""
     target = _target(records)
     if target is None:
         return None
     meter = options.limits.run
     left = meter.left if meter is not None else 0
     columns = batch_columns() if batches is not None else None
-    found = _native_rows.record_rows(_spec_of(options.limits), located, _cut(options), arena.buffers,  # type: ignore[union-attr]
-                                     prefix, base_offsets, prefix[2] == "fetch", columns, target)
+    found = _native_rows.record_rows(_spec_of(options.limits), located, _cut(options, target),  # type: ignore[union-attr]
+                                     arena.buffers, prefix, base_offsets, prefix[2] == "fetch", columns,
+                                     None if target is _NO_RECORDS else target)
     if found is None:
         if meter is not None:
             meter.left = left
         return None
     added, held = found
     _add_batches(batches, columns)
-    records.added_records(added)
+    if records is not None:
+        records.added_records(added)
     return held
 
 
-def lane_rows_in_c(left: list[tuple], start: int, options: Options, arena: RecordArena, records: TableRows,
+def lane_rows_in_c(left: list[tuple], start: int, options: Options, arena: RecordArena, records: TableRows | None,
                    batches: TableRows | None, errors: bool, brokers: bool, allowance: int) -> tuple[int, int]:
     """The records and batches rows of the native pairing's ``left`` exchanges (``LaneParts.left``) from
     ``start`` on, in C, up to the first whose rows the sink makes itself (see ``lane_records`` in
     ``tables/_record_rows.c``; ``errors``/``brokers``: whether those tables are written, ``allowance``:
-    payload bytes the sink may still hold, -1 unbounded): the index of that exchange and the payload
-    bytes the records hold."""
+    payload bytes the sink may still hold, -1 unbounded; ``records`` None: as in :func:`rows_in_c`): the
+    index of that exchange and the payload bytes the records hold."""
     target = _target(records)
     if target is None:
         return start, 0
     columns = batch_columns() if batches is not None else None
-    end, added, held = _native_rows.lane_records(_spec_of(options.limits), left, start, _cut(options),  # type: ignore[union-attr]
-                                                 arena.buffers, columns, target, errors, brokers, allowance)
+    end, added, held = _native_rows.lane_records(_spec_of(options.limits), left, start,  # type: ignore[union-attr]
+                                                 _cut(options, target), arena.buffers, columns,
+                                                 None if target is _NO_RECORDS else target,
+                                                 errors, brokers, allowance)
     _add_batches(batches, columns)
-    records.added_records(added)
+    if records is not None:
+        records.added_records(added)
     return end, held
 
 

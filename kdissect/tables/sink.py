@@ -212,6 +212,8 @@ class TableSink:
         self._keeps_records = bool(self.wanted & {"records", "batches"})
         # the records table's columns, appended to as batches decode (new buffers when it is handed on)
         self._arena = RecordArena() if "records" in self.wanted else None
+        # what the rows in C decode into: the records table's arena, or scratch for batches alone
+        self._c_arena = self._arena or (RecordArena() if "batches" in self.wanted else None)
         self._decodes_records = self._keeps_records or (record_anomalies and "anomalies" in self.wanted)
         if not self._keeps_records:
             options = replace(options, payloads=LENGTHS_ONLY)  # batches decoded for their anomalies only
@@ -394,9 +396,9 @@ class TableSink:
                                             typed_rows(columns[0]))
         left, i = parts.left, 0
         while i < len(left):
-            if self._arena is not None:  # the exchanges whose rows are records only: in C
+            if self._c_arena is not None:  # the exchanges whose rows are records only: in C
                 allowance = -1 if self.spill is not None else max(self.options.payload_bytes - self._payload_held, 0)
-                end, held = lane_rows_in_c(left, i, self.options, self._arena, self.rows["records"],
+                end, held = lane_rows_in_c(left, i, self.options, self._c_arena, self._records_table(),
                                            self.rows["batches"] if "batches" in self.wanted else None,
                                            "errors" in self.wanted, "brokers" in self.wanted, allowance)
                 self._payload_held += held
@@ -437,8 +439,8 @@ class TableSink:
             if at is None:
                 continue
             located = list(located)
-            if self._arena is not None and located:  # plain batches: their rows in C
-                held = rows_in_c(located, self.options, self._arena, self.rows["records"],
+            if self._c_arena is not None and located:  # plain batches: their rows in C
+                held = rows_in_c(located, self.options, self._c_arena, self._records_table(),
                                  self.rows["batches"] if "batches" in self.wanted else None,
                                  (conn_id, correlation_id, direction), base_offsets)
                 if held is not None:
@@ -458,6 +460,9 @@ class TableSink:
                     self._anomaly(w.code, conn_id, role, at[0], None, at[1],
                                   f"{part.topic}[{part.partition}] records: {w.message}")
         self._check_payloads(conn_id, request_at or response_at)
+
+    def _records_table(self) -> TableRows | None:
+        return self.rows["records"] if self._arena is not None else None
 
     def _check_payloads(self, conn_id: int, first: At) -> None:
         """After an exchange's records (``first``: its first message's place): the payload budget."""

@@ -6,7 +6,8 @@ batches, wrong CRCs, lying counts, cut batches, legacy messages, trailing bytes,
 two table sinks, one message or one lane piece at a time: one sink makes the rows in C where it
 can, the other always in Python (``rows_in_c`` and ``lane_rows_in_c`` declining, as without the
 extension). The records, batches and anomalies tables must be equal cell for cell, also with a
-small payload budget and a small decompression budget, and the C path must really be taken.
+small payload budget and a small decompression budget, and in a run writing batches without records
+(C then decodes into a scratch arena); and the C path must really be taken.
 """
 
 from __future__ import annotations
@@ -87,8 +88,9 @@ def _options(payload_bytes: int, run: int) -> Options:
     return replace(Options(), payload_bytes=payload_bytes, limits=Limits(run=RunMeter(run)))
 
 
-def _tables(msgs: list, options: Options, lane: bool) -> dict[str, dict[str, list[Any]]]:
-    out = TableSink(options=options)
+def _tables(msgs: list, options: Options, lane: bool, wanted: tuple[str, ...] = TABLES
+            ) -> dict[str, dict[str, list[Any]]]:  # fmt: skip
+    out = TableSink((*wanted, "errors"), options=options)
     if lane:  # one piece of the native pairing's left exchanges, some with an error the sink makes
         error = ("", "error_code", 3, "t", None, 0, None, None)
         left = [(7, cid, 0, (cid, cid), (cid, cid + 1), [error] * (cid % 3 == 0), [], _located(req), _located(resp),
@@ -97,13 +99,15 @@ def _tables(msgs: list, options: Options, lane: bool) -> dict[str, dict[str, lis
     else:
         for cid, (req, resp, base) in enumerate(msgs):
             out._record_rows(7, cid, (cid, cid), (cid, cid + 1), _located(req), _located(resp), base)
-    return {name: {c: cells(v) for c, v in out.columns(name).items()} for name in (*TABLES, "errors")}
+    if out._c_arena is not None and out._arena is None:  # (a scratch arena keeps nothing)
+        assert not any(out._c_arena.buffers)
+    return {name: {c: cells(v) for c, v in out.columns(name).items()} for name in (*wanted, "errors")}
 
 
-def _compare(msgs: list, payload_bytes: int, run: int, lane: bool) -> None:
-    native = _tables(msgs, _options(payload_bytes, run), lane)
+def _compare(msgs: list, payload_bytes: int, run: int, lane: bool, wanted: tuple[str, ...] = TABLES) -> None:
+    native = _tables(msgs, _options(payload_bytes, run), lane, wanted)
     with _python_only():
-        python = _tables(msgs, _options(payload_bytes, run), lane)
+        python = _tables(msgs, _options(payload_bytes, run), lane, wanted)
     assert native == python
 
 
@@ -111,6 +115,12 @@ def _compare(msgs: list, payload_bytes: int, run: int, lane: bool) -> None:
 @given(msgs=messages, lane=st.booleans())
 def test_records_and_batches_rows_equal_the_reference(msgs: list, lane: bool) -> None:
     _compare(msgs, 256 << 20, 1 << 40, lane)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(msgs=messages, lane=st.booleans(), run=st.sampled_from([1 << 40, 300]))
+def test_batches_alone_equal_the_reference(msgs: list, lane: bool, run: int) -> None:
+    _compare(msgs, 256 << 20, run, lane, ("batches", "anomalies"))
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -125,18 +135,20 @@ def _plain(cid: int) -> tuple:
     return ([("t", 0, [batch])], [], {("t", 0): 100 + cid})
 
 
+@pytest.mark.parametrize("wanted", [TABLES, ("batches",)])
 @pytest.mark.parametrize("lane", [False, True])
-def test_plain_batches_take_the_c_path(lane: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_plain_batches_take_the_c_path(lane: bool, wanted: tuple[str, ...], monkeypatch: pytest.MonkeyPatch) -> None:
     taken: list[Any] = []
     for name in ("rows_in_c", "lane_rows_in_c"):
         original = getattr(sink, name)
         monkeypatch.setattr(sink, name, lambda *args, _f=original: taken.append(_f(*args)) or taken[-1])
     msgs = [_plain(cid) for cid in range(12)]
-    _compare(msgs, 256 << 20, 1 << 40, lane)
-    if lane:  # (the first exchange makes the table steady in Python, the others go in one C call)
+    _compare(msgs, 256 << 20, 1 << 40, lane, wanted)
+    steady = 0 if wanted == ("batches",) else 1  # (without a records table none waits for it to be steady)
+    if lane:  # (the first exchange has an errors row: Python; the others go in one C call)
         assert max(t[0] for t in taken if isinstance(t, tuple)) == len(msgs)
     else:
-        assert sum(isinstance(t, int) for t in taken) == len(msgs) - 1
+        assert sum(isinstance(t, int) for t in taken) == len(msgs) - steady
 
 
 def test_the_batches_of_a_call_are_one_piece_of_the_records_block() -> None:
