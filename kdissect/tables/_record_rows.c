@@ -24,7 +24,8 @@
  *   cut:     bytes kept of each key, value and header value (Payloads.keep; sys.maxsize: all)
  *   arena:   RecordArena.buffers (13 bytearrays)
  *   prefix:  (connection id, correlation id, direction)
- *   target:  (the records table's run lists, which SAME value each takes (-1: None), its run counts,
+ *   target:  (the records table's run values (lists, or typed buffers: rows.TYPED_RUNS), which SAME
+ *            value each takes (-1: None), its run counts,
  *            the block's pieces, and its first offsets and record counts per batch):
  *            TableRows.record_target(); a call's batches, which follow each other in the arena, are
  *            one piece. None: the records table is not written (batches alone): the arena is scratch,
@@ -387,7 +388,7 @@ add_batch(Call *c, const Found *f, PyObject *first, PyObject *same[SAME_COUNT])
     int bad = count == NULL || PyList_Append(firsts, first) < 0 || PyList_Append(batch_counts, count) < 0;
     for (Py_ssize_t i = 0; !bad && i < PyTuple_GET_SIZE(runs); i++) {
         int slot = c->slots[i];
-        bad = PyList_Append(PyTuple_GET_ITEM(runs, i), slot >= 0 ? same[slot] : Py_None) < 0;
+        bad = typed_append(PyTuple_GET_ITEM(runs, i), slot >= 0 ? same[slot] : Py_None) < 0;
     }
     bad = bad || PyList_Append(counts, count) < 0;
     Py_XDECREF(count);
@@ -468,11 +469,11 @@ check_target(Call *c)
         PyErr_SetString(PyExc_TypeError, "record_rows: see tables/_record_rows.c for the target");
         return -1;
     }
+    if (!typed_columns(PyTuple_GET_ITEM(target, 0))) {
+        PyErr_SetString(PyExc_TypeError, "record_rows: the run values must be lists or typed buffers");
+        return -1;
+    }
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(PyTuple_GET_ITEM(target, 0)); i++) {
-        if (!PyList_Check(PyTuple_GET_ITEM(PyTuple_GET_ITEM(target, 0), i))) {
-            PyErr_SetString(PyExc_TypeError, "record_rows: the run values must be lists");
-            return -1;
-        }
         long slot = PyLong_AsLong(PyTuple_GET_ITEM(PyTuple_GET_ITEM(target, 1), i));
         if (slot == -1 && PyErr_Occurred())
             return -1;

@@ -26,8 +26,8 @@ import pyarrow as pa
 from ..lazy import lazy_module
 from ..native import native_module
 from .blocks import RecordBlock, ends_of
-from .columns import TABLES, Parts, Runs, cells
-from .numbers import NUMPY_TYPES, PYTHON_ROWS, joined_numbers, number_arrays
+from .columns import NULLABLE, TABLES, Parts, Runs, Typed, cells
+from .numbers import NUMPY_TYPES, PYTHON_ROWS, joined_numbers, narrowed, number_arrays
 
 np = lazy_module("numpy")  # not for a small table while nothing else has loaded it (_listed)
 _native_tables = native_module("tables._native")
@@ -155,7 +155,9 @@ def _repeated(kind: str, runs: Runs, arrays: dict[int, np.ndarray]) -> pa.Array 
         return np.repeat(data, counts), None if nulls is None else np.repeat(nulls, counts)
 
     if kind in NUMPY_TYPES:
-        return _packed(kind, *repeat(*number_arrays(kind, runs.values)))
+        values = runs.values
+        found = narrowed(kind, Typed(values, NULLABLE)) if type(values) is bytearray else number_arrays(kind, values)
+        return _packed(kind, *repeat(*found))
     if kind == "category":
         codes, nulls, distinct = _codes(runs.values)
         return pa.DictionaryArray.from_arrays(_packed("int32", *repeat(codes, nulls)), _binary(pa.string(), distinct))

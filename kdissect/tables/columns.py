@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import field, fields
 from itertools import repeat
-from struct import calcsize, iter_unpack
+from struct import calcsize, iter_unpack, pack
 from typing import Any
 
 from kdissect.dataclass import dataclass
@@ -275,14 +275,27 @@ DETAIL_TABLES = ("request_params", "group_events", "txn_events", "metadata_parti
 @dataclass(slots=True)
 class Runs:
     """A column given as runs, ``values[i]`` repeated ``counts[i]`` times: what a value shared by a
-    batch's records costs once per batch instead of once per record."""
+    batch's records costs once per batch instead of once per record. ``values`` is a list, or for an
+    integer column a typed buffer of NULLABLE records (no Python object per run: :func:`typed_cell`)."""
 
-    values: list[Any] = field(default_factory=list)
+    values: list[Any] | bytearray = field(default_factory=list)
     counts: list[int] = field(default_factory=list)
+
+    def value_list(self) -> list[Any]:
+        """The runs' values as Python values (None: null)."""
+        values = self.values
+        return Typed(values, NULLABLE).tolist() if type(values) is bytearray else values
+
+    def append(self, value: Any) -> None:
+        """One more run's value (its count goes to ``counts``, shared by a table's runs)."""
+        if type(self.values) is bytearray:
+            self.values += typed_cell(value)
+        else:
+            self.values.append(value)
 
     def expand(self) -> list[Any]:
         out: list[Any] = []
-        for value, n in zip(self.values, self.counts, strict=True):
+        for value, n in zip(self.value_list(), self.counts, strict=True):
             out.extend(repeat(value, n))
         return out
 
@@ -290,6 +303,13 @@ class Runs:
 NULLABLE = "n"  # a typed buffer of tables/_typed.c's records: int64 in machine order, then 1 (valid) or 0 (null)
 _RECORD = [("value", "=i8"), ("valid", "u1")]  # its numpy dtype (packed: TYPED_RECORD bytes)
 _RECORD_SIZE = calcsize(_PACKED := "=qB")  # (its size without numpy: measuring a column must not load it)
+_NULL_CELL = bytes(_RECORD_SIZE)
+
+
+def typed_cell(value: int | None) -> bytes:
+    """One NULLABLE record, as ``tables/_typed.c``'s typed_append writes it (its Python twin): null for
+    None and for an integer int64 cannot hold."""
+    return _NULL_CELL if value is None or not -(2**63) <= value < 2**63 else pack(_PACKED, value, 1)
 
 
 @dataclass(slots=True)

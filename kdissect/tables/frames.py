@@ -64,7 +64,8 @@ def from_arrow(table: str, data: pa.Table) -> pd.DataFrame:
 
 def _column(kind: str, column: list[Any] | Runs | Parts) -> Any:
     if isinstance(column, Runs):  # convert each run's value once, then repeat it
-        return _array(kind, column.values).take(np.repeat(np.arange(len(column.values)), column.counts))
+        values = column.value_list()
+        return _array(kind, values).take(np.repeat(np.arange(len(values)), column.counts))
     return _array(kind, cells(column))
 
 

@@ -22,6 +22,9 @@ from .columns import INTEGER_KINDS, NULLABLE, TABLES, Parts, Runs, Typed
 _native_rows = native_module("tables._native")
 # Carried alongside a table's own columns: resolved into ``topic``/``topic_id`` at output time.
 HIDDEN = ("_topic_id",)
+# The records table's runs held as typed buffers (a machine value per batch, no Python object): its
+# integer columns but connection_id, which the sink lines up with source_file run by run (aligned).
+TYPED_RUNS = frozenset(name for name, kind in TABLES["records"] if kind in INTEGER_KINDS) - {"connection_id"}
 
 
 class TableRows:
@@ -70,7 +73,8 @@ class TableRows:
         all runs with the same counts (a cell then stands for its whole run), else plain lists."""
         columns = [self.columns[name] for name in names]
         first = columns[0]
-        if isinstance(first, Runs) and all(isinstance(c, Runs) and c.counts == first.counts for c in columns):
+        if isinstance(first, Runs) and all(isinstance(c, Runs) and c.counts == first.counts
+                                           and type(c.values) is list for c in columns):  # fmt: skip
             return [c.values for c in columns]  # type: ignore[union-attr]
         return [self.listed(name) for name in names]
 
@@ -198,7 +202,7 @@ class TableRows:
         if not self.length:  # runs of one batch each: their counts are shared, appended once
             self.counts = []
             for name in others:
-                columns[name] = Runs(counts=self.counts)
+                columns[name] = Runs(bytearray() if name in TYPED_RUNS else [], self.counts)
             self._columns_changed()
             self.runs = True
         get = same.get
@@ -210,13 +214,13 @@ class TableRows:
             if _native_rows is not None:
                 _native_rows.append_rows(lists, tuple(map(get, others)), ((),))
             else:
-                for values, value in zip(lists, map(get, others), strict=True):
-                    values.append(value)
+                for name, value in zip(others, map(get, others), strict=True):
+                    columns[name].append(value)  # type: ignore[union-attr]
         else:
             for name in others:
                 column = columns[name]
                 if type(column) is Runs:  # (the only runs a table has, since every other column is each's)
-                    column.values.append(get(name))
+                    column.append(get(name))
                 else:
                     self._tail(name).extend(repeat(get(name), n))
         if self.counts is not None:

@@ -14,8 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kdissect.tables import arrow
-from kdissect.tables.columns import INTEGER_KINDS, NULLABLE, TABLES, Parts, Typed, cells
-from kdissect.tables.rows import TableRows, typed, typed_rows
+from kdissect.tables.columns import INTEGER_KINDS, NULLABLE, TABLES, Parts, Runs, Typed, cells, typed_cell
+from kdissect.tables.rows import TYPED_RUNS, TableRows, typed, typed_rows
 
 native = arrow._native_tables
 pytestmark = pytest.mark.skipif(native is None, reason="the tables extension is not built")
@@ -43,6 +43,31 @@ def test_typed_cells_are_the_values_with_int64_overflow_null(values: list[Any]) 
     column = _typed(values)
     assert len(column) == typed_rows(column.buffer) == len(values)
     assert column.tolist() == _expected(values)
+
+
+@settings(deadline=None)
+@given(st.lists(cell, max_size=30))
+def test_the_python_twin_of_a_typed_cell_writes_the_same_bytes(values: list[Any]) -> None:
+    """typed_cell (the reference path's run values, ``KDISSECT_PURE_PYTHON=1``) and typed_append agree."""
+    assert b"".join(map(typed_cell, values)) == _typed(values).buffer
+
+
+@settings(deadline=None)
+@given(st.lists(st.tuples(cell, st.integers(1, 4)), max_size=12),
+       st.sampled_from([(name, kind) for name, kind in TABLES["records"] if name in TYPED_RUNS]))
+def test_typed_runs_are_the_listed_runs(runs: list[tuple[Any, int]], column: tuple[str, str]) -> None:
+    """A records run column held typed gives the cells and the Arrow array of the same runs as a list
+    (a value int64 cannot hold: null, as the list's conversion makes it)."""
+    _, kind = column
+    counts = [n for _, n in runs]
+    typed_runs, listed_runs = Runs(bytearray(), counts), Runs([], counts)
+    for value, _ in runs:
+        typed_runs.append(value)
+        listed_runs.append(value)
+    values = _expected([v for v, _ in runs])
+    assert typed_runs.expand() == [v for v, n in zip(values, counts, strict=True) for _ in range(n)]
+    got, want = arrow._repeated(kind, typed_runs, {}), arrow._repeated(kind, listed_runs, {})
+    assert got.equals(want), (got, want)
 
 
 @settings(deadline=None)
