@@ -58,9 +58,10 @@ for name, paths in cases.items():
     # (Options.exchange_details), whatever tables the sink leaves out
     some = local.analyze(paths, tables=["partitions", "errors", "brokers", "records"])
     out[name]["details"] = {t: {c: cells(v) for c, v in cols.items()} for t, cols in some.tables.items()}
-    # batches without records: the native rows decode into a scratch arena
-    alone = local.analyze(paths, tables=["batches"])
-    out[name]["batches alone"] = {c: cells(v) for c, v in alone.tables["batches"].items()}
+    # batches without records (the native rows decode into a scratch arena), where there are batches
+    if out[name]["batches"]["direction"]:
+        alone = local.analyze(paths, tables=["batches"])
+        out[name]["batches alone"] = {c: cells(v) for c, v in alone.tables["batches"].items()}
 sys.stdout.buffer.write(pickle.dumps(out))
 """
 # The live engine's figures and Prometheus series, with no table written: its exchanges then come as rows of
