@@ -25,7 +25,8 @@ setup(
             ["kdissect/reassembly/_native.c", "kdissect/kafka/_framing.c", "kdissect/kafka/_pairing.c",
              "kdissect/kafka/_details.c"],
             depends=["kdissect/kafka/_framing.h", "kdissect/kafka/_pairing.h", "kdissect/kafka/_details.h",
-                     "kdissect/decoders/_scan.h", "kdissect/tables/_native.h", "kdissect/tables/_typed.h"],
+                     "kdissect/decoders/_scan.h", "kdissect/tables/_native.h", "kdissect/tables/_typed.h",
+                     "kdissect/sources/_segment_layout.h"],
             optional=True,
         ),
         Extension(
@@ -37,7 +38,8 @@ setup(
                 "kdissect/sources/_segments.c",
                 "kdissect/sources/_headers.c",
             ],
-            depends=["kdissect/sources/_headers.h", "kdissect/sources/_segments.h"],
+            depends=["kdissect/sources/_headers.h", "kdissect/sources/_segments.h",
+                     "kdissect/sources/_segment_layout.h"],
             optional=True,
         ),
         Extension(

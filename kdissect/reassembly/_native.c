@@ -33,6 +33,7 @@
 
 #include "../kafka/_framing.h"
 #include "../kafka/_pairing.h"
+#include "../sources/_segment_layout.h"
 
 #define SEQ_MASK 0xFFFFFFFFu
 #define MAX_AHEAD (1u << 30) /* halfstream.MAX_AHEAD */
@@ -467,29 +468,41 @@ take(Lane *lane, int d, const Segment *s, Py_ssize_t at, PyObject *ts, PyObject 
     return rc;
 }
 
+static SegmentLayout layout; /* TcpSegment's (sources/_segment_layout.h): its fields read in their slots */
+
+/* Field ``i`` of a segment, whose attribute is ``name`` (a new reference, or NULL with an exception set). */
+static PyObject *
+field(PyObject *obj, int i, PyObject *name)
+{
+    if ((PyObject *)Py_TYPE(obj) != layout.type && segment_layout(&layout, (PyObject *)Py_TYPE(obj)) < 0)
+        return NULL;
+    PyObject *v = layout.direct ? *segment_slot(&layout, obj, i) : NULL;
+    return v != NULL ? Py_NewRef(v) : PyObject_GetAttr(obj, name);
+}
+
 /* Reads a segment's fields: 0, or 1 when one is not what the sources build (the reference takes it), -1 on error. */
 static int
 read_segment(PyObject *obj, Segment *s, PyObject **ts)
 {
     PyObject *v;
     int unusual = 0;
-#define READ(name, field, conv)                                                                                  \
-    if ((v = PyObject_GetAttr(obj, name)) == NULL)                                                               \
+#define READ(i, name, field_, conv)                                                                              \
+    if ((v = field(obj, i, name)) == NULL)                                                                       \
         return -1;                                                                                               \
-    s->field = PyLong_CheckExact(v) ? conv(v) : 0;                                                               \
+    s->field_ = PyLong_CheckExact(v) ? conv(v) : 0;                                                              \
     unusual |= !PyLong_CheckExact(v);                                                                            \
     Py_DECREF(v);
-    READ(s_seq, seq, PyLong_AsUnsignedLong)
-    READ(s_ack, ack, PyLong_AsUnsignedLong)
-    READ(s_flags, flags, PyLong_AsUnsignedLong)
-    READ(s_window, window, PyLong_AsLongLong)
-    READ(s_payload_len, payload_len, PyLong_AsLongLong)
+    READ(SF_SEQ, s_seq, seq, PyLong_AsUnsignedLong)
+    READ(SF_ACK, s_ack, ack, PyLong_AsUnsignedLong)
+    READ(SF_FLAGS, s_flags, flags, PyLong_AsUnsignedLong)
+    READ(SF_WINDOW, s_window, window, PyLong_AsLongLong)
+    READ(SF_PAYLOAD_LEN, s_payload_len, payload_len, PyLong_AsLongLong)
 #undef READ
-    if ((*ts = PyObject_GetAttr(obj, s_ts_ns)) == NULL)
+    if ((*ts = field(obj, SF_TS_NS, s_ts_ns)) == NULL)
         return -1;
     s->ts = PyLong_CheckExact(*ts) ? PyLong_AsLongLong(*ts) : 0;
     unusual |= !PyLong_CheckExact(*ts);
-    if ((s->payload = PyObject_GetAttr(obj, s_payload)) == NULL)
+    if ((s->payload = field(obj, SF_PAYLOAD, s_payload)) == NULL)
         return -1;
     Py_DECREF(s->payload); /* the segment holds it */
     unusual |= !PyBytes_CheckExact(s->payload);
@@ -508,8 +521,9 @@ lookup(Lanes *self, PyObject *obj)
     if (key == NULL)
         return -2;
     PyObject *names[4] = {s_src_ip, s_src_port, s_dst_ip, s_dst_port};
+    const int fields[4] = {SF_SRC_IP, SF_SRC_PORT, SF_DST_IP, SF_DST_PORT};
     for (int k = 0; k < 4; k++) {
-        PyObject *v = PyObject_GetAttr(obj, names[k]);
+        PyObject *v = field(obj, fields[k], names[k]);
         if (v == NULL) {
             Py_DECREF(key);
             return -2;
