@@ -23,8 +23,12 @@
  * - What a taken segment does equals the reference, in the same order: the connection's last_ts
  *   and its place in the reassembler's least-recently-active order (move_to_end), the sender's
  *   segment count, the peer's ACK and window, then the bytes delivered to the sink.
+ * - A segment's lane is found by its 4-tuple in ``flows``; the last FLOW_HITS found are remembered by
+ *   their address objects and ports (no key tuple hashed per segment), and forgotten whenever ``flows``
+ *   changes, so a 4-tuple used again after its lane was handed back is looked up again.
  * - Memory: one lane per open connection (the reassembler's max_connections bounds them), and per
- *   direction at most RECENT_CHUNKS references to payloads of at most RECENT_CHUNK bytes.
+ *   direction at most RECENT_CHUNKS references to payloads of at most RECENT_CHUNK bytes; FLOW_HITS
+ *   pairs of address strings.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -74,11 +78,23 @@ typedef struct {
     Pairing pairing;      /* the frames' pairing into exchanges rows (kafka/_pairing.c), while it is on */
 } Lane;
 
+/* A 4-tuple ``flows`` mapped to a lane entry, remembered by its address strings themselves (the sources make
+ * one string object per address, cached) and its ports: a segment of a busy connection finds its lane with
+ * no key tuple made, hashed and compared. */
+typedef struct {
+    PyObject *src, *dst; /* strong references (NULL: empty), compared by identity */
+    long sport, dport;
+    Py_ssize_t where;
+} FlowHit;
+
+#define FLOW_HITS 64
+
 typedef struct {
     PyObject_HEAD
     PyObject *flows; /* FlowKey -> int (lane index * 2 + direction) */
     Lane **lanes;    /* NULL slots are free */
     Py_ssize_t size;
+    FlowHit hits[FLOW_HITS]; /* emptied whenever ``flows`` changes */
 } Lanes;
 
 static PyObject *s_ts_ns, *s_src_ip, *s_src_port, *s_dst_ip, *s_dst_port, *s_seq, *s_ack, *s_flags, *s_window,
@@ -152,6 +168,16 @@ direction_state(const Direction *dir)
 
 /* ---- the lane table ---------------------------------------------------------------------- */
 
+/* Every remembered flow forgotten: ``flows`` is about to change. */
+static void
+forget_hits(Lanes *self)
+{
+    for (int k = 0; k < FLOW_HITS; k++) {
+        Py_CLEAR(self->hits[k].src);
+        Py_CLEAR(self->hits[k].dst);
+    }
+}
+
 /* Forget lane ``i``; returns (conn_id, (state of direction 0, state of direction 1), framing) with framing
  * None or (framer state of direction 0, of direction 1). The pairing is handed back first. */
 static PyObject *
@@ -180,6 +206,7 @@ release_lane(Lanes *self, Py_ssize_t i)
     Py_XDECREF(framing);
     if (result == NULL)
         return NULL;
+    forget_hits(self);
     for (int d = 0; d < 2; d++)
         if (PyDict_DelItem(self->flows, lane->keys[d]) < 0) {
             Py_DECREF(result);
@@ -269,6 +296,7 @@ lanes_adopt(Lanes *self, PyObject *args)
         self->lanes = grown;
         self->size = size;
     }
+    forget_hits(self);
     for (int d = 0; d < 2; d++) {
         PyObject *where = PyLong_FromSsize_t(i * 2 + d);
         if (where == NULL || PyDict_SetItem(self->flows, keys[d], where) < 0) {
@@ -517,24 +545,47 @@ read_segment(PyObject *obj, Segment *s, PyObject **ts)
 static Py_ssize_t
 lookup(Lanes *self, PyObject *obj)
 {
-    PyObject *key = PyTuple_New(4);
-    if (key == NULL)
-        return -2;
-    PyObject *names[4] = {s_src_ip, s_src_port, s_dst_ip, s_dst_port};
+    PyObject *names[4] = {s_src_ip, s_src_port, s_dst_ip, s_dst_port}, *v[4];
     const int fields[4] = {SF_SRC_IP, SF_SRC_PORT, SF_DST_IP, SF_DST_PORT};
-    for (int k = 0; k < 4; k++) {
-        PyObject *v = field(obj, fields[k], names[k]);
-        if (v == NULL) {
-            Py_DECREF(key);
+    for (int k = 0; k < 4; k++)
+        if ((v[k] = field(obj, fields[k], names[k])) == NULL) {
+            while (k--)
+                Py_DECREF(v[k]);
             return -2;
         }
-        PyTuple_SET_ITEM(key, k, v);
+    FlowHit *hit = NULL;
+    long sport = -1, dport = -1;
+    if (PyUnicode_CheckExact(v[0]) && PyUnicode_CheckExact(v[2]) && PyLong_CheckExact(v[1]) && PyLong_CheckExact(v[3])
+        && (sport = PyLong_AsLong(v[1])) >= 0 && (dport = PyLong_AsLong(v[3])) >= 0) {
+        uintptr_t h = ((uintptr_t)v[0] >> 4) * 31u ^ ((uintptr_t)v[2] >> 4) ^ (uintptr_t)sport * 131u ^ (uintptr_t)dport;
+        hit = &self->hits[h % FLOW_HITS];
+        if (hit->src == v[0] && hit->dst == v[2] && hit->sport == sport && hit->dport == dport) {
+            for (int k = 0; k < 4; k++)
+                Py_DECREF(v[k]);
+            return hit->where;
+        }
     }
+    if (PyErr_Occurred()) /* a port beyond a long: no hit, the dict decides */
+        PyErr_Clear();
+    PyObject *key = PyTuple_New(4);
+    if (key == NULL) {
+        for (int k = 0; k < 4; k++)
+            Py_DECREF(v[k]);
+        return -2;
+    }
+    for (int k = 0; k < 4; k++)
+        PyTuple_SET_ITEM(key, k, v[k]);
     PyObject *found = PyDict_GetItemWithError(self->flows, key);
+    Py_ssize_t where = found == NULL ? (PyErr_Occurred() ? -2 : -1) : PyLong_AsSsize_t(found);
+    if (where >= 0 && hit != NULL) {
+        Py_XSETREF(hit->src, Py_NewRef(v[0]));
+        Py_XSETREF(hit->dst, Py_NewRef(v[2]));
+        hit->sport = sport;
+        hit->dport = dport;
+        hit->where = where;
+    }
     Py_DECREF(key);
-    if (found == NULL)
-        return PyErr_Occurred() ? -2 : -1;
-    return PyLong_AsSsize_t(found);
+    return where;
 }
 
 /* ``at`` appended to ``ats`` until it is ``length`` long: 0 or -1. */
@@ -644,6 +695,7 @@ lanes_dealloc(Lanes *self)
         if (self->lanes[i] != NULL)
             lane_free(self->lanes[i]);
     PyMem_Free(self->lanes);
+    forget_hits(self);
     Py_XDECREF(self->flows);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }

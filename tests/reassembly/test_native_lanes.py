@@ -287,6 +287,31 @@ def test_lanes_take_the_common_segments() -> None:
     assert events == _events(segments, Options(), None)
 
 
+class _Conn:
+    last_ts = 0
+
+
+def _lone_segment(port: int, seq: int) -> TcpSegment:
+    return TcpSegment(5 * MS, "10.0.0.1", port, "10.0.0.2", 9092, seq, 2000, ACK, 100, b"ab", 2)
+
+
+def test_a_four_tuple_used_again_is_looked_up_again() -> None:
+    """The lanes remember the 4-tuples they found recently (by their address objects, as the sources' cache
+    gives them): once a lane is handed back and its place taken by another connection, its 4-tuple must not
+    lead there (a segment whose numbers happened to fit would join the other connection's bytes)."""
+    from kdissect.reassembly import _native
+
+    lanes, out = _native.Lanes(), []
+    a, back_a = ("10.0.0.1", 40000, "10.0.0.2", 9092), ("10.0.0.2", 9092, "10.0.0.1", 40000)
+    lanes.adopt(1, _Conn(), a, back_a, None, (1000, 0, 0, None, None), (2000, 0, 0, None, None), None)
+    assert lanes.run([_lone_segment(40000, 1000)], 0, out, None, lambda _: None) == (1, None, True)
+    lanes.release_all()
+    b, back_b = ("10.0.0.1", 40001, "10.0.0.2", 9092), ("10.0.0.2", 9092, "10.0.0.1", 40001)
+    lanes.adopt(2, _Conn(), b, back_b, None, (1002, 0, 0, None, None), (2000, 0, 0, None, None), None)
+    assert lanes.run([_lone_segment(40000, 1002)], 0, out, None, lambda _: None) == (0, None, True)  # no lane
+    assert lanes.run([_lone_segment(40001, 1002)], 0, out, None, lambda _: None) == (1, None, True)
+
+
 def test_a_broken_hand_back_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
     """The comparison sees a lane whose state comes back wrong (what a broken C field would do)."""
     segments = _connection(0, 6, 200, close=True)
