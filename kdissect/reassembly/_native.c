@@ -20,9 +20,11 @@
  *   writes it into the Python objects) and the lane is forgotten, so the reference sees exactly the
  *   state it would have built itself. A segment at or past the idle sweep time is left to Python
  *   without releasing (the caller releases every lane: the sweep may end any of them).
- * - What a taken segment does equals the reference, in the same order: the connection's last_ts
- *   and its place in the reassembler's least-recently-active order (move_to_end), the sender's
- *   segment count, the peer's ACK and window, then the bytes delivered to the sink.
+ * - What a taken segment does equals the reference, in the same order: the sender's segment count,
+ *   the peer's ACK and window, then the bytes delivered to the sink. What it owes the Python objects
+ *   (the connection's last_ts, its place in the reassembler's least-recently-active order, the
+ *   summary's last_ts) is paid once per lane before run() returns (settle()), with the values and the
+ *   order the reference's per-segment updates leave: no Python code reads them during a run.
  * - A segment's lane is found by its 4-tuple in ``flows``; the last FLOW_HITS found are remembered by
  *   their address objects and ports (no key tuple hashed per segment), and forgotten whenever ``flows``
  *   changes, so a 4-tuple used again after its lane was handed back is looked up again.
@@ -76,6 +78,12 @@ typedef struct {
     PyObject *summary;    /* its ConnectionSummary (last_ts) */
     PyObject *frame_type; /* framing.Frame */
     Pairing pairing;      /* the frames' pairing into exchanges rows (kafka/_pairing.c), while it is on */
+    /* What the run's taken segments owe the Python objects, settled before the run returns (settle()):
+     * the last one's time (the connection's last_ts, and its place in the least-recently-active order by
+     * ``touched``) and, when the lane frames, the latest time for the summary's last_ts. */
+    PyObject *last_ts, *summary_ts; /* NULL: nothing owed */
+    long long summary_max;
+    Py_ssize_t touched; /* when the last one was taken, in the run's count */
 } Lane;
 
 /* A 4-tuple ``flows`` mapped to a lane entry, remembered by its address strings themselves (the sources make
@@ -95,6 +103,8 @@ typedef struct {
     Lane **lanes;    /* NULL slots are free */
     Py_ssize_t size;
     FlowHit hits[FLOW_HITS]; /* emptied whenever ``flows`` changes */
+    Lane **owing;            /* the lanes with something owed (Lane.last_ts), in the order first taken */
+    Py_ssize_t owing_n, owing_cap, taken;
 } Lanes;
 
 static PyObject *s_ts_ns, *s_src_ip, *s_src_port, *s_dst_ip, *s_dst_port, *s_seq, *s_ack, *s_flags, *s_window,
@@ -111,6 +121,8 @@ lane_free(Lane *lane)
     Py_XDECREF(lane->frames);
     Py_XDECREF(lane->summary);
     Py_XDECREF(lane->frame_type);
+    Py_XDECREF(lane->last_ts);
+    Py_XDECREF(lane->summary_ts);
     lane->pairing.events = NULL;
     pairing_clear(&lane->pairing);
     if (lane->framed)
@@ -385,16 +397,72 @@ judge(Lane *lane, int d, const Segment *s, int has_sweep, long long next_sweep)
     return TAKE;
 }
 
-/* summary.last_ts = max(summary.last_ts, ts), as KafkaConnection.data does first. */
+/* A taken segment's time, owed to the connection (and, framing, to its summary) until settle(). */
 static int
-touch_summary(PyObject *summary, PyObject *ts)
+owe(Lanes *self, Lane *lane, const Segment *s, PyObject *ts)
 {
-    PyObject *last = PyObject_GetAttr(summary, s_last_ts);
-    if (last == NULL)
-        return -1;
-    int later = PyObject_RichCompareBool(ts, last, Py_GT);
-    Py_DECREF(last);
-    return later <= 0 ? later : PyObject_SetAttr(summary, s_last_ts, ts);
+    if (lane->last_ts == NULL) {
+        if (self->owing_n == self->owing_cap) {
+            Py_ssize_t cap = self->owing_cap ? self->owing_cap * 2 : 16;
+            Lane **grown = PyMem_Realloc(self->owing, (size_t)cap * sizeof(Lane *));
+            if (grown == NULL) {
+                PyErr_NoMemory();
+                return -1;
+            }
+            self->owing = grown;
+            self->owing_cap = cap;
+        }
+        self->owing[self->owing_n++] = lane;
+    }
+    Py_XSETREF(lane->last_ts, Py_NewRef(ts));
+    lane->touched = self->taken++;
+    if (lane->framed && lane->sink != Py_None && s->payload_len > 0
+        && (lane->summary_ts == NULL || s->ts > lane->summary_max)) {
+        Py_XSETREF(lane->summary_ts, Py_NewRef(ts));
+        lane->summary_max = s->ts;
+    }
+    return 0;
+}
+
+static int
+by_touched(const void *a, const void *b)
+{
+    Py_ssize_t x = (*(Lane *const *)a)->touched, y = (*(Lane *const *)b)->touched;
+    return (x > y) - (x < y);
+}
+
+/* What the taken segments owe, paid as the reference pays it per segment: each connection's last_ts its last
+ * segment's time, the connections moved to the end of the least-recently-active order in the order of their
+ * last segments (``move_to_end``), each summary's last_ts raised to its latest time (a max, so Python's own
+ * raises in between commute). Nothing in Python reads these while a run takes segments: the frames and the
+ * pairing's hand-backs reach only the Kafka session, which raises the summary's time the same way. 0 or -1. */
+static int
+settle(Lanes *self, PyObject *move_to_end)
+{
+    int rc = 0;
+    qsort(self->owing, (size_t)self->owing_n, sizeof(Lane *), by_touched);
+    for (Py_ssize_t k = 0; k < self->owing_n; k++) {
+        Lane *lane = self->owing[k];
+        PyObject *ts = lane->last_ts, *summary_ts = lane->summary_ts;
+        lane->last_ts = lane->summary_ts = NULL;
+        if (rc == 0 && PyObject_SetAttr(lane->conn, s_last_ts, ts) < 0)
+            rc = -1;
+        PyObject *moved = rc == 0 ? PyObject_CallOneArg(move_to_end, lane->conn_id) : NULL;
+        if (moved == NULL)
+            rc = -1;
+        Py_XDECREF(moved);
+        if (rc == 0 && summary_ts != NULL) { /* summary.last_ts = max(summary.last_ts, ts) */
+            PyObject *last = PyObject_GetAttr(lane->summary, s_last_ts);
+            int later = last == NULL ? -1 : PyObject_RichCompareBool(summary_ts, last, Py_GT);
+            Py_XDECREF(last);
+            if (later < 0 || (later && PyObject_SetAttr(lane->summary, s_last_ts, summary_ts) < 0))
+                rc = -1;
+        }
+        Py_DECREF(ts);
+        Py_XDECREF(summary_ts);
+    }
+    self->owing_n = 0;
+    return rc;
 }
 
 /* The connection's frames(direction, frames) -> (events, settled, pairing): events appended to ``out``;
@@ -432,15 +500,11 @@ deliver_frames(Lane *lane, int d, PyObject *frames, PyObject *out)
  * events to ``out``. Returns 0, 1 when the lane must be handed back after it (its connection left the common
  * case), -1. */
 static int
-take(Lane *lane, int d, const Segment *s, Py_ssize_t at, PyObject *ts, PyObject *move_to_end, PyObject *out)
+take(Lanes *self, Lane *lane, int d, const Segment *s, Py_ssize_t at, PyObject *ts, PyObject *out)
 {
     Direction *me = &lane->dir[d], *peer = &lane->dir[d ^ 1];
-    if (PyObject_SetAttr(lane->conn, s_last_ts, ts) < 0)
+    if (owe(self, lane, s, ts) < 0)
         return -1;
-    PyObject *moved = PyObject_CallOneArg(move_to_end, lane->conn_id);
-    if (moved == NULL)
-        return -1;
-    Py_DECREF(moved);
     me->segments++;
     if (s->flags & F_ACK) {
         peer->has_peer_ack = peer->has_peer_window = 1;
@@ -461,8 +525,6 @@ take(Lane *lane, int d, const Segment *s, Py_ssize_t at, PyObject *ts, PyObject 
     if (lane->sink == Py_None)
         return 0;
     if (lane->framed) {
-        if (touch_summary(lane->summary, ts) < 0)
-            return -1;
         PyObject *frames = PyList_New(0);
         if (frames == NULL)
             return -1;
@@ -633,12 +695,16 @@ lanes_run(Lanes *self, PyObject *args)
     n = PyList_GET_SIZE(segments);
     if (i < 0)
         i = 0;
+    Py_ssize_t release = -1; /* the lane to hand back, when the loop ends on one */
+    int before = 1, failed = 0;
     for (; i < n; i++) {
         PyObject *obj = PyList_GET_ITEM(segments, i), *ts = NULL;
         Segment s;
         Py_ssize_t where = lookup(self, obj);
-        if (where == -2)
-            return NULL;
+        if (where == -2) {
+            failed = 1;
+            break;
+        }
         if (where < 0 || where / 2 >= self->size || self->lanes[where / 2] == NULL)
             break;
         Lane *lane = self->lanes[where / 2];
@@ -646,21 +712,35 @@ lanes_run(Lanes *self, PyObject *args)
         Py_INCREF(obj); /* the sink may drop the caller's list entries; keep the segment alive */
         int unusual = read_segment(obj, &s, &ts);
         int verdict = unusual < 0 ? FAILED : unusual ? RELEASE : judge(lane, d, &s, has_sweep, next_sweep);
-        int rc = verdict == TAKE ? take(lane, d, &s, i, ts, move_to_end, out) : 0;
+        int rc = verdict == TAKE ? take(self, lane, d, &s, i, ts, out) : 0;
         Py_XDECREF(ts);
         Py_DECREF(obj);
-        if (verdict == FAILED || rc < 0 || (ats != Py_None && mark(ats, i, PyList_GET_SIZE(out)) < 0))
-            return NULL;
+        if (verdict == FAILED || rc < 0 || (ats != Py_None && mark(ats, i, PyList_GET_SIZE(out)) < 0)) {
+            failed = 1;
+            break;
+        }
         if (verdict == SWEEP)
             break;
         if (verdict == RELEASE || rc == 1) {
-            PyObject *released = release_lane(self, where / 2);
-            int before = verdict == RELEASE;
-            return released ? Py_BuildValue("(nNO)", before ? i : i + 1, released, before ? Py_True : Py_False)
-                            : NULL;
+            release = where / 2;
+            before = verdict == RELEASE;
+            break;
         }
     }
-    return Py_BuildValue("(nOO)", i, Py_None, Py_True);
+    if (failed) { /* the run raises: what it owes is dropped (the caller stops) */
+        for (Py_ssize_t k = 0; k < self->owing_n; k++) {
+            Py_CLEAR(self->owing[k]->last_ts);
+            Py_CLEAR(self->owing[k]->summary_ts);
+        }
+        self->owing_n = 0;
+        return NULL;
+    }
+    if (settle(self, move_to_end) < 0)
+        return NULL;
+    if (release < 0)
+        return Py_BuildValue("(nOO)", i, Py_None, Py_True);
+    PyObject *released = release_lane(self, release);
+    return released ? Py_BuildValue("(nNO)", before ? i : i + 1, released, before ? Py_True : Py_False) : NULL;
 }
 
 static Py_ssize_t
@@ -695,6 +775,7 @@ lanes_dealloc(Lanes *self)
         if (self->lanes[i] != NULL)
             lane_free(self->lanes[i]);
     PyMem_Free(self->lanes);
+    PyMem_Free(self->owing);
     forget_hits(self);
     Py_XDECREF(self->flows);
     Py_TYPE(self)->tp_free((PyObject *)self);

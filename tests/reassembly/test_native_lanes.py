@@ -312,6 +312,23 @@ def test_a_four_tuple_used_again_is_looked_up_again() -> None:
     assert lanes.run([_lone_segment(40001, 1002)], 0, out, None, lambda _: None) == (1, None, True)
 
 
+@pytest.mark.parametrize("batch", [1, 5, 1000])
+def test_a_full_table_ends_the_least_recently_active_connection(batch: int) -> None:
+    """The lanes keep the reassembler's least-recently-active order as the reference does: A and B open and
+    settle, then go on in their lanes, B first and B last, C opens, and D opens in a table of three, which
+    ends A (its last segment came before B's last), though B was the first of the two to go on."""
+    a, b, c, d = (_connection(i, 6, 1448, close=False) for i in range(4))
+    half = len(a) // 2
+    rest_a, rest_b = a[half:], b[half:]
+    both = [seg for pair in zip(rest_b[:-1], rest_a[:-1], strict=True) for seg in pair] + rest_a[-1:] + rest_b[-1:]
+    order = a[:half] + b[:half] + both + c[:half] + d
+    merged = [replace(seg, ts_ns=i * MS) for i, seg in enumerate(order)]
+    options = replace(Options(), max_connections=3)
+    _same(merged, options, [batch])
+    ended = [ev for ev in _events(merged, options, [batch]) if type(ev).__name__ == "ConnectionSummary"]
+    assert ended[0].endpoints[0][1] == 40000  # A
+
+
 def test_a_broken_hand_back_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
     """The comparison sees a lane whose state comes back wrong (what a broken C field would do)."""
     segments = _connection(0, 6, 200, close=True)
