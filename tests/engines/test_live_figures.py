@@ -14,7 +14,7 @@ from rich.console import Console
 
 from kdissect.analysis.distribution import RELATIVE_ERROR
 from kdissect.analysis.latency import quantile as _quantile
-from kdissect.analysis.rolling import NS, OTHER, Exchanged, LabelCap, RollingFigures
+from kdissect.analysis.rolling import NS, OTHER, Exchanged, LabelCap, Labels, RollingFigures
 from kdissect.engines.live import LiveOptions, LiveRun
 from kdissect.engines.live_histogram import PieceHistogram
 from kdissect.engines.live_metrics import LATENCY_BUCKETS, LiveMetrics
@@ -26,24 +26,23 @@ CAPTURE = Path(__file__).resolve().parents[2] / "captures" / "librdkafka-produce
 HOSTILE = "evil\x1b[2J\x1b]0;owned\x07\u202egnp.exe\u200b"
 
 
-def _ex(
+def _row(
     second: int, latency: float | None = 1.0, *, client: str = "c", status: str = "ok", errors: tuple[str, ...] = ()
-) -> Exchanged:
+) -> dict[str, list]:
+    """The columns of one Produce exchange (``Exchanged.of_rows``' arguments)."""
+    return {"ts_ns": [second * NS], "labels": [Labels("Produce", "10.0.0.1:9092", f"{client} @ 10.0.0.2", client)],
+            "latency_ms": [latency], "status": [status], "request_bytes": [100], "response_bytes": [50],
+            "error_names": [errors], "topics": [("orders",)], "failed": [status == "error"]}
+
+
+def _ex(second: int, latency: float | None = 1.0, **kwargs) -> Exchanged:
     """A piece of one Produce exchange."""
-    return Exchanged(
-        [second * NS],
-        ["Produce"],
-        ["10.0.0.1:9092"],
-        [f"{client} @ 10.0.0.2"],
-        [client],
-        [latency],
-        [status],
-        [100],
-        [50],
-        [errors],
-        [("orders",)],
-        [status == "error"],
-    )
+    return Exchanged.of_rows(**_row(second, latency, **kwargs))
+
+
+def _joined(rows: list[dict[str, list]]) -> Exchanged:
+    """One piece of the exchanges of ``rows``, in their order."""
+    return Exchanged.of_rows(**{name: [v for row in rows for v in row[name]] for name in rows[0]})
 
 
 def test_buckets_roll_over_and_old_seconds_are_dropped():
@@ -152,14 +151,14 @@ def _figures_state(f: RollingFigures) -> tuple:
 
 def test_a_piece_counts_as_its_exchanges_one_by_one():
     """In bulk (the lanes' pieces) as row by row: seconds met out of order, capped keys, errors, no latency."""
-    rows = [_ex((i % 7) + (i // 50) * 3, float(i % 13) if i % 5 else None, client=f"c{i % 9}",
-                status="error" if i % 4 == 0 else "unanswered" if i % 11 == 0 else "ok",
-                errors=("NOT_LEADER_OR_FOLLOWER", f"E{i % 6}") if i % 4 == 0 else ())
-            for i in range(300)]
-    joined = Exchanged(*([v for row in rows for v in getattr(row, name)] for name in Exchanged.__slots__))
+    rows = [_row((i % 7) + (i // 50) * 3, float(i % 13) if i % 5 else None, client=f"c{i % 9}",
+                 status="error" if i % 4 == 0 else "unanswered" if i % 11 == 0 else "ok",
+                 errors=("NOT_LEADER_OR_FOLLOWER", f"E{i % 6}") if i % 4 == 0 else ())
+            for i in range(300)]  # fmt: skip
+    joined = _joined(rows)
     one_by_one, at_once = RollingFigures(window=5, max_keys=4), RollingFigures(window=5, max_keys=4)
     for row in rows:
-        one_by_one.add_exchanges(row)
+        one_by_one.add_exchanges(Exchanged.of_rows(**row))
     at_once.add_exchanges(joined)
     assert len(joined) == 300 and at_once.failed == 75
     assert _figures_state(at_once) == _figures_state(one_by_one)
@@ -173,18 +172,18 @@ def _series(metrics: LiveMetrics) -> list:
 def test_metrics_take_a_piece_as_its_exchanges_one_by_one():
     """Label sets grouped, capped (brokers, clients and error names each as first met), bytes summed and
     latencies observed per label set in bulk, as row by row (which has one label set per piece)."""
-    rows = [_ex(i // 40, float(i % 17) * 7.3 if i % 5 else None, client=f"c{i % 7}",
-                status="error" if i % 4 == 0 else "ok",
-                errors=("MEMBER_ID_REQUIRED", f"E{i % 5}") if i % 4 == 0 else ())
+    rows = [_row(i // 40, float(i % 17) * 7.3 if i % 5 else None, client=f"c{i % 7}",
+                 status="error" if i % 4 == 0 else "ok",
+                 errors=("MEMBER_ID_REQUIRED", f"E{i % 5}") if i % 4 == 0 else ())
             for i in range(300)]  # fmt: skip
     for i, row in enumerate(rows):
-        row.broker[0] = f"10.0.0.{i % 5}:9092"
-        row.api[0] = ("Produce", "Fetch", "JoinGroup")[i % 3]
-        row.request_bytes[0] = i * 1_000_003
-    joined = Exchanged(*([v for row in rows for v in getattr(row, name)] for name in Exchanged.__slots__))
+        row["labels"][0] = row["labels"][0]._replace(broker=f"10.0.0.{i % 5}:9092",
+                                                     api=("Produce", "Fetch", "JoinGroup")[i % 3])
+        row["request_bytes"][0] = i * 1_000_003
+    joined = _joined(rows)
     one_by_one, at_once = LiveMetrics(max_label_values=3), LiveMetrics(max_label_values=3)
     for row in rows:
-        one_by_one.add_exchanges(row)
+        one_by_one.add_exchanges(Exchanged.of_rows(**row))
     at_once.add_exchanges(joined)
     series = _series(at_once)
     assert series == _series(one_by_one)
