@@ -16,6 +16,7 @@ import math
 import uuid
 from array import array
 from collections import Counter
+from collections.abc import Iterable
 from itertools import chain, compress, count, repeat
 from operator import eq
 from typing import Any
@@ -122,14 +123,30 @@ class ExchangeReader:
         self.max_topic_ids = max_topic_ids
         self.topic_names: dict[uuid.UUID, str] = {}
         self._ids: dict[bytes, uuid.UUID] = {}  # the scan's 16 bytes of an id -> the id (as many as names)
+        self._piece = _Piece()  # what was added since the last piece was taken
 
-    def read(self, events: list[KafkaEvent]) -> Exchanged:
-        piece = _Piece()
+    def read(self, events: Iterable[KafkaEvent]) -> Exchanged:
+        """The piece of ``events``' exchanges."""
         for ev in events:
-            if type(ev) is Exchange:
-                self._exchange(ev, piece)
-            elif type(ev) is ExchangeRows and len(ev):
-                self._rows(ev, piece)
+            self.add(ev)
+        return self.take()
+
+    def add(self, ev: KafkaEvent) -> None:
+        """An event of the batch, as it comes (exchanges are read then, the rest passed over): the engine
+        need not hold the batch's events until the piece is taken."""
+        if type(ev) is Exchange:
+            self._exchange(ev, self._piece)
+        elif type(ev) is ExchangeRows and len(ev):
+            self._rows(ev, self._piece)
+
+    @property
+    def pending(self) -> int:
+        """Exchanges added since the last piece was taken."""
+        return len(self._piece)
+
+    def take(self) -> Exchanged:
+        """The piece of the exchanges added since the last one was taken."""
+        piece, self._piece = self._piece, _Piece()
         return piece.made()
 
     def _exchange(self, ex: Exchange, piece: _Piece) -> None:
