@@ -205,3 +205,23 @@ def test_the_piece_histogram_is_prometheus_clients_histogram(pieces: list[list[f
             child.observe(value)
     assert ([(s.name, s.labels, s.value) for m in ours.collect() for s in m.samples]
             == [(s.name, s.labels, s.value) for m in theirs.collect() for s in m.samples if s.name != "h_created"])
+
+
+@given(st.lists(st.tuples(st.integers(0, 40) | st.integers(0, 400), st.none() | st.floats(0, 50, allow_nan=False),
+                          st.integers(0, 5), st.sampled_from(["ok", "error", "unanswered"])), min_size=1, max_size=60),
+       st.lists(st.integers(1, 20), max_size=8))  # fmt: skip
+def test_pieces_of_any_size_count_as_one_by_one(rows: list[tuple], cuts: list[int]) -> None:
+    """However a run's exchanges are cut into pieces (seconds out of order, past the window, jumps), the figures
+    are those of adding them one at a time: buckets, samples (capped), per-API latencies, capped keys."""
+    made = [_row(second, latency, client=f"c{n}", status=status,
+                 errors=("NOT_LEADER_OR_FOLLOWER",) if status == "error" else ())
+            for second, latency, n, status in rows]  # fmt: skip
+    one_by_one, in_pieces = (RollingFigures(window=4, per_second_samples=3, max_keys=3) for _ in range(2))
+    for row in made:
+        one_by_one.add_exchanges(Exchanged.of_rows(**row))
+    start = 0
+    for size in [*cuts, len(made)]:
+        if start < len(made):
+            in_pieces.add_exchanges(_joined(made[start:start + size]))
+        start += size
+    assert _figures_state(in_pieces) == _figures_state(one_by_one)
