@@ -52,6 +52,10 @@ _capture = native_module("engines._capture")  # the device read in C (else throu
 _READ_EMPTY, _READ_FULL = 0, 1  # a read stopped with no packet waiting / at its limit (else libpcap's error)
 # Ended connections whose source file the sink forgets at a time (after naming their pending rows' files).
 _FORGET_EVERY = 10_000
+# Exchanges the figures and metrics take at most as one piece; else they take what came at each tick (the
+# view refreshes, and Prometheus is worth scraping, once a second): a piece's fixed numpy cost is paid a few
+# times a second, not per poll, and what the reader holds stays bounded.
+PIECE_EXCHANGES = 16_384
 _NOT_SPILLED_BY_SINK = tuple(t for t in TABLES if t not in SPILLABLE)  # the sink spills the others itself
 
 
@@ -282,7 +286,8 @@ class LiveRun:
     def events(self, events: Iterable[KafkaEvent]) -> None:
         """Events into the sink as they come (a batch's events are not held: the pipeline's pieces are taken
         while their rows are still in the cache), their exchanges into the reader; the figures and
-        metrics take the exchanges a piece at a time, up to each anomaly and at the end."""
+        metrics take the exchanges a piece at a time: up to each anomaly, at each tick, at the end, or
+        ``PIECE_EXCHANGES`` at a time."""
         figures, metrics, sink, reader = self.figures, self.metrics, self.sink, self.reader
         seen = False
         for ev in events:
@@ -290,6 +295,8 @@ class LiveRun:
             kind = type(ev)
             if kind is ExchangeRows or kind is Exchange:
                 reader.add(ev)
+                if reader.pending >= PIECE_EXCHANGES:
+                    self._exchanges()
             elif kind is Anomaly:
                 self._exchanges()  # (in their order: metrics cap anomaly kinds with error names)
                 figures.anomaly(ev.kind, ev.length, ev.ts_ns)
@@ -299,7 +306,6 @@ class LiveRun:
                 sink.consume(ev)
                 if kind is ConnectionSummary:
                     self._ended.append(ev.conn_id)
-        self._exchanges()
         if sink is not None and seen:
             self._spill(sink)
         if sink is not None and len(self._ended) >= _FORGET_EVERY:
@@ -322,7 +328,9 @@ class LiveRun:
                 self.tables.spill(name)
 
     def tick(self, kernel_drops: int | None) -> None:
-        """Once a second: libpcap's drop count and the gauges."""
+        """Once a second: the exchanges read so far into the figures and metrics, libpcap's drop count
+        and the gauges."""
+        self._exchanges()
         figures = self.figures
         if kernel_drops is not None and kernel_drops > figures.kernel_drops:
             if self.metrics is not None:
@@ -349,6 +357,7 @@ class LiveRun:
         for item in rest:
             self.events(feed_item(self.pipeline, item))
         self.events(self.pipeline.finish())
+        self._exchanges()
         self._count()
         if self.recorder is not None:
             self.recorder.close()

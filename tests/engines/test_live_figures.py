@@ -15,6 +15,7 @@ from rich.console import Console
 from kdissect.analysis.distribution import RELATIVE_ERROR
 from kdissect.analysis.latency import quantile as _quantile
 from kdissect.analysis.rolling import NS, OTHER, Exchanged, LabelCap, Labels, RollingFigures
+from kdissect.engines import live
 from kdissect.engines.live import LiveOptions, LiveRun
 from kdissect.engines.live_histogram import PieceHistogram
 from kdissect.engines.live_metrics import LATENCY_BUCKETS, LiveMetrics
@@ -140,6 +141,28 @@ def test_replayed_capture_feeds_figures_and_metrics_like_the_tables():
         if s.name == "kdissect_requests_total"
     )
     assert total == 76
+
+
+def test_the_figures_take_the_exchanges_at_each_tick_or_a_full_piece(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The exchanges read wait in the reader until the next tick (the view's refresh) or a full piece, then
+    count once: none lost, none twice, no piece past ``PIECE_EXCHANGES``."""
+    run = LiveRun(LiveOptions())
+    pieces: list[int] = []
+    add = run.figures.add_exchanges
+    monkeypatch.setattr(run.figures, "add_exchanges", lambda piece: (pieces.append(len(piece)), add(piece)))
+    segments = capture_segments(CAPTURE.read_bytes())
+    for seg in segments[: len(segments) // 2]:
+        run.feed_segment(seg)
+    waiting = run.reader.pending
+    assert waiting and run.figures.exchanges + waiting == sum(pieces) + waiting
+    run.tick(None)
+    assert run.reader.pending == 0 and run.figures.exchanges == sum(pieces) >= waiting
+    monkeypatch.setattr(live, "PIECE_EXCHANGES", 5)
+    for seg in segments[len(segments) // 2 :]:
+        run.feed_segment(seg)
+    assert run.reader.pending < 5 and max(pieces[-3:]) == 5
+    run.finish()
+    assert run.figures.exchanges == sum(pieces) == 76 and run.reader.pending == 0
 
 
 def _figures_state(f: RollingFigures) -> tuple:
