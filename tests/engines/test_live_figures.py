@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -14,7 +15,7 @@ from rich.console import Console
 
 from kdissect.analysis.distribution import RELATIVE_ERROR
 from kdissect.analysis.latency import quantile as _quantile
-from kdissect.analysis.rolling import NS, OTHER, Exchanged, LabelCap, Labels, RollingFigures
+from kdissect.analysis.rolling import NS, OTHER, Exchanged, LabelCap, Labels, RollingFigures, in_order
 from kdissect.engines import live
 from kdissect.engines.live import LiveOptions, LiveRun
 from kdissect.engines.live_histogram import PieceHistogram
@@ -248,3 +249,16 @@ def test_pieces_of_any_size_count_as_one_by_one(rows: list[tuple], cuts: list[in
             in_pieces.add_exchanges(_joined(made[start:start + size]))
         start += size
     assert _figures_state(in_pieces) == _figures_state(one_by_one)
+
+
+@given(st.lists(st.integers(0, 3) | st.integers(0, 1 << 20), max_size=50), st.data())
+def test_in_order_groups_as_a_loop_would(numbers: list[int], data: st.DataObject) -> None:
+    """Each number's chosen indexes in order, the numbers as their first chosen index comes (both sorts:
+    the radix one below 2**16, the other past it)."""
+    chosen = data.draw(st.lists(st.booleans(), min_size=len(numbers), max_size=len(numbers)))
+    expected: dict[int, list[int]] = {}
+    for i, (n, pick) in enumerate(zip(numbers, chosen, strict=True)):
+        if pick:
+            expected.setdefault(n, []).append(i)
+    got = in_order(np.array(numbers, dtype=np.int64), np.array(chosen, dtype=bool))
+    assert [(n, rows.tolist()) for n, rows in got] == list(expected.items())
