@@ -422,5 +422,6 @@ def test_live_pieces_name_the_topics_a_fetch_gives_by_id() -> None:
     rows = [ev for ev in native if isinstance(ev, ExchangeRows)]
     assert sum(len(piece) for piece in rows) >= 3 and any(named.bytes in piece.topics[-1] for piece in rows)
     piece = ExchangeReader().read(native)
-    assert piece.topics[-2:] == [("orders", str(unnamed))] * 2
-    assert piece.error_names[-1] == ("NOT_LEADER_OR_FOLLOWER",)
+    assert piece.topics[str(unnamed)] == 2 and "orders" in piece.topics  # (the named id: by its name)
+    assert str(named) not in piece.topics and str(nil) not in piece.topics
+    assert piece.errors[-1][1] == ("NOT_LEADER_OR_FOLLOWER",)
