@@ -58,6 +58,9 @@ for name, paths in cases.items():
     # (Options.exchange_details), whatever tables the sink leaves out
     some = local.analyze(paths, tables=["partitions", "errors", "brokers", "records"])
     out[name]["details"] = {t: {c: cells(v) for c, v in cols.items()} for t, cols in some.tables.items()}
+    # and with no table that reads the exchanges' left parts (errors, brokers, records): none is made
+    lean = local.analyze(paths, tables=["partitions", "request_params"])
+    out[name]["lean details"] = {t: {c: cells(v) for c, v in cols.items()} for t, cols in lean.tables.items()}
 sys.stdout.buffer.write(pickle.dumps(out))
 """
 # The live engine's figures and Prometheus series, with no table written: its exchanges then come as rows of
