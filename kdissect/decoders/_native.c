@@ -799,42 +799,8 @@ done:
     return 0;
 }
 
-static int
-scan_frame(PyObject *programs, const unsigned char *b, Py_ssize_t L, int api_key, int api_version, int names,
-           Scan *out)
-{
-    memset(out, 0, sizeof *out);
-    out->names = names;
-    if (api_key < 0 || api_version < 0)
-        return 0;
-    PyObject *id = PyLong_FromLong((long)api_key << 16 | api_version);
-    if (id == NULL)
-        return -1;
-    PyObject *pair = PyDict_GetItemWithError(programs, id); /* borrowed */
-    Py_DECREF(id);
-    if (pair == NULL)
-        return PyErr_Occurred() ? -1 : 0;
-    if (!PyTuple_CheckExact(pair) || PyTuple_GET_SIZE(pair) != 2 || !Py_IS_TYPE(PyTuple_GET_ITEM(pair, 0), &ProgramType)
-        || !Py_IS_TYPE(PyTuple_GET_ITEM(pair, 1), &ProgramType))
-        return 0;
-    Cursor c = {b, 0};
-    Errors e = {0, 0};
-    Named none = {-1, 0, -1};
-    int rc = scan_struct(&c, L, &((Program *)PyTuple_GET_ITEM(pair, 0))->root, 1, out, &e, none);
-    if (rc == 0)
-        rc = scan_struct(&c, L, &((Program *)PyTuple_GET_ITEM(pair, 1))->root, 1, out, &e, none);
-    PyErr_Clear(); /* the readers shared with decoding set an Error on bad bytes */
-    out->first_error = e.first;
-    out->errors = e.count;
-    return rc == 0 && c.p == L;
-}
-
-/* ---- reading in place -----------------------------------------------------------------
- *
- * For a walk over a frame's bytes that reads a few fields and skips the rest (the table sink's detail walk,
- * tables/_walk_bytes.c, through the scan capsule): the same readers and rules as decode_frame, one field at a
- * time. Whatever decoding would fail on, or leave to the Python decoder, declines, with no exception left. */
-
+/* The header's and the body's programs of (api_key, api_version) in ``programs`` (FRAME_PROGRAMS[kind]):
+ * 1, 0 (none, or not Programs), -1. */
 static int
 frame_roots(PyObject *programs, int api_key, int api_version, const KdNode **header, const KdNode **body)
 {
@@ -854,6 +820,34 @@ frame_roots(PyObject *programs, int api_key, int api_version, const KdNode **hea
     *body = &((Program *)PyTuple_GET_ITEM(pair, 1))->root;
     return 1;
 }
+
+static int
+scan_frame(PyObject *programs, const unsigned char *b, Py_ssize_t L, int api_key, int api_version, int names,
+           Scan *out)
+{
+    memset(out, 0, sizeof *out);
+    out->names = names;
+    const KdNode *header, *body;
+    int found = frame_roots(programs, api_key, api_version, &header, &body);
+    if (found <= 0)
+        return found;
+    Cursor c = {b, 0};
+    Errors e = {0, 0};
+    Named none = {-1, 0, -1};
+    int rc = scan_struct(&c, L, header, 1, out, &e, none);
+    if (rc == 0)
+        rc = scan_struct(&c, L, body, 1, out, &e, none);
+    PyErr_Clear(); /* the readers shared with decoding set an Error on bad bytes */
+    out->first_error = e.first;
+    out->errors = e.count;
+    return rc == 0 && c.p == L;
+}
+
+/* ---- reading in place -----------------------------------------------------------------
+ *
+ * For a walk over a frame's bytes that reads a few fields and skips the rest (the table sink's detail walk,
+ * tables/_walk_bytes.c, through the scan capsule): the same readers and rules as decode_frame, one field at a
+ * time. Whatever decoding would fail on, or leave to the Python decoder, declines, with no exception left. */
 
 static int
 skip_field(const unsigned char *b, Py_ssize_t L, Py_ssize_t *p, const KdNode *nd)
