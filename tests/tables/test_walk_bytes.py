@@ -79,6 +79,27 @@ def test_the_bytes_walk_finds_what_the_body_walk_finds(message: tuple[int, int, 
     _compare(key, version, kind == "response", _frame(key, version, kind == "response", body))
 
 
+def _names_ids(plan: detail_walk.Plan) -> bool:
+    flags = [m[1] for m in plan]
+    if any(f & detail_walk.TOPIC_NAME for f in flags) and any(f & detail_walk.TOPIC_ID for f in flags):
+        return True
+    return any(m[2] is not None and _names_ids(m[2]) for m in plan)
+
+
+# The messages with a struct naming a topic and its id (what the walk learns topic ids from): rare among all.
+NAMING = [m for m in MESSAGES if _names_ids(detail_walk.plan_of(schema.api_message(*m)))]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@given(message=st.sampled_from(NAMING), data=st.data())
+def test_the_bytes_walk_learns_the_topic_ids_the_body_walk_learns(message: tuple[int, int, str],
+                                                                  data: st.DataObject) -> None:
+    key, version, kind = message
+    msg = schema.api_message(key, version, kind)
+    body = _no_errors(narrow(msg.root, data.draw(message_values(msg)), data))
+    _compare(key, version, kind == "response", _frame(key, version, kind == "response", body))
+
+
 def _no_errors(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: 0 if k.endswith("error_code") and isinstance(v, int) else _no_errors(v) for k, v in value.items()}
