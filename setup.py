@@ -45,10 +45,10 @@ setup(
         Extension(
             "kdissect.tables._native",
             ["kdissect/tables/_native.c", "kdissect/tables/_record_rows.c", "kdissect/tables/_codes.c",
-             "kdissect/tables/_typed.c"],
+             "kdissect/tables/_typed.c", "kdissect/tables/_walk_bytes.c"],
             depends=["kdissect/tables/_native.h", "kdissect/tables/_record_rows.h", "kdissect/tables/_codes.h",
-                     "kdissect/tables/_typed.h",
-                     "kdissect/decoders/_records.h"],
+                     "kdissect/tables/_typed.h", "kdissect/tables/_walk.h",
+                     "kdissect/decoders/_records.h", "kdissect/decoders/_scan.h"],
             optional=True,
         ),
         Extension(
