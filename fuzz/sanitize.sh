@@ -52,7 +52,7 @@ export LD_PRELOAD="$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=lib
 export ASAN_OPTIONS="detect_leaks=0:abort_on_error=1:strict_string_checks=1"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 
-"$PYTHON" -m pytest -q -p no:cacheprovider tests/sources/test_native_*.py tests/reassembly/test_native_lanes.py tests/tables/test_detail_walk.py \
+"$PYTHON" -m pytest -q -p no:cacheprovider tests/sources/test_native_*.py tests/reassembly/test_native_lanes.py tests/tables/test_detail_walk.py tests/tables/test_walk_bytes.py \
     tests/tables/test_record_rows_native.py tests/tables/test_codes_native.py tests/tables/test_typed_columns.py \
     tests/engines/test_native_differential.py tests/engines/test_live_device_native.py tests/engines/test_spark_packed.py \
     tests/decoders \

@@ -39,7 +39,7 @@ def _bucket(value: float) -> int:
     return index if value > 0 else -index
 
 
-def _buckets_of(values: list[float]) -> np.ndarray:
+def _buckets_of(values: list[float] | np.ndarray) -> np.ndarray:
     """``_bucket`` of each value, at once (a piece brings thousands of distinct latencies). numpy's
     logarithm may differ from ``math.log`` in its last bit, so a value whose scaled logarithm lies
     within ``_EDGE`` of a whole number (where that bit could change the ceiling) takes ``_bucket`` itself."""
@@ -50,7 +50,7 @@ def _buckets_of(values: list[float]) -> np.ndarray:
     keys = np.where(near, 0.0, np.ceil(scaled) + _OFFSET).astype(np.int64)
     keys[array < 0] *= -1
     for at in np.flatnonzero(near).tolist():
-        keys[at] = _bucket(values[at])
+        keys[at] = _bucket(float(values[at]))
     return keys
 
 
@@ -115,16 +115,18 @@ class Latencies:
             key = _bucket(value)
             self._buckets[key] = self._buckets.get(key, 0) + n  # type: ignore[index]
 
-    def add_many(self, values: list[float]) -> None:
-        """Add latencies that are all numbers (no None or NaN): what a piece of a table brings at once."""
-        if not values:
+    def add_many(self, values: list[float] | np.ndarray) -> None:
+        """Add latencies that are all numbers (no None or NaN): what a piece of a table brings at once (a list,
+        or a float64 array: read as it is once folded)."""
+        if not len(values):
             return
+        listed = values if type(values) is list else values.tolist()
         self.count += len(values)
-        self.low = min(self.low, min(values))
-        self.high = max(self.high, max(values))
+        self.low = min(self.low, min(listed))
+        self.high = max(self.high, max(listed))
         if self._values is not None:
             counts = self._values
-            for value, n in Counter(values).items():
+            for value, n in Counter(listed).items():
                 counts[value] = counts.get(value, 0) + n
             if len(counts) > EXACT_VALUES:
                 self._fold()

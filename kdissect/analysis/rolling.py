@@ -11,15 +11,20 @@ speed gives the same figures as the traffic did.
 
 from __future__ import annotations
 
+import math
 from collections import Counter, deque
 from collections.abc import Iterable
 from dataclasses import field
-from itertools import chain
+from itertools import chain, count, pairwise
+from typing import Any, NamedTuple
 
 from kdissect.analysis.distribution import Latencies
 from kdissect.analysis.expected import is_expected
 from kdissect.analysis.latency import quantile
 from kdissect.dataclass import dataclass
+from kdissect.lazy import lazy_module
+
+np = lazy_module("numpy")
 
 OTHER = "(other)"
 NS = 1_000_000_000
@@ -82,28 +87,102 @@ class ApiTotals:
     latency: Latencies = field(default_factory=Latencies)
 
 
-@dataclass(slots=True)
-class Exchanged:
-    """A piece of exchanges as the figures take them: a list per column, an item per exchange (the
-    ``exchanges`` rows' values plus each one's error names and topics), so a piece is added in one
-    pass, whichever way its exchanges were paired (the native lanes' column pieces or exchange objects)."""
+class Labels(NamedTuple):
+    """What a piece's exchanges are counted by, once per distinct combination (a label set)."""
 
-    ts_ns: list[int] = field(default_factory=list)
-    api: list[str] = field(default_factory=list)
-    broker: list[str] = field(default_factory=list)
-    client: list[str] = field(default_factory=list)  # "client id @ address": what the top-clients list counts
-    client_id: list[str] = field(default_factory=list)
-    latency_ms: list[float | None] = field(default_factory=list)
-    status: list[str] = field(default_factory=list)
-    request_bytes: list[int] = field(default_factory=list)
-    response_bytes: list[int] = field(default_factory=list)
-    error_names: list[tuple[str, ...]] = field(default_factory=list)  # every non-zero error code's name
-    topics: list[tuple[str, ...]] = field(default_factory=list)  # the topics the request names
-    # answered with an error that is not a normal protocol step (kdissect.analysis.expected)
-    failed: list[bool] = field(default_factory=list)
+    api: str
+    broker: str  # "address:port"
+    client: str  # "client id @ address": what the top-clients list counts
+    client_id: str
+
+
+class Exchanged:
+    """A piece of exchanges as the figures and the Prometheus series take them, in their order: a numpy
+    array per figure (an item per exchange), and the strings they are counted by once per label set
+    (``labels``; ``label`` holds each exchange's index there, numbered as first met), so a piece is added
+    a label set or a second at a time, whichever way its exchanges were paired. Counts the figures keep
+    of the whole piece come counted: ``statuses`` and ``topics`` (the topics the requests name, each
+    request naming one once), first met first; ``errors`` lists the exchanges with an error code."""
+
+    __slots__ = ("errors", "failed", "label", "labels", "latency_ms", "request_bytes", "response_bytes",
+                 "statuses", "topics", "ts_ns", "unanswered")  # fmt: skip
+
+    def __init__(self, labels: list[Labels], label: np.ndarray, ts_ns: np.ndarray, latency_ms: np.ndarray,
+                 request_bytes: np.ndarray, response_bytes: np.ndarray, failed: np.ndarray, unanswered: np.ndarray,
+                 statuses: dict[str, int], errors: list[tuple[int, tuple[str, ...]]],
+                 topics: dict[str, int]) -> None:  # fmt: skip
+        self.labels, self.label = labels, label  # label: int64
+        self.ts_ns = ts_ns  # int64: the response's capture time, else the request's
+        self.latency_ms = latency_ms  # float64, NaN: no latency (unanswered)
+        self.request_bytes, self.response_bytes = request_bytes, response_bytes  # int64, 0: none
+        # answered with an error that is not a normal protocol step (kdissect.analysis.expected)
+        self.failed = failed  # bool
+        self.unanswered = unanswered  # bool
+        self.statuses = statuses
+        self.errors = errors  # (exchange, the names of every non-zero error code in its response)
+        self.topics = topics
+
+    @classmethod
+    def of_rows(cls, ts_ns: list[int], labels: list[Labels], latency_ms: list[float | None], status: list[str],
+                request_bytes: list[int], response_bytes: list[int], error_names: list[tuple[str, ...]],
+                topics: list[tuple[str, ...]], failed: list[bool]) -> Exchanged:  # fmt: skip
+        """A piece from a list per column (an item per exchange, each its label set): e.g. one exchange."""
+        codes, distinct = numbered(labels)
+        return cls(distinct, codes, np.array(ts_ns, dtype=np.int64),
+                   np.array([math.nan if v is None else v for v in latency_ms], dtype=np.float64),
+                   np.array(request_bytes, dtype=np.int64), np.array(response_bytes, dtype=np.int64),
+                   np.array(failed, dtype=bool), np.array([s == "unanswered" for s in status], dtype=bool),
+                   dict(Counter(status)), [(i, names) for i, names in enumerate(error_names) if names],
+                   dict(Counter(chain.from_iterable(topics))))  # fmt: skip
 
     def __len__(self) -> int:
         return len(self.ts_ns)
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not Exchanged:
+            return NotImplemented
+        arrays = ("label", "ts_ns", "request_bytes", "response_bytes", "failed", "unanswered")
+        return (all(np.array_equal(getattr(self, name), getattr(other, name)) for name in arrays)
+                and np.array_equal(self.latency_ms, other.latency_ms, equal_nan=True)
+                and (self.labels, self.errors) == (other.labels, other.errors)
+                and list(self.statuses.items()) == list(other.statuses.items())
+                and list(self.topics.items()) == list(other.topics.items()))  # fmt: skip
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def by(self, keys: list[Any]) -> tuple[np.ndarray, list[Any]]:
+        """Each exchange's number under ``keys`` (a key per label set), numbered as first met, and the
+        keys in that order: label sets come numbered as first met, so these are too."""
+        numbers, distinct = numbered(keys)
+        return numbers[self.label], distinct
+
+
+def numbered(keys: Iterable[Any], n: int | None = None) -> tuple[np.ndarray, list[Any]]:
+    """Each of the (``n``) ``keys`` as the number of its distinct key, numbered 0, 1, ... as first met, and
+    the distinct keys in that order: no Python step per key."""
+    first: dict[Any, int] = {}
+    keys = keys if n is not None else list(keys)
+    at = np.fromiter(map(first.setdefault, keys, count()), dtype=np.int64,
+                     count=len(keys) if n is None else n)  # type: ignore[arg-type]  # (where each was first met)
+    number = np.zeros(len(at), dtype=np.int64)
+    number[list(first.values())] = np.arange(len(first))
+    return number[at], list(first)
+
+
+def in_order(numbers: np.ndarray, chosen: np.ndarray | None = None) -> list[tuple[int, np.ndarray]]:
+    """(number, the indexes of its ``chosen`` items in order) per number, the numbers in the order their
+    first chosen item comes: a stable sort of the items (a radix sort for numbers below 2**16), no Python
+    step per item."""
+    rows = np.arange(len(numbers)) if chosen is None else np.flatnonzero(chosen)
+    if not len(rows):
+        return []
+    picked = numbers[rows]
+    small = picked.max() < 1 << 16  # (numbers are never negative)
+    rows = rows[(picked.astype(np.uint16) if small else picked).argsort(kind="stable")]
+    ordered = numbers[rows]
+    starts = [0, *(np.flatnonzero(ordered[1:] != ordered[:-1]) + 1).tolist(), len(rows)]
+    groups = [(int(ordered[start]), rows[start:end]) for start, end in pairwise(starts)]
+    return sorted(groups, key=lambda group: group[1][0]) if len(groups) > 1 else groups
 
 
 class RollingFigures:
@@ -142,56 +221,94 @@ class RollingFigures:
 
     # -- input ----------------------------------------------------------------------------
     def add_exchanges(self, ex: Exchanged) -> None:
-        """A piece of exchanges, in their order (a bucket opens as its second is first met); each API's
-        latencies are added to its whole-run figures at once."""
-        if not len(ex):
+        """A piece of exchanges, in their order: as if added one by one (a bucket opens as its second is first
+        met, an exchange whose second is past the window counts in no bucket, samples and keys are taken as
+        first met), a label set or a second at a time."""
+        n = len(ex)
+        if not n:
             return
-        self.exchanges += len(ex)
-        self._clock(min(ex.ts_ns))
-        self._clock(max(ex.ts_ns))
-        samples_max, bucket_of, apis = self.per_second_samples, self._bucket, self.apis
-        second, bucket = None, None
-        latencies: dict[str, list[float]] = {}
-        rows = zip(ex.ts_ns, ex.api, ex.broker, ex.latency_ms, ex.failed, ex.status, ex.request_bytes,
-                   ex.response_bytes, strict=True)  # fmt: skip
-        for ts_ns, api, broker, latency_ms, failed, status, request_bytes, response_bytes in rows:
-            if ts_ns // NS != second:  # (a bucket found stays the one of its second until another is met)
-                second = ts_ns // NS
-                bucket = bucket_of(ts_ns)
+        self.exchanges += n
+        ts = ex.ts_ns
+        self._clock(int(ts.min()))
+        self._clock(int(ts.max()))
+        has_latency = ~np.isnan(ex.latency_ms)
+        self._apis(ex, has_latency)
+        self._seconds(ex, ts // NS, has_latency)
+        self.failed += int(np.count_nonzero(ex.failed))
+        self.statuses.update(ex.statuses)
+        labels, label = ex.labels, ex.label
+        for row, names in ex.errors:
+            api = labels[label[row]].api
+            for name in names:
+                if not is_expected(api, name):
+                    self.errors.add(name)
+        clients = np.bincount(label, minlength=len(labels)).tolist()
+        counted: dict[str, int] = {}
+        for labelled, times in zip(labels, clients, strict=True):  # (first met first: the cap admits the same keys)
+            counted[labelled.client] = counted.get(labelled.client, 0) + times
+        for client, times in counted.items():
+            self.clients.add(client, times)
+        for topic, times in ex.topics.items():
+            self.topics.add(topic, times)
+
+    def _apis(self, ex: Exchanged, has_latency: np.ndarray) -> None:
+        """Each API's whole-run figures: counts, and its latencies in their order."""
+        numbers, names = ex.by([labelled.api for labelled in ex.labels])
+        size = len(names)
+        counts = np.bincount(numbers, minlength=size).tolist()
+        failed = np.bincount(numbers, weights=ex.failed, minlength=size).tolist()
+        unanswered = np.bincount(numbers, weights=ex.unanswered, minlength=size).tolist()
+        apis = self.apis
+        for api, count_, errors, missing in zip(names, counts, failed, unanswered, strict=True):
             totals = apis.get(api)
             if totals is None:
                 totals = apis[api] = ApiTotals()
-            totals.count += 1
-            if failed or status == "unanswered":
-                totals.errors += failed
-                totals.unanswered += status == "unanswered"
-            if bucket is not None:
-                bucket.requests += 1
-                bucket.errors += failed
-                bucket.request_bytes += request_bytes
-                bucket.response_bytes += response_bytes
-            if latency_ms is not None:
-                latencies.setdefault(api, []).append(latency_ms)
-                if bucket is not None:
-                    samples = bucket.latency.setdefault((api, broker), [])
-                    if len(samples) < samples_max:
-                        samples.append(latency_ms)
-        for api, values in latencies.items():
-            totals = apis[api]
+            totals.count += count_
+            totals.errors += int(errors)
+            totals.unanswered += int(missing)
+        for number, rows in in_order(numbers, has_latency):
+            totals = apis[names[number]]
+            values = ex.latency_ms[rows]
             totals.latency.add_many(values)
-            top = max(values)
+            top = float(values.max())
             totals.max_ms = top if totals.max_ms is None else max(totals.max_ms, top)
-        self.failed += sum(ex.failed)
-        self.statuses.update(ex.status)
-        if any(ex.error_names):
-            for api, names in zip(ex.api, ex.error_names, strict=True):
-                for name in names:
-                    if not is_expected(api, name):
-                        self.errors.add(name)
-        for client, n in Counter(ex.client).items():  # (first met first: the cap admits the same keys)
-            self.clients.add(client, n)
-        for topic, n in Counter(chain.from_iterable(ex.topics)).items():
-            self.topics.add(topic, n)
+
+    def _seconds(self, ex: Exchanged, seconds: np.ndarray, has_latency: np.ndarray) -> None:
+        """The buckets: opened up to the piece's last second; each exchange counted in its second's bucket
+        unless that second has rolled off (or comes before the first bucket of the run)."""
+        buckets = self.seconds
+        newest = int(seconds.max())
+        if buckets:
+            oldest = buckets[0].second
+            newest = max(newest, buckets[-1].second)
+            opened = buckets[-1].second + 1
+        else:
+            oldest = opened = int(seconds[0])  # (the first exchange's second opens the first bucket)
+        oldest = max(oldest, newest - self.window + 1)
+        for second in range(max(opened, oldest), newest + 1):
+            buckets.append(Second(second))
+        kept = seconds >= oldest
+        if not kept.any():
+            return
+        span = newest - oldest + 1  # the buckets, oldest first (those rolled off or never opened: slot span)
+        slots = np.where(kept, seconds - oldest, span)
+        requests = np.bincount(slots, minlength=span + 1).tolist()
+        errors = np.bincount(slots, weights=ex.failed, minlength=span + 1).tolist()
+        sent = np.bincount(slots, weights=ex.request_bytes, minlength=span + 1).tolist()  # (exact below 2**53)
+        received = np.bincount(slots, weights=ex.response_bytes, minlength=span + 1).tolist()
+        for slot in np.flatnonzero(requests[:span]).tolist():
+            bucket = buckets[slot]
+            bucket.requests += requests[slot]
+            bucket.errors += int(errors[slot])
+            bucket.request_bytes += int(sent[slot])
+            bucket.response_bytes += int(received[slot])
+        pairs, keys = ex.by([(labelled.api, labelled.broker) for labelled in ex.labels])
+        samples_max = self.per_second_samples
+        for number, rows in in_order(slots * len(keys) + pairs, kept & has_latency):
+            samples = buckets[number // len(keys)].latency.setdefault(keys[number % len(keys)], [])
+            room = samples_max - len(samples)
+            if room > 0:
+                samples.extend(ex.latency_ms[rows[:room]].tolist())
 
     def anomaly(self, kind: str, length: int | None, ts_ns: int | None) -> None:
         self.anomalies[kind] += 1
@@ -206,18 +323,6 @@ class RollingFigures:
             self.first_ns = ts_ns
         if self.last_ns is None or ts_ns > self.last_ns:
             self.last_ns = ts_ns
-
-    def _bucket(self, ts_ns: int) -> Second | None:
-        """The bucket of ``ts_ns``'s second, opening seconds up to it; None when already rolled off."""
-        second = ts_ns // NS
-        seconds = self.seconds
-        if not seconds or second > seconds[-1].second:
-            start = second if not seconds else max(seconds[-1].second + 1, second - self.window + 1)
-            for s in range(start, second + 1):
-                seconds.append(Second(s))
-            return seconds[-1]
-        offset = seconds[-1].second - second
-        return seconds[-1 - offset] if offset < len(seconds) else None
 
     # -- output ---------------------------------------------------------------------------
     def recent(self, span: int) -> list[Second]:

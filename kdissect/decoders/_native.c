@@ -41,27 +41,10 @@
 #include "_scan.h"
 #include "_records.h"
 
-enum {
-    K_BOOL, K_INT8, K_INT16, K_UINT16, K_INT32, K_UINT32, K_INT64, K_FLOAT64, K_UUID,
-    K_VARINT, K_VARLONG, K_UVARINT, K_STRING, K_BYTES, K_RECORDS, K_STRUCT, K_COUNT
-};
-enum { F_ARRAY = 1, F_NULLABLE = 2, F_COMPACT = 4, F_FLEXIBLE = 8, F_ERROR = 16, F_TOPIC = 32, F_TOPIC_ID = 64 };
 #define SLOT_OF(flags) ((flags) >> 8 & 0xF) /* program.py's SLOT_SHIFT: a SCANNED field's slot, 0 if none */
 #define MAX_DEPTH 64 /* schema nesting bound: decoding recursion follows the program, not the data */
 
-typedef struct Node {
-    int kind;
-    int flags;
-    int container;       /* its values can be GC-tracked: arrays (lists) and structs */
-    int holds_containers; /* structs: some member is a container (the dict is tracked from the start) */
-    Py_ssize_t min_elem; /* fewest bytes one array element takes */
-    long long tag;       /* -1 for regular fields */
-    int within;          /* F_ERROR, F_TOPIC, F_TOPIC_ID: of its flags and its members' (what a scan reads in it) */
-    PyObject *key;       /* interned result key */
-    PyObject *layout;    /* structs: dict of the regular keys, in order, to None (copied per value) */
-    Py_ssize_t nregular, ntagged;
-    struct Node *regular, *tagged;
-} Node;
+typedef KdNode Node; /* _scan.h: shared with the readers in place (read_api) */
 
 typedef struct {
     PyObject_HEAD
@@ -816,12 +799,11 @@ done:
     return 0;
 }
 
+/* The header's and the body's programs of (api_key, api_version) in ``programs`` (FRAME_PROGRAMS[kind]):
+ * 1, 0 (none, or not Programs), -1. */
 static int
-scan_frame(PyObject *programs, const unsigned char *b, Py_ssize_t L, int api_key, int api_version, int names,
-           Scan *out)
+frame_roots(PyObject *programs, int api_key, int api_version, const KdNode **header, const KdNode **body)
 {
-    memset(out, 0, sizeof *out);
-    out->names = names;
     if (api_key < 0 || api_version < 0)
         return 0;
     PyObject *id = PyLong_FromLong((long)api_key << 16 | api_version);
@@ -834,19 +816,105 @@ scan_frame(PyObject *programs, const unsigned char *b, Py_ssize_t L, int api_key
     if (!PyTuple_CheckExact(pair) || PyTuple_GET_SIZE(pair) != 2 || !Py_IS_TYPE(PyTuple_GET_ITEM(pair, 0), &ProgramType)
         || !Py_IS_TYPE(PyTuple_GET_ITEM(pair, 1), &ProgramType))
         return 0;
+    *header = &((Program *)PyTuple_GET_ITEM(pair, 0))->root;
+    *body = &((Program *)PyTuple_GET_ITEM(pair, 1))->root;
+    return 1;
+}
+
+static int
+scan_frame(PyObject *programs, const unsigned char *b, Py_ssize_t L, int api_key, int api_version, int names,
+           Scan *out)
+{
+    memset(out, 0, sizeof *out);
+    out->names = names;
+    const KdNode *header, *body;
+    int found = frame_roots(programs, api_key, api_version, &header, &body);
+    if (found <= 0)
+        return found;
     Cursor c = {b, 0};
     Errors e = {0, 0};
     Named none = {-1, 0, -1};
-    int rc = scan_struct(&c, L, &((Program *)PyTuple_GET_ITEM(pair, 0))->root, 1, out, &e, none);
+    int rc = scan_struct(&c, L, header, 1, out, &e, none);
     if (rc == 0)
-        rc = scan_struct(&c, L, &((Program *)PyTuple_GET_ITEM(pair, 1))->root, 1, out, &e, none);
+        rc = scan_struct(&c, L, body, 1, out, &e, none);
     PyErr_Clear(); /* the readers shared with decoding set an Error on bad bytes */
     out->first_error = e.first;
     out->errors = e.count;
     return rc == 0 && c.p == L;
 }
 
-static ScanApi scan_api = {scan_frame};
+/* ---- reading in place -----------------------------------------------------------------
+ *
+ * For a walk over a frame's bytes that reads a few fields and skips the rest (the table sink's detail walk,
+ * tables/_walk_bytes.c, through the scan capsule): the same readers and rules as decode_frame, one field at a
+ * time. Whatever decoding would fail on, or leave to the Python decoder, declines, with no exception left. */
+
+static int
+skip_field(const unsigned char *b, Py_ssize_t L, Py_ssize_t *p, const KdNode *nd)
+{
+    Cursor c = {b, *p};
+    Py_ssize_t left = PY_SSIZE_T_MAX;
+    int rc = walk_value(&c, L, nd, &left);
+    PyErr_Clear(); /* (the readers shared with decoding set an Error on bad bytes) */
+    *p = c.p;
+    return rc ? W_BAD : 0;
+}
+
+static PyObject *
+field_value(const unsigned char *b, Py_ssize_t L, Py_ssize_t *p, const KdNode *nd)
+{
+    Cursor c = {b, *p};
+    PyObject *v = decode_value(&c, L, nd);
+    *p = c.p;
+    if (v == NULL && PyErr_ExceptionMatches(Error))
+        PyErr_Clear();
+    return v;
+}
+
+static int
+field_span(const unsigned char *b, Py_ssize_t L, Py_ssize_t *p, const KdNode *nd, Py_ssize_t *at, Py_ssize_t *n)
+{
+    Cursor c = {b, *p};
+    long long size;
+    if (nd->kind < K_STRING || nd->kind > K_RECORDS || nd->flags & F_ARRAY
+        || read_len(&c, L, nd->flags & F_COMPACT, nd->kind != K_STRING, &size) < 0) {
+        PyErr_Clear();
+        return W_BAD;
+    }
+    int null = null_length(size, nd->flags & F_NULLABLE);
+    PyErr_Clear();
+    if (null < 0 || (!null && size > L - c.p))
+        return W_BAD;
+    *at = c.p;
+    *n = null ? -1 : (Py_ssize_t)size;
+    *p = null ? c.p : c.p + (Py_ssize_t)size;
+    return 1;
+}
+
+static int
+field_items(const unsigned char *b, Py_ssize_t L, Py_ssize_t *p, const KdNode *nd, long long *n)
+{
+    if (nd->kind != K_STRUCT)
+        return W_BAD;
+    Cursor c = {b, *p};
+    int rc;
+    if (nd->flags & F_ARRAY) {
+        rc = array_count(&c, L, nd, n);
+        PyErr_Clear();
+    } else if (!(nd->flags & F_NULLABLE)) {
+        *n = 1;
+        rc = 1;
+    } else if (c.p >= L) {
+        rc = W_BAD;
+    } else {
+        rc = (int8_t)c.b[c.p++] < 0 ? 0 : 1;
+        *n = rc;
+    }
+    *p = c.p;
+    return rc;
+}
+
+static ScanApi scan_api = {scan_frame, frame_roots, skip_field, field_value, field_span, field_items};
 
 /* scan(b, programs, api_key, api_version[, names]) -> (slots found, values, first error, errors) | None: the
  * scan of a whole frame, for tests; with names also ((topic bytes | None, topic id bytes | None)..., codes). */

@@ -21,7 +21,7 @@ import ctypes
 import os
 import signal
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import field, replace
 from pathlib import Path
 from typing import Any, Protocol
@@ -52,6 +52,10 @@ _capture = native_module("engines._capture")  # the device read in C (else throu
 _READ_EMPTY, _READ_FULL = 0, 1  # a read stopped with no packet waiting / at its limit (else libpcap's error)
 # Ended connections whose source file the sink forgets at a time (after naming their pending rows' files).
 _FORGET_EVERY = 10_000
+# Exchanges the figures and metrics take at most as one piece; else they take what came at each tick (the
+# view refreshes, and Prometheus is worth scraping, once a second): a piece's fixed numpy cost is paid a few
+# times a second, not per poll, and what the reader holds stays bounded.
+PIECE_EXCHANGES = 16_384
 _NOT_SPILLED_BY_SINK = tuple(t for t in TABLES if t not in SPILLABLE)  # the sink spills the others itself
 
 
@@ -270,7 +274,7 @@ class LiveRun:
         self.packets.decode_all(records, segments)  # runs of common records in one native call
         if native is not None:  # (the walk takes the next poll's records unless fragments wait: as CaptureDecoder)
             native.active = not self.packets.reassembling
-        self.events(list(feed_items(self.pipeline, segments, self.pipeline.source)))  # segments in batches
+        self.events(feed_items(self.pipeline, segments, self.pipeline.source))  # segments in batches
         if self.metrics is not None and records:
             self.metrics.packets.inc(stats.packets - packets)
             self.metrics.bytes.inc(stats.captured_bytes - captured)
@@ -279,16 +283,22 @@ class LiveRun:
         """A segment straight into the core (replays without capture bytes)."""
         self.events(self.pipeline.feed(segment))
 
-    def events(self, events: list[KafkaEvent]) -> None:
-        figures, metrics, sink = self.figures, self.metrics, self.sink
-        exchanges: list[KafkaEvent] = []  # since the last anomaly: one piece for the figures
+    def events(self, events: Iterable[KafkaEvent]) -> None:
+        """Events into the sink as they come (a batch's events are not held: the pipeline's pieces are taken
+        while their rows are still in the cache), their exchanges into the reader; the figures and
+        metrics take the exchanges a piece at a time: up to each anomaly, at each tick, at the end, or
+        ``PIECE_EXCHANGES`` at a time."""
+        figures, metrics, sink, reader = self.figures, self.metrics, self.sink, self.reader
+        seen = False
         for ev in events:
+            seen = True
             kind = type(ev)
             if kind is ExchangeRows or kind is Exchange:
-                exchanges.append(ev)
+                reader.add(ev)
+                if reader.pending >= PIECE_EXCHANGES:
+                    self._exchanges()
             elif kind is Anomaly:
-                self._exchanges(exchanges)  # (in their order: metrics cap anomaly kinds with error names)
-                exchanges = []
+                self._exchanges()  # (in their order: metrics cap anomaly kinds with error names)
                 figures.anomaly(ev.kind, ev.length, ev.ts_ns)
                 if metrics is not None:
                     metrics.anomaly(ev.kind)
@@ -296,17 +306,17 @@ class LiveRun:
                 sink.consume(ev)
                 if kind is ConnectionSummary:
                     self._ended.append(ev.conn_id)
-        self._exchanges(exchanges)
-        if sink is not None and events:
+        if sink is not None and seen:
             self._spill(sink)
         if sink is not None and len(self._ended) >= _FORGET_EVERY:
             sink.forget_connections(self._ended)
             self._ended = []
 
-    def _exchanges(self, events: list[KafkaEvent]) -> None:
-        if not events:
+    def _exchanges(self) -> None:
+        """The exchanges read since the last piece, into the figures and metrics."""
+        if not self.reader.pending:
             return
-        piece = self.reader.read(events)
+        piece = self.reader.take()
         self.figures.add_exchanges(piece)
         if self.metrics is not None:
             self.metrics.add_exchanges(piece)
@@ -318,7 +328,9 @@ class LiveRun:
                 self.tables.spill(name)
 
     def tick(self, kernel_drops: int | None) -> None:
-        """Once a second: libpcap's drop count and the gauges."""
+        """Once a second: the exchanges read so far into the figures and metrics, libpcap's drop count
+        and the gauges."""
+        self._exchanges()
         figures = self.figures
         if kernel_drops is not None and kernel_drops > figures.kernel_drops:
             if self.metrics is not None:
@@ -345,6 +357,7 @@ class LiveRun:
         for item in rest:
             self.events(feed_item(self.pipeline, item))
         self.events(self.pipeline.finish())
+        self._exchanges()
         self._count()
         if self.recorder is not None:
             self.recorder.close()

@@ -12,14 +12,10 @@ nothing else of the process leaks in.
 
 from __future__ import annotations
 
-from itertools import count, repeat
-from operator import is_not
-from typing import Any
-
 from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_server
 
 from kdissect.analysis.expected import is_expected
-from kdissect.analysis.rolling import Exchanged, LabelCap
+from kdissect.analysis.rolling import Exchanged, LabelCap, in_order
 from kdissect.engines.live_histogram import PieceHistogram
 from kdissect.lazy import lazy_module
 
@@ -71,36 +67,32 @@ class LiveMetrics:
         start_http_server(port, addr=addr, registry=self.registry)
 
     def add_exchanges(self, ex: Exchanged) -> None:
-        """A piece of exchanges: labels capped in the exchanges' order (each column's values as first met:
-        the caps are independent), then each label set's counts, bytes and latencies at once."""
+        """A piece of exchanges: labels capped as first met (each column's values: the caps are independent;
+        label sets come as first met), then each Prometheus label set's counts, bytes and latencies at once."""
         n = len(ex)
         if not n:
             return
-        brokers = {broker: self._broker_cap(broker) for broker in dict.fromkeys(ex.broker)}
-        clients = {client: self._client_cap(client) for client in dict.fromkeys(ex.client_id)}
-        labels = list(zip(ex.api, map(brokers.__getitem__, ex.broker), map(clients.__getitem__, ex.client_id),
-                          strict=True))  # fmt: skip
-        codes, groups = _coded(labels)
+        codes, groups = ex.by([(labelled.api, self._broker_cap(labelled.broker), self._client_cap(labelled.client_id))
+                               for labelled in ex.labels])  # fmt: skip
         request_bytes = np.bincount(codes, weights=ex.request_bytes, minlength=n).tolist()  # (exact below 2**53)
         response_bytes = np.bincount(codes, weights=ex.response_bytes, minlength=n).tolist()
-        has_latency = np.fromiter(map(is_not, ex.latency_ms, repeat(None)), dtype=bool, count=n)
-        seconds = np.array(ex.latency_ms, dtype=np.float64).tolist() if has_latency.any() else []
-        latencies = _rows_by_code(codes, has_latency)
-        found, times = np.unique(codes, return_counts=True)  # (codes ascending: the label sets as first met)
-        for code, requests in zip(found.tolist(), times.tolist(), strict=True):
-            group = groups[code]
-            self.requests.labels(*group).inc(requests)
+        requests = np.bincount(codes, minlength=len(groups)).tolist()
+        latencies = dict(in_order(codes, ~np.isnan(ex.latency_ms)))
+        seconds = ex.latency_ms / 1000
+        for code, group in enumerate(groups):
+            self.requests.labels(*group).inc(requests[code])
             self.request_bytes.labels(*group).inc(request_bytes[code])
             self.response_bytes.labels(*group).inc(response_bytes[code])
             rows = latencies.get(code)  # (a label set with no latency yet still shows its empty buckets)
-            self.latency.observe_many(group, [] if rows is None else [seconds[row] / 1000 for row in rows.tolist()])
-        if any(ex.error_names):
-            self._errors(ex, labels)
+            self.latency.observe_many(group, [] if rows is None else seconds[rows].tolist())
+        if ex.errors:
+            self._errors(ex, [groups[code] for code in codes[[row for row, _ in ex.errors]].tolist()])
 
     def _errors(self, ex: Exchanged, labels: list[tuple[str, str, str]]) -> None:
         """Each non-zero error code under its exchange's labels and its (capped) name."""
-        error_cap = self._error_cap
-        for api, group, names in zip(ex.api, labels, ex.error_names, strict=True):
+        error_cap, sets = self._error_cap, ex.labels
+        for (row, names), group in zip(ex.errors, labels, strict=True):
+            api = sets[ex.label[row]].api
             for name in names:
                 (self.expected if is_expected(api, name) else self.errors).labels(*group, error_cap(name)).inc()
 
@@ -108,24 +100,3 @@ class LiveMetrics:
         self.anomalies.labels(self._error_cap(kind)).inc()
         if kind == "gap":
             self.gaps.inc()
-
-
-def _coded(keys: list) -> tuple[np.ndarray, dict[int, Any]]:
-    """Each row's key as a number (the row it is first met at: ascending numbers are the keys as first
-    met), and the key of each number."""
-    first: dict[Any, int] = {}
-    codes = np.fromiter(map(first.setdefault, keys, count()), dtype=np.int64, count=len(keys))
-    return codes, {code: key for key, code in first.items()}
-
-
-def _rows_by_code(codes: np.ndarray, chosen: np.ndarray) -> dict[int, np.ndarray]:
-    """The indexes of each code's chosen rows, in order: a stable sort of the rows by code, so no Python
-    step per row."""
-    rows = np.flatnonzero(chosen)
-    if not len(rows):
-        return {}
-    chosen_codes = codes[rows]
-    order = np.argsort(chosen_codes, kind="stable")
-    ordered = chosen_codes[order]
-    firsts = np.flatnonzero(np.diff(ordered, prepend=-1))
-    return dict(zip(ordered[firsts].tolist(), np.split(rows[order], firsts[1:]), strict=True))

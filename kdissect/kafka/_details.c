@@ -2,9 +2,11 @@
  * more than the exchanges table: the native twin of tables/sink.py's _walked_details and of the
  * request_params row of tables/details.py, with no Exchange, KafkaMessage or row dict per exchange.
  *
- * Per exchange: both bodies decoded by the decoder's C path (decode_frame, the schema programs), both
- * walked by the table sink's detail walk (tables/_native.c, through its capsule, _native.h, with the
- * plans tables/detail_walk.py compiles per message version), which also gives the exchanges row its
+ * Per exchange: both frames walked in their bytes by the table sink's detail walk (tables/_walk_bytes.c,
+ * through its capsule, _native.h, with the plans tables/detail_walk.py compiles per message version and
+ * the decoder's programs), no body built; where that walk declines (an error code, tagged fields, a
+ * broker... its header says which), both bodies decoded by the decoder's C path (decode_frame) and walked
+ * by the walk over decoded bodies (tables/_native.c) with the same plans. The walk also gives the exchanges row its
  * error columns and throttle time as the sink's _walked_details does (so a response the exchange scan
  * leaves, with tagged fields, is taken here), and then, into the columns of the current piece
  * (tables/detail_walk.py's LaneParts: lists, and typed buffers for integer columns, tables/_typed.c):
@@ -12,8 +14,9 @@
  *     unless the api is cluster-state traffic (``no_partitions``);
  *   - the request_params row of an api in ``params_apis``: the request body's ``params_fields``;
  *   - the topic ids the walk learns (first name kept, as the sink keeps them);
- *   - one ``left`` tuple for an exchange with error codes, brokers or records: what the sink still
- *     builds per exchange in Python (errors rows, brokers rows, records and batches rows);
+ *   - one ``left`` tuple for an exchange with error codes, brokers or records that the sink reads (the
+ *     spec's ``reads``): what the sink still builds per exchange (errors rows, brokers rows, records and
+ *     batches rows); records not read are not collected, their bytes never copied;
  *   - for each topic id learned and each ``left`` tuple, the index of the segment that completed the
  *     exchange in the lanes' run (``topics_at``, ``left_at``): what an engine that places what these
  *     teach in capture order (the Spark tasks, engines/partition.py) reads, feeding segments in batches.
@@ -28,19 +31,25 @@
  */
 #include "_details.h"
 
+#include <string.h>
+
 #include "../tables/_native.h"
 
 static PyObject *str_throttle; /* "throttle_time_ms" */
+static PyObject *want_throttle; /* (str_throttle,): what the bytes walk reads of a response's top level */
 
 static struct {
     PyObject *spec; /* the spec tuple, as given */
     PyObject *decode, *plan_for, *new_piece, *handed_back, *no_partitions, *params_apis, *params_fields;
+    int reads_errors, reads_brokers, reads_records; /* what the sink reads of a left tuple */
     PyObject *plans; /* (api_key << 17 | version << 1 | response) -> plan, as met */
     PyObject *partitions, *errors, *request_records, *response_records, *base_offsets, *brokers; /* reused */
+    PyObject *learned; /* the topic ids the bytes walk learned, first name kept (reused) */
     const KdDetailApi *walk;
 } d;
 
-/* spec: (decode_frame, plan_for, new_piece, handed_back, no_partitions, params_apis, params_fields) */
+/* spec: (decode_frame, plan_for, new_piece, handed_back, no_partitions, params_apis, params_fields,
+ * (errors, brokers, records): whether the sink reads each of a left tuple) */
 int
 details_read(PyObject *spec)
 {
@@ -50,16 +59,19 @@ details_read(PyObject *spec)
         return -1;
     if (str_throttle == NULL && (str_throttle = PyUnicode_InternFromString("throttle_time_ms")) == NULL)
         return -1;
+    if (want_throttle == NULL && (want_throttle = PyTuple_Pack(1, str_throttle)) == NULL)
+        return -1;
     PyObject *decode, *plan_for, *new_piece, *handed_back, *no_partitions, *params_apis, *params_fields;
-    if (!PyArg_ParseTuple(spec, "OOOO!O!O!O!", &decode, &plan_for, &new_piece, &PyFrozenSet_Type, &handed_back,
+    int errors, brokers, records;
+    if (!PyArg_ParseTuple(spec, "OOOO!O!O!O!(ppp)", &decode, &plan_for, &new_piece, &PyFrozenSet_Type, &handed_back,
                           &PyFrozenSet_Type, &no_partitions, &PyFrozenSet_Type, &params_apis, &PyTuple_Type,
-                          &params_fields))
+                          &params_fields, &errors, &brokers, &records))
         return -1;
     if (d.plans == NULL) {
         if ((d.plans = PyDict_New()) == NULL || (d.partitions = PyDict_New()) == NULL
             || (d.errors = PyList_New(0)) == NULL || (d.request_records = PyList_New(0)) == NULL
             || (d.response_records = PyList_New(0)) == NULL || (d.base_offsets = PyDict_New()) == NULL
-            || (d.brokers = PyList_New(0)) == NULL)
+            || (d.brokers = PyList_New(0)) == NULL || (d.learned = PyDict_New()) == NULL)
             return -1;
     }
     PyDict_Clear(d.plans);
@@ -71,6 +83,9 @@ details_read(PyObject *spec)
     Py_XSETREF(d.no_partitions, Py_NewRef(no_partitions));
     Py_XSETREF(d.params_apis, Py_NewRef(params_apis));
     Py_XSETREF(d.params_fields, Py_NewRef(params_fields));
+    d.reads_errors = errors;
+    d.reads_brokers = brokers;
+    d.reads_records = records;
     return 0;
 }
 
@@ -97,6 +112,71 @@ details_left(int api_key)
     return in_set(d.handed_back, api_key);
 }
 
+/* The walk's plan for a message version (borrowed; plan_for asked once per version). */
+static PyObject *
+plan(int api_key, int api_version, int response)
+{
+    PyObject *id = PyLong_FromLong((long)api_key << 17 | (long)api_version << 1 | response);
+    if (id == NULL)
+        return NULL;
+    PyObject *found = PyDict_GetItemWithError(d.plans, id);
+    if (found == NULL && !PyErr_Occurred()) {
+        PyObject *made = PyObject_CallFunction(d.plan_for, "iiO", api_key, api_version, response ? Py_True : Py_False);
+        if (made != NULL && PyDict_SetItem(d.plans, id, made) == 0)
+            found = made; /* the dict holds it */
+        Py_XDECREF(made);
+    }
+    Py_DECREF(id);
+    return found;
+}
+
+/* The reused parts start empty for the next exchange. */
+static void
+reset(void)
+{
+    PyObject *dicts[] = {d.partitions, d.base_offsets, d.learned};
+    PyObject *lists[] = {d.errors, d.brokers, d.request_records, d.response_records};
+    for (size_t k = 0; k < sizeof dicts / sizeof *dicts; k++)
+        if (PyDict_GET_SIZE(dicts[k]))
+            PyDict_Clear(dicts[k]);
+    for (size_t k = 0; k < sizeof lists / sizeof *lists; k++)
+        if (PyList_GET_SIZE(lists[k]))
+            PyList_SetSlice(lists[k], 0, PyList_GET_SIZE(lists[k]), NULL);
+}
+
+/* Both frames walked in their bytes into the reused parts: 1, 0 (declined: the parts left empty), -1. */
+static int
+walked(PyObject *request, PyObject *requests, PyObject *responses, const char *b, Py_ssize_t n, int api_key,
+       int api_version, Bodies *out)
+{
+    if (!PyBytes_CheckExact(request) || PyTuple_GET_SIZE(d.params_fields) > MAX_PARAMS)
+        return 0;
+    int no_partitions = in_set(d.no_partitions, api_key), params = in_set(d.params_apis, api_key);
+    PyObject *req_plan = no_partitions < 0 || params < 0 ? NULL : plan(api_key, api_version, 0);
+    PyObject *resp_plan = req_plan ? plan(api_key, api_version, 1) : NULL;
+    if (resp_plan == NULL)
+        return -1;
+    PyObject *merged = no_partitions ? NULL : d.partitions;
+    int rc = d.walk->walk_bytes(req_plan, requests, (const unsigned char *)PyBytes_AS_STRING(request),
+                                PyBytes_GET_SIZE(request), api_key, api_version, 0, merged,
+                                d.reads_records ? d.request_records : NULL, d.learned, NULL, 0,
+                                params ? d.params_fields : NULL, out->params);
+    if (rc == 1) {
+        rc = d.walk->walk_bytes(resp_plan, responses, (const unsigned char *)b, n, api_key, api_version, 1, merged,
+                                d.reads_records ? d.response_records : NULL, d.learned,
+                                d.reads_records ? d.base_offsets : NULL, d.reads_brokers, want_throttle, &out->throttle);
+        if (rc != 1)
+            for (int k = 0; k < MAX_PARAMS; k++)
+                Py_CLEAR(out->params[k]);
+    }
+    if (rc != 1) {
+        reset();
+        return rc;
+    }
+    out->walked = 1;
+    return 1;
+}
+
 /* decode_frame(frame, programs, api_key, api_version, False)["body"], or NULL with no error when the C
  * path leaves the frame to Python. A new reference. */
 static PyObject *
@@ -118,7 +198,10 @@ int
 details_decode(PyObject *request, PyObject *requests, PyObject *responses, const char *b, Py_ssize_t n,
                int api_key, int api_version, Bodies *out)
 {
-    *out = (Bodies){NULL, NULL};
+    memset(out, 0, sizeof *out);
+    int rc = walked(request, requests, responses, b, n, api_key, api_version, out);
+    if (rc != 0)
+        return rc;
     if (PyBytes_CheckExact(request))
         out->request = body_of(request, requests, Py_None, Py_None);
     else if ((out->request = PyObject_GetAttrString(request, "body")) == Py_None)
@@ -146,24 +229,9 @@ details_clear(Bodies *bodies)
 {
     Py_CLEAR(bodies->request);
     Py_CLEAR(bodies->response);
-}
-
-/* The walk's plan for a message version (borrowed; plan_for asked once per version). */
-static PyObject *
-plan(int api_key, int api_version, int response)
-{
-    PyObject *id = PyLong_FromLong((long)api_key << 17 | (long)api_version << 1 | response);
-    if (id == NULL)
-        return NULL;
-    PyObject *found = PyDict_GetItemWithError(d.plans, id);
-    if (found == NULL && !PyErr_Occurred()) {
-        PyObject *made = PyObject_CallFunction(d.plan_for, "iiO", api_key, api_version, response ? Py_True : Py_False);
-        if (made != NULL && PyDict_SetItem(d.plans, id, made) == 0)
-            found = made; /* the dict holds it */
-        Py_XDECREF(made);
-    }
-    Py_DECREF(id);
-    return found;
+    Py_CLEAR(bodies->throttle);
+    for (int k = 0; k < MAX_PARAMS; k++)
+        Py_CLEAR(bodies->params[k]);
 }
 
 /* A list's items, leaving it empty (the reused lists). */
@@ -176,8 +244,9 @@ taken(PyObject *list)
     return items;
 }
 
+/* The request_params row: the request body's params_fields (as the bytes walk read them, or from the body). */
 static int
-params_row(PyObject *columns, const Paired *x, PyObject *body)
+params_row(PyObject *columns, const Paired *x, const Bodies *bodies)
 {
     Py_ssize_t fields = PyTuple_GET_SIZE(d.params_fields);
     if (PyTuple_GET_SIZE(columns) != fields + 3) {
@@ -191,7 +260,8 @@ params_row(PyObject *columns, const Paired *x, PyObject *body)
     for (int k = 0; k < 3; k++)
         Py_XDECREF(head[k]);
     for (Py_ssize_t k = 0; k < fields && rc == 0; k++) {
-        PyObject *v = PyDict_GetItemWithError(body, PyTuple_GET_ITEM(d.params_fields, k));
+        PyObject *v = bodies->walked ? bodies->params[k]
+                                     : PyDict_GetItemWithError(bodies->request, PyTuple_GET_ITEM(d.params_fields, k));
         if (v == NULL && PyErr_Occurred())
             return -1;
         rc = d.walk->append_cell(PyTuple_GET_ITEM(columns, 3 + k), v ? v : Py_None);
@@ -199,22 +269,28 @@ params_row(PyObject *columns, const Paired *x, PyObject *body)
     return rc;
 }
 
+/* The merged partition rows, each after the exchange's PARTITION_PREFIX cells, into the partitions columns
+ * (as append_rows would, with no tuple per exchange). Lengths are checked before anything is appended. */
 static int
 partition_rows(PyObject *columns, const Paired *x)
 {
-    PyObject *rows = PyDict_Values(d.partitions);
-    PyObject *prefix = rows ? Py_BuildValue("(OLiOL)", x->conn_id, x->correlation_id, x->api_key, x->api_name,
-                                            x->request_ts)
-                            : NULL;
-    PyObject *args = prefix ? PyTuple_Pack(3, columns, prefix, rows) : NULL;
-    PyObject *done = args ? d.walk->append_rows(NULL, args) : NULL;
-    Py_XDECREF(rows);
-    Py_XDECREF(prefix);
-    Py_XDECREF(args);
-    if (done == NULL)
-        return -1;
-    Py_DECREF(done);
-    return 0;
+    enum { PREFIX = 5 };
+    Py_ssize_t pos = 0, ncol = PyTuple_GET_SIZE(columns);
+    PyObject *key, *row;
+    while (PyDict_Next(d.partitions, &pos, &key, &row))
+        if (!PyList_CheckExact(row) || PyList_GET_SIZE(row) + PREFIX != ncol) {
+            PyErr_SetString(PyExc_ValueError, "a partition row's values do not fill the partitions columns");
+            return -1;
+        }
+    PyObject *prefix[PREFIX] = {Py_NewRef(x->conn_id), PyLong_FromLongLong(x->correlation_id),
+                                PyLong_FromLong(x->api_key), Py_NewRef(x->api_name), PyLong_FromLongLong(x->request_ts)};
+    int rc = prefix[1] && prefix[2] && prefix[4] ? 0 : -1;
+    for (pos = 0; rc == 0 && PyDict_Next(d.partitions, &pos, &key, &row);)
+        for (Py_ssize_t c = 0; rc == 0 && c < ncol; c++)
+            rc = d.walk->append_cell(PyTuple_GET_ITEM(columns, c), c < PREFIX ? prefix[c] : PyList_GET_ITEM(row, c - PREFIX));
+    for (int k = 0; k < PREFIX; k++)
+        Py_XDECREF(prefix[k]);
+    return rc;
 }
 
 /* The index of the segment an item came in, appended to a piece's left_at or topics_at: 0 or -1. */
@@ -244,16 +320,24 @@ left_item(PyObject *left, const Paired *x)
     return rc;
 }
 
-/* The reused parts start empty for the next exchange. */
-static void
-reset(void)
+/* Whether the sink reads anything of the exchange's left tuple (else none is made). */
+static int
+left_read(void)
 {
-    PyDict_Clear(d.partitions);
-    PyDict_Clear(d.base_offsets);
-    PyList_SetSlice(d.errors, 0, PyList_GET_SIZE(d.errors), NULL);
-    PyList_SetSlice(d.brokers, 0, PyList_GET_SIZE(d.brokers), NULL);
-    PyList_SetSlice(d.request_records, 0, PyList_GET_SIZE(d.request_records), NULL);
-    PyList_SetSlice(d.response_records, 0, PyList_GET_SIZE(d.response_records), NULL);
+    return (d.reads_errors && PyList_GET_SIZE(d.errors)) || (d.reads_brokers && PyList_GET_SIZE(d.brokers))
+           || (d.reads_records && (PyList_GET_SIZE(d.request_records) || PyList_GET_SIZE(d.response_records)));
+}
+
+/* The topic ids the bytes walk learned into the piece's, first name kept. 0 or -1. */
+static int
+learn(PyObject *topics)
+{
+    Py_ssize_t pos = 0;
+    PyObject *id, *name;
+    while (PyDict_Next(d.learned, &pos, &id, &name))
+        if (PyDict_SetDefault(topics, id, name) == NULL)
+            return -1;
+    return 0;
 }
 
 int
@@ -266,16 +350,22 @@ details_walk(PyObject *parts, const Paired *x, const Bodies *bodies, Outcome *ou
         return -1;
     }
     Py_ssize_t known = PyDict_GET_SIZE(topics);
-    int no_partitions = in_set(d.no_partitions, x->api_key);
-    PyObject *req_plan = plan(x->api_key, x->api_version, 0), *resp_plan = req_plan ? plan(x->api_key, x->api_version, 1)
-                                                                                     : NULL;
-    if (no_partitions < 0 || resp_plan == NULL)
-        return -1;
-    PyObject *merged = no_partitions ? NULL : d.partitions;
-    int rc = d.walk->walk_body(req_plan, bodies->request, 0, merged, NULL, d.request_records, topics, NULL, NULL);
-    if (rc == 0)
-        rc = d.walk->walk_body(resp_plan, bodies->response, 1, merged, d.errors, d.response_records, topics,
-                               d.base_offsets, d.brokers);
+    int rc = 0;
+    if (bodies->walked) {
+        rc = learn(topics);
+    } else {
+        int no_partitions = in_set(d.no_partitions, x->api_key);
+        PyObject *req_plan = plan(x->api_key, x->api_version, 0),
+                 *resp_plan = req_plan ? plan(x->api_key, x->api_version, 1) : NULL;
+        if (no_partitions < 0 || resp_plan == NULL)
+            return -1;
+        PyObject *merged = no_partitions ? NULL : d.partitions;
+        rc = d.walk->walk_body(req_plan, bodies->request, 0, merged, NULL, d.reads_records ? d.request_records : NULL,
+                               topics, NULL, NULL);
+        if (rc == 0)
+            rc = d.walk->walk_body(resp_plan, bodies->response, 1, merged, d.errors,
+                                   d.reads_records ? d.response_records : NULL, topics, d.base_offsets, d.brokers);
+    }
     /* each topic id the walk learned: the segment it came in (the dict only grows, in insertion order) */
     for (Py_ssize_t k = known; rc == 0 && k < PyDict_GET_SIZE(topics); k++)
         rc = at_append(topics_at, x->at);
@@ -286,7 +376,9 @@ details_walk(PyObject *parts, const Paired *x, const Bodies *bodies, Outcome *ou
                                ? PyLong_AsLongLong(PyTuple_GET_ITEM(first, 2)) : -1;
         rc = PyErr_Occurred() ? -1 : 0;
     }
-    if (rc == 0) { /* the response body's throttle_time_ms, or None */
+    if (rc == 0 && bodies->walked) {
+        out->throttle = Py_NewRef(bodies->throttle);
+    } else if (rc == 0) { /* the response body's throttle_time_ms, or None */
         out->throttle = PyDict_GetItemWithError(bodies->response, str_throttle);
         rc = out->throttle == NULL && PyErr_Occurred() ? -1 : 0;
         out->throttle = Py_NewRef(out->throttle ? out->throttle : Py_None);
@@ -311,9 +403,8 @@ details_emit(PyObject *parts, const Paired *x, const Bodies *bodies)
     if (PyDict_GET_SIZE(d.partitions))
         rc = partition_rows(partitions_columns, x);
     if (rc == 0 && params)
-        rc = params_row(params_columns, x, bodies->request);
-    if (rc == 0 && (PyList_GET_SIZE(d.errors) || PyList_GET_SIZE(d.brokers) || PyList_GET_SIZE(d.request_records)
-                    || PyList_GET_SIZE(d.response_records)))
+        rc = params_row(params_columns, x, bodies);
+    if (rc == 0 && left_read())
         rc = left_item(left, x) < 0 ? -1 : at_append(left_at, x->at);
 done:
     reset();

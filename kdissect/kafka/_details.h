@@ -6,9 +6,14 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
-/* An exchange's decoded bodies (new references), from details_decode. */
+#define MAX_PARAMS 16 /* request_params fields read from the bytes (more: the bodies are decoded) */
+
+/* An exchange's decoded bodies (new references), from details_decode; or, when the walk over the frames'
+ * bytes took it (``walked``: no bodies), the request_params values and the throttle time it read. */
 typedef struct {
     PyObject *request, *response;
+    int walked;
+    PyObject *throttle, *params[MAX_PARAMS];
 } Bodies;
 
 /* What the rows of one paired exchange share (borrowed). */
@@ -29,8 +34,9 @@ int in_set(PyObject *set, int key);
 PyObject *details_new_piece(void);
 /* Whether exchanges of this api are handed back to the session in a details run: 1, 0, -1. */
 int details_left(int api_key);
-/* Both bodies decoded by the decoder's C path: 1 (``out`` set), 0 (it leaves the frame to Python: hand
- * the pairing back), -1. ``request`` is the request's bytes, or the session's KafkaMessage (its body). */
+/* Both frames walked in their bytes (tables/_walk_bytes.c), or where that walk declines, both bodies decoded
+ * by the decoder's C path: 1 (``out`` set), 0 (it leaves the frame to Python: hand the pairing back), -1.
+ * ``request`` is the request's bytes, or the session's KafkaMessage (its body). */
 int details_decode(PyObject *request, PyObject *requests, PyObject *responses, const char *b, Py_ssize_t n,
                    int api_key, int api_version, Bodies *out);
 /* What the exchanges row takes from the walk: the first non-zero error code, how many, the response's

@@ -20,11 +20,17 @@
  *   writes it into the Python objects) and the lane is forgotten, so the reference sees exactly the
  *   state it would have built itself. A segment at or past the idle sweep time is left to Python
  *   without releasing (the caller releases every lane: the sweep may end any of them).
- * - What a taken segment does equals the reference, in the same order: the connection's last_ts
- *   and its place in the reassembler's least-recently-active order (move_to_end), the sender's
- *   segment count, the peer's ACK and window, then the bytes delivered to the sink.
+ * - What a taken segment does equals the reference, in the same order: the sender's segment count,
+ *   the peer's ACK and window, then the bytes delivered to the sink. What it owes the Python objects
+ *   (the connection's last_ts, its place in the reassembler's least-recently-active order, the
+ *   summary's last_ts) is paid once per lane before run() returns (settle()), with the values and the
+ *   order the reference's per-segment updates leave: no Python code reads them during a run.
+ * - A segment's lane is found by its 4-tuple in ``flows``; the last FLOW_HITS found are remembered by
+ *   their address objects and ports (no key tuple hashed per segment), and forgotten whenever ``flows``
+ *   changes, so a 4-tuple used again after its lane was handed back is looked up again.
  * - Memory: one lane per open connection (the reassembler's max_connections bounds them), and per
- *   direction at most RECENT_CHUNKS references to payloads of at most RECENT_CHUNK bytes.
+ *   direction at most RECENT_CHUNKS references to payloads of at most RECENT_CHUNK bytes; FLOW_HITS
+ *   pairs of address strings.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -33,6 +39,7 @@
 
 #include "../kafka/_framing.h"
 #include "../kafka/_pairing.h"
+#include "../sources/_segment_layout.h"
 
 #define SEQ_MASK 0xFFFFFFFFu
 #define MAX_AHEAD (1u << 30) /* halfstream.MAX_AHEAD */
@@ -71,13 +78,33 @@ typedef struct {
     PyObject *summary;    /* its ConnectionSummary (last_ts) */
     PyObject *frame_type; /* framing.Frame */
     Pairing pairing;      /* the frames' pairing into exchanges rows (kafka/_pairing.c), while it is on */
+    /* What the run's taken segments owe the Python objects, settled before the run returns (settle()):
+     * the last one's time (the connection's last_ts, and its place in the least-recently-active order by
+     * ``touched``) and, when the lane frames, the latest time for the summary's last_ts. */
+    PyObject *last_ts, *summary_ts; /* NULL: nothing owed */
+    long long summary_max;
+    Py_ssize_t touched; /* when the last one was taken, in the run's count */
 } Lane;
+
+/* A 4-tuple ``flows`` mapped to a lane entry, remembered by its address strings themselves (the sources make
+ * one string object per address, cached) and its ports: a segment of a busy connection finds its lane with
+ * no key tuple made, hashed and compared. */
+typedef struct {
+    PyObject *src, *dst; /* strong references (NULL: empty), compared by identity */
+    long sport, dport;
+    Py_ssize_t where;
+} FlowHit;
+
+#define FLOW_HITS 64
 
 typedef struct {
     PyObject_HEAD
     PyObject *flows; /* FlowKey -> int (lane index * 2 + direction) */
     Lane **lanes;    /* NULL slots are free */
     Py_ssize_t size;
+    FlowHit hits[FLOW_HITS]; /* emptied whenever ``flows`` changes */
+    Lane **owing;            /* the lanes with something owed (Lane.last_ts), in the order first taken */
+    Py_ssize_t owing_n, owing_cap, taken;
 } Lanes;
 
 static PyObject *s_ts_ns, *s_src_ip, *s_src_port, *s_dst_ip, *s_dst_port, *s_seq, *s_ack, *s_flags, *s_window,
@@ -94,6 +121,8 @@ lane_free(Lane *lane)
     Py_XDECREF(lane->frames);
     Py_XDECREF(lane->summary);
     Py_XDECREF(lane->frame_type);
+    Py_XDECREF(lane->last_ts);
+    Py_XDECREF(lane->summary_ts);
     lane->pairing.events = NULL;
     pairing_clear(&lane->pairing);
     if (lane->framed)
@@ -151,6 +180,16 @@ direction_state(const Direction *dir)
 
 /* ---- the lane table ---------------------------------------------------------------------- */
 
+/* Every remembered flow forgotten: ``flows`` is about to change. */
+static void
+forget_hits(Lanes *self)
+{
+    for (int k = 0; k < FLOW_HITS; k++) {
+        Py_CLEAR(self->hits[k].src);
+        Py_CLEAR(self->hits[k].dst);
+    }
+}
+
 /* Forget lane ``i``; returns (conn_id, (state of direction 0, state of direction 1), framing) with framing
  * None or (framer state of direction 0, of direction 1). The pairing is handed back first. */
 static PyObject *
@@ -179,6 +218,7 @@ release_lane(Lanes *self, Py_ssize_t i)
     Py_XDECREF(framing);
     if (result == NULL)
         return NULL;
+    forget_hits(self);
     for (int d = 0; d < 2; d++)
         if (PyDict_DelItem(self->flows, lane->keys[d]) < 0) {
             Py_DECREF(result);
@@ -268,6 +308,7 @@ lanes_adopt(Lanes *self, PyObject *args)
         self->lanes = grown;
         self->size = size;
     }
+    forget_hits(self);
     for (int d = 0; d < 2; d++) {
         PyObject *where = PyLong_FromSsize_t(i * 2 + d);
         if (where == NULL || PyDict_SetItem(self->flows, keys[d], where) < 0) {
@@ -356,16 +397,72 @@ judge(Lane *lane, int d, const Segment *s, int has_sweep, long long next_sweep)
     return TAKE;
 }
 
-/* summary.last_ts = max(summary.last_ts, ts), as KafkaConnection.data does first. */
+/* A taken segment's time, owed to the connection (and, framing, to its summary) until settle(). */
 static int
-touch_summary(PyObject *summary, PyObject *ts)
+owe(Lanes *self, Lane *lane, const Segment *s, PyObject *ts)
 {
-    PyObject *last = PyObject_GetAttr(summary, s_last_ts);
-    if (last == NULL)
-        return -1;
-    int later = PyObject_RichCompareBool(ts, last, Py_GT);
-    Py_DECREF(last);
-    return later <= 0 ? later : PyObject_SetAttr(summary, s_last_ts, ts);
+    if (lane->last_ts == NULL) {
+        if (self->owing_n == self->owing_cap) {
+            Py_ssize_t cap = self->owing_cap ? self->owing_cap * 2 : 16;
+            Lane **grown = PyMem_Realloc(self->owing, (size_t)cap * sizeof(Lane *));
+            if (grown == NULL) {
+                PyErr_NoMemory();
+                return -1;
+            }
+            self->owing = grown;
+            self->owing_cap = cap;
+        }
+        self->owing[self->owing_n++] = lane;
+    }
+    Py_XSETREF(lane->last_ts, Py_NewRef(ts));
+    lane->touched = self->taken++;
+    if (lane->framed && lane->sink != Py_None && s->payload_len > 0
+        && (lane->summary_ts == NULL || s->ts > lane->summary_max)) {
+        Py_XSETREF(lane->summary_ts, Py_NewRef(ts));
+        lane->summary_max = s->ts;
+    }
+    return 0;
+}
+
+static int
+by_touched(const void *a, const void *b)
+{
+    Py_ssize_t x = (*(Lane *const *)a)->touched, y = (*(Lane *const *)b)->touched;
+    return (x > y) - (x < y);
+}
+
+/* What the taken segments owe, paid as the reference pays it per segment: each connection's last_ts its last
+ * segment's time, the connections moved to the end of the least-recently-active order in the order of their
+ * last segments (``move_to_end``), each summary's last_ts raised to its latest time (a max, so Python's own
+ * raises in between commute). Nothing in Python reads these while a run takes segments: the frames and the
+ * pairing's hand-backs reach only the Kafka session, which raises the summary's time the same way. 0 or -1. */
+static int
+settle(Lanes *self, PyObject *move_to_end)
+{
+    int rc = 0;
+    qsort(self->owing, (size_t)self->owing_n, sizeof(Lane *), by_touched);
+    for (Py_ssize_t k = 0; k < self->owing_n; k++) {
+        Lane *lane = self->owing[k];
+        PyObject *ts = lane->last_ts, *summary_ts = lane->summary_ts;
+        lane->last_ts = lane->summary_ts = NULL;
+        if (rc == 0 && PyObject_SetAttr(lane->conn, s_last_ts, ts) < 0)
+            rc = -1;
+        PyObject *moved = rc == 0 ? PyObject_CallOneArg(move_to_end, lane->conn_id) : NULL;
+        if (moved == NULL)
+            rc = -1;
+        Py_XDECREF(moved);
+        if (rc == 0 && summary_ts != NULL) { /* summary.last_ts = max(summary.last_ts, ts) */
+            PyObject *last = PyObject_GetAttr(lane->summary, s_last_ts);
+            int later = last == NULL ? -1 : PyObject_RichCompareBool(summary_ts, last, Py_GT);
+            Py_XDECREF(last);
+            if (later < 0 || (later && PyObject_SetAttr(lane->summary, s_last_ts, summary_ts) < 0))
+                rc = -1;
+        }
+        Py_DECREF(ts);
+        Py_XDECREF(summary_ts);
+    }
+    self->owing_n = 0;
+    return rc;
 }
 
 /* The connection's frames(direction, frames) -> (events, settled, pairing): events appended to ``out``;
@@ -403,15 +500,11 @@ deliver_frames(Lane *lane, int d, PyObject *frames, PyObject *out)
  * events to ``out``. Returns 0, 1 when the lane must be handed back after it (its connection left the common
  * case), -1. */
 static int
-take(Lane *lane, int d, const Segment *s, Py_ssize_t at, PyObject *ts, PyObject *move_to_end, PyObject *out)
+take(Lanes *self, Lane *lane, int d, const Segment *s, Py_ssize_t at, PyObject *ts, PyObject *out)
 {
     Direction *me = &lane->dir[d], *peer = &lane->dir[d ^ 1];
-    if (PyObject_SetAttr(lane->conn, s_last_ts, ts) < 0)
+    if (owe(self, lane, s, ts) < 0)
         return -1;
-    PyObject *moved = PyObject_CallOneArg(move_to_end, lane->conn_id);
-    if (moved == NULL)
-        return -1;
-    Py_DECREF(moved);
     me->segments++;
     if (s->flags & F_ACK) {
         peer->has_peer_ack = peer->has_peer_window = 1;
@@ -432,8 +525,6 @@ take(Lane *lane, int d, const Segment *s, Py_ssize_t at, PyObject *ts, PyObject 
     if (lane->sink == Py_None)
         return 0;
     if (lane->framed) {
-        if (touch_summary(lane->summary, ts) < 0)
-            return -1;
         PyObject *frames = PyList_New(0);
         if (frames == NULL)
             return -1;
@@ -467,29 +558,41 @@ take(Lane *lane, int d, const Segment *s, Py_ssize_t at, PyObject *ts, PyObject 
     return rc;
 }
 
+static SegmentLayout layout; /* TcpSegment's (sources/_segment_layout.h): its fields read in their slots */
+
+/* Field ``i`` of a segment, whose attribute is ``name`` (a new reference, or NULL with an exception set). */
+static PyObject *
+field(PyObject *obj, int i, PyObject *name)
+{
+    if ((PyObject *)Py_TYPE(obj) != layout.type && segment_layout(&layout, (PyObject *)Py_TYPE(obj)) < 0)
+        return NULL;
+    PyObject *v = layout.direct ? *segment_slot(&layout, obj, i) : NULL;
+    return v != NULL ? Py_NewRef(v) : PyObject_GetAttr(obj, name);
+}
+
 /* Reads a segment's fields: 0, or 1 when one is not what the sources build (the reference takes it), -1 on error. */
 static int
 read_segment(PyObject *obj, Segment *s, PyObject **ts)
 {
     PyObject *v;
     int unusual = 0;
-#define READ(name, field, conv)                                                                                  \
-    if ((v = PyObject_GetAttr(obj, name)) == NULL)                                                               \
+#define READ(i, name, field_, conv)                                                                              \
+    if ((v = field(obj, i, name)) == NULL)                                                                       \
         return -1;                                                                                               \
-    s->field = PyLong_CheckExact(v) ? conv(v) : 0;                                                               \
+    s->field_ = PyLong_CheckExact(v) ? conv(v) : 0;                                                              \
     unusual |= !PyLong_CheckExact(v);                                                                            \
     Py_DECREF(v);
-    READ(s_seq, seq, PyLong_AsUnsignedLong)
-    READ(s_ack, ack, PyLong_AsUnsignedLong)
-    READ(s_flags, flags, PyLong_AsUnsignedLong)
-    READ(s_window, window, PyLong_AsLongLong)
-    READ(s_payload_len, payload_len, PyLong_AsLongLong)
+    READ(SF_SEQ, s_seq, seq, PyLong_AsUnsignedLong)
+    READ(SF_ACK, s_ack, ack, PyLong_AsUnsignedLong)
+    READ(SF_FLAGS, s_flags, flags, PyLong_AsUnsignedLong)
+    READ(SF_WINDOW, s_window, window, PyLong_AsLongLong)
+    READ(SF_PAYLOAD_LEN, s_payload_len, payload_len, PyLong_AsLongLong)
 #undef READ
-    if ((*ts = PyObject_GetAttr(obj, s_ts_ns)) == NULL)
+    if ((*ts = field(obj, SF_TS_NS, s_ts_ns)) == NULL)
         return -1;
     s->ts = PyLong_CheckExact(*ts) ? PyLong_AsLongLong(*ts) : 0;
     unusual |= !PyLong_CheckExact(*ts);
-    if ((s->payload = PyObject_GetAttr(obj, s_payload)) == NULL)
+    if ((s->payload = field(obj, SF_PAYLOAD, s_payload)) == NULL)
         return -1;
     Py_DECREF(s->payload); /* the segment holds it */
     unusual |= !PyBytes_CheckExact(s->payload);
@@ -504,23 +607,47 @@ read_segment(PyObject *obj, Segment *s, PyObject **ts)
 static Py_ssize_t
 lookup(Lanes *self, PyObject *obj)
 {
-    PyObject *key = PyTuple_New(4);
-    if (key == NULL)
-        return -2;
-    PyObject *names[4] = {s_src_ip, s_src_port, s_dst_ip, s_dst_port};
-    for (int k = 0; k < 4; k++) {
-        PyObject *v = PyObject_GetAttr(obj, names[k]);
-        if (v == NULL) {
-            Py_DECREF(key);
+    PyObject *names[4] = {s_src_ip, s_src_port, s_dst_ip, s_dst_port}, *v[4];
+    const int fields[4] = {SF_SRC_IP, SF_SRC_PORT, SF_DST_IP, SF_DST_PORT};
+    for (int k = 0; k < 4; k++)
+        if ((v[k] = field(obj, fields[k], names[k])) == NULL) {
+            while (k--)
+                Py_DECREF(v[k]);
             return -2;
         }
-        PyTuple_SET_ITEM(key, k, v);
+    FlowHit *hit = NULL;
+    long sport = -1, dport = -1;
+    if (PyUnicode_CheckExact(v[0]) && PyUnicode_CheckExact(v[2]) && PyLong_CheckExact(v[1]) && PyLong_CheckExact(v[3])
+        && (sport = PyLong_AsLong(v[1])) >= 0 && (dport = PyLong_AsLong(v[3])) >= 0) {
+        uintptr_t h = ((uintptr_t)v[0] >> 4) * 31u ^ ((uintptr_t)v[2] >> 4) ^ (uintptr_t)sport * 131u ^ (uintptr_t)dport;
+        hit = &self->hits[h % FLOW_HITS];
+        if (hit->src == v[0] && hit->dst == v[2] && hit->sport == sport && hit->dport == dport) {
+            for (int k = 0; k < 4; k++)
+                Py_DECREF(v[k]);
+            return hit->where;
+        }
     }
+    if (PyErr_Occurred()) /* a port beyond a long: no hit, the dict decides */
+        PyErr_Clear();
+    PyObject *key = PyTuple_New(4);
+    if (key == NULL) {
+        for (int k = 0; k < 4; k++)
+            Py_DECREF(v[k]);
+        return -2;
+    }
+    for (int k = 0; k < 4; k++)
+        PyTuple_SET_ITEM(key, k, v[k]);
     PyObject *found = PyDict_GetItemWithError(self->flows, key);
+    Py_ssize_t where = found == NULL ? (PyErr_Occurred() ? -2 : -1) : PyLong_AsSsize_t(found);
+    if (where >= 0 && hit != NULL) {
+        Py_XSETREF(hit->src, Py_NewRef(v[0]));
+        Py_XSETREF(hit->dst, Py_NewRef(v[2]));
+        hit->sport = sport;
+        hit->dport = dport;
+        hit->where = where;
+    }
     Py_DECREF(key);
-    if (found == NULL)
-        return PyErr_Occurred() ? -2 : -1;
-    return PyLong_AsSsize_t(found);
+    return where;
 }
 
 /* ``at`` appended to ``ats`` until it is ``length`` long: 0 or -1. */
@@ -568,12 +695,16 @@ lanes_run(Lanes *self, PyObject *args)
     n = PyList_GET_SIZE(segments);
     if (i < 0)
         i = 0;
+    Py_ssize_t release = -1; /* the lane to hand back, when the loop ends on one */
+    int before = 1, failed = 0;
     for (; i < n; i++) {
         PyObject *obj = PyList_GET_ITEM(segments, i), *ts = NULL;
         Segment s;
         Py_ssize_t where = lookup(self, obj);
-        if (where == -2)
-            return NULL;
+        if (where == -2) {
+            failed = 1;
+            break;
+        }
         if (where < 0 || where / 2 >= self->size || self->lanes[where / 2] == NULL)
             break;
         Lane *lane = self->lanes[where / 2];
@@ -581,21 +712,35 @@ lanes_run(Lanes *self, PyObject *args)
         Py_INCREF(obj); /* the sink may drop the caller's list entries; keep the segment alive */
         int unusual = read_segment(obj, &s, &ts);
         int verdict = unusual < 0 ? FAILED : unusual ? RELEASE : judge(lane, d, &s, has_sweep, next_sweep);
-        int rc = verdict == TAKE ? take(lane, d, &s, i, ts, move_to_end, out) : 0;
+        int rc = verdict == TAKE ? take(self, lane, d, &s, i, ts, out) : 0;
         Py_XDECREF(ts);
         Py_DECREF(obj);
-        if (verdict == FAILED || rc < 0 || (ats != Py_None && mark(ats, i, PyList_GET_SIZE(out)) < 0))
-            return NULL;
+        if (verdict == FAILED || rc < 0 || (ats != Py_None && mark(ats, i, PyList_GET_SIZE(out)) < 0)) {
+            failed = 1;
+            break;
+        }
         if (verdict == SWEEP)
             break;
         if (verdict == RELEASE || rc == 1) {
-            PyObject *released = release_lane(self, where / 2);
-            int before = verdict == RELEASE;
-            return released ? Py_BuildValue("(nNO)", before ? i : i + 1, released, before ? Py_True : Py_False)
-                            : NULL;
+            release = where / 2;
+            before = verdict == RELEASE;
+            break;
         }
     }
-    return Py_BuildValue("(nOO)", i, Py_None, Py_True);
+    if (failed) { /* the run raises: what it owes is dropped (the caller stops) */
+        for (Py_ssize_t k = 0; k < self->owing_n; k++) {
+            Py_CLEAR(self->owing[k]->last_ts);
+            Py_CLEAR(self->owing[k]->summary_ts);
+        }
+        self->owing_n = 0;
+        return NULL;
+    }
+    if (settle(self, move_to_end) < 0)
+        return NULL;
+    if (release < 0)
+        return Py_BuildValue("(nOO)", i, Py_None, Py_True);
+    PyObject *released = release_lane(self, release);
+    return released ? Py_BuildValue("(nNO)", before ? i : i + 1, released, before ? Py_True : Py_False) : NULL;
 }
 
 static Py_ssize_t
@@ -630,6 +775,8 @@ lanes_dealloc(Lanes *self)
         if (self->lanes[i] != NULL)
             lane_free(self->lanes[i]);
     PyMem_Free(self->lanes);
+    PyMem_Free(self->owing);
+    forget_hits(self);
     Py_XDECREF(self->flows);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }

@@ -73,6 +73,10 @@ class PacketDecoder:
         Why a batch: a live engine gets its records a poll at a time; runs of common records then
         become segments in one native call (``native_records.record_segments``), while the IP
         defragmenter holds nothing (its clock and expiry need every record in order)."""
+        kinds = set(map(type, events))
+        if CaptureRecord not in kinds and tuple not in kinds:  # (a followed capture's walk made them all)
+            out.extend(events)
+            return
         index, count = 0, len(events)
         while index < count:
             event = events[index]

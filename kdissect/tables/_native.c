@@ -33,41 +33,27 @@
 #include <Python.h>
 
 #include "_native.h"
+#include "_walk.h"
 #include "_codes.h"
 #include "_record_rows.h"
 #include "_typed.h"
 
-/* Member flags (tables/detail_walk.py's FLAGS, same order). */
-enum {
-    M_STRUCT = 1, M_ARRAY = 2, M_TOPIC_NAME = 4, M_GROUP_ID = 8, M_TOPIC_ID = 16,
-    M_PARTITION = 32, M_ERROR = 64, M_RECORDS = 128, M_ERROR_MESSAGE = 256,
-    M_BASE_OFFSET = 512, M_ERROR_CODE = 1024, M_HOST = 2048, M_PORT = 4096,
-};
-
-/* A partition row list's slots (tables/detail_walk.py's PARTITION_SLOTS). */
-enum {
-    P_TOPIC, P_TOPIC_ID, P_PARTITION, P_VALUES, /* then N_VALUES partition values */
-};
-#define N_VALUES 9
-#define P_ERROR_CODE (P_VALUES + N_VALUES)
-#define P_ERROR_NAME (P_ERROR_CODE + 1)
-#define P_RECORDS_BYTES (P_ERROR_NAME + 1) /* request's, then the response's */
-#define P_SLOTS (P_RECORDS_BYTES + 2)
-#define MAX_DEPTH 64
+#define MAX_DEPTH WALK_MAX_DEPTH
 
 static PyObject *uuid_type;       /* uuid.UUID */
 static PyObject *error_name_func; /* error_codes.error_name */
 static PyObject *error_names;     /* its answers, by code (ints only, at most MAX_NAMES) */
 #define MAX_NAMES 1024
-static PyObject *str_int, *str_aborted, *str_dot;
+static PyObject *str_int, *str_dot;
+PyObject *walk_aborted_key; /* "aborted_transactions" (_walk.h) */
 
 typedef struct {
     PyObject *topic, *topic_id, *partition, *group; /* borrowed; NULL when unknown */
 } Context;
 
 /* error_name(code), asked once per code (a partition row per Produce answer names its code, mostly 0). */
-static PyObject *
-error_name_of(PyObject *code)
+PyObject *
+walk_error_name(PyObject *code)
 {
     PyObject *name = PyLong_CheckExact(code) ? PyDict_GetItemWithError(error_names, code) : NULL;
     if (name != NULL)
@@ -119,37 +105,38 @@ static PyObject *path_of(Walk *w)
     return out;
 }
 
-static int is_uuid(PyObject *v)
+int
+walk_is_uuid(PyObject *v)
 {
-    return PyObject_TypeCheck(v, (PyTypeObject *)uuid_type);
+    return uuid_type != NULL && PyObject_TypeCheck(v, (PyTypeObject *)uuid_type);
 }
 
-/* The partition row for this struct's key, created with its topic/partition when new. */
-static PyObject *partition_row(Walk *w, Context *ctx)
+/* The partition row for a struct's key, created with its topic/partition when new (borrowed). */
+PyObject *
+walk_partition_row(PyObject *partitions, PyObject *topic, PyObject *topic_id, PyObject *partition)
 {
-    PyObject *first = (ctx->topic != NULL && PyUnicode_GET_LENGTH(ctx->topic) > 0)
-                          ? ctx->topic
-                          : (ctx->topic_id != NULL ? ctx->topic_id : Py_None);
-    PyObject *key = PyTuple_Pack(2, first, ctx->partition);
+    PyObject *first = (topic != NULL && PyUnicode_GET_LENGTH(topic) > 0) ? topic
+                                                                         : (topic_id != NULL ? topic_id : Py_None);
+    PyObject *key = PyTuple_Pack(2, first, partition);
     if (key == NULL)
         return NULL;
-    PyObject *row = PyDict_GetItemWithError(w->partitions, key);
+    PyObject *row = PyDict_GetItemWithError(partitions, key);
     if (row == NULL && !PyErr_Occurred()) {
         row = PyList_New(P_SLOTS);
         if (row != NULL) {
             for (Py_ssize_t i = 0; i < P_SLOTS; i++)
                 PyList_SET_ITEM(row, i, Py_NewRef(Py_None));
-            PyList_SetItem(row, P_TOPIC, Py_NewRef(ctx->topic ? ctx->topic : Py_None));
-            PyList_SetItem(row, P_TOPIC_ID, Py_NewRef(ctx->topic_id ? ctx->topic_id : Py_None));
-            PyList_SetItem(row, P_PARTITION, Py_NewRef(ctx->partition));
-            if (PyDict_SetItem(w->partitions, key, row) < 0)
+            PyList_SetItem(row, P_TOPIC, Py_NewRef(topic ? topic : Py_None));
+            PyList_SetItem(row, P_TOPIC_ID, Py_NewRef(topic_id ? topic_id : Py_None));
+            PyList_SetItem(row, P_PARTITION, Py_NewRef(partition));
+            if (PyDict_SetItem(partitions, key, row) < 0)
                 Py_CLEAR(row);
             else
                 Py_DECREF(row); /* the dict holds it */
         }
     }
     Py_DECREF(key);
-    return row; /* borrowed */
+    return row;
 }
 
 /* The i-th member of ``members`` and its value in the decoded struct ``value``, for the walk's loops over
@@ -168,10 +155,32 @@ member_at(PyObject *members, Py_ssize_t i, PyObject *value, long want, long skip
     return PyErr_Occurred() ? -1 : 0;
 }
 
-/* Fold one struct's scalars into its partition row (TableSink._partition_rows's loop body). */
+/* One scalar of a struct folded into its partition row (TableSink._partition_rows's loop body): a value
+ * slot's first value, the response's error code and its name, the records' size. */
+int
+walk_merge_value(PyObject *row, long flags, long slot, PyObject *v, int response)
+{
+    if (slot >= 0 && PyList_GET_ITEM(row, P_VALUES + slot) == Py_None)
+        PyList_SetItem(row, P_VALUES + slot, Py_NewRef(v));
+    if (response && (flags & M_ERROR_CODE)) {
+        PyObject *name = walk_error_name(v);
+        if (name == NULL)
+            return -1;
+        PyList_SetItem(row, P_ERROR_CODE, Py_NewRef(v));
+        PyList_SetItem(row, P_ERROR_NAME, name);
+    }
+    if ((flags & M_RECORDS) && PyBytes_Check(v)) {
+        PyObject *size = PyLong_FromSsize_t(PyBytes_GET_SIZE(v));
+        if (size == NULL)
+            return -1;
+        PyList_SetItem(row, P_RECORDS_BYTES + response, size);
+    }
+    return 0;
+}
+
 static int merge_partition(Walk *w, Context *ctx, PyObject *members, PyObject *value)
 {
-    PyObject *row = partition_row(w, ctx);
+    PyObject *row = walk_partition_row(w->partitions, ctx->topic, ctx->topic_id, ctx->partition);
     if (row == NULL)
         return -1;
     Py_ssize_t n = PyTuple_GET_SIZE(members);
@@ -181,39 +190,25 @@ static int merge_partition(Walk *w, Context *ctx, PyObject *members, PyObject *v
         int found = member_at(members, i, value, 0, M_STRUCT | M_ARRAY, &flags, &v);
         if (found < 0)
             return -1;
-        if (!found)
-            continue;
-        long slot = PyLong_AsLong(PyTuple_GET_ITEM(PyTuple_GET_ITEM(members, i), 3));
-        if (slot >= 0 && PyList_GET_ITEM(row, P_VALUES + slot) == Py_None)
-            PyList_SetItem(row, P_VALUES + slot, Py_NewRef(v));
-        if (w->response && (flags & M_ERROR_CODE)) {
-            PyObject *name = error_name_of(v);
-            if (name == NULL)
-                return -1;
-            PyList_SetItem(row, P_ERROR_CODE, Py_NewRef(v));
-            PyList_SetItem(row, P_ERROR_NAME, name);
-        }
-        if ((flags & M_RECORDS) && PyBytes_Check(v)) {
-            PyObject *size = PyLong_FromSsize_t(PyBytes_GET_SIZE(v));
-            if (size == NULL)
-                return -1;
-            PyList_SetItem(row, P_RECORDS_BYTES + w->response, size);
-        }
+        if (found && walk_merge_value(row, flags, PyLong_AsLong(PyTuple_GET_ITEM(PyTuple_GET_ITEM(members, i), 3)), v,
+                                      w->response) < 0)
+            return -1;
     }
     return 0;
 }
 
 /* topic id -> topic, first name kept (TableSink._learn_topic_ids); the nil id names nothing. */
-static int learn_topic(Walk *w, Context *ctx)
+int
+walk_learn_topic(PyObject *topics, PyObject *topic, PyObject *topic_id)
 {
-    PyObject *number = PyObject_GetAttr(ctx->topic_id, str_int);
+    PyObject *number = PyObject_GetAttr(topic_id, str_int);
     if (number == NULL)
         return -1;
     int nonzero = PyObject_IsTrue(number);
     Py_DECREF(number);
     if (nonzero <= 0)
         return nonzero;
-    PyObject *found = PyDict_SetDefault(w->topics, ctx->topic_id, ctx->topic);
+    PyObject *found = PyDict_SetDefault(topics, topic_id, topic);
     return found == NULL ? -1 : 0;
 }
 
@@ -235,7 +230,7 @@ static int add_error(Walk *w, Context *ctx, PyObject *key, PyObject *code, PyObj
 
 static int add_records(Walk *w, Context *ctx, PyObject *raw, PyObject *value)
 {
-    PyObject *aborted = PyDict_GetItemWithError(value, str_aborted);
+    PyObject *aborted = PyDict_GetItemWithError(value, walk_aborted_key);
     if (aborted == NULL && PyErr_Occurred())
         return -1;
     PyObject *row = PyTuple_Pack(5, ctx->topic ? ctx->topic : Py_None, ctx->topic_id ? ctx->topic_id : Py_None,
@@ -303,7 +298,7 @@ static int walk_struct(Walk *w, PyObject *members, PyObject *value, const Contex
             ctx.topic = v;
         else if ((flags & M_GROUP_ID) && PyUnicode_Check(v))
             ctx.group = v;
-        else if ((flags & M_TOPIC_ID) && is_uuid(v))
+        else if ((flags & M_TOPIC_ID) && walk_is_uuid(v))
             ctx.topic_id = v;
         else if ((flags & M_PARTITION) && PyLong_Check(v) && ctx.partition == NULL) {
             ctx.partition = v;
@@ -315,7 +310,7 @@ static int walk_struct(Walk *w, PyObject *members, PyObject *value, const Contex
     }
     if (w->brokers != NULL && host_port == (M_HOST | M_PORT) && PyList_Append(w->brokers, value) < 0)
         return -1;
-    if (w->topics != NULL && ctx.topic != NULL && ctx.topic_id != NULL && learn_topic(w, &ctx) < 0)
+    if (w->topics != NULL && ctx.topic != NULL && ctx.topic_id != NULL && walk_learn_topic(w->topics, ctx.topic, ctx.topic_id) < 0)
         return -1;
     if (has_partition && w->partitions != NULL && (ctx.topic != NULL || ctx.topic_id != NULL)
         && merge_partition(w, &ctx, members, value) < 0)
@@ -468,6 +463,9 @@ static PyMethodDef methods[] = {
     {"setup", setup, METH_VARARGS, "setup(uuid.UUID, error_name): the types and names the walk reads."},
     {"walk", walk, METH_VARARGS,
      "walk(plan, body, response, partitions, errors, records, topics, base_offsets, brokers): one body."},
+    {"walk_frame", walk_frame, METH_VARARGS,
+     "walk_frame(plan, programs, frame, api_key, api_version, response, partitions, records, topics, base_offsets, "
+     "brokers, want) -> wanted values | None: walk over a frame's bytes (see _walk_bytes.c)."},
     {"append_rows", append_rows, METH_VARARGS, "append_rows(columns, prefix, rows): rows into column lists (or typed buffers: _typed.c)."},
     {"record_rows", record_rows, METH_VARARGS,
      "record_rows(spec, located, cut, arena, prefix, base_offsets, fetch, batches, target): a message's records "
@@ -484,14 +482,14 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "kdissect.tables._nat
                                     "Detail rows of an exchange from its decoded bodies (see tables/detail_walk.py).",
                                     -1, methods};
 
-static KdDetailApi c_api = {walk_body, append_rows, typed_append};
+static KdDetailApi c_api = {walk_body, append_rows, typed_append, walk_bytes};
 
 PyMODINIT_FUNC PyInit__native(void)
 {
     str_int = PyUnicode_InternFromString("int");
-    str_aborted = PyUnicode_InternFromString("aborted_transactions");
+    walk_aborted_key = PyUnicode_InternFromString("aborted_transactions");
     str_dot = PyUnicode_InternFromString(".");
-    if (str_int == NULL || str_aborted == NULL || str_dot == NULL)
+    if (str_int == NULL || walk_aborted_key == NULL || str_dot == NULL)
         return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m == NULL)

@@ -3,7 +3,8 @@
  * walk_body walks one decoded body with a plan from tables/detail_walk.py's plan_of (NULL for an
  * output not wanted; see _native.c's header for each output) and returns 0, or -1 with an
  * exception set; append_rows is the module's append_rows(columns, prefix, rows) (args a tuple);
- * append_cell appends one cell to a column list or typed buffer (_typed.h's typed_append).
+ * append_cell appends one cell to a column list or typed buffer (_typed.h's typed_append); walk_bytes
+ * walks a frame's bytes with the same plan instead of its decoded body, or declines (_walk_bytes.c).
  * The module's setup() must have run (importing kdissect.tables.detail_walk does it).
  */
 #ifndef KDISSECT_TABLES_NATIVE_H
@@ -18,6 +19,10 @@ typedef struct {
                      PyObject *records, PyObject *topics, PyObject *base_offsets, PyObject *brokers);
     PyObject *(*append_rows)(PyObject *self, PyObject *args);
     int (*append_cell)(PyObject *column, PyObject *value);
+    /* 1 walked, 0 declined (the caller decodes and calls walk_body), -1 error; see _walk_bytes.c */
+    int (*walk_bytes)(PyObject *plan, PyObject *programs, const unsigned char *b, Py_ssize_t L, int api_key,
+                      int api_version, int response, PyObject *partitions, PyObject *records, PyObject *learned,
+                      PyObject *base_offsets, int brokers, PyObject *want, PyObject **got);
 } KdDetailApi;
 
 #endif

@@ -14,6 +14,7 @@ exchange today, and a native connection engine can call the C ``walk`` per excha
 
 from __future__ import annotations
 
+import sys
 import uuid
 from dataclasses import field
 from typing import Any
@@ -69,7 +70,8 @@ def _flags(f: schema.Field) -> int:
 
 
 def _compile(f: schema.Field) -> Plan:
-    return tuple((m.key, _flags(m), _compile(m) if m.elem == "struct" else None,
+    # Keys interned, as the decoder's programs' are: the walk over frame bytes matches them by identity.
+    return tuple((sys.intern(m.key), _flags(m), _compile(m) if m.elem == "struct" else None,
                   PARTITION_VALUES.index(m.key) if m.key in PARTITION_VALUES else -1) for m in f.fields)
 
 
@@ -147,10 +149,11 @@ def _plan_for(api_key: int, api_version: int, response: bool) -> Plan:
     return plan_of(schema.api_message(api_key, api_version, "response" if response else "request"))
 
 
-def lane_spec() -> tuple:
+def lane_spec(errors: bool, brokers: bool, records: bool) -> tuple:
     """What ``kafka/_details.c`` reads (``Options.exchange_details``): the decoder's C frame path, the
     walk's plans, the piece factory, the apis whose exchanges go to the session (details.BODY_APIS), those
     without partitions rows, those with a request_params row and its request fields; all from the
-    registries."""
+    registries; then whether the sink reads a left tuple's errors, brokers and records (one it would not
+    read is not made, and records nothing reads are not collected)."""
     return (compiler.frame_decoder, _plan_for, new_lane_piece, BODY_APIS, frozenset(NOT_PARTITION_TRAFFIC),
-            PARAMS_APIS, PARAMS[3:])
+            PARAMS_APIS, tuple(map(sys.intern, PARAMS[3:])), (errors, brokers, records))

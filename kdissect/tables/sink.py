@@ -244,7 +244,9 @@ class TableSink:
         """The spec that has the native pairing make the detail rows of the exchanges it pairs too
         (``Options.exchange_details``, read by ``kafka/_details.c``), for a sink that writes more than
         :attr:`takes_rows` allows; None when it takes rows alone, or the native walk is not built."""
-        return None if self.takes_rows or detail_walk.native is None else detail_walk.lane_spec()
+        if self.takes_rows or detail_walk.native is None:
+            return None
+        return detail_walk.lane_spec("errors" in self.wanted, "brokers" in self.wanted, self._decodes_records)
 
     def consume(self, event: KafkaEvent) -> None:
         if isinstance(event, Exchange):

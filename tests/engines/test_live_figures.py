@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -14,7 +15,8 @@ from rich.console import Console
 
 from kdissect.analysis.distribution import RELATIVE_ERROR
 from kdissect.analysis.latency import quantile as _quantile
-from kdissect.analysis.rolling import NS, OTHER, Exchanged, LabelCap, RollingFigures
+from kdissect.analysis.rolling import NS, OTHER, Exchanged, LabelCap, Labels, RollingFigures, in_order
+from kdissect.engines import live
 from kdissect.engines.live import LiveOptions, LiveRun
 from kdissect.engines.live_histogram import PieceHistogram
 from kdissect.engines.live_metrics import LATENCY_BUCKETS, LiveMetrics
@@ -26,24 +28,23 @@ CAPTURE = Path(__file__).resolve().parents[2] / "captures" / "librdkafka-produce
 HOSTILE = "evil\x1b[2J\x1b]0;owned\x07\u202egnp.exe\u200b"
 
 
-def _ex(
+def _row(
     second: int, latency: float | None = 1.0, *, client: str = "c", status: str = "ok", errors: tuple[str, ...] = ()
-) -> Exchanged:
+) -> dict[str, list]:
+    """The columns of one Produce exchange (``Exchanged.of_rows``' arguments)."""
+    return {"ts_ns": [second * NS], "labels": [Labels("Produce", "10.0.0.1:9092", f"{client} @ 10.0.0.2", client)],
+            "latency_ms": [latency], "status": [status], "request_bytes": [100], "response_bytes": [50],
+            "error_names": [errors], "topics": [("orders",)], "failed": [status == "error"]}
+
+
+def _ex(second: int, latency: float | None = 1.0, **kwargs) -> Exchanged:
     """A piece of one Produce exchange."""
-    return Exchanged(
-        [second * NS],
-        ["Produce"],
-        ["10.0.0.1:9092"],
-        [f"{client} @ 10.0.0.2"],
-        [client],
-        [latency],
-        [status],
-        [100],
-        [50],
-        [errors],
-        [("orders",)],
-        [status == "error"],
-    )
+    return Exchanged.of_rows(**_row(second, latency, **kwargs))
+
+
+def _joined(rows: list[dict[str, list]]) -> Exchanged:
+    """One piece of the exchanges of ``rows``, in their order."""
+    return Exchanged.of_rows(**{name: [v for row in rows for v in row[name]] for name in rows[0]})
 
 
 def test_buckets_roll_over_and_old_seconds_are_dropped():
@@ -143,6 +144,28 @@ def test_replayed_capture_feeds_figures_and_metrics_like_the_tables():
     assert total == 76
 
 
+def test_the_figures_take_the_exchanges_at_each_tick_or_a_full_piece(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The exchanges read wait in the reader until the next tick (the view's refresh) or a full piece, then
+    count once: none lost, none twice, no piece past ``PIECE_EXCHANGES``."""
+    run = LiveRun(LiveOptions())
+    pieces: list[int] = []
+    add = run.figures.add_exchanges
+    monkeypatch.setattr(run.figures, "add_exchanges", lambda piece: (pieces.append(len(piece)), add(piece)))
+    segments = capture_segments(CAPTURE.read_bytes())
+    for seg in segments[: len(segments) // 2]:
+        run.feed_segment(seg)
+    waiting = run.reader.pending
+    assert waiting and run.figures.exchanges + waiting == sum(pieces) + waiting
+    run.tick(None)
+    assert run.reader.pending == 0 and run.figures.exchanges == sum(pieces) >= waiting
+    monkeypatch.setattr(live, "PIECE_EXCHANGES", 5)
+    for seg in segments[len(segments) // 2 :]:
+        run.feed_segment(seg)
+    assert run.reader.pending < 5 and max(pieces[-3:]) == 5
+    run.finish()
+    assert run.figures.exchanges == sum(pieces) == 76 and run.reader.pending == 0
+
+
 def _figures_state(f: RollingFigures) -> tuple:
     seconds = [(s.second, s.requests, s.errors, s.request_bytes, s.response_bytes, s.latency) for s in f.seconds]
     apis = {k: (t.count, t.errors, t.unanswered, t.max_ms, t.latency) for k, t in f.apis.items()}
@@ -152,14 +175,14 @@ def _figures_state(f: RollingFigures) -> tuple:
 
 def test_a_piece_counts_as_its_exchanges_one_by_one():
     """In bulk (the lanes' pieces) as row by row: seconds met out of order, capped keys, errors, no latency."""
-    rows = [_ex((i % 7) + (i // 50) * 3, float(i % 13) if i % 5 else None, client=f"c{i % 9}",
-                status="error" if i % 4 == 0 else "unanswered" if i % 11 == 0 else "ok",
-                errors=("NOT_LEADER_OR_FOLLOWER", f"E{i % 6}") if i % 4 == 0 else ())
-            for i in range(300)]
-    joined = Exchanged(*([v for row in rows for v in getattr(row, name)] for name in Exchanged.__slots__))
+    rows = [_row((i % 7) + (i // 50) * 3, float(i % 13) if i % 5 else None, client=f"c{i % 9}",
+                 status="error" if i % 4 == 0 else "unanswered" if i % 11 == 0 else "ok",
+                 errors=("NOT_LEADER_OR_FOLLOWER", f"E{i % 6}") if i % 4 == 0 else ())
+            for i in range(300)]  # fmt: skip
+    joined = _joined(rows)
     one_by_one, at_once = RollingFigures(window=5, max_keys=4), RollingFigures(window=5, max_keys=4)
     for row in rows:
-        one_by_one.add_exchanges(row)
+        one_by_one.add_exchanges(Exchanged.of_rows(**row))
     at_once.add_exchanges(joined)
     assert len(joined) == 300 and at_once.failed == 75
     assert _figures_state(at_once) == _figures_state(one_by_one)
@@ -173,18 +196,18 @@ def _series(metrics: LiveMetrics) -> list:
 def test_metrics_take_a_piece_as_its_exchanges_one_by_one():
     """Label sets grouped, capped (brokers, clients and error names each as first met), bytes summed and
     latencies observed per label set in bulk, as row by row (which has one label set per piece)."""
-    rows = [_ex(i // 40, float(i % 17) * 7.3 if i % 5 else None, client=f"c{i % 7}",
-                status="error" if i % 4 == 0 else "ok",
-                errors=("MEMBER_ID_REQUIRED", f"E{i % 5}") if i % 4 == 0 else ())
+    rows = [_row(i // 40, float(i % 17) * 7.3 if i % 5 else None, client=f"c{i % 7}",
+                 status="error" if i % 4 == 0 else "ok",
+                 errors=("MEMBER_ID_REQUIRED", f"E{i % 5}") if i % 4 == 0 else ())
             for i in range(300)]  # fmt: skip
     for i, row in enumerate(rows):
-        row.broker[0] = f"10.0.0.{i % 5}:9092"
-        row.api[0] = ("Produce", "Fetch", "JoinGroup")[i % 3]
-        row.request_bytes[0] = i * 1_000_003
-    joined = Exchanged(*([v for row in rows for v in getattr(row, name)] for name in Exchanged.__slots__))
+        row["labels"][0] = row["labels"][0]._replace(broker=f"10.0.0.{i % 5}:9092",
+                                                     api=("Produce", "Fetch", "JoinGroup")[i % 3])
+        row["request_bytes"][0] = i * 1_000_003
+    joined = _joined(rows)
     one_by_one, at_once = LiveMetrics(max_label_values=3), LiveMetrics(max_label_values=3)
     for row in rows:
-        one_by_one.add_exchanges(row)
+        one_by_one.add_exchanges(Exchanged.of_rows(**row))
     at_once.add_exchanges(joined)
     series = _series(at_once)
     assert series == _series(one_by_one)
@@ -206,3 +229,36 @@ def test_the_piece_histogram_is_prometheus_clients_histogram(pieces: list[list[f
             child.observe(value)
     assert ([(s.name, s.labels, s.value) for m in ours.collect() for s in m.samples]
             == [(s.name, s.labels, s.value) for m in theirs.collect() for s in m.samples if s.name != "h_created"])
+
+
+@given(st.lists(st.tuples(st.integers(0, 40) | st.integers(0, 400), st.none() | st.floats(0, 50, allow_nan=False),
+                          st.integers(0, 5), st.sampled_from(["ok", "error", "unanswered"])), min_size=1, max_size=60),
+       st.lists(st.integers(1, 20), max_size=8))  # fmt: skip
+def test_pieces_of_any_size_count_as_one_by_one(rows: list[tuple], cuts: list[int]) -> None:
+    """However a run's exchanges are cut into pieces (seconds out of order, past the window, jumps), the figures
+    are those of adding them one at a time: buckets, samples (capped), per-API latencies, capped keys."""
+    made = [_row(second, latency, client=f"c{n}", status=status,
+                 errors=("NOT_LEADER_OR_FOLLOWER",) if status == "error" else ())
+            for second, latency, n, status in rows]  # fmt: skip
+    one_by_one, in_pieces = (RollingFigures(window=4, per_second_samples=3, max_keys=3) for _ in range(2))
+    for row in made:
+        one_by_one.add_exchanges(Exchanged.of_rows(**row))
+    start = 0
+    for size in [*cuts, len(made)]:
+        if start < len(made):
+            in_pieces.add_exchanges(_joined(made[start:start + size]))
+        start += size
+    assert _figures_state(in_pieces) == _figures_state(one_by_one)
+
+
+@given(st.lists(st.integers(0, 3) | st.integers(0, 1 << 20), max_size=50), st.data())
+def test_in_order_groups_as_a_loop_would(numbers: list[int], data: st.DataObject) -> None:
+    """Each number's chosen indexes in order, the numbers as their first chosen index comes (both sorts:
+    the radix one below 2**16, the other past it)."""
+    chosen = data.draw(st.lists(st.booleans(), min_size=len(numbers), max_size=len(numbers)))
+    expected: dict[int, list[int]] = {}
+    for i, (n, pick) in enumerate(zip(numbers, chosen, strict=True)):
+        if pick:
+            expected.setdefault(n, []).append(i)
+    got = in_order(np.array(numbers, dtype=np.int64), np.array(chosen, dtype=bool))
+    assert [(n, rows.tolist()) for n, rows in got] == list(expected.items())

@@ -10,8 +10,9 @@ of two resolutions in two sections) and the hostile generators. The live engine'
 at a time). The exchanges-only table, the summary's figures and the live engine's figures and
 Prometheus series are compared too: those runs take exchanges as rows the native pairing makes (live's
 with each request's topics and every error code from the exchange scan); every-table runs (and one of a
-few tables, batches alone, and live's ``--out``) take them with their detail rows made by the pairing
-too. What each native part takes is checked by its own differential test (tests/sources/test_native_sources.py, the
+few tables, one of partitions and request_params alone, batches alone, and live's ``--out``) take them
+with their detail rows made by the pairing too. What each native part takes is checked by its own
+differential test (tests/sources/test_native_sources.py, the
 decoder's in tests/decoders); this one checks that nothing between them changes a table.
 """
 
@@ -58,6 +59,9 @@ for name, paths in cases.items():
     # (Options.exchange_details), whatever tables the sink leaves out
     some = local.analyze(paths, tables=["partitions", "errors", "brokers", "records"])
     out[name]["details"] = {t: {c: cells(v) for c, v in cols.items()} for t, cols in some.tables.items()}
+    # and with no table that reads the exchanges' left parts (errors, brokers, records): none is made
+    lean = local.analyze(paths, tables=["partitions", "request_params"])
+    out[name]["lean details"] = {t: {c: cells(v) for c, v in cols.items()} for t, cols in lean.tables.items()}
     # batches without records (the native rows decode into a scratch arena), where there are batches
     if out[name]["batches"]["direction"]:
         alone = local.analyze(paths, tables=["batches"])

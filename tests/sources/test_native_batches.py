@@ -121,3 +121,18 @@ def test_damaged_captures_decode_the_same(damage: list[tuple[int, int]], poll: i
         data[at] = value
     native, reference, _taken = both(records_of(bytes(data)), poll)
     assert native == reference
+
+
+def test_a_poll_the_walk_made_whole_passes_on_unchanged() -> None:
+    """A followed capture's poll of segments and anomalies only (its records already walked): passed on as
+    they are, in order, nothing counted again; one record among them is decoded in its place."""
+    events = [e for e in records_of(CORPUS[0].read_bytes()) if type(e) is not CaptureRecord][:3]
+    walked = [*segments(V4, 4), *events]
+    decoder, out = PacketDecoder(), []
+    decoder.decode_all(walked, out)
+    assert out == walked and decoder.stats.packets == 0
+    records = records_of(pcap_bytes(segment_frame_list(segments(V6, 1)), link_type=1))
+    decoded, _ = decode_in_polls(records, len(records))
+    out = []
+    decoder.decode_all([walked[0], *records, walked[1]], out)
+    assert out == [walked[0], *decoded, walked[1]] and decoder.stats.packets == len(records) > 0

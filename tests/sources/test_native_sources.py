@@ -139,3 +139,34 @@ _HEADER = 24  # the file header: damaged, the stream is no capture (both paths r
 def test_damaged_captures_in_any_chunking_decode_the_same(damage: list[tuple[int, int]], cut: int,
                                                          chunk: int) -> None:
     assert_damaged_decodes_the_same(_SAMPLE, damage, cut, chunk)
+
+
+def _walk(segment_type: type, segs: list[TcpSegment]) -> list:
+    """The native pcap walk over a capture of ``segs``, making each segment with ``segment_type``."""
+    data = pcap_bytes(segment_frame_list(segs), link_type=LINKTYPE_ETHERNET, nanosecond=True)
+    out: list = []
+    native_records._native.pcap_segments(data, 24, False, 1, 16, 1 << 18, LINKTYPE_ETHERNET, segment_type, out, 0, None)
+    return out
+
+
+def test_segments_are_stored_into_their_slots_as_init_would() -> None:
+    segs = segments(V4, 5)
+    made = _walk(TcpSegment, segs)
+    assert made == segs and all(type(s) is TcpSegment for s in made)
+    assert [dataclasses.astuple(s) for s in made] == [dataclasses.astuple(s) for s in segs]
+    made[0].payload = b"x"  # an ordinary instance: its slots writable as ever
+    assert made[0].payload == b"x" and made[1:] == segs[1:]
+
+
+def test_a_segment_class_that_does_more_than_store_is_called() -> None:
+    calls: list[int] = []
+
+    @dataclasses.dataclass(slots=True)
+    class Checked(TcpSegment):
+        def __post_init__(self) -> None:
+            calls.append(self.seq)
+
+    segs = segments(V4, 4)
+    made = _walk(Checked, segs)
+    assert calls == [s.seq for s in segs] and all(type(s) is Checked for s in made)
+    assert _walk(TcpSegment, segs) == segs  # and the plain class is stored into again

@@ -1,0 +1,384 @@
+/* The detail walk over a frame's bytes: _native.c's walk (tables/detail_walk.py's plans) for the common
+ * case, reading the fields the plan needs in place, with no decoded body.
+ *
+ * _native.c walks the dicts the decoder's C path built for a whole body; on chatty traffic building those
+ * dicts (and the records bytes inside them) cost as much as the walk itself. This walk follows the same
+ * plan over the frame's bytes with the decoder's readers in place (decoders/_native.c, "reading in
+ * place", through the scan capsule): per struct it reads its scalars once (a value only for a field the
+ * walk reads: a context, a partition value, an error code, a base offset, a top-level field the caller
+ * wants) and skips the rest; once a struct's members its own fields read are behind, it takes those
+ * fields and walks its nested structs (revisiting those it skipped before that point, walking the later
+ * ones where they are), so it finds what _native.c finds, in the same order: partition rows merged per topic-partition, records (as bytes, only
+ * when the caller collects them), topic ids, produce base offsets, and the top-level fields asked for.
+ *
+ * Rules:
+ * - Nothing here is per API: the program (decoders) and the plan (detail_walk.py) say everything.
+ * - It declines (0, nothing but the caller's scratch outputs touched) whatever it does not reproduce
+ *   exactly, and the caller then decodes and walks the bodies as before: a frame the decoder's C path
+ *   would leave or fail on (the readers' rules), a struct with tagged fields, a response with a non-zero
+ *   error code (the errors rows want paths and messages), a response struct with a host and a port when
+ *   brokers are read, records beside non-null aborted transactions, a struct wider than MAX_MEMBERS.
+ * - Memory and time: recursion follows the program, bounded by WALK_MAX_DEPTH; a nested member before
+ *   the last field its struct reads is skipped, then walked (each skip is the decoder's walk, building
+ *   nothing), so a byte is passed over at most once per level of nesting; values are released before
+ *   the struct's walk returns, except those handed to the outputs.
+ */
+#include "_walk.h"
+
+#include "../decoders/_scan.h"
+
+#define MAX_MEMBERS 48
+/* Scalars whose value the walk reads (besides a partition value slot, records and wanted fields). */
+#define READS (M_TOPIC_NAME | M_GROUP_ID | M_TOPIC_ID | M_PARTITION | M_ERROR | M_BASE_OFFSET | M_ERROR_CODE)
+
+static const ScanApi *api;
+
+typedef struct {
+    const unsigned char *b;
+    Py_ssize_t L;
+    int response, brokers;
+    PyObject *partitions, *records, *learned, *base_offsets; /* NULL: not wanted */
+} Bytes;
+
+typedef struct {
+    PyObject *topic, *topic_id, *partition, *group; /* borrowed; NULL when unknown */
+} Ctx;
+
+/* How the walk takes a member in the struct's pass over its bytes. */
+enum { SKIP, VALUE, SPAN, NESTED };
+
+/* One struct's members: matched to the plan, then as the pass over the bytes found them. */
+typedef struct {
+    PyObject *plan[MAX_MEMBERS];  /* its plan member (key, flags, child plan, slot) */
+    long flags[MAX_MEMBERS], slot[MAX_MEMBERS]; /* its plan flags and partition value slot */
+    char how[MAX_MEMBERS];        /* SKIP, VALUE, SPAN (records), NESTED (a struct or an array of structs) */
+    signed char want[MAX_MEMBERS]; /* its index among the wanted top-level keys, or -1 */
+    Py_ssize_t at[MAX_MEMBERS];   /* where its bytes start */
+    PyObject *value[MAX_MEMBERS]; /* the values read (new references), else NULL */
+    Py_ssize_t records_at, records_n; /* the records field's bytes (n -1: null; records_at -1: none) */
+    Py_ssize_t complete;          /* the members before it hold everything the struct's own fields read */
+} Members;
+
+/* Keys are interned (the programs' and the plans'): identity, compared by value only when one is not. */
+static int
+same_key(PyObject *a, PyObject *b)
+{
+    if (a == b)
+        return 1;
+    if (!PyUnicode_Check(a) || !PyUnicode_Check(b) || (PyUnicode_CHECK_INTERNED(a) && PyUnicode_CHECK_INTERNED(b)))
+        return 0;
+    return PyUnicode_Compare(a, b) == 0;
+}
+
+static Py_ssize_t
+index_of(PyObject *keys, PyObject *key)
+{
+    for (Py_ssize_t k = 0; keys != NULL && k < PyTuple_GET_SIZE(keys); k++)
+        if (same_key(PyTuple_GET_ITEM(keys, k), key))
+            return k;
+    return -1;
+}
+
+/* Each regular member matched to its plan member (the plan lists the schema's fields in order, tagged
+ * ones among them) and how it is taken; ``complete``: after the last member whose bytes the struct's own
+ * fields read (a value they read, the records, the aborted transactions beside them). 1, or 0 (declined). */
+static int
+match(const KdNode *nd, PyObject *plan, PyObject *want, Members *ms)
+{
+    Py_ssize_t np = PyTuple_GET_SIZE(plan), j = 0;
+    ms->complete = 0;
+    ms->records_at = -1;
+    for (Py_ssize_t i = 0; i < nd->nregular; i++) {
+        const KdNode *m = &nd->regular[i];
+        while (j < np && !same_key(PyTuple_GET_ITEM(PyTuple_GET_ITEM(plan, j), 0), m->key))
+            j++;
+        if (j == np)
+            return 0;
+        PyObject *pm = ms->plan[i] = PyTuple_GET_ITEM(plan, j++);
+        long flags = ms->flags[i] = PyLong_AsLong(PyTuple_GET_ITEM(pm, 1));
+        long slot = ms->slot[i] = PyLong_AsLong(PyTuple_GET_ITEM(pm, 3));
+        Py_ssize_t k = index_of(want, m->key);
+        ms->want[i] = (signed char)k;
+        ms->value[i] = NULL;
+        if (k >= 0 && flags & M_STRUCT)
+            return 0; /* (a wanted struct would be walked too: top-level fields are scalars) */
+        if (k >= 0)
+            ms->how[i] = VALUE;
+        else if (flags & M_STRUCT)
+            ms->how[i] = NESTED;
+        else if (flags & M_ARRAY)
+            ms->how[i] = SKIP;
+        else if (flags & M_RECORDS)
+            ms->how[i] = SPAN;
+        else
+            ms->how[i] = flags & READS || slot >= 0 ? VALUE : SKIP;
+        if ((ms->how[i] == VALUE && (flags & READS || slot >= 0)) || ms->how[i] == SPAN
+            || same_key(m->key, walk_aborted_key))
+            ms->complete = i + 1; /* (a wanted field's value is only handed back: read where it is) */
+    }
+    return 1;
+}
+
+/* The records tuple (topic, topic id, partition, bytes, aborted transactions) of _native.c's add_records,
+ * the aborted transactions a null or absent field (else it declines). 1, 0, -1. */
+static int
+add_records(Bytes *w, const KdNode *nd, const Members *ms, const Ctx *ctx)
+{
+    for (Py_ssize_t i = 0; i < nd->nregular; i++) {
+        if (!same_key(nd->regular[i].key, walk_aborted_key))
+            continue;
+        Py_ssize_t q = ms->at[i];
+        long long n;
+        if (api->items(w->b, w->L, &q, &nd->regular[i], &n) != 0)
+            return 0;
+    }
+    PyObject *raw = PyBytes_FromStringAndSize((const char *)w->b + ms->records_at, ms->records_n);
+    PyObject *row = raw == NULL ? NULL
+        : PyTuple_Pack(5, ctx->topic ? ctx->topic : Py_None, ctx->topic_id ? ctx->topic_id : Py_None,
+                       ctx->partition ? ctx->partition : Py_None, raw, Py_None);
+    Py_XDECREF(raw);
+    int rc = row == NULL ? -1 : PyList_Append(w->records, row);
+    Py_XDECREF(row);
+    return rc < 0 ? -1 : 1;
+}
+
+/* The struct's partition row (TableSink._partition_rows): its scalars folded in. 0 or -1. */
+static int
+merge(Bytes *w, const KdNode *nd, const Members *ms, const Ctx *ctx)
+{
+    PyObject *row = walk_partition_row(w->partitions, ctx->topic, ctx->topic_id, ctx->partition);
+    if (row == NULL)
+        return -1;
+    for (Py_ssize_t i = 0; i < nd->nregular; i++) {
+        if (ms->flags[i] & (M_STRUCT | M_ARRAY))
+            continue;
+        if (ms->value[i] != NULL
+            && walk_merge_value(row, ms->flags[i], ms->slot[i], ms->value[i], w->response) < 0)
+            return -1;
+        if (ms->value[i] == NULL && ms->flags[i] & M_RECORDS && ms->records_at >= 0 && ms->records_n >= 0) {
+            PyObject *size = PyLong_FromSsize_t(ms->records_n);
+            if (size == NULL)
+                return -1;
+            PyList_SetItem(row, P_RECORDS_BYTES + w->response, size);
+        }
+    }
+    return 0;
+}
+
+/* Base offset >= 0 kept per (topic, partition) (_native.c's walk, produce_base_offsets). 0 or -1. */
+static int
+base_offset(Bytes *w, PyObject *v, const Ctx *ctx)
+{
+    PyObject *zero = PyLong_FromLong(0);
+    int ge = zero ? PyObject_RichCompareBool(v, zero, Py_GE) : -1;
+    Py_XDECREF(zero);
+    if (ge <= 0)
+        return ge;
+    PyObject *key = PyTuple_Pack(2, ctx->topic ? ctx->topic : Py_None, ctx->partition);
+    int rc = key ? PyDict_SetItem(w->base_offsets, key, v) : -1;
+    Py_XDECREF(key);
+    return rc;
+}
+
+static int walk_struct(Bytes *w, const KdNode *nd, PyObject *plan, Py_ssize_t *p, const Ctx *parent, int depth,
+                       PyObject *want, PyObject **got);
+
+/* What _native.c's walk_struct does with a struct's own scalars, in its order: the context, brokers,
+ * topic ids, the partition row, then error codes, records and base offsets. 1, 0, -1. */
+static int
+own_fields(Bytes *w, const KdNode *nd, const Members *ms, Ctx *ctx)
+{
+    int has_partition = 0, host_port = 0;
+    for (Py_ssize_t i = 0; i < nd->nregular; i++) {
+        long flags = ms->flags[i];
+        PyObject *v = ms->value[i];
+        if (flags & (M_STRUCT | M_ARRAY))
+            continue;
+        if (v == NULL)
+            ;
+        else if ((flags & M_TOPIC_NAME) && PyUnicode_Check(v))
+            ctx->topic = v;
+        else if ((flags & M_GROUP_ID) && PyUnicode_Check(v))
+            ctx->group = v;
+        else if ((flags & M_TOPIC_ID) && walk_is_uuid(v))
+            ctx->topic_id = v;
+        else if ((flags & M_PARTITION) && PyLong_Check(v) && ctx->partition == NULL) {
+            ctx->partition = v;
+            has_partition = 1;
+        }
+        host_port |= flags & (M_HOST | M_PORT);
+    }
+    if (w->brokers && w->response && host_port == (M_HOST | M_PORT))
+        return 0;
+    if (w->learned != NULL && ctx->topic != NULL && ctx->topic_id != NULL
+        && walk_learn_topic(w->learned, ctx->topic, ctx->topic_id) < 0)
+        return -1;
+    if (has_partition && w->partitions != NULL && (ctx->topic != NULL || ctx->topic_id != NULL)
+        && merge(w, nd, ms, ctx) < 0)
+        return -1;
+    for (Py_ssize_t i = 0; i < nd->nregular; i++) {
+        long flags = ms->flags[i];
+        PyObject *v = ms->value[i];
+        if (flags & (M_STRUCT | M_ARRAY))
+            continue;
+        if (flags & M_ERROR && w->response) {
+            int set = PyObject_IsTrue(v);
+            if (set)
+                return set < 0 ? -1 : 0;
+        }
+        if (flags & M_RECORDS && w->records != NULL && ms->records_at >= 0 && ms->records_n > 0) {
+            int rc = add_records(w, nd, ms, ctx);
+            if (rc <= 0)
+                return rc;
+        }
+        if (flags & M_BASE_OFFSET && w->base_offsets != NULL && has_partition && base_offset(w, v, ctx) < 0)
+            return -1;
+    }
+    return 1;
+}
+
+/* A nested member's structs, from *p on, each with this struct's context. 1, 0, -1. */
+static int
+nested(Bytes *w, const KdNode *m, PyObject *plan_member, Py_ssize_t *p, const Ctx *ctx, int depth)
+{
+    long long n;
+    int rc = api->items(w->b, w->L, p, m, &n);
+    if (rc < 0)
+        return 0;
+    for (long long k = 0; rc && k < n; k++)
+        if ((rc = walk_struct(w, m, PyTuple_GET_ITEM(plan_member, 2), p, ctx, depth + 1, NULL, NULL)) != 1)
+            return rc;
+    return 1;
+}
+
+/* The struct's own fields (own_fields), then the nested members before ``complete``, revisited from where
+ * they start, in member order. 1, 0, -1. */
+static int
+own_then_nested(Bytes *w, const KdNode *nd, Members *ms, Ctx *ctx, int depth)
+{
+    int rc = own_fields(w, nd, ms, ctx);
+    for (Py_ssize_t i = 0; rc == 1 && i < ms->complete; i++) {
+        Py_ssize_t q = ms->at[i];
+        if (ms->how[i] == NESTED)
+            rc = nested(w, &nd->regular[i], ms->plan[i], &q, ctx, depth);
+    }
+    return rc;
+}
+
+/* One struct, in one pass over its bytes: each member read or skipped; once the members its own fields
+ * read are behind (``complete``), those fields taken and the nested members before them revisited, and
+ * the nested members after walked where they are, not skipped first. As _native.c's walk_struct: the
+ * struct's own fields, then its nested structs in member order. 1, 0, -1. */
+static int
+walk_struct(Bytes *w, const KdNode *nd, PyObject *plan, Py_ssize_t *p, const Ctx *parent, int depth, PyObject *want,
+            PyObject **got)
+{
+    if (depth >= WALK_MAX_DEPTH || nd->nregular > MAX_MEMBERS || !PyTuple_Check(plan))
+        return 0;
+    Members ms;
+    Ctx ctx = {parent->topic, parent->topic_id, NULL, parent->group};
+    int rc = match(nd, plan, want, &ms);
+    Py_ssize_t n = rc == 1 ? nd->nregular : 0;
+    for (Py_ssize_t i = 0; rc == 1 && i < n; i++) {
+        const KdNode *m = &nd->regular[i];
+        if (i == ms.complete && (rc = own_then_nested(w, nd, &ms, &ctx, depth)) != 1)
+            break;
+        ms.at[i] = *p;
+        if (ms.how[i] == NESTED && i >= ms.complete)
+            rc = nested(w, m, ms.plan[i], p, &ctx, depth);
+        else if (ms.how[i] == VALUE)
+            rc = (ms.value[i] = api->value(w->b, w->L, p, m)) != NULL ? 1 : PyErr_Occurred() ? -1 : 0;
+        else if (ms.how[i] == SPAN)
+            rc = api->span(w->b, w->L, p, m, &ms.records_at, &ms.records_n) == 1;
+        else
+            rc = api->skip(w->b, w->L, p, m) == 0;
+    }
+    if (rc == 1 && nd->flags & F_FLEXIBLE) { /* tagged fields present: the decoded body is the reference's */
+        if (*p >= w->L || w->b[*p] != 0)
+            rc = 0;
+        else
+            (*p)++;
+    }
+    if (rc == 1 && ms.complete == n)
+        rc = own_then_nested(w, nd, &ms, &ctx, depth);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (rc == 1 && ms.want[i] >= 0 && got[ms.want[i]] == NULL)
+            got[ms.want[i]] = Py_NewRef(ms.value[i]);
+        Py_XDECREF(ms.value[i]);
+    }
+    return rc;
+}
+
+/* walk_bytes(plan, programs, frame b[0:L] with no size, api key and version, response, then the outputs (NULL
+ * when not wanted): partition rows, records tuples, topic ids learned (a dict: first name kept), base
+ * offsets; ``brokers``: whether a broker struct declines; ``want``: top-level keys whose values go to
+ * got[k] (new references, None when absent). 1 walked, 0 declined, -1 error. */
+int
+walk_bytes(PyObject *plan, PyObject *programs, const unsigned char *b, Py_ssize_t L, int api_key, int api_version,
+           int response, PyObject *partitions, PyObject *records, PyObject *learned, PyObject *base_offsets,
+           int brokers, PyObject *want, PyObject **got)
+{
+    if (api == NULL && (api = PyCapsule_Import(SCAN_CAPSULE, 0)) == NULL)
+        return -1;
+    const KdNode *header, *body;
+    int rc = api->frame_roots(programs, api_key, api_version, &header, &body);
+    Py_ssize_t p = 0, nwant = want != NULL ? PyTuple_GET_SIZE(want) : 0;
+    if (rc <= 0 || api->skip(b, L, &p, header))
+        return rc < 0 ? -1 : 0;
+    Bytes w = {b, L, response, brokers, partitions, records, learned, base_offsets};
+    Ctx root = {NULL, NULL, NULL, NULL};
+    for (Py_ssize_t k = 0; k < nwant; k++)
+        got[k] = NULL;
+    rc = walk_struct(&w, body, plan, &p, &root, 0, want, got);
+    if (rc == 1 && p != L)
+        rc = 0; /* bytes after the body: the decoder's C path leaves the frame */
+    for (Py_ssize_t k = 0; k < nwant; k++)
+        if (rc != 1)
+            Py_CLEAR(got[k]);
+        else if (got[k] == NULL)
+            got[k] = Py_NewRef(Py_None);
+    return rc;
+}
+
+static PyObject *
+none_to_null(PyObject *o)
+{
+    return o == Py_None ? NULL : o;
+}
+
+/* walk_frame(plan, programs, frame, api_key, api_version, response, partitions, records, topics, base_offsets,
+ * brokers, want) -> the wanted values (a tuple), or None when the walk declines: walk_bytes for Python (the
+ * differential tests); outputs given as None are not wanted. */
+PyObject *
+walk_frame(PyObject *module, PyObject *args)
+{
+    PyObject *plan, *programs, *partitions, *records, *topics, *base_offsets, *want;
+    Py_buffer frame;
+    int key, version, response, brokers;
+    if (!PyArg_ParseTuple(args, "O!O!y*iipOOOOpO!:walk_frame", &PyTuple_Type, &plan, &PyDict_Type, &programs, &frame,
+                          &key, &version, &response, &partitions, &records, &topics, &base_offsets, &brokers,
+                          &PyTuple_Type, &want))
+        return NULL;
+    PyObject *got[MAX_MEMBERS] = {0}, *out = NULL;
+    Py_ssize_t nwant = PyTuple_GET_SIZE(want);
+    partitions = none_to_null(partitions), records = none_to_null(records), topics = none_to_null(topics);
+    base_offsets = none_to_null(base_offsets);
+    if (nwant > MAX_MEMBERS || (partitions && !PyDict_Check(partitions)) || (records && !PyList_Check(records))
+        || (topics && !PyDict_Check(topics)) || (base_offsets && !PyDict_Check(base_offsets))) {
+        PyErr_SetString(PyExc_TypeError, "walk_frame: partitions, topics, base_offsets dicts, records a list, "
+                                         "at most 48 wanted keys");
+        goto done;
+    }
+    int rc = walk_bytes(plan, programs, frame.buf, frame.len, key, version, response, partitions, records, topics,
+                        base_offsets, brokers, want, got);
+    if (rc == 0)
+        out = Py_NewRef(Py_None);
+    else if (rc == 1 && (out = PyTuple_New(nwant)) != NULL)
+        for (Py_ssize_t k = 0; k < nwant; k++)
+            PyTuple_SET_ITEM(out, k, Py_NewRef(got[k]));
+    for (Py_ssize_t k = 0; k < nwant; k++)
+        Py_XDECREF(got[k]);
+done:
+    PyBuffer_Release(&frame);
+    return out;
+}
