@@ -440,7 +440,8 @@ static int
 settle(Lanes *self, PyObject *move_to_end)
 {
     int rc = 0;
-    qsort(self->owing, (size_t)self->owing_n, sizeof(Lane *), by_touched);
+    if (self->owing_n > 1) /* (qsort of no array is undefined, even of nothing) */
+        qsort(self->owing, (size_t)self->owing_n, sizeof(Lane *), by_touched);
     for (Py_ssize_t k = 0; k < self->owing_n; k++) {
         Lane *lane = self->owing[k];
         PyObject *ts = lane->last_ts, *summary_ts = lane->summary_ts;
