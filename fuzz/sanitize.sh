@@ -49,12 +49,12 @@ CFLAGS="$FLAGS" LDFLAGS="$FLAGS" "$PYTHON" setup.py -q build_ext --inplace --for
     || { echo "sanitized build failed: $LOG"; exit 2; }
 
 export LD_PRELOAD="$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=libubsan.so)"
-# Reports go to files of their own (``log_path``): pytest holds a test's stderr in a temporary file, which a
-# process that aborts on its first report never hands back (the run then failed with no finding counted).
-export ASAN_OPTIONS="detect_leaks=0:abort_on_error=1:strict_string_checks=1:log_path=$WORK/report"
-export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:log_path=$WORK/report"
+export ASAN_OPTIONS="detect_leaks=0:abort_on_error=1:strict_string_checks=1"
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 
-"$PYTHON" -m pytest -q -p no:cacheprovider tests/sources/test_native_*.py tests/reassembly/test_native_lanes.py tests/tables/test_detail_walk.py tests/tables/test_walk_bytes.py \
+# -s: a report goes straight to the log. Captured, it went to the temporary file pytest holds a test's stderr
+# in, which a process that aborts on its first report never hands back (the run failed with 0 findings).
+"$PYTHON" -m pytest -s -q -p no:cacheprovider tests/sources/test_native_*.py tests/reassembly/test_native_lanes.py tests/tables/test_detail_walk.py tests/tables/test_walk_bytes.py \
     tests/tables/test_record_rows_native.py tests/tables/test_codes_native.py tests/tables/test_typed_columns.py \
     tests/engines/test_native_differential.py tests/engines/test_live_device_native.py tests/engines/test_spark_packed.py \
     tests/decoders \
@@ -67,8 +67,8 @@ if [ "${FUZZ_SECONDS:-0}" -gt 0 ]; then
 fi
 unset LD_PRELOAD
 
-findings=$(cat "$LOG" "$WORK"/fuzz-*.log "$WORK"/report.* 2>/dev/null | grep -cE "ERROR: AddressSanitizer|runtime error:")
+findings=$(cat "$LOG" "$WORK"/fuzz-*.log 2>/dev/null | grep -cE "ERROR: AddressSanitizer|runtime error:")
 tail -n 3 "$LOG"
-cat "$WORK"/report.* 2>/dev/null | head -n 40
+grep -m 1 -A 12 -E "ERROR: AddressSanitizer|runtime error:" "$LOG"
 echo "sanitizer findings: $findings (log: $LOG)"
 [ "$status" -eq 0 ] && [ "$findings" -eq 0 ]
