@@ -42,7 +42,7 @@ class Exchange:
     request: KafkaMessage | None
     response: KafkaMessage | None
     status: str  # ok, unanswered, no_response_expected, orphan_response, undecodable (tables add "error")
-    out_of_order: bool = False  # the response overtook an older outstanding request
+    out_of_order: bool = False  # the response overtook an older request still waiting in order (pairing.Pairer.take)
     inferred: bool = False  # an orphan response decoded as the answer to a request inferred, not seen
     client: Endpoint | None = None
     broker: Endpoint | None = None

@@ -15,7 +15,8 @@
  *   its header, an api the session must see itself (``left``: SASL, ApiVersions; from the registries),
  *   an acks=0 request of an api that may go unanswered, a correlation id already waiting, the
  *   session's bound on waiting requests reached (or MAX_WAITING), a response no waiting request
- *   expects (orphans), anything the scan leaves (undecodable, bytes after the body, a version
+ *   expects (orphans), a response that would leave more than MAX_OVERTAKEN requests overtaken (the
+ *   session settles the oldest as unanswered), anything the scan leaves (undecodable, bytes after the body, a version
  *   without programs yet, tagged error codes). The lane itself hands the pairing back before it is
  *   released, so the session never misses a request.
  * - The session side effects of a taken request happen when the reference's would: its client id
@@ -561,6 +562,8 @@ response(Pairing *p, long long offset, const char *b, Py_ssize_t n, long long ts
     Py_ssize_t k = n < 4 ? -1 : find(p, be32(b));
     if (k < 0)
         return 0;
+    if (k > MAX_OVERTAKEN) /* (the requests before it are, or become, overtaken) */
+        return 0;
     Waiting *w = &p->waiting[k];
     int left = in_set(shared.left, w->api_key);
     if (!left && p->details)
@@ -597,9 +600,13 @@ response(Pairing *p, long long offset, const char *b, Py_ssize_t n, long long ts
         if (out.throttle == NULL)
             return -1;
     }
-    /* Pairer.take: it overtook older requests (overtaken ones wait, or the older ones become so) */
-    int overtook = k > 0;
-    for (Py_ssize_t j = 0; j < k; j++)
+    /* Pairer.take: an overtaken request answered after the first of them, or an answer that overtakes requests
+     * still waiting in order, which then wait as overtaken (those an earlier answer overtook do not count) */
+    Py_ssize_t ahead = 0; /* the overtaken ones, first in arrival order */
+    while (ahead < p->count && p->waiting[ahead].overtaken)
+        ahead++;
+    int overtook = k < ahead ? k > 0 : k > ahead;
+    for (Py_ssize_t j = ahead; j < k; j++)
         p->waiting[j].overtaken = 1;
     int rc = row(p, w, overtook, ts_first, ts_last, b, n, &out, &s);
     if (p->details && details_emit(shared.parts, &x, &bodies) < 0)

@@ -15,7 +15,8 @@ typedef struct {
     PyObject *topics;    /* with names: what its structs name (ExchangeRows.topics' item); else NULL */
 } Waiting;
 
-#define MAX_WAITING 64 /* requests waiting here at most (more: the session's pairer takes them) */
+#define MAX_OVERTAKEN 32 /* pairing.py's MAX_OVERTAKEN: an answer that would leave more overtaken goes to the session */
+#define MAX_WAITING (64 + MAX_OVERTAKEN) /* requests waiting here at most (more: the session's pairer takes them) */
 
 enum { FRAMES_TO_BROKER, BYTES_TO_BROKER, FRAMES_TO_CLIENT, BYTES_TO_CLIENT, CUT_0, CUT_1, COUNTS };
 

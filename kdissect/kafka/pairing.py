@@ -9,6 +9,12 @@ They are held like other requests and settled as ``no_response_expected`` once a
 request is answered (answers come in order, so theirs will not come), when too many pile up,
 or at the end of the connection; an answer that does come pairs with them instead of being
 reported as an orphan.
+
+A request an answer overtook waits too (``_overtaken``), in case a broker answers out of order,
+but answers come in order, so its own answer was most likely lost from the capture: only the
+last ``MAX_OVERTAKEN`` wait, older ones are settled as ``unanswered`` when more are overtaken.
+Otherwise every lost answer would keep its request waiting to the end of the connection, and a
+capture that drops a packet now and then would end each long connection holding thousands.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from kdissect.events import Anomaly, Exchange, KafkaMessage
 from kdissect.options import DEFAULT_PENDING_REQUESTS
 
 _SILENT_IF_ACKS0 = apis.keys_with(apis.SILENT_IF_ACKS0)
+MAX_OVERTAKEN = 32  # overtaken requests still waiting for a late answer (kafka/_pairing.h holds the same)
 MAX_SILENT = 256  # acks=0 requests held for a possible answer; older ones are settled
 
 
@@ -105,23 +112,27 @@ class Pairer:
 
     def take(self, correlation_id: int) -> tuple[KafkaMessage | None, bool, list[Exchange]]:
         """Remove and return the request a response answers, whether it overtook older requests
-        that expect an answer, and the older acks=0 requests this answer settles."""
+        that expect an answer (requests an earlier answer overtook already do not count again: after
+        one lost answer, the answers that follow in order are not out of order), and the requests this
+        answer settles: older acks=0 ones, and the oldest overtaken ones past ``MAX_OVERTAKEN``."""
         if correlation_id in self._overtaken:
             overtook = next(iter(self._overtaken)) != correlation_id
             return self._pop(correlation_id), overtook, []
         if correlation_id not in self._pending:
             return None, False, []
         settled: list[Exchange] = []
-        overtook = bool(self._overtaken)
-        pending = self._pending
+        overtook = False
+        pending, overtaken = self._pending, self._overtaken
         while (cid := next(iter(pending))) != correlation_id:  # requests wait in arrival order
             request = pending.pop(cid)
             if expects_response(request):
                 overtook = True
-                self._overtaken[cid] = request
+                overtaken[cid] = request
             else:
                 del self._silent[cid]
                 settled.append(_unanswered(request))
+        while len(overtaken) > MAX_OVERTAKEN:
+            settled.append(_unanswered(overtaken.popitem(last=False)[1]))
         return self._pop(correlation_id), overtook, settled
 
     def drain(self) -> Iterator[Exchange]:

@@ -78,6 +78,9 @@ typedef struct {
     PyObject *summary;    /* its ConnectionSummary (last_ts) */
     PyObject *frame_type; /* framing.Frame */
     Pairing pairing;      /* the frames' pairing into exchanges rows (kafka/_pairing.c), while it is on */
+    /* A lane that does not frame, of a connection that may come to allow it (a hunt that ends, a gap left
+     * behind): its lane_framing(offsets), asked after each run it delivers; NULL when framed or never. */
+    PyObject *upgrade;
     /* What the run's taken segments owe the Python objects, settled before the run returns (settle()):
      * the last one's time (the connection's last_ts, and its place in the least-recently-active order by
      * ``touched``) and, when the lane frames, the latest time for the summary's last_ts. */
@@ -121,6 +124,7 @@ lane_free(Lane *lane)
     Py_XDECREF(lane->frames);
     Py_XDECREF(lane->summary);
     Py_XDECREF(lane->frame_type);
+    Py_XDECREF(lane->upgrade);
     Py_XDECREF(lane->last_ts);
     Py_XDECREF(lane->summary_ts);
     lane->pairing.events = NULL;
@@ -277,14 +281,15 @@ read_framing(PyObject *framing, Lane *lane)
     return 0;
 }
 
-/* adopt(conn_id, conn, key0, key1, sink, state0, state1, framing or None): the connection becomes a lane. */
+/* adopt(conn_id, conn, key0, key1, sink, state0, state1, framing or None[, upgrade]): the connection becomes a
+ * lane. ``upgrade`` (a lane without framing): the connection's lane_framing, asked after each run delivered. */
 static PyObject *
 lanes_adopt(Lanes *self, PyObject *args)
 {
-    PyObject *conn_id, *conn, *keys[2], *sink, *states[2], *framing;
+    PyObject *conn_id, *conn, *keys[2], *sink, *states[2], *framing, *upgrade = Py_None;
     Py_ssize_t i;
-    if (!PyArg_ParseTuple(args, "OOO!O!OO!O!O", &conn_id, &conn, &PyTuple_Type, &keys[0], &PyTuple_Type, &keys[1],
-                          &sink, &PyTuple_Type, &states[0], &PyTuple_Type, &states[1], &framing))
+    if (!PyArg_ParseTuple(args, "OOO!O!OO!O!O|O", &conn_id, &conn, &PyTuple_Type, &keys[0], &PyTuple_Type, &keys[1],
+                          &sink, &PyTuple_Type, &states[0], &PyTuple_Type, &states[1], &framing, &upgrade))
         return NULL;
     Lane *lane = PyMem_Calloc(1, sizeof(Lane));
     if (lane == NULL)
@@ -323,6 +328,7 @@ lanes_adopt(Lanes *self, PyObject *args)
     lane->conn_id = Py_NewRef(conn_id);
     lane->conn = Py_NewRef(conn);
     lane->sink = Py_NewRef(sink);
+    lane->upgrade = framing == Py_None && upgrade != Py_None ? Py_NewRef(upgrade) : NULL;
     lane->keys[0] = Py_NewRef(keys[0]);
     lane->keys[1] = Py_NewRef(keys[1]);
     self->lanes[i] = lane;
@@ -497,6 +503,26 @@ deliver_frames(Lane *lane, int d, PyObject *frames, PyObject *out)
     return left;
 }
 
+/* A lane that does not frame asks its connection, after a run delivered, whether a lane may frame it from here on
+ * (lane_framing at the directions' next bytes: a hunt ended, a gap's cut frame left behind); if so it frames from
+ * the next segment, as if adopted now, instead of leaving every later frame to the Python splitter. 0 or -1. */
+static int
+frame_from_here(Lane *lane)
+{
+    PyObject *offsets = Py_BuildValue("(LL)", lane->dir[0].next_off, lane->dir[1].next_off);
+    PyObject *framing = offsets != NULL ? PyObject_CallOneArg(lane->upgrade, offsets) : NULL;
+    Py_XDECREF(offsets);
+    if (framing == NULL)
+        return -1;
+    int rc = 0;
+    if (framing != Py_None) {
+        Py_CLEAR(lane->upgrade);
+        rc = read_framing(framing, lane);
+    }
+    Py_DECREF(framing);
+    return rc;
+}
+
 /* The reference's effects of a taken segment (index ``at`` of the run's list), in its order; appends the sink's
  * events to ``out``. Returns 0, 1 when the lane must be handed back after it (its connection left the common
  * case), -1. */
@@ -556,7 +582,7 @@ take(Lanes *self, Lane *lane, int d, const Segment *s, Py_ssize_t at, PyObject *
         rc = -1;
     }
     Py_DECREF(events);
-    return rc;
+    return rc == 0 && lane->upgrade != NULL ? frame_from_here(lane) : rc;
 }
 
 static SegmentLayout layout; /* TcpSegment's (sources/_segment_layout.h): its fields read in their slots */
@@ -784,7 +810,8 @@ lanes_dealloc(Lanes *self)
 
 static PyMethodDef lanes_methods[] = {
     {"adopt", (PyCFunction)lanes_adopt, METH_VARARGS,
-     "adopt(conn_id, conn, key0, key1, sink, state0, state1): a settled connection becomes a lane."},
+     "adopt(conn_id, conn, key0, key1, sink, state0, state1, framing[, upgrade]): a settled connection becomes a "
+     "lane."},
     {"run", (PyCFunction)lanes_run, METH_VARARGS,
      "run(segments, start, out, next_sweep, move_to_end[, ats]) -> (index, released or None, before)."},
     {"release_all", (PyCFunction)lanes_release_all, METH_NOARGS, "Every lane handed back: [(conn_id, states)]."},
@@ -827,7 +854,8 @@ PyInit__native(void)
     if (m == NULL)
         return NULL;
     if (PyModule_AddObjectRef(m, "Lanes", (PyObject *)&LanesType) < 0
-        || PyModule_AddIntConstant(m, "MAX_WAITING", MAX_WAITING) < 0) {
+        || PyModule_AddIntConstant(m, "MAX_WAITING", MAX_WAITING) < 0
+        || PyModule_AddIntConstant(m, "MAX_OVERTAKEN", MAX_OVERTAKEN) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -97,7 +97,8 @@ class NativeLanes:
             return  # its state is built at its first bytes, by the reference
         framing_of = getattr(sink, "lane_framing", None)
         framing = framing_of((states[0][1], states[1][1])) if framing_of is not None else None
-        self._lanes.adopt(conn.conn_id, conn, *conn.keys, None if sink is None else sink.data, *states, framing)
+        self._lanes.adopt(conn.conn_id, conn, *conn.keys, None if sink is None else sink.data, *states, framing,
+                          framing_of if framing is None else None)
         self._owned[conn.conn_id] = (conn, sink)
 
     def release_all(self) -> None:

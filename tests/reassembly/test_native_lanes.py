@@ -425,3 +425,60 @@ def test_live_pieces_name_the_topics_a_fetch_gives_by_id() -> None:
     assert piece.topics[str(unnamed)] == 2 and "orders" in piece.topics  # (the named id: by its name)
     assert str(named) not in piece.topics and str(nil) not in piece.topics
     assert piece.errors[-1][1] == ("NOT_LEADER_OR_FOLLOWER",)
+
+
+def _lossy(exchanges: int, every: int) -> list[TcpSegment]:
+    """One long connection of Produce and Metadata exchanges (frames over several segments), with every
+    ``every``-th segment after the handshake lost: requests and answers cut, some whole answers lost."""
+    segments = _connection(0, exchanges, 200, close=True)
+    return [seg for i, seg in enumerate(segments) if i < 3 or i % every]
+
+
+def test_a_lossy_connection_goes_back_to_the_lanes() -> None:
+    """A capture that loses a segment now and then (every 23rd: about one exchange in six damaged): after
+    each loss the connection is framed and paired natively again once the Python splitter found the next
+    frame and the lost answers' requests are settled, instead of staying with the reference for good (a
+    lane adopted while its splitter hunted only delivered bytes; more than 64 requests whose answer was
+    lost kept the pairing off). Fails if either is undone: the tables are the reference's either way."""
+    segments = _lossy(600, 23)
+    pipeline = KafkaPipeline(replace(Options(), exchange_rows=True))
+    delivered = []
+    data = KafkaConnection.data
+
+    def counted(self: KafkaConnection, *args: object) -> list:
+        delivered.append(1)
+        return data(self, *args)
+
+    KafkaConnection.data = counted  # type: ignore[method-assign]
+    try:
+        events = pipeline.feed_many(segments) + pipeline.finish()
+    finally:
+        KafkaConnection.data = data  # type: ignore[method-assign]
+    rows = sum(len(ev) for ev in events if isinstance(ev, ExchangeRows))
+    answered = rows + sum(isinstance(ev, Exchange) and ev.response is not None for ev in events)
+    assert rows >= answered * 3 // 4
+    assert len(delivered) < len(segments) // 5
+    _same(segments, Options(), [64])
+
+
+def test_answers_after_a_lost_one_are_not_out_of_order() -> None:
+    """Each lost answer leaves its request overtaken: the answer that overtook it is flagged, the answers
+    after that, in order, are not (they were, every one, on both paths), and at most MAX_OVERTAKEN such
+    requests wait: the native pairing holds the same bound as the Pairer (an answer past it is left to the
+    session, which settles the oldest as unanswered)."""
+    from kdissect.kafka.pairing import MAX_OVERTAKEN
+    from kdissect.reassembly import lanes
+
+    assert lanes._native is not None and lanes._native.MAX_OVERTAKEN == MAX_OVERTAKEN
+    messages = []
+    for cid in range(6 * MAX_OVERTAKEN):
+        messages.append((0, metadata_request(cid), 2 * cid * MS))
+        if cid % 3:  # every third answer lost
+            messages.append((1, metadata_response(cid), (2 * cid + 1) * MS))
+    segments = tcp_conversation(messages, close=True)
+    native, _ = _same_rows(segments, Options(), [64])
+    reference = _events(segments, Options(), None)
+    exchanges = [ev for ev in reference if isinstance(ev, Exchange)]
+    assert [ex.request.correlation_id for ex in exchanges if ex.out_of_order] == list(range(1, 6 * MAX_OVERTAKEN, 3))
+    assert sum(ex.status == "unanswered" for ex in exchanges) == 2 * MAX_OVERTAKEN
+    assert sum(len(ev) for ev in native if isinstance(ev, ExchangeRows)) >= MAX_OVERTAKEN
