@@ -250,6 +250,27 @@ def test_frame_proofs_agree_natively_and_in_python_and_keep_to_their_budget() ->
     assert api.frame_proof(bytes(20), 999, 0, "request", 0, 20, budget) == (False, budget)  # no such api
 
 
+RESPONSES = [(key, version) for key, version, kind in ALL if kind == "response"]
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_a_response_fits_natively_as_it_fits_in_python(data: st.DataObject) -> None:
+    """``frame_fits`` (the orphan inference's first test, a native walk) answers as the Python decode does, on
+    answers of each api mutated and cut, tried as the answer to their own and to another (key, version)."""
+    key, version = data.draw(st.sampled_from(RESPONSES))
+    msg = schema.api_message(key, version, "response")
+    frame = mutate(data, encode_frame(key, version, "response", data.draw(message_values(msg)), False))
+    for tried in (key, version), data.draw(st.sampled_from(RESPONSES)):
+        native = api.frame_fits(frame, *tried, "response")
+        assert native == (api._body_end(frame, *tried, "response", 0, len(frame)) == len(frame))
+        compiler.use_native(False)
+        try:
+            assert api.frame_fits(frame, *tried, "response") == native
+        finally:
+            compiler.use_native(True)
+
+
 @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
 @given(key_version_kind=st.sampled_from(ALL), raw=st.binary(max_size=64))
 def test_native_and_python_agree_on_arbitrary_bytes(key_version_kind: tuple[int, int, str], raw: bytes) -> None:
