@@ -104,7 +104,7 @@ read_shared(PyObject *t)
  * overtaken, topics)], oldest first: at most MAX_WAITING (lanes.py's MAX_WAITING); topics: a tuple with
  * names, else None; details: the sink's lane spec (tables/detail_walk.py lane_spec), or None. */
 int
-pairing_start(Pairing *p, PyObject *spec, int request_dir, PyObject *frame_type)
+pairing_start(Pairing *p, PyObject *spec, int request_dir, PyObject *frame_type, PyObject *frames)
 {
     PyObject *t, *conn_id, *client_ids, *pairs, *resume, *waiting, *details;
     Py_ssize_t limit;
@@ -172,6 +172,7 @@ pairing_start(Pairing *p, PyObject *spec, int request_dir, PyObject *frame_type)
     p->pairs = Py_NewRef(pairs);
     p->resume = Py_NewRef(resume);
     p->frame_type = Py_NewRef(frame_type);
+    p->frames = Py_NewRef(frames);
     return 0;
 }
 
@@ -196,10 +197,13 @@ pairing_clear(Pairing *p)
     Py_CLEAR(p->pairs);
     Py_CLEAR(p->resume);
     Py_CLEAR(p->frame_type);
+    Py_CLEAR(p->frames);
     Py_CLEAR(p->cid_text);
     PyObject *events = p->events;
+    int left = p->left; /* (read by the lane after the segment) */
     memset(p, 0, sizeof *p);
     p->events = events;
+    p->left = left;
 }
 
 int
@@ -556,12 +560,50 @@ pairing_waits(const Pairing *p, long long correlation_id)
     return p->on && find(p, correlation_id) >= 0;
 }
 
+/* An answer no waiting request expects goes to the session as the frame it is, the pairing staying on: the
+ * session's pairer is empty while the pairing holds its requests, so it finds none either and holds the answer
+ * for the orphans' inference, as the reference does (whose splitter holds no unfinished request then: the lane
+ * is released before such an answer). 2, or -1 on error. */
+static int
+orphan(Pairing *p, long long offset, const char *b, Py_ssize_t n, long long ts_first, long long ts_last)
+{
+    PyObject *args[4] = {PyLong_FromLongLong(offset), PyBytes_FromStringAndSize(b, n), PyLong_FromLongLong(ts_first),
+                         PyLong_FromLongLong(ts_last)};
+    PyObject *frame = NULL, *list = NULL, *direction = PyLong_FromLong(p->request_dir ^ 1), *result = NULL;
+    if (args[0] != NULL && args[1] != NULL && args[2] != NULL && args[3] != NULL)
+        frame = PyObject_Vectorcall(p->frame_type, args, 4, NULL);
+    for (int k = 0; k < 4; k++)
+        Py_XDECREF(args[k]);
+    if (frame != NULL && direction != NULL && (list = PyList_New(1)) != NULL) {
+        PyList_SET_ITEM(list, 0, frame);
+        frame = NULL;
+        PyObject *call[2] = {direction, list};
+        result = PyObject_Vectorcall(p->frames, call, 2, NULL);
+    }
+    Py_XDECREF(frame);
+    Py_XDECREF(list);
+    Py_XDECREF(direction);
+    if (result == NULL)
+        return -1;
+    PyObject *events;
+    int rc = -1;
+    if (!PyTuple_CheckExact(result) || PyTuple_GET_SIZE(result) != 3
+        || !PyList_CheckExact(events = PyTuple_GET_ITEM(result, 0)))
+        PyErr_SetString(PyExc_TypeError, "frames() returns (events, settled, pairing)");
+    else if ((p->left = PyObject_Not(PyTuple_GET_ITEM(result, 1))) >= 0)
+        rc = PyList_GET_SIZE(events) ? PyList_SetSlice(p->events, PY_SSIZE_T_MAX, PY_SSIZE_T_MAX, events) : 0;
+    Py_DECREF(result);
+    return rc < 0 ? -1 : 2;
+}
+
 static int
 response(Pairing *p, long long offset, const char *b, Py_ssize_t n, long long ts_first, long long ts_last)
 {
-    Py_ssize_t k = n < 4 ? -1 : find(p, be32(b));
-    if (k < 0)
+    if (n < 4)
         return 0;
+    Py_ssize_t k = find(p, be32(b));
+    if (k < 0)
+        return p->left ? 0 : orphan(p, offset, b, n, ts_first, ts_last);
     if (k > MAX_OVERTAKEN) /* (the requests before it are, or become, overtaken) */
         return 0;
     Waiting *w = &p->waiting[k];

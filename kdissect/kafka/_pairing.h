@@ -31,6 +31,8 @@ typedef struct {
     Py_ssize_t count, limit;
     PyObject *conn_id, *client_ip, *client_port, *broker_ip, *broker_port, *client_ids, *pairs, *resume,
         *frame_type;
+    PyObject *frames; /* the session's frames(direction, frames): where an orphan answer goes, the pairing on */
+    int left;         /* the session said, taking an orphan, that a lane may no longer frame the connection */
     long long conn, client_port_n, broker_port_n; /* conn_id and the ports, for the typed columns */
     PyObject *cid_text; /* the last client id met, and its bytes */
     char *cid_bytes;
@@ -42,10 +44,10 @@ typedef struct {
 
 /* spec: KafkaConnection.lane_pairing()'s tuple (its names flag; its last item the sink's details spec, or None); 0,
  * or -1 with an exception. */
-int pairing_start(Pairing *p, PyObject *spec, int request_dir, PyObject *frame_type);
+int pairing_start(Pairing *p, PyObject *spec, int request_dir, PyObject *frame_type, PyObject *frames);
 /* One frame of direction ``d`` (offset of its size field, its bytes, capture times): 1 taken (a request
- * waits, or an exchange row was added), 0 not (the pairing was handed back first: the caller gives
- * the frame to the session), -1 error. */
+ * waits, or an exchange row was added), 2 given to the session here (an orphan answer: the pairing stays
+ * on), 0 not (the pairing was handed back first: the caller gives the frame to the session), -1 error. */
 int pairing_frame(Pairing *p, int d, long long offset, const char *b, Py_ssize_t n, long long ts_first,
                   long long ts_last);
 /* Hand the pairing back to the session (waiting requests replayed, counts added); its events go to

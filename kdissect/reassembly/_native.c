@@ -272,7 +272,7 @@ read_framing(PyObject *framing, Lane *lane)
         lane->framer[d].pairing = &lane->pairing;
         lane->framer[d].direction = d;
     }
-    if (pairing != Py_None && pairing_start(&lane->pairing, pairing, request_dir, frame_type) < 0)
+    if (pairing != Py_None && pairing_start(&lane->pairing, pairing, request_dir, frame_type, frames) < 0)
         return -1;
     lane->request_dir = request_dir;
     lane->frames = Py_NewRef(frames);
@@ -497,7 +497,7 @@ deliver_frames(Lane *lane, int d, PyObject *frames, PyObject *out)
     pairing = PyTuple_GET_ITEM(result, 2);
     int rc = PyList_GET_SIZE(events) ? PyList_SetSlice(out, PY_SSIZE_T_MAX, PY_SSIZE_T_MAX, events) : 0;
     if (rc == 0 && pairing != Py_None && !lane->pairing.on)
-        rc = pairing_start(&lane->pairing, pairing, lane->request_dir, lane->frame_type);
+        rc = pairing_start(&lane->pairing, pairing, lane->request_dir, lane->frame_type, lane->frames);
     int left = rc < 0 ? -1 : !PyObject_IsTrue(settled);
     Py_DECREF(result);
     return left;
@@ -561,6 +561,9 @@ take(Lanes *self, Lane *lane, int d, const Segment *s, Py_ssize_t at, PyObject *
         lane->pairing.events = NULL;
         if (rc == 0 && PyList_GET_SIZE(frames))
             rc = deliver_frames(lane, d, frames, out);
+        if (rc == 0 && lane->pairing.left) /* an orphan answer took the connection out of the common case */
+            rc = 1;
+        lane->pairing.left = 0;
         Py_DECREF(frames);
         return rc;
     }

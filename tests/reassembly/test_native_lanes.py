@@ -482,3 +482,26 @@ def test_answers_after_a_lost_one_are_not_out_of_order() -> None:
     assert [ex.request.correlation_id for ex in exchanges if ex.out_of_order] == list(range(1, 6 * MAX_OVERTAKEN, 3))
     assert sum(ex.status == "unanswered" for ex in exchanges) == 2 * MAX_OVERTAKEN
     assert sum(len(ev) for ev in native if isinstance(ev, ExchangeRows)) >= MAX_OVERTAKEN
+
+
+def test_an_orphan_answer_leaves_the_pairing_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Answers whose request was lost go to the session as frames (held for the orphans' inference) while the
+    lane keeps pairing the others: no hand-back per orphan (each replayed every waiting request into the
+    session and took them back), and the tables are the reference's."""
+    messages = []
+    for cid in range(60):
+        if cid % 5:  # every fifth request lost
+            messages.append((0, produce_request(cid, records=b"r" * 40), 2 * cid * MS))
+        messages.append((1, produce_response(cid), (2 * cid + 1) * MS))
+    segments = tcp_conversation(messages, close=True)
+    resumed = []
+    resume = KafkaConnection.resume_pairing
+
+    def counted(self: KafkaConnection, *args: object) -> list:
+        resumed.append(1)
+        return resume(self, *args)
+
+    monkeypatch.setattr(KafkaConnection, "resume_pairing", counted)
+    native, _ = _same_rows(segments, Options(), [64])
+    assert sum(len(ev) for ev in native if isinstance(ev, ExchangeRows)) >= 45
+    assert len(resumed) <= 4  # (the end of the connection, each of the three runs)
