@@ -260,12 +260,14 @@ no_memory:
     return -1;
 }
 
+/* The frame at ``offset`` (``size`` bytes at ``bytes``; ``payload``: the run's bytes when they are just this frame and
+ * its size field, else NULL) to the lane's pairing, else a Frame appended to ``out``. */
 static int
-emit(Framer *f, PyObject *frame_type, long long offset, const char *bytes, Py_ssize_t size, long long ts_first,
-     PyObject *ts, long long now, PyObject *out)
+emit(Framer *f, PyObject *frame_type, long long offset, const char *bytes, Py_ssize_t size, PyObject *payload,
+     long long ts_first, PyObject *ts, long long now, PyObject *out)
 {
     if (f->pairing != NULL && f->pairing->on) {
-        int taken = pairing_frame(f->pairing, f->direction, offset, bytes, size, ts_first, now);
+        int taken = pairing_frame(f->pairing, f->direction, offset, bytes, size, payload, ts_first, now);
         if (taken)
             return taken < 0 ? -1 : 0;
     }
@@ -313,7 +315,7 @@ framer_take(Framer *f, PyObject *data, long long offset, PyObject *ts, PyObject 
             return 0;
         }
         /* (ts_first: the first run's, which holds the size field) */
-        if (emit(f, frame_type, f->frame_at, (const char *)f->tail + 4, f->tail_len - 4, f->chunk_ts[0], ts, now,
+        if (emit(f, frame_type, f->frame_at, (const char *)f->tail + 4, f->tail_len - 4, NULL, f->chunk_ts[0], ts, now,
                  out) < 0)
             return -1;
         f->frame_at += f->tail_len;
@@ -325,7 +327,8 @@ framer_take(Framer *f, PyObject *data, long long offset, PyObject *ts, PyObject 
         long long size = size_at(f, (const unsigned char *)d + pos, 0);
         if (pos + 4 + size > n)
             break;
-        if (emit(f, frame_type, offset + pos, d + pos + 4, (Py_ssize_t)size, now, ts, now, out) < 0)
+        PyObject *just = pos == 0 && 4 + size == n ? data : NULL;
+        if (emit(f, frame_type, offset + pos, d + pos + 4, (Py_ssize_t)size, just, now, ts, now, out) < 0)
             return -1;
         pos += 4 + (Py_ssize_t)size;
     }

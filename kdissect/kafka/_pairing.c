@@ -201,6 +201,14 @@ pairing_clear(Pairing *p)
     p->events = events;
 }
 
+/* A waiting request's frame bytes (a new reference): its data, or the frame cut from the payload it keeps. */
+static PyObject *
+frame_bytes(const Waiting *w)
+{
+    return w->data_at ? PyBytes_FromStringAndSize(PyBytes_AS_STRING(w->data) + w->data_at, (Py_ssize_t)w->size)
+                      : Py_NewRef(w->data);
+}
+
 int
 pairing_stop(Pairing *p)
 {
@@ -217,9 +225,12 @@ pairing_stop(Pairing *p)
     }
     for (Py_ssize_t k = 0; k < p->count; k++) {
         Waiting *w = &p->waiting[k];
+        PyObject *bytes = w->message ? NULL : frame_bytes(w);
         PyObject *frame = w->message ? Py_NewRef(w->message)
-                                     : PyObject_CallFunction(p->frame_type, "LOLL", w->offset, w->data, w->ts_first,
-                                                             w->ts_last);
+                          : bytes    ? PyObject_CallFunction(p->frame_type, "LOLL", w->offset, bytes, w->ts_first,
+                                                             w->ts_last)
+                                     : NULL;
+        Py_XDECREF(bytes);
         PyObject *item = frame ? Py_BuildValue("(NO)", frame, w->overtaken ? Py_True : Py_False) : NULL;
         if (item == NULL)
             goto done;
@@ -374,7 +385,8 @@ codes_of(const Scan *s)
 
 /* 1 taken, 0 left to the session, -1 error */
 static int
-request(Pairing *p, long long offset, const char *b, Py_ssize_t n, long long ts_first, long long ts_last)
+request(Pairing *p, long long offset, const char *b, Py_ssize_t n, PyObject *payload, long long ts_first,
+        long long ts_last)
 {
     if (n < 8 || p->count >= p->limit || p->count == MAX_WAITING)
         return 0;
@@ -397,15 +409,18 @@ request(Pairing *p, long long offset, const char *b, Py_ssize_t n, long long ts_
         if (silent)
             return silent < 0 ? -1 : 0;
     }
+    /* the frame's bytes wait as the payload holding them when it holds nothing else (a details run decodes them as
+     * bytes of their own) */
+    int keep = payload != NULL && !p->details;
     PyObject *client_id = client_id_of(p, b, &s), *data = NULL, *topics = NULL;
     if (client_id == NULL || learn_pair(p, key, version) < 0 || (p->names && (topics = topics_of(b, &s)) == NULL)
-        || (data = PyBytes_FromStringAndSize(b, n)) == NULL) {
+        || (data = keep ? Py_NewRef(payload) : PyBytes_FromStringAndSize(b, n)) == NULL) {
         Py_XDECREF(client_id);
         Py_XDECREF(topics);
         return -1;
     }
     p->waiting[p->count++] = (Waiting){cid, offset, ts_first, ts_last, n, key, version, data, NULL, client_id, 0,
-                                       topics};
+                                       topics, keep ? 4 : 0};
     return 1;
 }
 
@@ -624,11 +639,12 @@ response(Pairing *p, long long offset, const char *b, Py_ssize_t n, long long ts
 }
 
 int
-pairing_frame(Pairing *p, int d, long long offset, const char *b, Py_ssize_t n, long long ts_first, long long ts_last)
+pairing_frame(Pairing *p, int d, long long offset, const char *b, Py_ssize_t n, PyObject *payload, long long ts_first,
+              long long ts_last)
 {
     if (!p->on)
         return 0;
-    int rc = d == p->request_dir ? request(p, offset, b, n, ts_first, ts_last)
+    int rc = d == p->request_dir ? request(p, offset, b, n, payload, ts_first, ts_last)
                                    : response(p, offset, b, n, ts_first, ts_last);
     if (rc == 1)
         p->counts[CUT_0 + d]++;

@@ -13,6 +13,8 @@ typedef struct {
     PyObject *client_id; /* str or None */
     int overtaken;       /* a later request was answered first (pairing.py's _overtaken) */
     PyObject *topics;    /* with names: what its structs name (ExchangeRows.topics' item); else NULL */
+    Py_ssize_t data_at;  /* where the frame's bytes start in data: 0, or 4 when data is the segment's payload that
+                          * holds just the frame and its size field (kept as it is, not copied) */
 } Waiting;
 
 #define MAX_WAITING 64 /* requests waiting here at most (more: the session's pairer takes them) */
@@ -42,11 +44,11 @@ typedef struct {
 /* spec: KafkaConnection.lane_pairing()'s tuple (its names flag; its last item the sink's details spec, or None); 0,
  * or -1 with an exception. */
 int pairing_start(Pairing *p, PyObject *spec, int request_dir, PyObject *frame_type);
-/* One frame of direction ``d`` (offset of its size field, its bytes, capture times): 1 taken (a request
- * waits, or an exchange row was added), 0 not (the pairing was handed back first: the caller gives
- * the frame to the session), -1 error. */
-int pairing_frame(Pairing *p, int d, long long offset, const char *b, Py_ssize_t n, long long ts_first,
-                  long long ts_last);
+/* One frame of direction ``d`` (offset of its size field, its bytes, capture times; ``payload``: the segment's payload
+ * when it holds just this frame and its size field, or NULL): 1 taken (a request waits, or an exchange row was added),
+ * 0 not (the pairing was handed back first: the caller gives the frame to the session), -1 error. */
+int pairing_frame(Pairing *p, int d, long long offset, const char *b, Py_ssize_t n, PyObject *payload,
+                  long long ts_first, long long ts_last);
 /* Hand the pairing back to the session (waiting requests replayed, counts added); its events go to
  * p->events, or, with p->events NULL, must be none. 0 or -1. */
 int pairing_stop(Pairing *p);
