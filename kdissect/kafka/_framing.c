@@ -23,8 +23,10 @@
  *   splitter the chunk edges and times its hunting would read.
  * - Each frame goes to the lane's pairing first (kafka/_pairing.c), while it is on; what it does not
  *   take becomes a Frame for the session, in order.
- * - Memory: the tail never holds more than one frame being assembled (max_frame + 4 bytes, the
- *   reference's bound in sync) and its runs' (start, ts).
+ * - Memory: the tail holds one frame being assembled, never a byte past its end (a run that completes it
+ *   goes on framing from the run itself): max_frame + 4 bytes at most, the reference's bound in sync,
+ *   and room for no byte that has not arrived; and its runs' (start, ts). A tail left empty keeps at
+ *   most KEPT_ROOM of room.
  */
 #include "_framing.h"
 
@@ -32,6 +34,9 @@
 #include <string.h>
 
 #define HEAD_BYTES 64 /* framing.py: what sane() sees of a frame */
+#define FIRST_ROOM 256 /* a tail's first room */
+#define AHEAD 32 /* a tail's room is at most this many times the bytes it holds */
+#define KEPT_ROOM (64 << 10) /* the most room a tail keeps while it holds nothing */
 
 int
 framer_init(Framer *f, long long frame_at, int min_frame, long long max_frame, PyObject *sane, PyObject *native)
@@ -127,7 +132,8 @@ ask_sane(const Framer *f, const unsigned char *data, Py_ssize_t i, long long siz
     }
     if (f->sane_kind == SANE_RESPONSE && f->pairing != NULL && f->pairing->on) { /* ResponseValidator.sane */
         long long correlation_id = size_at(f, data, i + 4);
-        return pairing_waits(f->pairing, correlation_id) || size <= f->max_orphan;
+        int waits = pairing_waits(f->pairing, correlation_id);
+        return waits < 0 ? -1 : waits || size <= f->max_orphan;
     }
     Py_ssize_t n = size < HEAD_BYTES ? (Py_ssize_t)size : HEAD_BYTES;
     PyObject *head = PyBytes_FromStringAndSize(NULL, n);
@@ -174,14 +180,17 @@ framer_check(Framer *f, const unsigned char *data, Py_ssize_t n, Py_ssize_t *fra
     return 1;
 }
 
+/* Room in the tail for ``need`` bytes of a frame ending at ``end`` (``need`` while its size field is not all there):
+ * up to AHEAD times the bytes held, and up to the frame's end, so a frame spanning many runs gets its room in one or
+ * two steps, not copied at every doubling; a size field alone reserves little (the reference holds what arrived). */
 static int
-grow_tail(Framer *f, Py_ssize_t need)
+grow_tail(Framer *f, Py_ssize_t need, Py_ssize_t end)
 {
     if (need <= f->tail_cap)
         return 0;
-    Py_ssize_t size = f->tail_cap ? f->tail_cap : 256;
-    while (size < need)
-        size *= 2;
+    Py_ssize_t size = need < FIRST_ROOM / AHEAD ? FIRST_ROOM : need * AHEAD;
+    if (size > end)
+        size = end;
     unsigned char *grown = PyMem_Realloc(f->tail, (size_t)size);
     if (grown == NULL) {
         PyErr_NoMemory();
@@ -190,6 +199,42 @@ grow_tail(Framer *f, Py_ssize_t need)
     f->tail = grown;
     f->tail_cap = size;
     return 0;
+}
+
+/* Copies into the tail the bytes of ``data`` (``n``) up to the end of the frame the tail starts (all of them while its
+ * size field is not there): how many were taken, or -1. framer_check vetted every size field first. */
+static Py_ssize_t
+fill_tail(Framer *f, const char *data, Py_ssize_t n)
+{
+    Py_ssize_t taken = n, end = f->tail_len + n;
+    if (end >= 4) {
+        long long size = size_at(f, (const unsigned char *)data, 0);
+        if (size < 0 || size > f->max_frame) {
+            PyErr_SetString(PyExc_RuntimeError, "framer_take given bytes framer_check did not approve");
+            return -1;
+        }
+        end = 4 + (Py_ssize_t)size;
+        if (end - f->tail_len < n)
+            taken = end - f->tail_len;
+    }
+    if (grow_tail(f, f->tail_len + taken, end) < 0)
+        return -1;
+    memcpy(f->tail + f->tail_len, data, (size_t)taken);
+    f->tail_len += taken;
+    return taken;
+}
+
+/* After a frame left the tail empty: a big room is given back (an idle direction holds no frame's room; most
+ * connections are idle most of the time). */
+static void
+tail_emptied(Framer *f)
+{
+    f->tail_len = f->chunks = 0;
+    if (f->tail_cap > KEPT_ROOM) {
+        PyMem_Free(f->tail);
+        f->tail = NULL;
+        f->tail_cap = 0;
+    }
 }
 
 static int
@@ -216,22 +261,14 @@ no_memory:
     return -1;
 }
 
-/* Index of the last chunk starting at or before ``offset`` (0 if none does). */
-static Py_ssize_t
-chunk_of(const Framer *f, long long offset)
-{
-    Py_ssize_t k = f->chunks - 1;
-    while (k > 0 && f->chunk_start[k] > offset)
-        k--;
-    return k;
-}
-
+/* The frame at ``offset`` (``size`` bytes at ``bytes``; ``payload``: the run's bytes when they are just this frame and
+ * its size field, else NULL) to the lane's pairing, else a Frame appended to ``out``. */
 static int
-emit(Framer *f, PyObject *frame_type, long long offset, const char *bytes, Py_ssize_t size, long long ts_first,
-     PyObject *ts, long long now, PyObject *out)
+emit(Framer *f, PyObject *frame_type, long long offset, const char *bytes, Py_ssize_t size, PyObject *payload,
+     long long ts_first, PyObject *ts, long long now, PyObject *out)
 {
     if (f->pairing != NULL && f->pairing->on) {
-        int taken = pairing_frame(f->pairing, f->direction, offset, bytes, size, ts_first, now);
+        int taken = pairing_frame(f->pairing, f->direction, offset, bytes, size, payload, ts_first, now);
         if (taken)
             return taken < 0 ? -1 : 0;
     }
@@ -270,51 +307,37 @@ framer_take(Framer *f, PyObject *data, long long offset, PyObject *ts, PyObject 
     long long now = PyLong_AsLongLong(ts);
     if (now == -1 && PyErr_Occurred())
         return -1;
-    if (!f->tail_len) { /* _whole_frames: frames cut from the run itself */
-        while (n - pos >= 4) {
-            long long size = size_at(f, (const unsigned char *)d + pos, 0);
-            if (pos + 4 + size > n)
-                break;
-            if (emit(f, frame_type, offset + pos, d + pos + 4, (Py_ssize_t)size, now, ts, now, out) < 0)
-                return -1;
-            pos += 4 + (Py_ssize_t)size;
-        }
-        f->frame_at = offset + pos;
-        if (pos == n)
-            return 0;
-        if (grow_tail(f, n - pos) < 0 || add_chunk(f, f->frame_at, now) < 0)
+    long long rest_from = -1; /* where the run's unframed rest counts from as a chunk (-1: the byte after its frames) */
+    if (f->tail_len) { /* _buffered then _next_frame: the run joins the tail up to the end of the tail's frame */
+        if (add_chunk(f, offset, now) < 0 || (pos = fill_tail(f, d, n)) < 0)
             return -1;
-        memcpy(f->tail, d + pos, (size_t)(n - pos));
-        f->tail_len = n - pos;
-        set_waiting(f);
-        return 0;
+        if (f->tail_len < 4 || f->tail_len < 4 + size_at(f, NULL, 0)) {
+            set_waiting(f);
+            return 0;
+        }
+        /* (ts_first: the first run's, which holds the size field) */
+        if (emit(f, frame_type, f->frame_at, (const char *)f->tail + 4, f->tail_len - 4, NULL, f->chunk_ts[0], ts, now,
+                 out) < 0)
+            return -1;
+        f->frame_at += f->tail_len;
+        tail_emptied(f);
+        rest_from = offset; /* (the reference keeps this run as a chunk from its start) */
     }
-    /* _buffered then _next_frame: the run joins the tail, whose frames come out of it */
-    if (grow_tail(f, f->tail_len + n) < 0 || add_chunk(f, offset, now) < 0)
-        return -1;
-    memcpy(f->tail + f->tail_len, d, (size_t)n);
-    f->tail_len += n;
-    while (f->tail_len - pos >= 4) {
-        long long size = size_at(f, NULL, pos);
-        if (pos + 4 + size > f->tail_len)
+    /* _whole_frames: frames cut from the run itself */
+    while (n - pos >= 4) {
+        long long size = size_at(f, (const unsigned char *)d + pos, 0);
+        if (pos + 4 + size > n)
             break;
-        long long at = f->frame_at + pos;
-        if (emit(f, frame_type, at, (const char *)f->tail + pos + 4, (Py_ssize_t)size, f->chunk_ts[chunk_of(f, at)],
-                 ts, now, out) < 0)
+        PyObject *just = pos == 0 && 4 + size == n ? data : NULL;
+        if (emit(f, frame_type, offset + pos, d + pos + 4, (Py_ssize_t)size, just, now, ts, now, out) < 0)
             return -1;
         pos += 4 + (Py_ssize_t)size;
     }
-    f->frame_at += pos;
-    f->tail_len -= pos;
-    memmove(f->tail, f->tail + pos, (size_t)f->tail_len);
-    if (!f->tail_len) {
-        f->chunks = 0;
-    } else if (pos) {
-        Py_ssize_t k = chunk_of(f, f->frame_at);
-        memmove(f->chunk_start, f->chunk_start + k, (size_t)(f->chunks - k) * sizeof(long long));
-        memmove(f->chunk_ts, f->chunk_ts + k, (size_t)(f->chunks - k) * sizeof(long long));
-        f->chunks -= k;
-    }
+    f->frame_at = offset + pos;
+    if (pos == n)
+        return 0;
+    if (add_chunk(f, rest_from >= 0 ? rest_from : f->frame_at, now) < 0 || fill_tail(f, d + pos, n - pos) < 0)
+        return -1;
     set_waiting(f);
     return 0;
 }

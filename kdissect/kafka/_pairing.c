@@ -99,14 +99,15 @@ read_shared(PyObject *t)
 }
 
 /* spec: (shared, limit, (client ip, port), (broker ip, port), conn_id, client_ids, pairs, resume, names, waiting,
- * details)
+ * details, held)
  * with waiting [(correlation_id, api_key, api_version, offset, ts_first, ts_last, size, client_id, message,
  * overtaken, topics)], oldest first: at most MAX_WAITING (lanes.py's MAX_WAITING); topics: a tuple with
- * names, else None; details: the sink's lane spec (tables/detail_walk.py lane_spec), or None. */
+ * names, else None; details: the sink's lane spec (tables/detail_walk.py lane_spec), or None; held: the session
+ * pairer's overtaken requests (a dict by correlation id), read, never changed here. */
 int
 pairing_start(Pairing *p, PyObject *spec, int request_dir, PyObject *frame_type, PyObject *frames)
 {
-    PyObject *t, *conn_id, *client_ids, *pairs, *resume, *waiting, *details;
+    PyObject *t, *conn_id, *client_ids, *pairs, *resume, *waiting, *details, *held;
     Py_ssize_t limit;
     int names;
     PyObject *client_ip, *client_port, *broker_ip, *broker_port;
@@ -114,9 +115,9 @@ pairing_start(Pairing *p, PyObject *spec, int request_dir, PyObject *frame_type,
         PyErr_SetString(PyExc_RuntimeError, "a lane's pairing started twice");
         return -1;
     }
-    if (!PyArg_ParseTuple(spec, "O!n(OO)(OO)OO!O!OpO!O", &PyTuple_Type, &t, &limit, &client_ip, &client_port,
+    if (!PyArg_ParseTuple(spec, "O!n(OO)(OO)OO!O!OpO!OO!", &PyTuple_Type, &t, &limit, &client_ip, &client_port,
                           &broker_ip, &broker_port, &conn_id, &PyList_Type, &client_ids, &PyDict_Type, &pairs, &resume,
-                          &names, &PyList_Type, &waiting, &details)
+                          &names, &PyList_Type, &waiting, &details, &PyDict_Type, &held)
         || read_shared(t) < 0 || (details != Py_None && details_read(details) < 0))
         return -1;
     if (limit < 1) {
@@ -173,6 +174,7 @@ pairing_start(Pairing *p, PyObject *spec, int request_dir, PyObject *frame_type,
     p->resume = Py_NewRef(resume);
     p->frame_type = Py_NewRef(frame_type);
     p->frames = Py_NewRef(frames);
+    p->held = Py_NewRef(held);
     return 0;
 }
 
@@ -198,12 +200,21 @@ pairing_clear(Pairing *p)
     Py_CLEAR(p->resume);
     Py_CLEAR(p->frame_type);
     Py_CLEAR(p->frames);
+    Py_CLEAR(p->held);
     Py_CLEAR(p->cid_text);
     PyObject *events = p->events;
     int left = p->left; /* (read by the lane after the segment) */
     memset(p, 0, sizeof *p);
     p->events = events;
     p->left = left;
+}
+
+/* A waiting request's frame bytes (a new reference): its data, or the frame cut from the payload it keeps. */
+static PyObject *
+frame_bytes(const Waiting *w)
+{
+    return w->data_at ? PyBytes_FromStringAndSize(PyBytes_AS_STRING(w->data) + w->data_at, (Py_ssize_t)w->size)
+                      : Py_NewRef(w->data);
 }
 
 int
@@ -222,9 +233,12 @@ pairing_stop(Pairing *p)
     }
     for (Py_ssize_t k = 0; k < p->count; k++) {
         Waiting *w = &p->waiting[k];
+        PyObject *bytes = w->message ? NULL : frame_bytes(w);
         PyObject *frame = w->message ? Py_NewRef(w->message)
-                                     : PyObject_CallFunction(p->frame_type, "LOLL", w->offset, w->data, w->ts_first,
-                                                             w->ts_last);
+                          : bytes    ? PyObject_CallFunction(p->frame_type, "LOLL", w->offset, bytes, w->ts_first,
+                                                             w->ts_last)
+                                     : NULL;
+        Py_XDECREF(bytes);
         PyObject *item = frame ? Py_BuildValue("(NO)", frame, w->overtaken ? Py_True : Py_False) : NULL;
         if (item == NULL)
             goto done;
@@ -377,11 +391,24 @@ codes_of(const Scan *s)
     return codes;
 }
 
+/* Whether the session holds an overtaken request of this correlation id: 1, 0, -1 on error. */
+static int
+held(const Pairing *p, long long correlation_id)
+{
+    if (PyDict_GET_SIZE(p->held) == 0)
+        return 0;
+    PyObject *key = PyLong_FromLongLong(correlation_id);
+    int found = key != NULL ? PyDict_Contains(p->held, key) : -1;
+    Py_XDECREF(key);
+    return found;
+}
+
 /* 1 taken, 0 left to the session, -1 error */
 static int
-request(Pairing *p, long long offset, const char *b, Py_ssize_t n, long long ts_first, long long ts_last)
+request(Pairing *p, long long offset, const char *b, Py_ssize_t n, PyObject *payload, long long ts_first,
+        long long ts_last)
 {
-    if (n < 8 || p->count >= p->limit || p->count == MAX_WAITING)
+    if (n < 8 || p->count + PyDict_GET_SIZE(p->held) >= p->limit || p->count == MAX_WAITING)
         return 0;
     int key = (int16_t)be16(b), version = (int16_t)be16(b + 2);
     long long cid = be32(b + 4);
@@ -393,6 +420,9 @@ request(Pairing *p, long long offset, const char *b, Py_ssize_t n, long long ts_
     for (Py_ssize_t k = 0; k < p->count; k++)
         if (p->waiting[k].correlation_id == cid)
             return 0;
+    int reused = held(p, cid);
+    if (reused)
+        return reused < 0 ? -1 : 0;
     Scan s;
     int ok = shared.scan->scan_frame(shared.requests, (const unsigned char *)b, n, key, version, p->names, &s);
     if (ok <= 0)
@@ -402,15 +432,18 @@ request(Pairing *p, long long offset, const char *b, Py_ssize_t n, long long ts_
         if (silent)
             return silent < 0 ? -1 : 0;
     }
+    /* the frame's bytes wait as the payload holding them when it holds nothing else (a details run decodes them as
+     * bytes of their own) */
+    int keep = payload != NULL && !p->details;
     PyObject *client_id = client_id_of(p, b, &s), *data = NULL, *topics = NULL;
     if (client_id == NULL || learn_pair(p, key, version) < 0 || (p->names && (topics = topics_of(b, &s)) == NULL)
-        || (data = PyBytes_FromStringAndSize(b, n)) == NULL) {
+        || (data = keep ? Py_NewRef(payload) : PyBytes_FromStringAndSize(b, n)) == NULL) {
         Py_XDECREF(client_id);
         Py_XDECREF(topics);
         return -1;
     }
     p->waiting[p->count++] = (Waiting){cid, offset, ts_first, ts_last, n, key, version, data, NULL, client_id, 0,
-                                       topics};
+                                       topics, keep ? 4 : 0};
     return 1;
 }
 
@@ -557,7 +590,7 @@ find(const Pairing *p, long long correlation_id)
 int
 pairing_waits(const Pairing *p, long long correlation_id)
 {
-    return p->on && find(p, correlation_id) >= 0;
+    return !p->on ? 0 : find(p, correlation_id) >= 0 ? 1 : held(p, correlation_id);
 }
 
 /* An answer no waiting request expects goes to the session as the frame it is, the pairing staying on: the
@@ -604,7 +637,10 @@ response(Pairing *p, long long offset, const char *b, Py_ssize_t n, long long ts
     Py_ssize_t k = find(p, be32(b));
     if (k < 0)
         return p->left ? 0 : orphan(p, offset, b, n, ts_first, ts_last);
-    if (k > MAX_OVERTAKEN) /* (the requests before it are, or become, overtaken) */
+    Py_ssize_t ahead = 0, before = PyDict_GET_SIZE(p->held); /* the overtaken ones here (first), and the session's */
+    while (ahead < p->count && p->waiting[ahead].overtaken)
+        ahead++;
+    if (k >= ahead && before + k > MAX_OVERTAKEN) /* (the session settles the oldest) */
         return 0;
     Waiting *w = &p->waiting[k];
     int left = in_set(shared.left, w->api_key);
@@ -644,10 +680,7 @@ response(Pairing *p, long long offset, const char *b, Py_ssize_t n, long long ts
     }
     /* Pairer.take: an overtaken request answered after the first of them, or an answer that overtakes requests
      * still waiting in order, which then wait as overtaken (those an earlier answer overtook do not count) */
-    Py_ssize_t ahead = 0; /* the overtaken ones, first in arrival order */
-    while (ahead < p->count && p->waiting[ahead].overtaken)
-        ahead++;
-    int overtook = k < ahead ? k > 0 : k > ahead;
+    int overtook = k < ahead ? k > 0 || before > 0 : k > ahead;
     for (Py_ssize_t j = ahead; j < k; j++)
         p->waiting[j].overtaken = 1;
     int rc = row(p, w, overtook, ts_first, ts_last, b, n, &out, &s);
@@ -673,11 +706,12 @@ response(Pairing *p, long long offset, const char *b, Py_ssize_t n, long long ts
 }
 
 int
-pairing_frame(Pairing *p, int d, long long offset, const char *b, Py_ssize_t n, long long ts_first, long long ts_last)
+pairing_frame(Pairing *p, int d, long long offset, const char *b, Py_ssize_t n, PyObject *payload, long long ts_first,
+              long long ts_last)
 {
     if (!p->on)
         return 0;
-    int rc = d == p->request_dir ? request(p, offset, b, n, ts_first, ts_last)
+    int rc = d == p->request_dir ? request(p, offset, b, n, payload, ts_first, ts_last)
                                    : response(p, offset, b, n, ts_first, ts_last);
     if (rc == 1)
         p->counts[CUT_0 + d]++;

@@ -13,6 +13,8 @@ typedef struct {
     PyObject *client_id; /* str or None */
     int overtaken;       /* a later request was answered first (pairing.py's _overtaken) */
     PyObject *topics;    /* with names: what its structs name (ExchangeRows.topics' item); else NULL */
+    Py_ssize_t data_at;  /* where the frame's bytes start in data: 0, or 4 when data is the segment's payload that
+                          * holds just the frame and its size field (kept as it is, not copied) */
 } Waiting;
 
 #define MAX_OVERTAKEN 32 /* pairing.py's MAX_OVERTAKEN: an answer that would leave more overtaken goes to the session */
@@ -32,6 +34,8 @@ typedef struct {
     PyObject *conn_id, *client_ip, *client_port, *broker_ip, *broker_port, *client_ids, *pairs, *resume,
         *frame_type;
     PyObject *frames; /* the session's frames(direction, frames): where an orphan answer goes, the pairing on */
+    PyObject *held;   /* the session's overtaken requests by correlation id (Pairer.overtaken), which stay there:
+                       * older than every request here, answered there (as orphans here), counted in the bounds */
     int left;         /* the session said, taking an orphan, that a lane may no longer frame the connection */
     long long conn, client_port_n, broker_port_n; /* conn_id and the ports, for the typed columns */
     PyObject *cid_text; /* the last client id met, and its bytes */
@@ -45,16 +49,17 @@ typedef struct {
 /* spec: KafkaConnection.lane_pairing()'s tuple (its names flag; its last item the sink's details spec, or None); 0,
  * or -1 with an exception. */
 int pairing_start(Pairing *p, PyObject *spec, int request_dir, PyObject *frame_type, PyObject *frames);
-/* One frame of direction ``d`` (offset of its size field, its bytes, capture times): 1 taken (a request
- * waits, or an exchange row was added), 2 given to the session here (an orphan answer: the pairing stays
- * on), 0 not (the pairing was handed back first: the caller gives the frame to the session), -1 error. */
-int pairing_frame(Pairing *p, int d, long long offset, const char *b, Py_ssize_t n, long long ts_first,
-                  long long ts_last);
+/* One frame of direction ``d`` (offset of its size field, its bytes, capture times; ``payload``: the segment's payload
+ * when it holds just this frame and its size field, or NULL): 1 taken (a request waits, or an exchange row was added),
+ * 2 given to the session here (an orphan answer: the pairing stays on), 0 not (the pairing was handed back first: the
+ * caller gives the frame to the session), -1 error. */
+int pairing_frame(Pairing *p, int d, long long offset, const char *b, Py_ssize_t n, PyObject *payload,
+                  long long ts_first, long long ts_last);
 /* Hand the pairing back to the session (waiting requests replayed, counts added); its events go to
  * p->events, or, with p->events NULL, must be none. 0 or -1. */
 int pairing_stop(Pairing *p);
 void pairing_clear(Pairing *p);
-/* Whether a request with this correlation id waits here. */
+/* Whether a request with this correlation id waits here or in the session's overtaken ones: 1, 0, or -1 on error. */
 int pairing_waits(const Pairing *p, long long correlation_id);
 
 #endif

@@ -64,15 +64,24 @@ class Pairer:
         """Every waiting request, oldest first (the overtaken ones are), and whether it was overtaken."""
         return [*((m, True) for m in self._overtaken.values()), *((m, False) for m in self._pending.values())]
 
-    def take_waiting(self, most: int) -> list[tuple[KafkaMessage, bool]] | None:
-        """:meth:`waiting`, taken out, when none of them may go unanswered (acks=0) and they are at most
+    def in_order(self) -> list[KafkaMessage]:
+        """The requests waiting that no answer overtook, oldest first."""
+        return list(self._pending.values())
+
+    def overtaken(self) -> dict[int, KafkaMessage]:
+        """The overtaken requests by correlation id, itself (not a copy): a native pairing holding the others
+        reads how many there are and which, and leaves an answer to one of them to this pairer."""
+        return self._overtaken
+
+    def take_waiting(self, most: int) -> list[KafkaMessage] | None:
+        """:meth:`in_order`, taken out, when none of them may go unanswered (acks=0) and they are at most
         ``most``: what a native pairing (``kafka/_pairing.c``) takes over, and gives back with
-        :meth:`restore`; else None."""
-        if self._silent or len(self) > most:
+        :meth:`restore`; else None. The overtaken requests stay here (:meth:`overtaken`), so that a pairing
+        handed back after each lost packet does not move up to ``MAX_OVERTAKEN`` of them back and forth."""
+        if self._silent or len(self._pending) > most:
             return None
-        waiting = self.waiting()
+        waiting = self.in_order()
         self._pending.clear()
-        self._overtaken.clear()
         return waiting
 
     def restore(self, request: KafkaMessage, overtaken: bool) -> None:

@@ -177,24 +177,26 @@ class KafkaConnection:
         (``kafka/_pairing.c``; with their detail rows too, ``Options.exchange_details``), taking over the
         requests the pairer holds; or None when it may not: the engine takes no rows (``Options.exchange_rows``
         or ``exchange_details``), frames are kept, an authentication is under way, more requests wait than a
-        lane holds (``MAX_WAITING``), or one of them is acks=0, cut or undecoded, or warned about."""
+        lane holds (``MAX_WAITING``), or one of them is acks=0, cut or undecoded, or warned about. The overtaken
+        requests stay with the pairer, whose dict of them the lane reads."""
         opts = self.options
         if not (opts.exchange_rows or opts.exchange_details) or opts.keep_frames or self.sasl.pending:
             return None
-        if len(self.pairer) > MAX_WAITING or not all(m.body is not None and not m.warnings
-                                                     for m, _ in self.pairer.waiting()):
+        pairer = self.pairer
+        in_order = pairer.in_order()
+        if len(in_order) > MAX_WAITING or not all(m.body is not None and not m.warnings for m in in_order):
             return None
-        waiting = self.pairer.take_waiting(MAX_WAITING)
+        waiting = pairer.take_waiting(MAX_WAITING)
         if waiting is None:
             return None
         names = opts.exchange_topics
         return (_pairing_shared(), opts.pending_requests, self.summary.client, self.summary.broker, self.conn_id,
                 self.summary.client_ids, self._pairs, self.resume_pairing, names,
                 [(m.correlation_id, m.api_key, m.api_version, m.offset, m.ts_first, m.ts_last, m.size,
-                  m.header.get("client_id") if m.header else None, m, overtaken,
+                  m.header.get("client_id") if m.header else None, m, False,
                   scanned_topics(contexts(m.api_key, m.api_version, "request", m.body)) if names else None)
-                 for m, overtaken in waiting],
-                opts.exchange_details)
+                 for m in waiting],
+                opts.exchange_details, pairer.overtaken())
 
     def resume_pairing(self, counts: tuple[int, ...], waiting: list[tuple[Frame | KafkaMessage, bool]],
                        ) -> list[KafkaEvent]:

@@ -9,6 +9,7 @@ padding, snap-length cuts, resets, and bounds reached (idle sweeps, a full conne
 
 from __future__ import annotations
 
+import tracemalloc
 import uuid
 from dataclasses import replace
 
@@ -505,3 +506,44 @@ def test_an_orphan_answer_leaves_the_pairing_on(monkeypatch: pytest.MonkeyPatch)
     native, _ = _same_rows(segments, Options(), [64])
     assert sum(len(ev) for ev in native if isinstance(ev, ExchangeRows)) >= 45
     assert len(resumed) <= 4  # (the end of the connection, each of the three runs)
+
+
+def _big_frames(mss: int) -> list[TcpSegment]:
+    """Frames of every length against ``mss``: bigger than many segments, pipelined so that a run ends one
+    frame and starts the next (size fields cut between runs at odd segment sizes), and small ones between."""
+    sizes = (70_000, 3, 250_001, 900, 131_072, 65_536)
+    requests = [(0, produce_request(cid, records=b"r" * size), cid * MS) for cid, size in enumerate(sizes)]
+    answers = [(1, produce_response(cid), (len(sizes) + cid) * MS) for cid in range(len(sizes))]
+    return tcp_conversation(requests + answers, mss=mss, close=True)
+
+
+@pytest.mark.parametrize("mss", [997, 1448, 65_483])
+def test_frames_spanning_runs_give_the_reference_events(mss: int) -> None:
+    """A frame assembled in a lane's tail from many runs, a run that ends it and goes on with the next ones, and
+    a lane handed back in the middle of one (a lost segment: the splitter takes the partial frame over) give the
+    reference's events and tables."""
+    clean = _big_frames(mss)
+    _same(clean, Options(), [1, 5, 64])
+    for where in (len(clean) // 5, len(clean) // 3, len(clean) // 2):
+        segments = list(clean)
+        damage(segments, where, "drop", 0)
+        _same(segments, Options(), [3, 64])
+
+
+def test_an_idle_lane_keeps_no_big_frame_room() -> None:
+    """Once a big frame has been framed, its direction's tail gives its room back: a capture of many connections
+    that each carried one big frame holds no frame's worth of memory per idle connection."""
+    messages = [(0, metadata_request(0), 0), (1, metadata_response(0), MS),
+                (0, produce_request(1, records=b"r" * 3_000_000), 2 * MS), (1, produce_response(1), 3 * MS)]
+    segments = tcp_conversation(messages, mss=65_483, close=False)
+    pipeline = KafkaPipeline(Options())
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for i in range(0, len(segments), 16):
+            pipeline.feed_many(segments[i : i + 16])
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert pipeline.lanes is not None and len(pipeline.lanes) == 1  # (the connection is still a lane's)
+    assert held < 1 << 20, f"an idle connection holds {held} bytes"
