@@ -10,8 +10,9 @@
  * error columns and throttle time as the sink's _walked_details does (so a response the exchange scan
  * leaves, with tagged fields, is taken here), and then, into the columns of the current piece
  * (tables/detail_walk.py's LaneParts: lists, and typed buffers for integer columns, tables/_typed.c):
- *   - the partitions rows (merged per topic-partition by the walk), in PARTITION_COLUMNS order,
- *     unless the api is cluster-state traffic (``no_partitions``);
+ *   - the partitions rows (merged per topic-partition by the walk: the bytes walk's as machine values,
+ *     tables/_part_rows.c, written by its rows_emit), in PARTITION_COLUMNS order, unless the api is
+ *     cluster-state traffic (``no_partitions``);
  *   - the request_params row of an api in ``params_apis``: the request body's ``params_fields``;
  *   - the topic ids the walk learns (first name kept, as the sink keeps them);
  *   - one ``left`` tuple for an exchange with error codes, brokers or records that the sink reads (the
@@ -51,6 +52,7 @@ static struct {
     PyObject *plans; /* (api_key << 17 | version << 1 | response) -> plan, as met */
     Recent recent[RECENT]; /* the plans met, by id (borrowed from plans) */
     PyObject *partitions, *errors, *request_records, *response_records, *base_offsets, *brokers; /* reused */
+    PartRows rows; /* the bytes walk's partition rows (tables/_part_rows.h; reused) */
     PyObject *learned; /* the topic ids the bytes walk learned, first name kept (reused) */
     const KdDetailApi *walk;
 } d;
@@ -183,6 +185,8 @@ reset(void)
     for (size_t k = 0; k < sizeof lists / sizeof *lists; k++)
         if (PyList_GET_SIZE(lists[k]))
             PyList_SetSlice(lists[k], 0, PyList_GET_SIZE(lists[k]), NULL);
+    if (d.rows.n)
+        d.walk->rows_clear(&d.rows);
 }
 
 /* Both frames walked in their bytes into the reused parts: 1, 0 (declined: the parts left empty), -1. */
@@ -197,7 +201,7 @@ walked(PyObject *request, PyObject *requests, PyObject *responses, const char *b
     PyObject *resp_plan = req_plan ? plan(api_key, api_version, 1) : NULL;
     if (resp_plan == NULL)
         return -1;
-    PyObject *merged = no_partitions ? NULL : d.partitions;
+    PartRows *merged = no_partitions ? NULL : &d.rows;
     int rc = d.walk->walk_bytes(req_plan, requests, (const unsigned char *)PyBytes_AS_STRING(request),
                                 PyBytes_GET_SIZE(request), api_key, api_version, 0, merged,
                                 d.reads_records ? d.request_records : NULL, d.learned, NULL, 0,
@@ -275,14 +279,18 @@ details_clear(Bodies *bodies)
         Py_CLEAR(bodies->params[k]);
 }
 
-/* A list's items, leaving it empty (the reused lists). */
+/* A reused list's or dict's items, leaving it empty: itself when it holds some (a new empty one takes its
+ * place, nothing copied), else a new empty one. A new reference, NULL on error (*part unchanged). */
 static PyObject *
-taken(PyObject *list)
+taken(PyObject **part)
 {
-    PyObject *items = PyList_GetSlice(list, 0, PyList_GET_SIZE(list));
-    if (items != NULL && PyList_SetSlice(list, 0, PyList_GET_SIZE(list), NULL) < 0)
-        Py_CLEAR(items);
-    return items;
+    int dict = PyDict_Check(*part);
+    PyObject *fresh = dict ? PyDict_New() : PyList_New(0);
+    if (fresh == NULL || (dict ? PyDict_GET_SIZE(*part) : PyList_GET_SIZE(*part)) == 0)
+        return fresh;
+    PyObject *full = *part;
+    *part = fresh;
+    return full;
 }
 
 /* The request_params row: the request body's params_fields (as the bytes walk read them, or from the body). */
@@ -310,15 +318,17 @@ params_row(PyObject *columns, const Paired *x, const Bodies *bodies)
     return rc;
 }
 
-/* The merged partition rows, each after the exchange's PARTITION_PREFIX cells, into the partitions columns
- * (as append_rows would, with no tuple per exchange). Lengths are checked before anything is appended. */
+/* The merged partition rows, each after the exchange's PARTITION_PREFIX cells, into the partitions columns:
+ * the bytes walk's rows (machine values, tables/_part_rows.c) when it took the exchange, else the body walk's
+ * row lists (as append_rows would, with no tuple per exchange). Lengths are checked before anything is
+ * appended. */
 static int
-partition_rows(PyObject *columns, const Paired *x)
+partition_rows(PyObject *columns, const Paired *x, int walked)
 {
     enum { PREFIX = 5 };
     Py_ssize_t pos = 0, ncol = PyTuple_GET_SIZE(columns);
     PyObject *key, *row;
-    while (PyDict_Next(d.partitions, &pos, &key, &row))
+    while (!walked && PyDict_Next(d.partitions, &pos, &key, &row))
         if (!PyList_CheckExact(row) || PyList_GET_SIZE(row) + PREFIX != ncol) {
             PyErr_SetString(PyExc_ValueError, "a partition row's values do not fill the partitions columns");
             return -1;
@@ -326,7 +336,9 @@ partition_rows(PyObject *columns, const Paired *x)
     PyObject *prefix[PREFIX] = {Py_NewRef(x->conn_id), PyLong_FromLongLong(x->correlation_id),
                                 PyLong_FromLong(x->api_key), Py_NewRef(x->api_name), PyLong_FromLongLong(x->request_ts)};
     int rc = prefix[1] && prefix[2] && prefix[4] ? 0 : -1;
-    for (pos = 0; rc == 0 && PyDict_Next(d.partitions, &pos, &key, &row);)
+    if (rc == 0 && walked)
+        rc = d.walk->rows_emit(&d.rows, columns, prefix, PREFIX);
+    for (pos = 0; rc == 0 && !walked && PyDict_Next(d.partitions, &pos, &key, &row);)
         for (Py_ssize_t c = 0; rc == 0 && c < ncol; c++)
             rc = d.walk->append_cell(PyTuple_GET_ITEM(columns, c), c < PREFIX ? prefix[c] : PyList_GET_ITEM(row, c - PREFIX));
     for (int k = 0; k < PREFIX; k++)
@@ -349,14 +361,21 @@ at_append(PyObject *list, Py_ssize_t at)
 static int
 left_item(PyObject *left, const Paired *x)
 {
-    PyObject *base_offsets = PyDict_Copy(d.base_offsets);
-    PyObject *item = base_offsets == NULL ? NULL
-        : Py_BuildValue("(OLi(LL)(LL)NNNNN)", x->conn_id, x->correlation_id, x->api_key, x->request_offset,
-                        x->request_ts, x->response_offset, x->response_ts, taken(d.errors), taken(d.brokers),
-                        taken(d.request_records), taken(d.response_records), base_offsets);
+    enum { N = 10 };
+    PyObject *item = PyTuple_New(N);
     if (item == NULL)
         return -1;
-    int rc = PyList_Append(left, item);
+    PyObject *v[N] = {Py_NewRef(x->conn_id), PyLong_FromLongLong(x->correlation_id), PyLong_FromLong(x->api_key),
+                      Py_BuildValue("(LL)", x->request_offset, x->request_ts),
+                      Py_BuildValue("(LL)", x->response_offset, x->response_ts), taken(&d.errors), taken(&d.brokers),
+                      taken(&d.request_records), taken(&d.response_records), taken(&d.base_offsets)};
+    int rc = 0;
+    for (int k = 0; k < N; k++) {
+        rc |= v[k] == NULL ? -1 : 0;
+        PyTuple_SET_ITEM(item, k, v[k]);
+    }
+    if (rc == 0)
+        rc = PyList_Append(left, item);
     Py_DECREF(item);
     return rc;
 }
@@ -453,8 +472,8 @@ details_emit(PyObject *parts, const Paired *x, const Bodies *bodies)
 {
     PyObject *p[N_PARTS]; /* (partitions columns, params columns, topics, left, left_at, topics_at) */
     int params = 0, rc = parts_of(parts, p) < 0 || (params = in_set(d.params_apis, x->api_key)) < 0 ? -1 : 0;
-    if (rc == 0 && PyDict_GET_SIZE(d.partitions))
-        rc = partition_rows(p[0], x);
+    if (rc == 0 && (bodies->walked ? d.rows.n : PyDict_GET_SIZE(d.partitions)))
+        rc = partition_rows(p[0], x, bodies->walked);
     if (rc == 0 && params)
         rc = params_row(p[1], x, bodies);
     if (rc == 0 && left_read())
