@@ -3,8 +3,8 @@
 One extension per stage with a native part, beside that stage's Python reference: the decoder
 (``decoders/_native.c``), the sources' record walks and header read (``sources/_native.c`` and
 the files it names), the live engine's device read (``engines/_capture.c``), the table sink's detail walk,
-records rows, category codes and typed columns (``tables/_native.c``, ``_record_rows.c``, ``_codes.c``,
-``_typed.c``), and the native lanes:
+records rows, category codes, typed columns and partition rows (``tables/_native.c``, ``_record_rows.c``, ``_codes.c``,
+``_typed.c``, ``_part_rows.c``), and the native lanes:
 in-order reassembly (``reassembly/_native.c``) with Kafka framing (``kafka/_framing.c``).
 ``optional=True``: without a C compiler or Python headers the build of an extension is skipped
 with a warning and kdissect runs on its Python path (``kdissect/native.py``).
@@ -26,6 +26,7 @@ setup(
              "kdissect/kafka/_details.c"],
             depends=["kdissect/kafka/_framing.h", "kdissect/kafka/_pairing.h", "kdissect/kafka/_details.h",
                      "kdissect/decoders/_scan.h", "kdissect/tables/_native.h", "kdissect/tables/_typed.h",
+                     "kdissect/tables/_part_rows.h",
                      "kdissect/sources/_segment_layout.h"],
             optional=True,
         ),
@@ -45,9 +46,9 @@ setup(
         Extension(
             "kdissect.tables._native",
             ["kdissect/tables/_native.c", "kdissect/tables/_record_rows.c", "kdissect/tables/_codes.c",
-             "kdissect/tables/_typed.c", "kdissect/tables/_walk_bytes.c"],
+             "kdissect/tables/_typed.c", "kdissect/tables/_walk_bytes.c", "kdissect/tables/_part_rows.c"],
             depends=["kdissect/tables/_native.h", "kdissect/tables/_record_rows.h", "kdissect/tables/_codes.h",
-                     "kdissect/tables/_typed.h", "kdissect/tables/_walk.h",
+                     "kdissect/tables/_typed.h", "kdissect/tables/_walk.h", "kdissect/tables/_part_rows.h",
                      "kdissect/decoders/_records.h", "kdissect/decoders/_scan.h"],
             optional=True,
         ),

@@ -10,8 +10,9 @@
  * error columns and throttle time as the sink's _walked_details does (so a response the exchange scan
  * leaves, with tagged fields, is taken here), and then, into the columns of the current piece
  * (tables/detail_walk.py's LaneParts: lists, and typed buffers for integer columns, tables/_typed.c):
- *   - the partitions rows (merged per topic-partition by the walk), in PARTITION_COLUMNS order,
- *     unless the api is cluster-state traffic (``no_partitions``);
+ *   - the partitions rows (merged per topic-partition by the walk: the bytes walk's as machine values,
+ *     tables/_part_rows.c, written by its rows_emit), in PARTITION_COLUMNS order, unless the api is
+ *     cluster-state traffic (``no_partitions``);
  *   - the request_params row of an api in ``params_apis``: the request body's ``params_fields``;
  *   - the topic ids the walk learns (first name kept, as the sink keeps them);
  *   - one ``left`` tuple for an exchange with error codes, brokers or records that the sink reads (the
@@ -38,12 +39,20 @@
 static PyObject *str_throttle; /* "throttle_time_ms" */
 static PyObject *want_throttle; /* (str_throttle,): what the bytes walk reads of a response's top level */
 
+#define RECENT 64
+typedef struct {
+    long id;
+    PyObject *plan;
+} Recent;
+
 static struct {
     PyObject *spec; /* the spec tuple, as given */
     PyObject *decode, *plan_for, *new_piece, *handed_back, *no_partitions, *params_apis, *params_fields;
     int reads_errors, reads_brokers, reads_records; /* what the sink reads of a left tuple */
     PyObject *plans; /* (api_key << 17 | version << 1 | response) -> plan, as met */
+    Recent recent[RECENT]; /* the plans met, by id (borrowed from plans) */
     PyObject *partitions, *errors, *request_records, *response_records, *base_offsets, *brokers; /* reused */
+    PartRows rows; /* the bytes walk's partition rows (tables/_part_rows.h; reused) */
     PyObject *learned; /* the topic ids the bytes walk learned, first name kept (reused) */
     const KdDetailApi *walk;
 } d;
@@ -75,6 +84,7 @@ details_read(PyObject *spec)
             return -1;
     }
     PyDict_Clear(d.plans);
+    memset(d.recent, 0, sizeof d.recent);
     Py_XSETREF(d.spec, Py_NewRef(spec));
     Py_XSETREF(d.decode, Py_NewRef(decode));
     Py_XSETREF(d.plan_for, Py_NewRef(plan_for));
@@ -89,14 +99,40 @@ details_read(PyObject *spec)
     return 0;
 }
 
+/* in_set's answers for api keys below MEMO_KEYS, per frozenset (a strong reference: a set never changes and
+ * its address is not reused while held); the sets are the specs' (a handful, replaced by the next spec). */
+#define MEMO_SETS 8
+#define MEMO_KEYS 256
+static struct {
+    PyObject *set;
+    signed char answer[MEMO_KEYS]; /* 0 not asked yet, 1 in it, -1 not */
+} memo[MEMO_SETS];
+static int memo_next;
+
 int
 in_set(PyObject *set, int key)
 {
+    int slot = -1;
+    if (PyFrozenSet_CheckExact(set) && key >= 0 && key < MEMO_KEYS) {
+        for (int k = 0; k < MEMO_SETS && slot < 0; k++)
+            if (memo[k].set == set)
+                slot = k;
+        if (slot >= 0 && memo[slot].answer[key])
+            return memo[slot].answer[key] > 0;
+        if (slot < 0) { /* (a set not met yet takes the oldest place) */
+            slot = memo_next;
+            memo_next = (memo_next + 1) % MEMO_SETS;
+            Py_XSETREF(memo[slot].set, Py_NewRef(set));
+            memset(memo[slot].answer, 0, sizeof memo[slot].answer);
+        }
+    }
     PyObject *k = PyLong_FromLong(key);
     if (k == NULL)
         return -1;
     int found = PySet_Contains(set, k);
     Py_DECREF(k);
+    if (found >= 0 && slot >= 0)
+        memo[slot].answer[key] = found ? 1 : -1;
     return found;
 }
 
@@ -112,21 +148,28 @@ details_left(int api_key)
     return in_set(d.handed_back, api_key);
 }
 
-/* The walk's plan for a message version (borrowed; plan_for asked once per version). */
+/* The walk's plan for a message version (borrowed; plan_for asked once per version, the answer held by
+ * d.plans and remembered in d.recent, a direct-mapped cache by id, emptied with d.plans). */
 static PyObject *
 plan(int api_key, int api_version, int response)
 {
-    PyObject *id = PyLong_FromLong((long)api_key << 17 | (long)api_version << 1 | response);
-    if (id == NULL)
+    long id = (long)api_key << 17 | (long)api_version << 1 | response;
+    Recent *r = &d.recent[(unsigned long)id % RECENT];
+    if (r->plan != NULL && r->id == id)
+        return r->plan;
+    PyObject *key = PyLong_FromLong(id);
+    if (key == NULL)
         return NULL;
-    PyObject *found = PyDict_GetItemWithError(d.plans, id);
+    PyObject *found = PyDict_GetItemWithError(d.plans, key);
     if (found == NULL && !PyErr_Occurred()) {
         PyObject *made = PyObject_CallFunction(d.plan_for, "iiO", api_key, api_version, response ? Py_True : Py_False);
-        if (made != NULL && PyDict_SetItem(d.plans, id, made) == 0)
+        if (made != NULL && PyDict_SetItem(d.plans, key, made) == 0)
             found = made; /* the dict holds it */
         Py_XDECREF(made);
     }
-    Py_DECREF(id);
+    Py_DECREF(key);
+    if (found != NULL)
+        *r = (Recent){id, found};
     return found;
 }
 
@@ -142,6 +185,8 @@ reset(void)
     for (size_t k = 0; k < sizeof lists / sizeof *lists; k++)
         if (PyList_GET_SIZE(lists[k]))
             PyList_SetSlice(lists[k], 0, PyList_GET_SIZE(lists[k]), NULL);
+    if (d.rows.n)
+        d.walk->rows_clear(&d.rows);
 }
 
 /* Both frames walked in their bytes into the reused parts: 1, 0 (declined: the parts left empty), -1. */
@@ -156,7 +201,7 @@ walked(PyObject *request, PyObject *requests, PyObject *responses, const char *b
     PyObject *resp_plan = req_plan ? plan(api_key, api_version, 1) : NULL;
     if (resp_plan == NULL)
         return -1;
-    PyObject *merged = no_partitions ? NULL : d.partitions;
+    PartRows *merged = no_partitions ? NULL : &d.rows;
     int rc = d.walk->walk_bytes(req_plan, requests, (const unsigned char *)PyBytes_AS_STRING(request),
                                 PyBytes_GET_SIZE(request), api_key, api_version, 0, merged,
                                 d.reads_records ? d.request_records : NULL, d.learned, NULL, 0,
@@ -234,14 +279,18 @@ details_clear(Bodies *bodies)
         Py_CLEAR(bodies->params[k]);
 }
 
-/* A list's items, leaving it empty (the reused lists). */
+/* A reused list's or dict's items, leaving it empty: itself when it holds some (a new empty one takes its
+ * place, nothing copied), else a new empty one. A new reference, NULL on error (*part unchanged). */
 static PyObject *
-taken(PyObject *list)
+taken(PyObject **part)
 {
-    PyObject *items = PyList_GetSlice(list, 0, PyList_GET_SIZE(list));
-    if (items != NULL && PyList_SetSlice(list, 0, PyList_GET_SIZE(list), NULL) < 0)
-        Py_CLEAR(items);
-    return items;
+    int dict = PyDict_Check(*part);
+    PyObject *fresh = dict ? PyDict_New() : PyList_New(0);
+    if (fresh == NULL || (dict ? PyDict_GET_SIZE(*part) : PyList_GET_SIZE(*part)) == 0)
+        return fresh;
+    PyObject *full = *part;
+    *part = fresh;
+    return full;
 }
 
 /* The request_params row: the request body's params_fields (as the bytes walk read them, or from the body). */
@@ -269,15 +318,17 @@ params_row(PyObject *columns, const Paired *x, const Bodies *bodies)
     return rc;
 }
 
-/* The merged partition rows, each after the exchange's PARTITION_PREFIX cells, into the partitions columns
- * (as append_rows would, with no tuple per exchange). Lengths are checked before anything is appended. */
+/* The merged partition rows, each after the exchange's PARTITION_PREFIX cells, into the partitions columns:
+ * the bytes walk's rows (machine values, tables/_part_rows.c) when it took the exchange, else the body walk's
+ * row lists (as append_rows would, with no tuple per exchange). Lengths are checked before anything is
+ * appended. */
 static int
-partition_rows(PyObject *columns, const Paired *x)
+partition_rows(PyObject *columns, const Paired *x, int walked)
 {
     enum { PREFIX = 5 };
     Py_ssize_t pos = 0, ncol = PyTuple_GET_SIZE(columns);
     PyObject *key, *row;
-    while (PyDict_Next(d.partitions, &pos, &key, &row))
+    while (!walked && PyDict_Next(d.partitions, &pos, &key, &row))
         if (!PyList_CheckExact(row) || PyList_GET_SIZE(row) + PREFIX != ncol) {
             PyErr_SetString(PyExc_ValueError, "a partition row's values do not fill the partitions columns");
             return -1;
@@ -285,7 +336,9 @@ partition_rows(PyObject *columns, const Paired *x)
     PyObject *prefix[PREFIX] = {Py_NewRef(x->conn_id), PyLong_FromLongLong(x->correlation_id),
                                 PyLong_FromLong(x->api_key), Py_NewRef(x->api_name), PyLong_FromLongLong(x->request_ts)};
     int rc = prefix[1] && prefix[2] && prefix[4] ? 0 : -1;
-    for (pos = 0; rc == 0 && PyDict_Next(d.partitions, &pos, &key, &row);)
+    if (rc == 0 && walked)
+        rc = d.walk->rows_emit(&d.rows, columns, prefix, PREFIX);
+    for (pos = 0; rc == 0 && !walked && PyDict_Next(d.partitions, &pos, &key, &row);)
         for (Py_ssize_t c = 0; rc == 0 && c < ncol; c++)
             rc = d.walk->append_cell(PyTuple_GET_ITEM(columns, c), c < PREFIX ? prefix[c] : PyList_GET_ITEM(row, c - PREFIX));
     for (int k = 0; k < PREFIX; k++)
@@ -308,14 +361,21 @@ at_append(PyObject *list, Py_ssize_t at)
 static int
 left_item(PyObject *left, const Paired *x)
 {
-    PyObject *base_offsets = PyDict_Copy(d.base_offsets);
-    PyObject *item = base_offsets == NULL ? NULL
-        : Py_BuildValue("(OLi(LL)(LL)NNNNN)", x->conn_id, x->correlation_id, x->api_key, x->request_offset,
-                        x->request_ts, x->response_offset, x->response_ts, taken(d.errors), taken(d.brokers),
-                        taken(d.request_records), taken(d.response_records), base_offsets);
+    enum { N = 10 };
+    PyObject *item = PyTuple_New(N);
     if (item == NULL)
         return -1;
-    int rc = PyList_Append(left, item);
+    PyObject *v[N] = {Py_NewRef(x->conn_id), PyLong_FromLongLong(x->correlation_id), PyLong_FromLong(x->api_key),
+                      Py_BuildValue("(LL)", x->request_offset, x->request_ts),
+                      Py_BuildValue("(LL)", x->response_offset, x->response_ts), taken(&d.errors), taken(&d.brokers),
+                      taken(&d.request_records), taken(&d.response_records), taken(&d.base_offsets)};
+    int rc = 0;
+    for (int k = 0; k < N; k++) {
+        rc |= v[k] == NULL ? -1 : 0;
+        PyTuple_SET_ITEM(item, k, v[k]);
+    }
+    if (rc == 0)
+        rc = PyList_Append(left, item);
     Py_DECREF(item);
     return rc;
 }
@@ -340,15 +400,32 @@ learn(PyObject *topics)
     return 0;
 }
 
+/* A details piece's parts, (partitions columns, params columns, topics, left, left_at, topics_at), checked
+ * (as PyArg_ParseTuple's "O!O!O!O!O!O!" would, per exchange without its cost) into p: 0, or -1. */
+#define N_PARTS 6
+static int
+parts_of(PyObject *parts, PyObject **p)
+{
+    static PyTypeObject *const types[N_PARTS] = {&PyTuple_Type, &PyTuple_Type, &PyDict_Type,
+                                                 &PyList_Type, &PyList_Type, &PyList_Type};
+    if (!PyTuple_Check(parts) || PyTuple_GET_SIZE(parts) != N_PARTS)
+        goto wrong;
+    for (int k = 0; k < N_PARTS; k++)
+        if (!PyObject_TypeCheck(p[k] = PyTuple_GET_ITEM(parts, k), types[k]))
+            goto wrong;
+    return 0;
+wrong:
+    PyErr_SetString(PyExc_TypeError, "a details piece's parts: (partitions, params, topics, left, left_at, topics_at)");
+    return -1;
+}
+
 int
 details_walk(PyObject *parts, const Paired *x, const Bodies *bodies, Outcome *out)
 {
-    PyObject *topics, *topics_at;
-    if (!PyTuple_Check(parts) || PyTuple_GET_SIZE(parts) != 6 || !PyDict_Check(topics = PyTuple_GET_ITEM(parts, 2))
-        || !PyList_Check(topics_at = PyTuple_GET_ITEM(parts, 5))) {
-        PyErr_SetString(PyExc_TypeError, "a details piece's parts: (partitions, params, topics, left, left_at, topics_at)");
+    PyObject *p[N_PARTS];
+    if (parts_of(parts, p) < 0)
         return -1;
-    }
+    PyObject *topics = p[2], *topics_at = p[5];
     Py_ssize_t known = PyDict_GET_SIZE(topics);
     int rc = 0;
     if (bodies->walked) {
@@ -393,20 +470,14 @@ details_walk(PyObject *parts, const Paired *x, const Bodies *bodies, Outcome *ou
 int
 details_emit(PyObject *parts, const Paired *x, const Bodies *bodies)
 {
-    PyObject *partitions_columns, *params_columns, *topics, *left, *left_at, *topics_at;
-    int rc = -1, params;
-    if (!PyArg_ParseTuple(parts, "O!O!O!O!O!O!", &PyTuple_Type, &partitions_columns, &PyTuple_Type, &params_columns,
-                          &PyDict_Type, &topics, &PyList_Type, &left, &PyList_Type, &left_at, &PyList_Type, &topics_at)
-        || (params = in_set(d.params_apis, x->api_key)) < 0)
-        goto done;
-    rc = 0;
-    if (PyDict_GET_SIZE(d.partitions))
-        rc = partition_rows(partitions_columns, x);
+    PyObject *p[N_PARTS]; /* (partitions columns, params columns, topics, left, left_at, topics_at) */
+    int params = 0, rc = parts_of(parts, p) < 0 || (params = in_set(d.params_apis, x->api_key)) < 0 ? -1 : 0;
+    if (rc == 0 && (bodies->walked ? d.rows.n : PyDict_GET_SIZE(d.partitions)))
+        rc = partition_rows(p[0], x, bodies->walked);
     if (rc == 0 && params)
-        rc = params_row(params_columns, x, bodies);
+        rc = params_row(p[1], x, bodies);
     if (rc == 0 && left_read())
-        rc = left_item(left, x) < 0 ? -1 : at_append(left_at, x->at);
-done:
+        rc = left_item(p[3], x) < 0 ? -1 : at_append(p[4], x->at);
     reset();
     return rc;
 }

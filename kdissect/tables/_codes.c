@@ -6,6 +6,10 @@
  * None, `distinct` the distinct values in order of first appearance. Values are told apart by a
  * dict, as the Python code's dict.setdefault does (same hashing and equality, any hashable value).
  *
+ * A value that is the very object the value before it was (the lanes' rows share their text objects:
+ * an api name, a client id, a connection's addresses) takes its code without a lookup: the dict finds a
+ * key by identity first, so the code is the one the lookup would give.
+ *
  * Rules: nothing here knows a table or a column; a column of more distinct values than int32 codes
  * hold raises OverflowError (the Python path's int32 column would refuse them too); every reference
  * taken is released on every path.
@@ -28,6 +32,8 @@ category_codes(PyObject *module, PyObject *values)
     PyObject *nulls = PyBytes_FromStringAndSize(NULL, n);
     PyObject *index = PyDict_New(), *distinct = PyList_New(0);
     Py_ssize_t none = 0;
+    PyObject *last = NULL; /* the value before, non-None (a strong reference), and its code */
+    int32_t last_code = 0;
     if (codes == NULL || nulls == NULL || index == NULL || distinct == NULL)
         goto error;
     int32_t *code = (int32_t *)PyBytes_AS_STRING(codes);
@@ -42,6 +48,11 @@ category_codes(PyObject *module, PyObject *values)
             none++;
             continue;
         }
+        null[i] = 0;
+        if (v == last) {
+            code[i] = last_code;
+            continue;
+        }
         Py_INCREF(v);
         PyObject *found = PyDict_GetItemWithError(index, v);
         if (found == NULL) {
@@ -52,16 +63,19 @@ category_codes(PyObject *module, PyObject *values)
             int bad = PyErr_Occurred() || number == NULL || PyDict_SetItem(index, v, number) < 0 ||
                       PyList_Append(distinct, v) < 0;
             Py_XDECREF(number);
-            Py_DECREF(v);
-            if (bad)
+            if (bad) {
+                Py_DECREF(v);
                 goto error;
+            }
             code[i] = (int32_t)next;
         } else {
-            Py_DECREF(v);
             code[i] = (int32_t)PyLong_AsLong(found);
         }
-        null[i] = 0;
+        Py_XSETREF(last, v); /* (the reference taken above) */
+        last_code = code[i];
     }
+    Py_XDECREF(last);
+    last = NULL;
     if (PyList_GET_SIZE(values) != n) {
         PyErr_SetString(PyExc_RuntimeError, "codes: the list changed size");
         goto error;
@@ -71,6 +85,7 @@ category_codes(PyObject *module, PyObject *values)
         Py_SETREF(nulls, Py_NewRef(Py_None));
     return Py_BuildValue("(NNN)", codes, nulls, distinct);
 error:
+    Py_XDECREF(last);
     Py_XDECREF(codes);
     Py_XDECREF(nulls);
     Py_XDECREF(index);

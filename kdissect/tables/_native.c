@@ -112,7 +112,7 @@ walk_is_uuid(PyObject *v)
 }
 
 /* The partition row for a struct's key, created with its topic/partition when new (borrowed). */
-PyObject *
+static PyObject *
 walk_partition_row(PyObject *partitions, PyObject *topic, PyObject *topic_id, PyObject *partition)
 {
     PyObject *first = (topic != NULL && PyUnicode_GET_LENGTH(topic) > 0) ? topic
@@ -157,7 +157,7 @@ member_at(PyObject *members, Py_ssize_t i, PyObject *value, long want, long skip
 
 /* One scalar of a struct folded into its partition row (TableSink._partition_rows's loop body): a value
  * slot's first value, the response's error code and its name, the records' size. */
-int
+static int
 walk_merge_value(PyObject *row, long flags, long slot, PyObject *v, int response)
 {
     if (slot >= 0 && PyList_GET_ITEM(row, P_VALUES + slot) == Py_None)
@@ -482,7 +482,7 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "kdissect.tables._nat
                                     "Detail rows of an exchange from its decoded bodies (see tables/detail_walk.py).",
                                     -1, methods};
 
-static KdDetailApi c_api = {walk_body, append_rows, typed_append, walk_bytes};
+static KdDetailApi c_api = {walk_body, append_rows, typed_append, walk_bytes, part_rows_emit, part_rows_clear};
 
 PyMODINIT_FUNC PyInit__native(void)
 {

@@ -14,15 +14,28 @@ int typed_columns(PyObject *columns);
 
 #define TYPED_RECORD 9 /* int64 in machine order, then a byte: 1 valid, 0 null */
 
-/* Appends ``n`` bytes to a bytearray (which over-allocates as it grows): a machine value to a typed
- * column, here and in kafka/_pairing.c's exchanges rows. 0, or -1 with an exception set. */
+/* Appends ``n`` bytes to a bytearray: a machine value to a typed column, here and in kafka/_pairing.c's
+ * exchanges rows. Within the room already allocated it writes in place (what PyByteArray_Resize does
+ * there, without its call); past it the buffer grows by half again as much as needed, not by the eighth
+ * PyByteArray_Resize adds (a piece's column was otherwise copied about eight times over as it grew; the
+ * decoder's columns grow the same way, decoders/_native.c put). An exported bytearray (a view held) goes
+ * through PyByteArray_Resize, which refuses it. 0, or -1 with an exception set. */
 static inline int
 typed_put(PyObject *column, const void *value, Py_ssize_t n)
 {
-    Py_ssize_t size = PyByteArray_GET_SIZE(column);
-    if (PyByteArray_Resize(column, size + n) < 0)
-        return -1;
+    PyByteArrayObject *a = (PyByteArrayObject *)column;
+    Py_ssize_t size = Py_SIZE(a), need = size + n;
+    if (a->ob_exports > 0 || a->ob_start != a->ob_bytes || need + 1 > a->ob_alloc) {
+        if (need > PY_SSIZE_T_MAX / 3) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        if (PyByteArray_Resize(column, a->ob_exports > 0 ? need : need + need / 2 + 16) < 0)
+            return -1;
+    }
     memcpy(PyByteArray_AS_STRING(column) + size, value, (size_t)n);
+    Py_SET_SIZE(a, need); /* (within the room: what PyByteArray_Resize's quick exit does) */
+    PyByteArray_AS_STRING(column)[need] = '\0';
     return 0;
 }
 

@@ -1,11 +1,13 @@
 /* What the detail walk over decoded bodies (_native.c) shares with the walk over frame bytes
- * (_walk_bytes.c), inside this extension: the plan's member flags, a partition row's slots, and the
- * steps both take the same way. */
+ * (_walk_bytes.c) and the partition rows (_part_rows.c), inside this extension: the plan's member flags, a
+ * partition row's slots, and the steps both take the same way. */
 #ifndef KDISSECT_TABLES_WALK_H
 #define KDISSECT_TABLES_WALK_H
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+
+#include "_part_rows.h"
 
 /* Member flags (tables/detail_walk.py's FLAGS, same order). */
 enum {
@@ -31,15 +33,11 @@ extern PyObject *walk_aborted_key; /* "aborted_transactions" */
 int walk_is_uuid(PyObject *v);
 /* error_name(code), a new reference (cached per code). */
 PyObject *walk_error_name(PyObject *code);
-/* The partition row of (topic or topic id, partition) in ``partitions``, made when new (borrowed). */
-PyObject *walk_partition_row(PyObject *partitions, PyObject *topic, PyObject *topic_id, PyObject *partition);
-/* One scalar (its plan flags and value slot) folded into a partition row: 0 or -1. */
-int walk_merge_value(PyObject *row, long flags, long slot, PyObject *v, int response);
 /* topic id -> topic into ``topics``, first name kept, the nil id skipped: 0 or -1. */
 int walk_learn_topic(PyObject *topics, PyObject *topic, PyObject *topic_id);
 /* The walk over a frame's bytes (_walk_bytes.c; see _native.h). */
 int walk_bytes(PyObject *plan, PyObject *programs, const unsigned char *b, Py_ssize_t L, int api_key,
-               int api_version, int response, PyObject *partitions, PyObject *records, PyObject *learned,
+               int api_version, int response, PartRows *rows, PyObject *records, PyObject *learned,
                PyObject *base_offsets, int brokers, PyObject *want, PyObject **got);
 /* walk_frame(...): walk_bytes for Python (the module's method). */
 PyObject *walk_frame(PyObject *module, PyObject *args);

@@ -37,7 +37,8 @@ typedef struct {
     const unsigned char *b;
     Py_ssize_t L;
     int response, brokers;
-    PyObject *partitions, *records, *learned, *base_offsets; /* NULL: not wanted */
+    PartRows *rows;                               /* the partition rows (_part_rows.c); NULL: not wanted */
+    PyObject *records, *learned, *base_offsets; /* NULL: not wanted */
 } Bytes;
 
 typedef struct {
@@ -142,27 +143,26 @@ add_records(Bytes *w, const KdNode *nd, const Members *ms, const Ctx *ctx)
     return rc < 0 ? -1 : 1;
 }
 
-/* The struct's partition row (TableSink._partition_rows): its scalars folded in. 0 or -1. */
+/* The struct's partition row (TableSink._partition_rows): its scalars folded in, as machine values
+ * (_part_rows.c). 1, 0 (a value a row cannot hold: declined), -1. */
 static int
 merge(Bytes *w, const KdNode *nd, const Members *ms, const Ctx *ctx)
 {
-    PyObject *row = walk_partition_row(w->partitions, ctx->topic, ctx->topic_id, ctx->partition);
+    PartRow *row = part_rows_row(w->rows, ctx->topic, ctx->topic_id, ctx->partition);
     if (row == NULL)
         return -1;
     for (Py_ssize_t i = 0; i < nd->nregular; i++) {
         if (ms->flags[i] & (M_STRUCT | M_ARRAY))
             continue;
-        if (ms->value[i] != NULL
-            && walk_merge_value(row, ms->flags[i], ms->slot[i], ms->value[i], w->response) < 0)
-            return -1;
+        int rc = ms->value[i] == NULL ? 1 : part_rows_merge(row, ms->flags[i], ms->slot[i], ms->value[i], w->response);
+        if (rc != 1)
+            return rc;
         if (ms->value[i] == NULL && ms->flags[i] & M_RECORDS && ms->records_at >= 0 && ms->records_n >= 0) {
-            PyObject *size = PyLong_FromSsize_t(ms->records_n);
-            if (size == NULL)
-                return -1;
-            PyList_SetItem(row, P_RECORDS_BYTES + w->response, size);
+            row->records_bytes[w->response] = ms->records_n;
+            row->has_records_bytes[w->response] = 1;
         }
     }
-    return 0;
+    return 1;
 }
 
 /* Base offset >= 0 kept per (topic, partition) (_native.c's walk, produce_base_offsets). 0 or -1. */
@@ -213,9 +213,11 @@ own_fields(Bytes *w, const KdNode *nd, const Members *ms, Ctx *ctx)
     if (w->learned != NULL && ctx->topic != NULL && ctx->topic_id != NULL
         && walk_learn_topic(w->learned, ctx->topic, ctx->topic_id) < 0)
         return -1;
-    if (has_partition && w->partitions != NULL && (ctx->topic != NULL || ctx->topic_id != NULL)
-        && merge(w, nd, ms, ctx) < 0)
-        return -1;
+    if (has_partition && w->rows != NULL && (ctx->topic != NULL || ctx->topic_id != NULL)) {
+        int rc = merge(w, nd, ms, ctx);
+        if (rc != 1)
+            return rc;
+    }
     for (Py_ssize_t i = 0; i < nd->nregular; i++) {
         long flags = ms->flags[i];
         PyObject *v = ms->value[i];
@@ -315,7 +317,7 @@ walk_struct(Bytes *w, const KdNode *nd, PyObject *plan, Py_ssize_t *p, const Ctx
  * got[k] (new references, None when absent). 1 walked, 0 declined, -1 error. */
 int
 walk_bytes(PyObject *plan, PyObject *programs, const unsigned char *b, Py_ssize_t L, int api_key, int api_version,
-           int response, PyObject *partitions, PyObject *records, PyObject *learned, PyObject *base_offsets,
+           int response, PartRows *rows, PyObject *records, PyObject *learned, PyObject *base_offsets,
            int brokers, PyObject *want, PyObject **got)
 {
     if (api == NULL && (api = PyCapsule_Import(SCAN_CAPSULE, 0)) == NULL)
@@ -325,7 +327,7 @@ walk_bytes(PyObject *plan, PyObject *programs, const unsigned char *b, Py_ssize_
     Py_ssize_t p = 0, nwant = want != NULL ? PyTuple_GET_SIZE(want) : 0;
     if (rc <= 0 || api->skip(b, L, &p, header))
         return rc < 0 ? -1 : 0;
-    Bytes w = {b, L, response, brokers, partitions, records, learned, base_offsets};
+    Bytes w = {b, L, response, brokers, rows, records, learned, base_offsets};
     Ctx root = {NULL, NULL, NULL, NULL};
     for (Py_ssize_t k = 0; k < nwant; k++)
         got[k] = NULL;
@@ -348,7 +350,8 @@ none_to_null(PyObject *o)
 
 /* walk_frame(plan, programs, frame, api_key, api_version, response, partitions, records, topics, base_offsets,
  * brokers, want) -> the wanted values (a tuple), or None when the walk declines: walk_bytes for Python (the
- * differential tests); outputs given as None are not wanted. */
+ * differential tests); outputs given as None are not wanted; the partition rows come as the body walk's dict
+ * (part_rows_to_dict) into ``partitions``, which must be empty. */
 PyObject *
 walk_frame(PyObject *module, PyObject *args)
 {
@@ -360,17 +363,21 @@ walk_frame(PyObject *module, PyObject *args)
                           &PyTuple_Type, &want))
         return NULL;
     PyObject *got[MAX_MEMBERS] = {0}, *out = NULL;
+    PartRows rows = {0};
     Py_ssize_t nwant = PyTuple_GET_SIZE(want);
     partitions = none_to_null(partitions), records = none_to_null(records), topics = none_to_null(topics);
     base_offsets = none_to_null(base_offsets);
-    if (nwant > MAX_MEMBERS || (partitions && !PyDict_Check(partitions)) || (records && !PyList_Check(records))
-        || (topics && !PyDict_Check(topics)) || (base_offsets && !PyDict_Check(base_offsets))) {
-        PyErr_SetString(PyExc_TypeError, "walk_frame: partitions, topics, base_offsets dicts, records a list, "
+    if (nwant > MAX_MEMBERS || (partitions && (!PyDict_Check(partitions) || PyDict_GET_SIZE(partitions)))
+        || (records && !PyList_Check(records)) || (topics && !PyDict_Check(topics))
+        || (base_offsets && !PyDict_Check(base_offsets))) {
+        PyErr_SetString(PyExc_TypeError, "walk_frame: partitions (empty), topics, base_offsets dicts, records a list, "
                                          "at most 48 wanted keys");
         goto done;
     }
-    int rc = walk_bytes(plan, programs, frame.buf, frame.len, key, version, response, partitions, records, topics,
-                        base_offsets, brokers, want, got);
+    int rc = walk_bytes(plan, programs, frame.buf, frame.len, key, version, response, partitions ? &rows : NULL,
+                        records, topics, base_offsets, brokers, want, got);
+    if (rc == 1 && partitions && part_rows_to_dict(&rows, partitions) < 0)
+        rc = -1;
     if (rc == 0)
         out = Py_NewRef(Py_None);
     else if (rc == 1 && (out = PyTuple_New(nwant)) != NULL)
@@ -379,6 +386,8 @@ walk_frame(PyObject *module, PyObject *args)
     for (Py_ssize_t k = 0; k < nwant; k++)
         Py_XDECREF(got[k]);
 done:
+    part_rows_clear(&rows);
+    PyMem_Free(rows.row);
     PyBuffer_Release(&frame);
     return out;
 }

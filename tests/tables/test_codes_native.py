@@ -13,8 +13,11 @@ from kdissect.tables import arrow
 
 pytestmark = pytest.mark.skipif(arrow._native_tables is None, reason="the tables extension is not built")
 
+NAN = float("nan")  # (one object met again: found by identity; a new NaN each time: a new value each time)
+# Runs of the very same object (the lanes' rows share their text objects: _codes.c takes a run's code once)
 values = st.lists(st.one_of(st.none(), st.sampled_from(["produce", "fetch", "", "é"]), st.text(max_size=3),
-                            st.integers(-2, 2), st.booleans(), st.just(1.0)), max_size=40)
+                            st.integers(-2, 2), st.booleans(), st.just(1.0), st.just(NAN),
+                            st.builds(float, st.just("nan"))), max_size=40)
 
 
 def _python(column: list[Any], monkeypatch: pytest.MonkeyPatch) -> tuple:

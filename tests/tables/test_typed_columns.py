@@ -46,6 +46,31 @@ def test_typed_cells_are_the_values_with_int64_overflow_null(values: list[Any]) 
 
 
 @settings(deadline=None)
+@given(st.binary(max_size=40), st.integers(0, 40), st.lists(cell, max_size=300))
+def test_typed_cells_go_after_what_a_buffer_holds(head: bytes, cut: int, values: list[Any]) -> None:
+    """Cells follow the bytes a buffer already holds, whatever room it has (``typed_put`` writes in place
+    within it): one whose front was cut (its start moved inside its allocation), one grown across many
+    reallocations."""
+    buffer = bytearray(head)
+    del buffer[:cut]
+    kept = bytes(buffer)
+    native.append_rows((buffer,), (), [(v,) for v in values])  # type: ignore[union-attr]
+    assert bytes(buffer[: len(kept)]) == kept
+    assert Typed(bytearray(buffer[len(kept):]), NULLABLE).tolist() == _expected(values)
+
+
+def test_a_typed_cell_is_refused_while_the_buffer_is_exported() -> None:
+    """A buffer a view holds is not resized, even with room for the cell (as PyByteArray_Resize refuses)."""
+    buffer = bytearray(100)
+    del buffer[90:]  # (the allocation stays: room for a cell in place)
+    with memoryview(buffer), pytest.raises(BufferError):
+        native.append_rows((buffer,), (), [(1,)])  # type: ignore[union-attr]
+    assert buffer == bytearray(90)
+    native.append_rows((buffer,), (), [(1,)])  # type: ignore[union-attr]
+    assert Typed(bytearray(buffer[90:]), NULLABLE).tolist() == [1]
+
+
+@settings(deadline=None)
 @given(st.lists(cell, max_size=30))
 def test_the_python_twin_of_a_typed_cell_writes_the_same_bytes(values: list[Any]) -> None:
     """typed_cell (the reference path's run values, ``KDISSECT_PURE_PYTHON=1``) and typed_append agree."""

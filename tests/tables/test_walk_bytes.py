@@ -64,6 +64,7 @@ def _compare(key: int, version: int, response: bool, frame: bytes) -> bool:
               ref["base_offsets"] if response else None, brokers if response else None)
     assert not errors and not brokers  # (the bytes walk declines those)
     assert found == ref
+    assert list(found["partitions"]) == list(ref["partitions"])  # (the rows' order: dicts compare without it)
     assert got == tuple(body.get(k) for k in WANT[response])
     return True
 
@@ -120,6 +121,21 @@ PRODUCE_RESPONSE = {"responses": [{"name": "orders", "partition_responses": [
 def test_a_produce_exchange_is_walked_in_its_bytes(response: bool, body: dict[str, Any]) -> None:
     """The common case is taken (else the comparison above could compare nothing)."""
     assert _compare(0, 9, response, _frame(0, 9, response, body))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.lists(st.tuples(st.sampled_from(["orders", "", "audit"]),
+                          st.lists(st.tuples(st.integers(0, 40), st.integers(-1, 2**62)), max_size=30)),
+                min_size=1, max_size=6))
+def test_many_partitions_merge_as_the_body_walk_merges_them(topics: list[tuple[str, list[tuple[int, int]]]]) -> None:
+    """Up to 180 rows of an answer, keys met again (a topic listed twice, a partition twice, the empty name
+    whose rows key on None): the rows past the first few are found through the index (tables/_part_rows.c),
+    each keeps its first base offset, in the order first met, as the body walk's dict."""
+    body = {"responses": [{"name": name, "partition_responses": [
+        {"index": index, "error_code": 0, "base_offset": offset, "log_append_time_ms": -1, "log_start_offset": 0,
+         "record_errors": [], "error_message": None} for index, offset in partitions]} for name, partitions in topics],
+        "throttle_time_ms": 0}
+    assert _compare(0, 9, True, _frame(0, 9, True, body))
 
 
 @pytest.mark.parametrize("change", ["error", "tagged", "trailing"])
