@@ -476,12 +476,16 @@ def test_answers_after_a_lost_one_are_not_out_of_order() -> None:
         messages.append((0, metadata_request(cid), 2 * cid * MS))
         if cid % 3:  # every third answer lost
             messages.append((1, metadata_response(cid), (2 * cid + 1) * MS))
+    reused = 6 * MAX_OVERTAKEN - 3  # the id of a request whose answer was lost, sent again and answered
+    messages += [(0, metadata_request(reused), 20 * MAX_OVERTAKEN * MS),
+                 (1, metadata_response(reused), (20 * MAX_OVERTAKEN + 1) * MS)]
     segments = tcp_conversation(messages, close=True)
     native, _ = _same_rows(segments, Options(), [64])
     reference = _events(segments, Options(), None)
     exchanges = [ev for ev in reference if isinstance(ev, Exchange)]
     assert [ex.request.correlation_id for ex in exchanges if ex.out_of_order] == list(range(1, 6 * MAX_OVERTAKEN, 3))
     assert sum(ex.status == "unanswered" for ex in exchanges) == 2 * MAX_OVERTAKEN
+    assert [ex.status for ex in exchanges if ex.request.correlation_id == reused] == ["unanswered", "ok"]
     assert sum(len(ev) for ev in native if isinstance(ev, ExchangeRows)) >= MAX_OVERTAKEN
 
 
