@@ -30,7 +30,6 @@ import pickle
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
@@ -87,16 +86,6 @@ def ids(values: list[int]) -> list[pa.RecordBatch]:
     return [pa.RecordBatch.from_arrays([pa.array(np.array(values, np.int64))], names=["id"])]
 
 
-def censuses(task: Callable, units: list) -> list:
-    """Every unit's census, from this version's census task (an RDD job's: pairs) or an older one's (a
-    query's: Arrow rows of pickled censuses)."""
-    try:
-        return [found for _, found in task(range(len(units)), units=Held(units))]
-    except AttributeError:  # (an int has no column: the older task takes Arrow batches of ids)
-        return [pickle.loads(row["census"]) for batch in task(ids(list(range(len(units)))), units=Held(units))
-                for row in batch.to_pylist()]  # fmt: skip
-
-
 class Clock:
     def __init__(self) -> None:
         self.at = time.process_time()
@@ -137,7 +126,8 @@ def run_spark(paths: list[str], crossing_all: bool, until: str) -> None:
     found, every_key = None, {}
     if crossing_all or len(units) > 1 or any(may_hold_secrets(path) for path in paths):
         as_task(0)
-        pieces = censuses(tasks["census_task"], units)
+        pieces = [pickle.loads(row["census"]) for batch in tasks["census_task"](ids(list(range(len(units)))),
+                  units=Held(units)) for row in batch.to_pylist()]  # fmt: skip
         found = Census.merge(pieces)
         every_key = {int(k): (1, 0) for piece in pieces for k in piece.keys}  # (each of one weight and file)
         clock.lap("census")

@@ -151,9 +151,12 @@ def report(log_dir: Path, slots: int, samples: list[Sample] | None = None) -> No
 
 
 def sum_between(samples: list[Sample], start: float, spans: list[tuple[float, float]]) -> str:
-    """The CPU seconds by kind in these spans (seconds after ``start``) together."""
+    """The CPU seconds by kind in these spans (seconds after ``start``) together (jobs that overlap leave
+    no span between them)."""
     got = dict.fromkeys(KINDS, 0.0)
     for t0, t1 in spans:
+        if t1 <= t0:
+            continue
         a, b = _cpu_at(samples, start + t0), _cpu_at(samples, start + t1)
         for kind in KINDS:
             got[kind] += b[kind] - a[kind]

@@ -262,10 +262,9 @@ def census(spark: SparkSession, units: list[Unit]) -> Census | None:
     rows per unit back); None when there is one unit that holds no secrets: nothing crosses then."""
     if len(units) == 1 and not may_hold_secrets(units[0].path):
         return None
-    context = spark.sparkContext
-    task = partial(tasks.census_task, units=context.broadcast(units))
-    got = context.parallelize(range(len(units)), len(units)).mapPartitions(task).collect()
-    return Census.merge(found for _, found in sorted(got, key=lambda pair: pair[0]))
+    task = partial(tasks.census_task, units=spark.sparkContext.broadcast(units))
+    got = spark.range(0, len(units), 1, len(units)).mapInArrow(task, from_arrow_schema(tasks.CENSUS)).collect()
+    return Census.merge(pickle.loads(row["census"]) for row in sorted(got, key=lambda row: row["unit"]))
 
 
 def by_connection(segments: DataFrame, partitions: int, files: int = 1) -> DataFrame:

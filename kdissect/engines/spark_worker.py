@@ -36,7 +36,7 @@ from kdissect.engines.partition import (
     stage_marks,
 )
 from kdissect.engines.spark_session import ARROW_ALONE
-from kdissect.engines.units import UnitCensus, read_units, unit_census
+from kdissect.engines.units import read_units, unit_census
 from kdissect.tables import merge
 from kdissect.tables.writer import ParquetFile
 
@@ -55,6 +55,7 @@ if os.environ.get(ARROW_ALONE) == "1" and "pandas" not in sys.modules:
 
 WRITTEN = pa.schema([("table", pa.string()), ("path", pa.string()), ("rows", pa.int64()), ("brokers", pa.binary())])
 PIECES = pa.schema([("table", pa.string()), ("data", pa.binary())])
+CENSUS = pa.schema([("unit", pa.int64()), ("census", pa.binary())])  # a unit's UnitCensus, pickled
 
 
 @cache
@@ -152,12 +153,12 @@ def read_task(batches: Iterable[pa.RecordBatch], units: object, crossing: object
     return read_units(batches, units.value, crossing.value, made, last_ts)  # type: ignore[attr-defined]
 
 
-def census_task(indices: Iterable[int], units: object) -> Iterator[tuple[int, UnitCensus]]:
-    """The census of the units an RDD partition names (one): an RDD job, not a query, since its rows are a
-    few objects PySpark pickles, and a query costs the JVM more per task (planning, Arrow streams)."""
+def census_task(batches: Iterable[pa.RecordBatch], units: object) -> Iterator[pa.RecordBatch]:
     worker_tuned()
-    for index in indices:
-        yield index, unit_census(units.value[index])  # type: ignore[attr-defined]
+    for batch in batches:
+        for index in batch.column("id").to_pylist():
+            found = unit_census(units.value[index])  # type: ignore[attr-defined]
+            yield pa.RecordBatch.from_pylist([{"unit": index, "census": pickle.dumps(found)}], schema=CENSUS)
 
 
 def journal_calls(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
