@@ -95,7 +95,8 @@ def main() -> None:
         by_kind: Counter[str] = Counter()
         for name, cpu in seen.values():
             by_kind[name] += cpu
-        print(f"JVM CPU {sum(by_kind.values()):.2f} s: " + ", ".join(f"{k} {v:.2f}" for k, v in by_kind.most_common(6)))
+        kinds = ", ".join(f"{k} {v:.2f}" for k, v in by_kind.most_common(12))
+        print(f"JVM CPU {sum(by_kind.values()):.2f} s: {kinds}")
         _jobs(Path(log_dir))
 
 

@@ -1,5 +1,6 @@
-"""The Spark engine's task functions on one capture file, in one Python process and no JVM, run by hand,
-so their cost can be profiled (callgrind, cProfile) and set beside the local engine's on the same file:
+"""The Spark engine's task functions on one capture file (or several: rotated files of one capture), in one
+Python process and no JVM, run by hand, so their cost can be profiled (callgrind, cProfile) and set beside
+the local engine's on the same files:
 
     python bench/bench_spark_tasks.py FILE                    # the Spark tasks, as local[1] runs them
     python bench/bench_spark_tasks.py FILE --engine local     # the local engine's analyze --out
@@ -7,6 +8,8 @@ so their cost can be profiled (callgrind, cProfile) and set beside the local eng
     python bench/bench_spark_tasks.py FILE --until read       # stop after a stage (start, census, read, decode)
     python bench/bench_spark_tasks.py FILE --code DIR         # another version's kdissect (e.g. a baseline)
     valgrind --tool=callgrind --callgrind-out-file=OUT python bench/bench_spark_tasks.py FILE ...
+    python bench/bench_spark_tasks.py FILE1 FILE2 ...        # rotated files: the connections crossing them
+                                                             # go through the shuffle, as on Spark
 
 The stages are those of ``kdissect analyze --engine spark --out``: the census (when the engine runs it, or
 ``--crossing all``), the read task, the shuffle (done here by pyarrow: rows split by key and sorted in
@@ -93,7 +96,7 @@ class Clock:
         self.at = now
 
 
-def run_local(path: str) -> None:
+def run_local(paths: list[str]) -> None:
     from kdissect.engines import local
     from kdissect.options import Options
     from kdissect.tables.writer import TableWriter
@@ -101,12 +104,12 @@ def run_local(path: str) -> None:
     clock = Clock()
     local.tune_gc()
     with tempfile.TemporaryDirectory(prefix="bench-tasks-") as out:
-        result = local.analyze([path], Options(), writer=TableWriter(Path(out), "parquet"))
+        result = local.analyze(paths, Options(), writer=TableWriter(Path(out), "parquet"))
     clock.lap("local")
     print(f"tables written: {len(result.written)}")
 
 
-def run_spark(path: str, crossing_all: bool, until: str) -> None:
+def run_spark(paths: list[str], crossing_all: bool, until: str) -> None:
     clock = Clock()
     import pyspark.worker  # noqa: F401  (loaded in every Python worker before a task's function)
 
@@ -119,9 +122,9 @@ def run_spark(path: str, crossing_all: bool, until: str) -> None:
 
     from kdissect.engines.units import Census, may_hold_secrets, plan_units
 
-    units = plan_units([(path, os.path.getsize(path))], SPLIT_BYTES)
+    units = plan_units([(path, os.path.getsize(path)) for path in paths], SPLIT_BYTES)
     found, every_key = None, {}
-    if crossing_all or len(units) > 1 or may_hold_secrets(path):
+    if crossing_all or len(units) > 1 or any(may_hold_secrets(path) for path in paths):
         as_task(0)
         pieces = [pickle.loads(row["census"]) for batch in tasks["census_task"](ids(list(range(len(units)))),
                   units=Held(units)) for row in batch.to_pylist()]  # fmt: skip
@@ -132,10 +135,10 @@ def run_spark(path: str, crossing_all: bool, until: str) -> None:
         return
 
     with tempfile.TemporaryDirectory(prefix="bench-tasks-staging-") as staging:
-        _read_decode_write(tasks, clock, path, units, found, every_key if crossing_all else None, staging, until)
+        _read_decode_write(tasks, clock, paths, units, found, every_key if crossing_all else None, staging, until)
 
 
-def _read_decode_write(tasks: dict, clock: Clock, path: str, units: list, found: object, crossing: dict | None,
+def _read_decode_write(tasks: dict, clock: Clock, paths: list[str], units: list, found: object, crossing: dict | None,
                        staging: str, until: str) -> None:  # fmt: skip
     from kdissect.analysis.summary import Figures
     from kdissect.engines.partition import unit_decoder
@@ -145,7 +148,7 @@ def _read_decode_write(tasks: dict, clock: Clock, path: str, units: list, found:
     from kdissect.tables import merge
     from kdissect.tables.columns import TABLES
 
-    files, options, tables, partitions = [path], Options(), list(TABLES), 2  # local[1]: 2 partitions
+    files, options, tables, partitions = paths, Options(), list(TABLES), 2  # local[1]: 2 partitions
     crossing = routes(crossing if crossing is not None else (found.crossing if found else {}), partitions)
     decoder = partial(unit_decoder, files=files, options=options, tables=tables, staging=staging, figures=Figures,
                       first_task=max(partitions, len(units)))  # fmt: skip
@@ -208,7 +211,7 @@ def _read_decode_write(tasks: dict, clock: Clock, path: str, units: list, found:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("file")
+    parser.add_argument("files", nargs="+", help="capture files (several: rotated files of one capture)")
     parser.add_argument("--engine", choices=("spark", "local"), default="spark")
     parser.add_argument("--crossing", choices=("own", "all"), default="own")
     parser.add_argument("--until", choices=STAGES, default="write")
@@ -216,11 +219,13 @@ def main() -> None:
                         help="directory of the kdissect to import (default: this tree)")  # fmt: skip
     args = parser.parse_args()
     sys.path.insert(0, str(args.code))
-    path = os.path.abspath(args.file)
+    from kdissect.sources.files import in_time_order
+
+    paths = in_time_order([os.path.abspath(file) for file in args.files])  # (as the engines order them)
     if args.engine == "local":
-        run_local(path)
+        run_local(paths)
     else:
-        run_spark(path, args.crossing == "all", args.until)
+        run_spark(paths, args.crossing == "all", args.until)
 
 
 if __name__ == "__main__":

@@ -160,34 +160,65 @@ def _marks_file(root: str, task: int) -> str:
 
 _FINISHING = (1 << 62, 1 << 62)  # events of the end of input come after every segment
 Place = tuple[int, int]  # (ts, pos): where an event came in the run's order; ts 0 in a one-file run (merge.Opened)
+Ends = tuple[str, int, str, int, int]  # a run's first segment's source and destination, and its file's index
 
 
-def _by_time(header: tuple) -> tuple[int, int]:
-    return header[1], header[0]
+class _Runs:
+    """The ``RUN`` rows' segments not fed yet (each run's 4-tuple and file kept once): those placed before
+    a place are taken at once, in the order of their places, from every run that has some (a run's
+    stretch found by a search in its sorted places, not a step per segment)."""
 
+    def __init__(self, by_time: bool) -> None:
+        self.by_time = by_time  # places (ts, pos), else pos (units.segment_order)
+        self.waiting: list[tuple[object, int, int]] = []  # (next segment's place, run, where it is): a heap
+        self.headers: dict[int, np.ndarray] = {}  # per run not done: its headers, sorted by place
+        self.ends: dict[int, Ends] = {}  # per run not done: its first segment's 4-tuple, and file index
+        self.count = itertools.count()
 
-class _Run:
-    """A ``RUN`` row's segments (one 4-tuple's, from one unit), handed out one at a time."""
+    def add(self, c: dict[str, list], i: int) -> None:
+        headers = np.frombuffer(c["run"][i], RUN_HEADER)
+        if self.by_time:  # in the order of units.segment_order: (ts, pos)
+            headers = headers[np.lexsort((headers["pos"], headers["ts"]))]
+        run = next(self.count)
+        self.headers[run] = headers
+        self.ends[run] = ((c["src_ip"][i], c["src_port"][i], c["dst_ip"][i], c["dst_port"][i], c["file_index"][i]))
+        heapq.heappush(self.waiting, (self._place(headers, 0), run, 0))
 
-    __slots__ = ("at", "ends", "file_index", "headers")
+    def _place(self, headers: np.ndarray, at: int) -> object:
+        return (int(headers["ts"][at]), int(headers["pos"][at])) if self.by_time else int(headers["pos"][at])
 
-    def __init__(self, c: dict[str, list], i: int, by_time: bool) -> None:
-        self.headers = np.frombuffer(c["run"][i], RUN_HEADER).tolist()
-        if by_time:  # in the order of units.segment_order: (ts, pos)
-            self.headers.sort(key=_by_time)
-        self.ends = (c["src_ip"][i], c["src_port"][i], c["dst_ip"][i], c["dst_port"][i])
-        self.file_index = c["file_index"][i]
-        self.at = 0
+    def _cut(self, headers: np.ndarray, at: int, before: object) -> int:
+        """Where the run's headers placed before ``before`` (None: all) end, from ``at``."""
+        if before is None:
+            return len(headers)
+        if not self.by_time:
+            return int(np.searchsorted(headers["pos"][at:], before)) + at
+        ts, pos = before
+        times = headers["ts"][at:]
+        lo, hi = int(np.searchsorted(times, ts)), int(np.searchsorted(times, ts, "right"))
+        return at + lo + int(np.searchsorted(headers["pos"][at + lo : at + hi], pos))
 
-    def segment(self, mapped: MappedFiles) -> TcpSegment:
-        """The next segment, its payload read from where it lies in the file."""
-        _, ts, seq, ack, flags, window, payload_len, captured, at, forward = self.headers[self.at]
-        self.at += 1
-        payload = mapped.payload(self.file_index, at, captured) if at >= 0 else b""
-        a_ip, a_port, b_ip, b_port = self.ends
-        if forward:
-            return TcpSegment(ts, a_ip, a_port, b_ip, b_port, seq, ack, flags, window, payload, payload_len)
-        return TcpSegment(ts, b_ip, b_port, a_ip, a_port, seq, ack, flags, window, payload, payload_len)
+    def take(self, before: object) -> tuple[np.ndarray, list[Ends]] | None:
+        """The headers placed before ``before`` (None: all), in the order of their places, and each one's
+        run's ends (a run is forgotten once all of it is taken)."""
+        waiting, parts, ends = self.waiting, [], []
+        while waiting and (before is None or waiting[0][0] < before):
+            _, run, at = heapq.heappop(waiting)
+            headers = self.headers[run]
+            end = self._cut(headers, at, before)
+            parts.append(headers[at:end])
+            ends += [self.ends[run]] * (end - at)
+            if end < len(headers):
+                heapq.heappush(waiting, (self._place(headers, end), run, end))
+            else:
+                del self.headers[run], self.ends[run]
+        if not parts:
+            return None
+        if len(parts) == 1:
+            return parts[0], ends
+        taken = np.concatenate(parts)
+        order = np.lexsort((taken["pos"], taken["ts"])) if self.by_time else np.argsort(taken["pos"], kind="stable")
+        return taken[order], [ends[i] for i in order.tolist()]
 
 
 class PartitionDecoder:
@@ -229,8 +260,7 @@ class PartitionDecoder:
         self.journaled = 0  # calls put in pieces so far
         self.sink.transactions.journal = []
         self.by_time = len(files) > 1  # segments come in order of (ts, pos), else pos (units.segment_order)
-        self.waiting: list[tuple[object, int, _Run]] = []  # (next segment's place, order, run): a heap
-        self.runs = itertools.count()
+        self.runs = _Runs(self.by_time)
         self.out: list[Envelope] = []
         self.ticks = 0  # clock() calls: segments of no connection that are not the input's
         # Segments not fed yet (handed to the core SEGMENT_BATCH at a time, each with its file's name: files
@@ -253,8 +283,7 @@ class PartitionDecoder:
             elif c["ts"][i] is not None:  # rows without a time sort first, before any run
                 self._release((c["ts"][i], pos))
             if kind == RUN:
-                run = _Run(c, i, self.by_time)
-                heapq.heappush(self.waiting, (self._place(run.headers[0]), next(self.runs), run))
+                self.runs.add(c, i)
             elif kind == SEGMENT:  # a payload that travels inline
                 self.segment(TcpSegment(
                     c["ts"][i], c["src_ip"][i], c["src_port"][i], c["dst_ip"][i], c["dst_port"][i], c["seq"][i],
@@ -269,28 +298,23 @@ class PartitionDecoder:
             else:
                 self.stats.append((c["file_index"][i], c["detail"][i]))
 
-    def _place(self, header: tuple) -> object:
-        return (header[1], header[0]) if self.by_time else header[0]
-
     def _release(self, before: object) -> None:
-        """Feed the waiting runs' segments placed before ``before`` (all: None): the earliest run's, until
-        another run's next segment comes first (then it waits in the heap again)."""
-        waiting = self.waiting
-        while waiting and (before is None or waiting[0][0] < before):
-            _, order, run = heapq.heappop(waiting)
-            until = waiting[0][0] if waiting else None  # (places are unique: no ties)
-            if until is None or (before is not None and before < until):
-                until = before
-            while True:
-                pos = run.headers[run.at][0]
-                segment = run.segment(self.mapped)
-                self.segment(segment, pos, run.file_index)
-                if run.at == len(run.headers):
-                    break
-                place = self._place(run.headers[run.at])
-                if until is not None and not place < until:
-                    heapq.heappush(waiting, (place, order, run))
-                    break
+        """Feed the runs' segments placed before ``before`` (all: None), in the order of their places."""
+        taken = self.runs.take(before)
+        if taken is None:
+            return
+        headers, ends = taken
+        payload = self.mapped.payload
+        segments, files = [], []
+        columns = ("ts", "seq", "ack", "flags", "window", "payload_len", "captured", "payload_at", "forward")
+        for ts, seq, ack, flags, window, payload_len, captured, at, forward, (a_ip, a_port, b_ip, b_port, file_index) \
+                in zip(*(headers[name].tolist() for name in columns), ends, strict=True):  # fmt: skip
+            data = payload(file_index, at, captured) if at >= 0 else b""
+            segments.append(TcpSegment(ts, a_ip, a_port, b_ip, b_port, seq, ack, flags, window, data, payload_len)
+                            if forward else
+                            TcpSegment(ts, b_ip, b_port, a_ip, a_port, seq, ack, flags, window, data, payload_len))
+            files.append(file_index)
+        self._segments(segments, headers["pos"].tolist(), files)
 
     def clock(self, ts: int, pos: int) -> None:
         """Capture time ``ts`` passing at ``pos`` without a segment of this decoder's connections (one of
@@ -334,6 +358,20 @@ class PartitionDecoder:
             self.batch_high = segment.ts_ns
         if len(self.batch) == SEGMENT_BATCH:
             self._flush()
+
+    def _segments(self, segments: list[TcpSegment], positions: list[int], files: list[int]) -> None:
+        """:meth:`segment` of each of these in turn, a batch's room at a time."""
+        done = 0
+        while done < len(segments):
+            room = SEGMENT_BATCH - len(self.batch)
+            part = segments[done : done + room]
+            self.batch += part
+            self.batch_pos += positions[done : done + room]
+            self.batch_files += files[done : done + room]
+            self.batch_high = max(self.batch_high, max(segment.ts_ns for segment in part))
+            done += room
+            if len(self.batch) == SEGMENT_BATCH:
+                self._flush()
 
     def _flush(self) -> None:
         """The segments not fed yet into the core."""
