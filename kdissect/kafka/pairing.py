@@ -60,10 +60,6 @@ class Pairer:
     def __contains__(self, correlation_id: int) -> bool:
         return correlation_id in self._pending or correlation_id in self._overtaken
 
-    def waiting(self) -> list[tuple[KafkaMessage, bool]]:
-        """Every waiting request, oldest first (the overtaken ones are), and whether it was overtaken."""
-        return [*((m, True) for m in self._overtaken.values()), *((m, False) for m in self._pending.values())]
-
     def in_order(self) -> list[KafkaMessage]:
         """The requests waiting that no answer overtook, oldest first."""
         return list(self._pending.values())
