@@ -53,6 +53,8 @@ ANSWERED_ACKS0 = "the broker answered a Produce request sent with acks=0 (Kafka 
 MAX_HELD = 256  # framing anomalies held while a connection is not yet known to be Kafka
 MAX_HELD_ORPHANS = 64  # orphan responses waiting for the connection's end to infer their request
 MAX_HELD_ORPHAN_BYTES = 4 << 20
+SHORT_PAIRING = 16  # a lane's pairing that took fewer frames than this before it was handed back was short
+MAX_PAIRING_WAIT = 1024  # frames the session takes itself, at most, after short pairings
 
 
 _PAIRING_SHARED: tuple | None = None
@@ -101,6 +103,10 @@ class KafkaConnection:
         self.splitters = [self._make_splitter(d) for d in (0, 1)]
         self._probed = [0, 0]
         self._undecodable_run = [0, 0]
+        # Frames the session takes itself before a lane may pair again: after a pairing that took only a few
+        # frames before a lost packet handed it back (a capture losing packets often), twice the last wait.
+        self._pairing_wait = self._pairing_backoff = 0
+        self._lost = False  # a gap since the pairing last started
         self._held: list[tuple[int, Skipped | Lost | StreamConflict]] = []  # anomalies before Kafka was proven
         self._held_dropped = 0
         # direction -> its midstream start and the bytes skipped since, until its first frame boundary
@@ -182,6 +188,8 @@ class KafkaConnection:
         opts = self.options
         if not (opts.exchange_rows or opts.exchange_details) or opts.keep_frames or self.sasl.pending:
             return None
+        if self._pairing_wait:
+            return None
         pairer = self.pairer
         in_order = pairer.in_order()
         if len(in_order) > MAX_WAITING or not all(m.body is not None and not m.warnings for m in in_order):
@@ -204,6 +212,13 @@ class KafkaConnection:
         way, frames cut per direction), then the requests still waiting, oldest first, each as overtaken
         or not: those it took over back into the pairer, the others replayed as the frames they were (the
         pairer takes them as it took them before the pairing: no event)."""
+        # A pairing handed back after a few frames with a packet lost meanwhile (each hand-back and start costs
+        # a replay and a new piece of rows): the session keeps the next frames, more each time, so a capture
+        # losing many packets costs no more than the Python path alone; a pairing that lasted resets the wait.
+        short = self._lost and counts[0] + counts[2] < SHORT_PAIRING
+        self._pairing_backoff = min(max(2 * self._pairing_backoff, 8), MAX_PAIRING_WAIT) if short else 0
+        self._pairing_wait = self._pairing_backoff
+        self._lost = False
         summary = self.summary
         summary.frames_to_broker += counts[0]
         summary.bytes_to_broker += counts[1]
@@ -256,6 +271,7 @@ class KafkaConnection:
     def gap(self, direction: int, offset: int, length: int | None, ts_ns: int, reason: str) -> list[KafkaEvent]:
         if self.life.done:
             return []
+        self._lost = True
         return self._emit(self._handle_framing(direction, self.splitters[direction].gap(offset, length, ts_ns, reason)))
 
     def conflict(self, ev: StreamConflict) -> list[KafkaEvent]:
@@ -395,6 +411,8 @@ class KafkaConnection:
         return events
 
     def _decoded(self, direction: int, frame: Frame) -> list[KafkaEvent]:
+        if self._pairing_wait:
+            self._pairing_wait -= 1
         if direction == self.request_dir:
             self.summary.bytes_to_broker += 4 + frame.size
             self.summary.frames_to_broker += 1

@@ -436,12 +436,12 @@ def _lossy(exchanges: int, every: int) -> list[TcpSegment]:
 
 
 def test_a_lossy_connection_goes_back_to_the_lanes() -> None:
-    """A capture that loses a segment now and then (every 23rd: about one exchange in six damaged): after
+    """A capture that loses a segment now and then (every 61st: about one exchange in 15 damaged): after
     each loss the connection is framed and paired natively again once the Python splitter found the next
     frame and the lost answers' requests are settled, instead of staying with the reference for good (a
     lane adopted while its splitter hunted only delivered bytes; more than 64 requests whose answer was
     lost kept the pairing off). Fails if either is undone: the tables are the reference's either way."""
-    segments = _lossy(600, 23)
+    segments = _lossy(600, 61)
     pipeline = KafkaPipeline(replace(Options(), exchange_rows=True))
     delivered = []
     data = KafkaConnection.data
@@ -459,6 +459,26 @@ def test_a_lossy_connection_goes_back_to_the_lanes() -> None:
     answered = rows + sum(isinstance(ev, Exchange) and ev.response is not None for ev in events)
     assert rows >= answered * 3 // 4
     assert len(delivered) < len(segments) // 5
+    _same(segments, Options(), [64])
+
+
+def test_a_connection_losing_many_packets_stays_with_the_session_longer(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every 7th segment lost: a pairing handed back after a few frames with a packet lost meanwhile is
+    started again only after the session took twice as many frames as the last wait (from 8), so there are
+    far fewer hand-backs than losses (each one a replay and a new piece of rows); the tables are the
+    reference's."""
+    segments = _lossy(400, 7)
+    resumed = []
+    resume = KafkaConnection.resume_pairing
+
+    def counted(self: KafkaConnection, *args: object) -> list:
+        resumed.append(1)
+        return resume(self, *args)
+
+    monkeypatch.setattr(KafkaConnection, "resume_pairing", counted)
+    events = _events(segments, replace(Options(), exchange_rows=True), [64])
+    gaps = sum(getattr(ev, "kind", None) == "gap" for ev in events)
+    assert gaps > 100 and len(resumed) < gaps // 4
     _same(segments, Options(), [64])
 
 
