@@ -428,6 +428,19 @@ def test_live_pieces_name_the_topics_a_fetch_gives_by_id() -> None:
     assert piece.errors[-1][1] == ("NOT_LEADER_OR_FOLLOWER",)
 
 
+def _calls(monkeypatch: pytest.MonkeyPatch, method: str) -> list[int]:
+    """A list that grows by one at each call of ``KafkaConnection.<method>``, which goes on as before."""
+    calls: list[int] = []
+    original = getattr(KafkaConnection, method)
+
+    def counted(self: KafkaConnection, *args: object) -> object:
+        calls.append(1)
+        return original(self, *args)
+
+    monkeypatch.setattr(KafkaConnection, method, counted)
+    return calls
+
+
 def _lossy(exchanges: int, every: int) -> list[TcpSegment]:
     """One long connection of Produce and Metadata exchanges (frames over several segments), with every
     ``every``-th segment after the handshake lost: requests and answers cut, some whole answers lost."""
@@ -435,7 +448,7 @@ def _lossy(exchanges: int, every: int) -> list[TcpSegment]:
     return [seg for i, seg in enumerate(segments) if i < 3 or i % every]
 
 
-def test_a_lossy_connection_goes_back_to_the_lanes() -> None:
+def test_a_lossy_connection_goes_back_to_the_lanes(monkeypatch: pytest.MonkeyPatch) -> None:
     """A capture that loses a segment now and then (every 61st: about one exchange in 15 damaged): after
     each loss the connection is framed and paired natively again once the Python splitter found the next
     frame and the lost answers' requests are settled, instead of staying with the reference for good (a
@@ -443,18 +456,9 @@ def test_a_lossy_connection_goes_back_to_the_lanes() -> None:
     lost kept the pairing off). Fails if either is undone: the tables are the reference's either way."""
     segments = _lossy(600, 61)
     pipeline = KafkaPipeline(replace(Options(), exchange_rows=True))
-    delivered = []
-    data = KafkaConnection.data
-
-    def counted(self: KafkaConnection, *args: object) -> list:
-        delivered.append(1)
-        return data(self, *args)
-
-    KafkaConnection.data = counted  # type: ignore[method-assign]
-    try:
-        events = pipeline.feed_many(segments) + pipeline.finish()
-    finally:
-        KafkaConnection.data = data  # type: ignore[method-assign]
+    delivered = _calls(monkeypatch, "data")
+    events = pipeline.feed_many(segments) + pipeline.finish()
+    monkeypatch.undo()
     rows = sum(len(ev) for ev in events if isinstance(ev, ExchangeRows))
     answered = rows + sum(isinstance(ev, Exchange) and ev.response is not None for ev in events)
     assert rows >= answered * 3 // 4
@@ -468,14 +472,7 @@ def test_a_connection_losing_many_packets_stays_with_the_session_longer(monkeypa
     far fewer hand-backs than losses (each one a replay and a new piece of rows); the tables are the
     reference's."""
     segments = _lossy(400, 7)
-    resumed = []
-    resume = KafkaConnection.resume_pairing
-
-    def counted(self: KafkaConnection, *args: object) -> list:
-        resumed.append(1)
-        return resume(self, *args)
-
-    monkeypatch.setattr(KafkaConnection, "resume_pairing", counted)
+    resumed = _calls(monkeypatch, "resume_pairing")
     events = _events(segments, replace(Options(), exchange_rows=True), [64])
     gaps = sum(getattr(ev, "kind", None) == "gap" for ev in events)
     assert gaps > 100 and len(resumed) < gaps // 4
@@ -519,14 +516,7 @@ def test_an_orphan_answer_leaves_the_pairing_on(monkeypatch: pytest.MonkeyPatch)
             messages.append((0, produce_request(cid, records=b"r" * 40), 2 * cid * MS))
         messages.append((1, produce_response(cid), (2 * cid + 1) * MS))
     segments = tcp_conversation(messages, close=True)
-    resumed = []
-    resume = KafkaConnection.resume_pairing
-
-    def counted(self: KafkaConnection, *args: object) -> list:
-        resumed.append(1)
-        return resume(self, *args)
-
-    monkeypatch.setattr(KafkaConnection, "resume_pairing", counted)
+    resumed = _calls(monkeypatch, "resume_pairing")
     native, _ = _same_rows(segments, Options(), [64])
     assert sum(len(ev) for ev in native if isinstance(ev, ExchangeRows)) >= 45
     assert len(resumed) <= 4  # (the end of the connection, each of the three runs)
