@@ -593,6 +593,33 @@ pairing_waits(const Pairing *p, long long correlation_id)
     return !p->on ? 0 : find(p, correlation_id) >= 0 ? 1 : held(p, correlation_id);
 }
 
+int
+session_frames(PyObject *frames_of, int d, PyObject *frames, PyObject *out, PyObject **pairing)
+{
+    PyObject *direction = PyLong_FromLong(d), *result = NULL;
+    if (direction != NULL) {
+        PyObject *call[2] = {direction, frames};
+        result = PyObject_Vectorcall(frames_of, call, 2, NULL);
+        Py_DECREF(direction);
+    }
+    if (result == NULL)
+        return -1;
+    PyObject *events;
+    if (!PyTuple_CheckExact(result) || PyTuple_GET_SIZE(result) != 3
+        || !PyList_CheckExact(events = PyTuple_GET_ITEM(result, 0))) {
+        Py_DECREF(result);
+        PyErr_SetString(PyExc_TypeError, "frames() returns (events, settled, pairing)");
+        return -1;
+    }
+    int left = PyList_GET_SIZE(events) ? PyList_SetSlice(out, PY_SSIZE_T_MAX, PY_SSIZE_T_MAX, events) : 0;
+    if (left == 0)
+        left = PyObject_Not(PyTuple_GET_ITEM(result, 1));
+    if (left >= 0 && pairing != NULL)
+        *pairing = Py_NewRef(PyTuple_GET_ITEM(result, 2));
+    Py_DECREF(result);
+    return left;
+}
+
 /* An answer no waiting request expects goes to the session as the frame it is, the pairing staying on: the
  * session's pairer is empty while the pairing holds its requests, so it finds none either and holds the answer
  * for the orphans' inference, as the reference does (whose splitter holds no unfinished request then: the lane
@@ -602,31 +629,22 @@ orphan(Pairing *p, long long offset, const char *b, Py_ssize_t n, long long ts_f
 {
     PyObject *args[4] = {PyLong_FromLongLong(offset), PyBytes_FromStringAndSize(b, n), PyLong_FromLongLong(ts_first),
                          PyLong_FromLongLong(ts_last)};
-    PyObject *frame = NULL, *list = NULL, *direction = PyLong_FromLong(p->request_dir ^ 1), *result = NULL;
+    PyObject *frame = NULL, *list = NULL;
     if (args[0] != NULL && args[1] != NULL && args[2] != NULL && args[3] != NULL)
         frame = PyObject_Vectorcall(p->frame_type, args, 4, NULL);
     for (int k = 0; k < 4; k++)
         Py_XDECREF(args[k]);
-    if (frame != NULL && direction != NULL && (list = PyList_New(1)) != NULL) {
-        PyList_SET_ITEM(list, 0, frame);
-        frame = NULL;
-        PyObject *call[2] = {direction, list};
-        result = PyObject_Vectorcall(p->frames, call, 2, NULL);
-    }
-    Py_XDECREF(frame);
-    Py_XDECREF(list);
-    Py_XDECREF(direction);
-    if (result == NULL)
+    if (frame == NULL || (list = PyList_New(1)) == NULL) {
+        Py_XDECREF(frame);
         return -1;
-    PyObject *events;
-    int rc = -1;
-    if (!PyTuple_CheckExact(result) || PyTuple_GET_SIZE(result) != 3
-        || !PyList_CheckExact(events = PyTuple_GET_ITEM(result, 0)))
-        PyErr_SetString(PyExc_TypeError, "frames() returns (events, settled, pairing)");
-    else if ((p->left = PyObject_Not(PyTuple_GET_ITEM(result, 1))) >= 0)
-        rc = PyList_GET_SIZE(events) ? PyList_SetSlice(p->events, PY_SSIZE_T_MAX, PY_SSIZE_T_MAX, events) : 0;
-    Py_DECREF(result);
-    return rc < 0 ? -1 : 2;
+    }
+    PyList_SET_ITEM(list, 0, frame);
+    int left = session_frames(p->frames, p->request_dir ^ 1, list, p->events, NULL);
+    Py_DECREF(list);
+    if (left < 0)
+        return -1;
+    p->left = left;
+    return 2;
 }
 
 static int

@@ -59,6 +59,10 @@ int pairing_frame(Pairing *p, int d, long long offset, const char *b, Py_ssize_t
  * p->events, or, with p->events NULL, must be none. 0 or -1. */
 int pairing_stop(Pairing *p);
 void pairing_clear(Pairing *p);
+/* The session's frames(direction, frames) -> (events, settled, pairing) called, its events appended to ``out``:
+ * 1 when the connection left what a lane may frame, 0 if not, -1 on error; with ``pairing`` not NULL, *pairing
+ * is its pairing spec or None (a new reference, on success). */
+int session_frames(PyObject *frames_of, int d, PyObject *frames, PyObject *out, PyObject **pairing);
 /* Whether a request with this correlation id waits here or in the session's overtaken ones: 1, 0, or -1 on error. */
 int pairing_waits(const Pairing *p, long long correlation_id);
 

@@ -20,7 +20,7 @@ capture that drops a packet now and then would end each long connection holding 
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Iterator, ValuesView
 
 from kdissect.decoders import apis
 from kdissect.decoders.errors import CAP
@@ -60,9 +60,9 @@ class Pairer:
     def __contains__(self, correlation_id: int) -> bool:
         return correlation_id in self._pending or correlation_id in self._overtaken
 
-    def in_order(self) -> list[KafkaMessage]:
-        """The requests waiting that no answer overtook, oldest first."""
-        return list(self._pending.values())
+    def in_order(self) -> ValuesView[KafkaMessage]:
+        """The requests waiting that no answer overtook, oldest first (a view: nothing copied)."""
+        return self._pending.values()
 
     def overtaken(self) -> dict[int, KafkaMessage]:
         """The overtaken requests by correlation id, itself (not a copy): a native pairing holding the others
@@ -76,7 +76,7 @@ class Pairer:
         handed back after each lost packet does not move up to ``MAX_OVERTAKEN`` of them back and forth."""
         if self._silent or len(self._pending) > most:
             return None
-        waiting = self.in_order()
+        waiting = list(self._pending.values())
         self._pending.clear()
         return waiting
 

@@ -472,34 +472,17 @@ settle(Lanes *self, PyObject *move_to_end)
     return rc;
 }
 
-/* The connection's frames(direction, frames) -> (events, settled, pairing): events appended to ``out``;
- * returns 1 when the connection left what a lane may frame, 0 if not, -1 on error. A pairing spec (not
- * None) starts the lane's pairing again. */
+/* The connection's frames(direction, frames) (session_frames): returns 1 when the connection left what a lane may
+ * frame, 0 if not, -1 on error. A pairing spec (not None) starts the lane's pairing again. */
 static int
 deliver_frames(Lane *lane, int d, PyObject *frames, PyObject *out)
 {
-    PyObject *direction = PyLong_FromLong(d), *result = NULL;
-    if (direction != NULL) {
-        PyObject *call[2] = {direction, frames};
-        result = PyObject_Vectorcall(lane->frames, call, 2, NULL);
-        Py_DECREF(direction);
-    }
-    if (result == NULL)
-        return -1;
-    PyObject *events, *settled, *pairing;
-    if (!PyTuple_CheckExact(result) || PyTuple_GET_SIZE(result) != 3
-        || !PyList_CheckExact(events = PyTuple_GET_ITEM(result, 0))) {
-        Py_DECREF(result);
-        PyErr_SetString(PyExc_TypeError, "frames() returns (events, settled, pairing)");
-        return -1;
-    }
-    settled = PyTuple_GET_ITEM(result, 1);
-    pairing = PyTuple_GET_ITEM(result, 2);
-    int rc = PyList_GET_SIZE(events) ? PyList_SetSlice(out, PY_SSIZE_T_MAX, PY_SSIZE_T_MAX, events) : 0;
-    if (rc == 0 && pairing != Py_None && !lane->pairing.on)
-        rc = pairing_start(&lane->pairing, pairing, lane->request_dir, lane->frame_type, lane->frames);
-    int left = rc < 0 ? -1 : !PyObject_IsTrue(settled);
-    Py_DECREF(result);
+    PyObject *pairing = NULL;
+    int left = session_frames(lane->frames, d, frames, out, &pairing);
+    if (left >= 0 && pairing != Py_None && !lane->pairing.on
+        && pairing_start(&lane->pairing, pairing, lane->request_dir, lane->frame_type, lane->frames) < 0)
+        left = -1;
+    Py_XDECREF(pairing);
     return left;
 }
 
