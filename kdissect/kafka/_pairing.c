@@ -22,7 +22,8 @@
  * - The session side effects of a taken request happen when the reference's would: its client id
  *   joins the summary's client_ids, its (api key, version) the session's pairs.
  * - A pairing starts with the requests the session's pairer held (none acks=0, none cut or warned
- *   about), taken over as they are (overtaken or not), and given back as they were.
+ *   about) in order, taken over; the overtaken ones stay with the pairer (read here, never changed), and
+ *   the pairing gives back what it holds, each overtaken or not.
  * - With names (Options.exchange_topics: the live figures), each row also brings what the request's
  *   structs name (a topic, or a topic id's 16 bytes: named_topics.request_topics), every non-zero error
  *   code of the response and the (topic, topic id) pairs its structs name (named_topics.id_names), from
@@ -101,9 +102,10 @@ read_shared(PyObject *t)
 /* spec: (shared, limit, (client ip, port), (broker ip, port), conn_id, client_ids, pairs, resume, names, waiting,
  * details, held)
  * with waiting [(correlation_id, api_key, api_version, offset, ts_first, ts_last, size, client_id, message,
- * overtaken, topics)], oldest first: at most MAX_WAITING (lanes.py's MAX_WAITING); topics: a tuple with
- * names, else None; details: the sink's lane spec (tables/detail_walk.py lane_spec), or None; held: the session
- * pairer's overtaken requests (a dict by correlation id), read, never changed here. */
+ * topics)], oldest first, none overtaken (those stay in the pairer: held): at most MAX_WAITING (lanes.py's
+ * MAX_WAITING); topics: a tuple with names, else None; details: the sink's lane spec (tables/detail_walk.py
+ * lane_spec), or None; held: the session pairer's overtaken requests (a dict by correlation id), read, never
+ * changed here. */
 int
 pairing_start(Pairing *p, PyObject *spec, int request_dir, PyObject *frame_type, PyObject *frames)
 {
@@ -143,9 +145,9 @@ pairing_start(Pairing *p, PyObject *spec, int request_dir, PyObject *frame_type,
     for (Py_ssize_t k = 0; k < PyList_GET_SIZE(waiting); k++) {
         Waiting w = {0};
         PyObject *client_id, *message, *topics;
-        if (!PyArg_ParseTuple(PyList_GET_ITEM(waiting, k), "LiiLLLLOOpO", &w.correlation_id, &w.api_key,
+        if (!PyArg_ParseTuple(PyList_GET_ITEM(waiting, k), "LiiLLLLOOO", &w.correlation_id, &w.api_key,
                               &w.api_version, &w.offset, &w.ts_first, &w.ts_last, &w.size, &client_id, &message,
-                              &w.overtaken, &topics)) {
+                              &topics)) {
             pairing_clear(p);
             return -1;
         }

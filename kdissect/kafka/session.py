@@ -201,7 +201,7 @@ class KafkaConnection:
         return (_pairing_shared(), opts.pending_requests, self.summary.client, self.summary.broker, self.conn_id,
                 self.summary.client_ids, self._pairs, self.resume_pairing, names,
                 [(m.correlation_id, m.api_key, m.api_version, m.offset, m.ts_first, m.ts_last, m.size,
-                  m.header.get("client_id") if m.header else None, m, False,
+                  m.header.get("client_id") if m.header else None, m,
                   scanned_topics(contexts(m.api_key, m.api_version, "request", m.body)) if names else None)
                  for m in waiting],
                 opts.exchange_details, pairer.overtaken())
