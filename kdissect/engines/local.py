@@ -28,7 +28,7 @@ from kdissect.engines.run import (  # RunStats, RunResult, no_capture: the run's
 from kdissect.events import Anomaly, Exchange, KafkaEvent
 from kdissect.kafka.pipeline import KafkaPipeline
 from kdissect.options import Options
-from kdissect.sources.files import DEFAULT_CHUNK_SIZE, iter_capture, merged_chunk_size, timeline
+from kdissect.sources.files import DEFAULT_CHUNK_SIZE, capture_batches, merged_chunk_size, timeline
 from kdissect.sources.interleave import merge_runs
 from kdissect.sources.segment import TcpSegment
 from kdissect.sources.shapes import (
@@ -52,6 +52,7 @@ ALWAYS = ("connections", "anomalies")  # tables every run keeps: the summary rea
 # figure that needs another table (a report's top partitions, say) adds that table here, and
 # ``analysis.summary.Figures.add`` takes its pieces as they are handed over.
 SUMMARY_TABLES = ("exchanges", "connections", "anomalies")
+_SEGMENT = frozenset((TcpSegment,))  # a run whose items are all of these goes to the core in slices
 SEGMENT_BATCH = 256  # segments handed to the core at once (the native lanes take runs of them in one call)
 
 
@@ -100,16 +101,16 @@ def source_anomaly(a: SourceAnomaly, source: str | None = None) -> Anomaly:
 
 def _read_file(
     path: PathArg, options: Options, stats: RunStats, progress: Progress | None, chunk_size: int = DEFAULT_CHUNK_SIZE
-) -> Iterator[SourceEvent]:
-    """One file's segments and anomalies, counted into ``stats``, within the sources' bounds of
-    ``options``, read ``chunk_size`` bytes at a time. A file that is not a capture is skipped (named
-    in ``stats.unreadable`` and an anomaly row) and the others read."""
+) -> Iterator[list[SourceEvent]]:
+    """One file's segments and anomalies in batches (``capture_batches``), counted into ``stats``,
+    within the sources' bounds of ``options``, read ``chunk_size`` bytes at a time. A file that is not
+    a capture is skipped (named in ``stats.unreadable`` and an anomaly row) and the others read."""
     stats.files += 1
     source_stats = SourceStats()
     try:
         with Path(path).open("rb") as raw:
             reader: BinaryIO = _CountingReader(raw, progress) if progress else raw  # type: ignore[assignment]
-            yield from iter_capture(
+            yield from capture_batches(
                 reader,
                 chunk_size=chunk_size,
                 stats=source_stats,
@@ -119,7 +120,7 @@ def _read_file(
             )
     except CaptureFormatError as exc:
         stats.unreadable.append((str(path), str(exc)))
-        yield unreadable_file(str(path), exc, source_stats)
+        yield [unreadable_file(str(path), exc, source_stats)]
     stats.add(source_stats)
 
 
@@ -153,6 +154,16 @@ def feed_runs(pipeline: KafkaPipeline, runs: Iterable[tuple[str | None, Iterable
     batch: list[TcpSegment] = []
     sources: list[str | None] = []
     for source, items in runs:
+        if type(items) is list and set(map(type, items)) == _SEGMENT:  # (a run of segments: no step per item)
+            start = 0
+            while len(items) - start >= (room := SEGMENT_BATCH - len(batch)):
+                batch += items[start : start + room]
+                sources += [source] * room
+                yield from pipeline.feed_many(batch, sources=sources)
+                batch, sources, start = [], [], start + room
+            batch += items[start:]
+            sources += [source] * (len(items) - start)
+            continue
         for item in items:
             if type(item) is TcpSegment:
                 batch.append(item)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Iterator
 from contextlib import ExitStack
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from kdissect.sources.decoder import CaptureDecoder
 from kdissect.sources.defrag import DefragLimits
@@ -31,7 +31,7 @@ def merged_chunk_size(files: int) -> int:
     return max(MIN_CHUNK_SIZE, min(DEFAULT_CHUNK_SIZE, MERGED_READ_AHEAD // max(files, 1)))
 
 
-def iter_capture(
+def capture_batches(
     source: str | os.PathLike[str] | BinaryIO,
     *,
     chunk_size: int = DEFAULT_CHUNK_SIZE,
@@ -42,9 +42,10 @@ def iter_capture(
     gunzip_free: int = GUNZIP_FREE,
     records: bool = False,
     packed: bool = False,
-) -> Iterator[SourceEvent | CaptureRecord | PackedSegments]:
-    """Yield the ``TcpSegment`` and ``SourceAnomaly`` events of a pcap/pcapng file (or
-    gzip of one) in file order.
+) -> Iterator[list[SourceEvent | CaptureRecord | PackedSegments]]:
+    """The ``TcpSegment`` and ``SourceAnomaly`` events of a pcap/pcapng file (or gzip of one) in file
+    order, in lists: the events each chunk read completes (none empty). The engines move them on a
+    list at a time, with no Python step per packet.
 
     ``source`` is a path or a binary file object (left open). Pass ``stats`` to read the
     counters while or after iterating. ``defrag`` and ``gunzip_*`` bound what the input may
@@ -67,14 +68,22 @@ def iter_capture(
                 if isinstance(piece, SourceAnomaly):
                     decoder.stats.anomalies += 1
                     damage = damage or piece
-                    yield piece
-                else:
-                    yield from decoder.feed(piece)
-            yield from decoder.close()
+                    yield [piece]
+                elif events := decoder.feed(piece):
+                    yield events
+            if events := decoder.close():
+                yield events
         except CaptureFormatError:
             if damage is None:
                 raise
             raise CaptureFormatError(f"{damage.message}; no capture could be read") from None
+
+
+def iter_capture(source: str | os.PathLike[str] | BinaryIO, **options: Any
+                 ) -> Iterator[SourceEvent | CaptureRecord | PackedSegments]:  # fmt: skip
+    """The events of :func:`capture_batches` (same arguments) one by one."""
+    for events in capture_batches(source, **options):
+        yield from events
 
 
 def first_time(path: str | os.PathLike[str]) -> int | None:

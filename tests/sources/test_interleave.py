@@ -18,13 +18,19 @@ def _ts(item: Item) -> int | None:
     return item[2]
 
 
-def _inputs(times: list[list[int | None]], firsts: list[int | None] | None = None, log: list | None = None):
-    """(first time, opener) per input; an opener notes in ``log`` when it is called."""
+def _inputs(times: list[list[int | None]], firsts: list[int | None] | None = None, log: list | None = None,
+            batch: int = 3):
+    """(first time, opener) per input; an opener gives its items ``batch`` at a time, between empty
+    batches (a chunk read that completed no record), and notes in ``log`` when it is called."""
 
-    def opener(i: int) -> Iterator[Item]:
+    def opener(i: int) -> Iterator[list[Item]]:
         if log is not None:
             log.append(("open", i))
-        yield from ((i, n, t) for n, t in enumerate(times[i]))
+        items = [(i, n, t) for n, t in enumerate(times[i])]
+        for start in range(0, len(items), batch):
+            yield []
+            yield items[start : start + batch]
+        yield []
 
     firsts = firsts if firsts is not None else [next((t for t in ts if t is not None), None) for ts in times]
     return [(firsts[i], lambda i=i: opener(i)) for i in range(len(times))]
@@ -60,18 +66,36 @@ def _runs(times: list[list[int | None]], most: int = 100, **kw) -> list[tuple[in
 times_st = st.lists(st.lists(st.one_of(st.none(), st.integers(0, 20)), max_size=12), min_size=1, max_size=4)
 
 
-@given(times_st, st.data(), st.integers(1, 5))
-def test_runs_keep_the_item_by_item_order(times: list[list[int | None]], data: st.DataObject, most: int) -> None:
+@given(times_st, st.data(), st.integers(1, 5), st.integers(1, 4))
+def test_runs_keep_the_item_by_item_order(times: list[list[int | None]], data: st.DataObject, most: int,
+                                          batch: int) -> None:  # fmt: skip
     firsts = data.draw(st.lists(st.one_of(st.none(), st.integers(0, 20)), min_size=len(times), max_size=len(times)))
-    runs = list(merge_runs(_inputs(times, firsts), _ts, most))
+    runs = list(merge_runs(_inputs(times, firsts, batch=batch), _ts, most))
     assert [item for _, run in runs for item in run] == _one_at_a_time(times, firsts)
     assert all(0 < len(run) <= most and {item[0] for item in run} == {i} for i, run in runs)
 
 
 def test_files_that_follow_each_other_are_one_run_each() -> None:
+    """(the last file, with nothing left to merge, is handed on in its reader's batches)"""
     rotated = [list(range(0, 10)), list(range(10, 20)), list(range(20, 30))]
-    assert _runs(rotated) == [(0, list(range(10))), (1, list(range(10))), (2, list(range(10)))]
+    assert _runs(rotated) == [(0, list(range(10))), (1, list(range(10))),
+                              (2, [0, 1, 2]), (2, [3, 4, 5]), (2, [6, 7, 8]), (2, [9])]  # fmt: skip
     assert _runs(rotated, most=4)[:3] == [(0, [0, 1, 2, 3]), (0, [4, 5, 6, 7]), (0, [8, 9])]
+    assert _runs(rotated, batch=10) == [(0, list(range(10))), (1, list(range(10))), (2, list(range(10)))]
+    assert _runs(rotated, most=4, batch=10)[-3:] == [(2, [0, 1, 2, 3]), (2, [4, 5, 6, 7]), (2, [8, 9])]
+
+
+def test_a_lone_input_is_handed_on_batch_by_batch() -> None:
+    """No step per item: the runs are slices of the reader's batches, which are not walked."""
+
+    class Unwalked(list):
+        def __iter__(self):  # a merge walking the batch would call this
+            raise AssertionError("walked")
+
+    items = [(0, n, n) for n in range(7)]
+    batches = [Unwalked(items[:5]), Unwalked(items[5:])]
+    runs = list(merge_runs([(0, lambda: iter(batches))], _ts, 4))
+    assert [(i, [n for _, n, _ in run]) for i, run in runs] == [(0, [0, 1, 2, 3]), (0, [4]), (0, [5, 6])]
 
 
 def test_interleaving_inputs_switch_at_each_overtake() -> None:
