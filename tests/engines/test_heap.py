@@ -48,9 +48,9 @@ def test_the_pad_keeps_freed_memory_with_the_process() -> None:
 
 @needs_native
 def test_a_pad_out_of_range_is_refused() -> None:
-    for pad in (-1, 1 << 31):
+    for pad, mmap_from in ((-1, 0), (1 << 31, 0), (0, -1), (0, 1 << 31)):
         with pytest.raises(ValueError):
-            heap.keep_freed_heap(pad)
+            heap.keep_freed_heap(pad, mmap_from)
 
 
 def test_the_reference_path_changes_nothing() -> None:
