@@ -2,7 +2,8 @@
 
 One extension per stage with a native part, beside that stage's Python reference: the decoder
 (``decoders/_native.c``), the sources' record walks and header read (``sources/_native.c`` and
-the files it names), the live engine's device read (``engines/_capture.c``), the table sink's detail walk,
+the files it names), the engines' two (the live engine's device read, ``engines/_capture.c``; the command
+line's heap setting, ``engines/_heap.c``), the table sink's detail walk,
 records rows, category codes, typed columns and partition rows (``tables/_native.c``, ``_record_rows.c``, ``_codes.c``,
 ``_typed.c``, ``_part_rows.c``), and the native lanes:
 in-order reassembly (``reassembly/_native.c``) with Kafka framing (``kafka/_framing.c``).
@@ -55,6 +56,11 @@ setup(
         Extension(
             "kdissect.engines._capture",
             ["kdissect/engines/_capture.c"],
+            optional=True,
+        ),
+        Extension(
+            "kdissect.engines._heap",
+            ["kdissect/engines/_heap.c"],
             optional=True,
         ),
     ]

@@ -47,8 +47,9 @@ FOUNDATION = {"dataclass", "lazy"}
 
 # The engines' entry points, all the command line may import of them: it turns arguments into one
 # request (request, live, frame; a key log file for --tls-keylog), calls one engine and prints one result
-# (run); the engines' wiring and the stages' internals stay behind them.
-CLI_ENGINES = {f"kdissect.engines{m}" for m in ("", ".request", ".run", ".live", ".frame", ".keylog_file")}
+# (run); the engines' wiring and the stages' internals stay behind them. The process's heap setting (heap) too:
+# only the process's owner may change it.
+CLI_ENGINES = {f"kdissect.engines{m}" for m in ("", ".request", ".run", ".live", ".frame", ".keylog_file", ".heap")}
 
 
 def _module_name(path: Path) -> str:

@@ -37,11 +37,22 @@ FORMATS_HELP = """table files (--out DIR --format F): DIR/<table>.<F>, one line 
   value_size); --preview N keeps their first N bytes."""
 
 
+# What ``pyarrow.parquet.ParquetWriter`` passes its writer by default, as ParquetFile passes it (see there).
+PARQUET_DEFAULTS = {"version": "2.6", "compression": "snappy", "data_page_version": "1.0",
+                    "writer_engine_version": "V2"}
+
+
 class ParquetFile:
-    """One table's Parquet file (a path, or a stream a file system opened), written piece by piece
+    """One table's Parquet file (a local path, or a stream a file system opened), written piece by piece
     in the schema of its first piece, an Arrow table made by :func:`kdissect.tables.arrow.to_arrow`
     (whose metadata keep pandas' dtypes over a round trip). The one Parquet writer: the local and
-    live engines' ``TableWriter`` and the Spark engine's tasks write through it."""
+    live engines' ``TableWriter`` and the Spark engine's tasks write through it.
+
+    It writes through the writer ``pyarrow.parquet.ParquetWriter`` wraps (``pyarrow._parquet``), with
+    the options that front passes it (:data:`PARQUET_DEFAULTS`): the front only resolves a path to a
+    file system, which ``where`` never needs, and importing it loads every file system's bindings (and
+    ``ssl``, for S3's certificates): ~40 M instructions, a sixth of an exchanges run's fixed cost.
+    tests/tables/test_parquet_file.py checks the bytes written equal the front's."""
 
     def __init__(self, where: Any) -> None:
         self._where = where
@@ -50,10 +61,11 @@ class ParquetFile:
 
     def write(self, table: Any) -> None:
         if self._writer is None:
-            import pyarrow.parquet as pq
+            from pyarrow._parquet import ParquetWriter
 
             small = [f.name for f in table.schema if not _is_payload(f.type)]
-            self._writer = pq.ParquetWriter(self._where, table.schema, use_dictionary=small, write_statistics=small)
+            self._writer = ParquetWriter(self._where, table.schema, use_dictionary=small, write_statistics=small,
+                                         **PARQUET_DEFAULTS)  # fmt: skip
         self._writer.write_table(table)
         self.rows += table.num_rows
 
