@@ -52,7 +52,8 @@ class ParquetFile:
     the options that front passes it (:data:`PARQUET_DEFAULTS`): the front only resolves a path to a
     file system, which ``where`` never needs, and importing it loads every file system's bindings (and
     ``ssl``, for S3's certificates): ~40 M instructions, a sixth of an exchanges run's fixed cost.
-    tests/tables/test_parquet_file.py checks the bytes written equal the front's."""
+    tests/tables/test_parquet_file.py checks the bytes written equal the front's (and that a pyarrow
+    without that class still writes, through the front)."""
 
     def __init__(self, where: Any) -> None:
         self._where = where
@@ -61,17 +62,28 @@ class ParquetFile:
 
     def write(self, table: Any) -> None:
         if self._writer is None:
-            from pyarrow._parquet import ParquetWriter
-
             small = [f.name for f in table.schema if not _is_payload(f.type)]
-            self._writer = ParquetWriter(self._where, table.schema, use_dictionary=small, write_statistics=small,
-                                         **PARQUET_DEFAULTS)  # fmt: skip
+            self._writer = _parquet_writer(self._where, table.schema, use_dictionary=small, write_statistics=small)
         self._writer.write_table(table)
         self.rows += table.num_rows
 
     def close(self) -> None:
         if self._writer is not None:
             self._writer.close()
+
+
+def _parquet_writer(where: Any, schema: Any, **options: Any) -> Any:
+    """The writer ``pyarrow.parquet.ParquetWriter`` wraps, given the options that front passes it; the
+    front itself should a pyarrow release move or change that private class (slower to import, the same
+    file): a user's run never fails on it."""
+    try:
+        from pyarrow._parquet import ParquetWriter
+
+        return ParquetWriter(where, schema, **options, **PARQUET_DEFAULTS)
+    except (ImportError, TypeError):
+        import pyarrow.parquet as pq
+
+        return pq.ParquetWriter(where, schema, **options)
 
 
 def _is_payload(arrow_type: Any) -> bool:

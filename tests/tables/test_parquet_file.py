@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import pyarrow as pa
@@ -79,3 +80,25 @@ def test_writing_loads_no_file_system(tmp_path: Path) -> None:
                           text=True, check=True)  # fmt: skip
     assert done.stdout.strip() == "[]"
     assert pq.read_table(tmp_path / "a.parquet")["a"].to_pylist() == [1, 2]
+
+
+
+@pytest.mark.parametrize("changed", [False, True])
+def test_a_pyarrow_whose_writer_moved_still_writes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                   changed: bool) -> None:  # fmt: skip
+    """(``pyarrow._parquet`` is private: a release that moves its writer, or changes what it takes, falls
+    back to the front, which holds the real module)"""
+    tables = _tables_written(tmp_path, monkeypatch)["exchanges.parquet"]
+    moved = types.ModuleType("pyarrow._parquet")
+    if changed:
+        def writer_changed(*args: object, **kwargs: object) -> None:
+            raise TypeError("an unexpected keyword argument")
+
+        moved.ParquetWriter = writer_changed  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "pyarrow._parquet", moved)
+    ours = writer.ParquetFile(tmp_path / "ours.parquet")
+    for table in tables:
+        ours.write(table)
+    ours.close()
+    _front(tmp_path / "front.parquet", tables)
+    assert (tmp_path / "ours.parquet").read_bytes() == (tmp_path / "front.parquet").read_bytes()
