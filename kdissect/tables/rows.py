@@ -133,8 +133,10 @@ class TableRows:
 
     def add_columns(self, columns: Mapping[str, list[Any] | Typed], n: int) -> None:
         """``n`` rows given as a list or a :class:`Typed` array per column (a piece of rows made natively);
-        other columns are None. Typed cells stay typed: their column becomes :class:`Parts`, whose last
-        typed part takes them (copied: the piece's buffers stay the piece's)."""
+        other columns are None. Typed cells stay typed: their column becomes :class:`Parts`, and the
+        piece's array is its next part, neither copied nor joined to the part before (the piece's buffers
+        are read, never written, from here on; the Arrow conversion joins a column's parts once:
+        appending each piece to one buffer copied the column over again as the buffer grew)."""
         self._plain()
         parted = False
         for name, column in self.columns.items():
@@ -142,10 +144,8 @@ class TableRows:
             if type(values) is Typed:
                 if type(column) is not Parts:
                     column = self.columns[name] = Parts([column] if column else [])
-                parts = column.parts
-                if not parts or type(parts[-1]) is not Typed or not parts[-1].add(values):
-                    parts.append(Typed(bytearray(values.buffer), values.code))
-                    parted = True
+                column.parts.append(values)
+                parted = True
             else:
                 column.extend(values if values is not None else repeat(None, n))  # type: ignore[union-attr]
         if parted:  # (the lists append_values keeps are no longer the columns' last)
