@@ -52,14 +52,7 @@ ALWAYS = ("connections", "anomalies")  # tables every run keeps: the summary rea
 # figure that needs another table (a report's top partitions, say) adds that table here, and
 # ``analysis.summary.Figures.add`` takes its pieces as they are handed over.
 SUMMARY_TABLES = ("exchanges", "connections", "anomalies")
-SEGMENT_BATCH = 256  # segments handed to the core at once by a Spark task (the lanes take runs of them in one call)
-# What feed_runs (the local and live engines) hands to the core at once: FEED_SEGMENTS segments, fewer once
-# their payloads reach FEED_BYTES. Each call's piece of rows goes through the table sink's Python once, so
-# chatty traffic (~250-byte segments) gains from long batches (1,024 rather than 256: ~6k instructions per
-# exchange off a live every-table run); a batch's messages are held until the sink has taken them, so
-# record-heavy traffic is cut by bytes (1,024 segments of 60 KB doubled an analyze run's peak memory).
-FEED_SEGMENTS = 1024
-FEED_BYTES = 1 << 20
+SEGMENT_BATCH = 256  # segments handed to the core at once (the native lanes take runs of them in one call)
 
 
 def capture_paths(paths: Iterable[PathArg]) -> list[Path]:
@@ -159,20 +152,18 @@ def feed_runs(pipeline: KafkaPipeline, runs: Iterable[tuple[str | None, Iterable
     batched too; anomalies name their input; the events keep their order."""
     batch: list[TcpSegment] = []
     sources: list[str | None] = []
-    held = 0  # the batch's payload bytes
     for source, items in runs:
         for item in items:
             if type(item) is TcpSegment:
                 batch.append(item)
                 sources.append(source)
-                held += len(item.payload)
-                if len(batch) == FEED_SEGMENTS or held >= FEED_BYTES:
+                if len(batch) == SEGMENT_BATCH:
                     yield from pipeline.feed_many(batch, sources=sources)
-                    batch, sources, held = [], [], 0
+                    batch, sources = [], []
                 continue
             if batch:
                 yield from pipeline.feed_many(batch, sources=sources)
-                batch, sources, held = [], [], 0
+                batch, sources = [], []
             pipeline.source = source
             if type(item) is SourceAnomaly:
                 yield source_anomaly(item, source)
