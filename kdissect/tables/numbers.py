@@ -63,7 +63,7 @@ def _without_nulls(wide_type: str, values: list[Any]) -> np.ndarray | None:
     through ``bytes`` (a byte per value, 0 or 1 for a bool), integers through ``numpy.fromiter``, which
     refuses None at the first (``numpy.array`` reads every value first)."""
     try:
-        if wide_type == "bool":
+        if wide_type == "bool" and type(values) is list:  # (bytes() of a buffer would copy its bytes)
             return np.frombuffer(bytes(values), dtype=np.uint8) != 0
         if wide_type == "int64":
             return np.fromiter(values, dtype=np.int64, count=len(values))  # (stops at a None: np.array does not)
