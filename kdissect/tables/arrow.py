@@ -17,8 +17,8 @@ import sys
 from array import array
 from collections.abc import Iterable, Mapping
 from functools import cache
-from itertools import accumulate, chain
-from operator import itemgetter
+from itertools import accumulate, chain, compress, repeat
+from operator import is_, is_not, itemgetter
 from typing import Any
 
 import pyarrow as pa
@@ -151,16 +151,16 @@ def _repeated(kind: str, runs: Runs, arrays: dict[int, np.ndarray]) -> pa.Array 
     if counts is None:
         counts = arrays[id(runs.counts)] = np.asarray(runs.counts, dtype=np.int64)
 
-    def repeat(data: np.ndarray, nulls: np.ndarray | None) -> tuple[np.ndarray, np.ndarray | None]:
+    def spread(data: np.ndarray, nulls: np.ndarray | None) -> tuple[np.ndarray, np.ndarray | None]:
         return np.repeat(data, counts), None if nulls is None else np.repeat(nulls, counts)
 
     if kind in NUMPY_TYPES:
         values = runs.values
         found = narrowed(kind, Typed(values, NULLABLE)) if type(values) is bytearray else number_arrays(kind, values)
-        return _packed(kind, *repeat(*found))
+        return _packed(kind, *spread(*found))
     if kind == "category":
         codes, nulls, distinct = _codes(runs.values)
-        return pa.DictionaryArray.from_arrays(_packed("int32", *repeat(codes, nulls)), _binary(pa.string(), distinct))
+        return pa.DictionaryArray.from_arrays(_packed("int32", *spread(codes, nulls)), _binary(pa.string(), distinct))
     return _array(kind, runs.expand())
 
 
@@ -175,14 +175,17 @@ def _validity(nulls: np.ndarray | None) -> pa.Buffer | None:
 def _binary(arrow_type: pa.DataType, values: list[Any]) -> pa.Array | pa.ChunkedArray:
     """Bytes (or, for a string type, text) values, None for null; chunked past int32 offsets."""
     text = arrow_type == pa.string()
-    nulls = None
-    if None in values:
-        nulls = np.fromiter((v is None for v in values), dtype=np.bool_, count=len(values))
-        empty = "" if text else b""
-        values = [empty if v is None else v for v in values]
-    data, sizes = _utf8_joined(values) if text else (b"".join(values), map(len, values))
-    ends = array("q", accumulate(sizes, initial=0))  # a C loop, three times numpy.fromiter's speed here
-    return _spans(arrow_type, nulls, np.frombuffer(ends, dtype=np.int64), data)
+    if None not in values:
+        data, sizes = _utf8_joined(values) if text else (b"".join(values), map(len, values))
+        ends = array("q", accumulate(sizes, initial=0))  # a C loop, three times numpy.fromiter's speed here
+        return _spans(arrow_type, None, np.frombuffer(ends, dtype=np.int64), data)
+    # nulls: the present cells joined, their sizes placed among the nulls' zeros (no Python step per cell)
+    nulls = np.fromiter(map(is_, values, repeat(None)), dtype=np.bool_, count=len(values))
+    present = list(compress(values, map(is_not, values, repeat(None))))
+    data, sizes = _utf8_joined(present) if text else (b"".join(present), map(len, present))
+    lengths = np.zeros(len(values) + 1, dtype=np.int64)
+    lengths[1:][~nulls] = np.frombuffer(array("q", sizes), dtype=np.int64)
+    return _spans(arrow_type, nulls, np.cumsum(lengths), data)
 
 
 def _spans(arrow_type: pa.DataType, nulls: np.ndarray | None, ends: np.ndarray, data: bytes | memoryview

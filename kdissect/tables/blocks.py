@@ -95,21 +95,22 @@ class RecordBlock:
 
     def _offsets(self) -> tuple[np.ndarray, np.ndarray | None]:
         values = self._ints("offset", np.int64)
-        firsts = self.first_offsets
-        if all(first == WIRE for first in firsts):
+        firsts = np.array(self.first_offsets, dtype=object)  # (one pass per step below, each in C:
+        wire = np.equal(firsts, WIRE)  # chatty traffic has a batch per record)
+        if wire.all():
             return values, None
         counts = np.asarray(self.counts, dtype=np.int64)
-        assigned = [first for first in firsts if first is not None and first != WIRE]
-        if not assigned or max(assigned) <= _INT64_MAX - int(counts.max(initial=0)):
-            return self._assigned(values, counts)
+        unknown = np.equal(firsts, None)
+        assigned = firsts[~(unknown | wire)]
+        if not len(assigned) or assigned.max() <= _INT64_MAX - int(counts.max(initial=0)):
+            return self._assigned(values, counts, firsts, unknown, wire)
         return self._offsets_by_batch(values)
 
-    def _assigned(self, values: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
-        """The offsets of batches whose first offsets all fit in int64 with their records, a numpy
-        step per column rather than a step per batch (chatty traffic has a batch per record)."""
-        firsts = np.array(self.first_offsets, dtype=object)  # (one pass per step below, each in C)
-        unknown = np.equal(firsts, None)
-        wire = np.equal(firsts, WIRE)
+    def _assigned(self, values: np.ndarray, counts: np.ndarray, firsts: np.ndarray, unknown: np.ndarray,
+                  wire: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+        """The offsets of batches whose first offsets (``firsts``, an object array: ``unknown`` where None,
+        ``wire`` where WIRE) all fit in int64 with their records, a numpy step per column rather than a
+        step per batch."""
         firsts[unknown] = 0
         starts = firsts.astype(np.int64)
         rows = np.repeat(~(unknown | wire), counts)

@@ -317,20 +317,13 @@ class Typed:
     """A run of a column's cells as machine values in one buffer, no Python object per cell: what the
     native pairing's typed buffers become (``code``: a numpy type code, ``events.EXCHANGE_TYPED``; or
     NULLABLE, ``tables/_typed.c``'s records). Wide types only (int64, float64, bool): the Arrow
-    conversion narrows them to the column's type. Pieces of a column join in one buffer (``add``)."""
+    conversion narrows them to the column's type, joining a column's parts in one buffer."""
 
     buffer: bytearray
     code: str
 
     def __len__(self) -> int:
         return len(self.buffer) // (_RECORD_SIZE if self.code == NULLABLE else calcsize(self.code))
-
-    def add(self, other: Typed) -> bool:
-        """Append ``other``'s cells if they are of the same code (whether they were)."""
-        if other.code != self.code:
-            return False
-        self.buffer += other.buffer
-        return True
 
     def arrays(self) -> tuple[np.ndarray, np.ndarray | None]:
         """The values (copied out of the buffer, which may grow later) and their nulls (None: none)."""

@@ -34,9 +34,14 @@ def number_arrays(kind: str, values: list[Any]) -> tuple[np.ndarray, np.ndarray 
     dtype = NUMPY_TYPES[kind]
     wide_type = dtype if dtype in ("bool", "float64") else "int64"
     try:
-        if None in values:
+        wide = _without_nulls(wide_type, values)
+        if wide is not None:
+            nulls = None
+        elif None in values:
             objects = np.fromiter(values, dtype=object, count=len(values))
             nulls = np.equal(objects, None)
+            if nulls.all():  # (a column no row of the piece fills)
+                return np.zeros(len(values), dtype=dtype), nulls
             objects[nulls] = 0
             wide = objects.astype(wide_type)
         else:
@@ -50,6 +55,21 @@ def number_arrays(kind: str, values: list[Any]) -> tuple[np.ndarray, np.ndarray 
     if not np.array_equal(data, wide):
         return number_arrays(kind, null_out_of_range(kind, values))
     return data, nulls
+
+
+def _without_nulls(wide_type: str, values: list[Any]) -> np.ndarray | None:
+    """The values as an array of ``wide_type`` when a conversion that refuses None takes them all (the
+    common case, found without a pass asking each value whether it is None); None otherwise. Booleans go
+    through ``bytes`` (a byte per value, 0 or 1 for a bool), integers through ``numpy.fromiter``, which
+    refuses None at the first (``numpy.array`` reads every value first)."""
+    try:
+        if wide_type == "bool" and type(values) is list:  # (bytes() of a buffer would copy its bytes)
+            return np.frombuffer(bytes(values), dtype=np.uint8) != 0
+        if wide_type == "int64":
+            return np.fromiter(values, dtype=np.int64, count=len(values))  # (stops at a None: np.array does not)
+    except (TypeError, ValueError):  # (None among them; or a bool column's value bytes cannot hold)
+        return None
+    return None
 
 
 def narrowed(kind: str, typed: Typed) -> tuple[np.ndarray, np.ndarray | None]:
@@ -68,8 +88,7 @@ def joined_numbers(kind: str, parts: list[list[Any] | Typed]) -> tuple[np.ndarra
     """Parts of a number column (lists and :class:`Typed` parts, in any order) as one array and its nulls:
     the typed parts' buffers joined and narrowed at once, the lists' values converted at once, then
     placed (rows of the Python pairing may split a column into thousands of parts)."""
-    parts = [p for p in parts if len(p)]
-    typed = [p for p in parts if type(p) is Typed]
+    typed = [p for p in parts if type(p) is Typed]  # (empty parts join and place nothing)
     listed = list(chain.from_iterable(p for p in parts if type(p) is not Typed))
     if not typed:
         return number_arrays(kind, listed)

@@ -24,6 +24,8 @@ _native_rows = native_module("tables._native")
 HIDDEN = ("_topic_id",)
 # The records table's runs held as typed buffers (a machine value per batch, no Python object): its
 # integer columns but connection_id, which the sink lines up with source_file run by run (aligned).
+# Rows of a native piece below which its typed arrays join the column's last part rather than start one.
+JOINED_BELOW = 64
 TYPED_RUNS = frozenset(name for name, kind in TABLES["records"] if kind in INTEGER_KINDS) - {"connection_id"}
 
 
@@ -133,8 +135,12 @@ class TableRows:
 
     def add_columns(self, columns: Mapping[str, list[Any] | Typed], n: int) -> None:
         """``n`` rows given as a list or a :class:`Typed` array per column (a piece of rows made natively);
-        other columns are None. Typed cells stay typed: their column becomes :class:`Parts`, whose last
-        typed part takes them (copied: the piece's buffers stay the piece's)."""
+        other columns are None. Typed cells stay typed: their column becomes :class:`Parts`, and a copy of
+        the piece's array (its cells alone, not the room its buffer grew) is its next part, not joined to
+        the part before: the Arrow conversion joins a column's parts once (appending each piece to one
+        buffer copied the column over again each time the buffer grew by its eighth). A piece of fewer
+        than ``JOINED_BELOW`` rows is appended to the last part (a part per few rows would cost more
+        memory than its cells)."""
         self._plain()
         parted = False
         for name, column in self.columns.items():
@@ -143,7 +149,10 @@ class TableRows:
                 if type(column) is not Parts:
                     column = self.columns[name] = Parts([column] if column else [])
                 parts = column.parts
-                if not parts or type(parts[-1]) is not Typed or not parts[-1].add(values):
+                last = parts[-1] if parts else None
+                if n < JOINED_BELOW and type(last) is Typed and last.code == values.code:
+                    last.buffer += values.buffer
+                else:
                     parts.append(Typed(bytearray(values.buffer), values.code))
                     parted = True
             else:
