@@ -31,7 +31,7 @@ from kdissect.dataclass import dataclass
 from kdissect.engines.local import SEGMENT_BATCH, SUMMARY_TABLES
 from kdissect.engines.run import TableRun
 from kdissect.engines.storage import is_local, local_path, open_input, open_output
-from kdissect.engines.units import ANOMALY, PIECE, RUN, RUN_HEADER, SEGMENT, MappedFiles, Unit
+from kdissect.engines.units import ANOMALY, PIECE, RUN, RUN_HEADER, SEGMENT, Ends, MappedFiles, Unit, run_segments
 from kdissect.events import Anomaly, ExchangeRows, KafkaEvent
 from kdissect.kafka.pipeline import KafkaPipeline
 from kdissect.options import Options
@@ -160,7 +160,6 @@ def _marks_file(root: str, task: int) -> str:
 
 _FINISHING = (1 << 62, 1 << 62)  # events of the end of input come after every segment
 Place = tuple[int, int]  # (ts, pos): where an event came in the run's order; ts 0 in a one-file run (merge.Opened)
-Ends = tuple[str, int, str, int, int]  # a run's first segment's source and destination, and its file's index
 
 
 class _Runs:
@@ -198,16 +197,17 @@ class _Runs:
         lo, hi = int(np.searchsorted(times, ts)), int(np.searchsorted(times, ts, "right"))
         return at + lo + int(np.searchsorted(headers["pos"][at + lo : at + hi], pos))
 
-    def take(self, before: object) -> tuple[np.ndarray, list[Ends]] | None:
-        """The headers placed before ``before`` (None: all), in the order of their places, and each one's
-        run's ends (a run is forgotten once all of it is taken)."""
+    def take(self, before: object) -> tuple[np.ndarray, np.ndarray, list[Ends]] | None:
+        """The headers placed before ``before`` (None: all), in the order of their places, with each one's
+        run as an index (int64) into the list of those runs' ends (a run is forgotten once all of it is
+        taken)."""
         waiting, parts, ends = self.waiting, [], []
         while waiting and (before is None or waiting[0][0] < before):
             _, run, at = heapq.heappop(waiting)
             headers = self.headers[run]
             end = self._cut(headers, at, before)
             parts.append(headers[at:end])
-            ends += [self.ends[run]] * (end - at)
+            ends.append(self.ends[run])  # (a run is taken once per call: its next place is not before)
             if end < len(headers):
                 heapq.heappush(waiting, (self._place(headers, end), run, end))
             else:
@@ -215,10 +215,11 @@ class _Runs:
         if not parts:
             return None
         if len(parts) == 1:
-            return parts[0], ends
+            return parts[0], np.zeros(len(parts[0]), np.int64), ends
         taken = np.concatenate(parts)
+        runs = np.repeat(np.arange(len(parts), dtype=np.int64), [len(part) for part in parts])
         order = np.lexsort((taken["pos"], taken["ts"])) if self.by_time else np.argsort(taken["pos"], kind="stable")
-        return taken[order], [ends[i] for i in order.tolist()]
+        return taken[order], runs[order], ends
 
 
 class PartitionDecoder:
@@ -303,18 +304,9 @@ class PartitionDecoder:
         taken = self.runs.take(before)
         if taken is None:
             return
-        headers, ends = taken
-        payload = self.mapped.payload
-        segments, files = [], []
-        columns = ("ts", "seq", "ack", "flags", "window", "payload_len", "captured", "payload_at", "forward")
-        for ts, seq, ack, flags, window, payload_len, captured, at, forward, (a_ip, a_port, b_ip, b_port, file_index) \
-                in zip(*(headers[name].tolist() for name in columns), ends, strict=True):  # fmt: skip
-            data = payload(file_index, at, captured) if at >= 0 else b""
-            segments.append(TcpSegment(ts, a_ip, a_port, b_ip, b_port, seq, ack, flags, window, data, payload_len)
-                            if forward else
-                            TcpSegment(ts, b_ip, b_port, a_ip, a_port, seq, ack, flags, window, data, payload_len))
-            files.append(file_index)
-        self._segments(segments, headers["pos"].tolist(), files)
+        headers, runs, ends = taken
+        files = np.array([end[4] for end in ends], np.int64)[runs].tolist()
+        self._segments(run_segments(headers, runs, ends, self.mapped), headers["pos"].tolist(), files)
 
     def clock(self, ts: int, pos: int) -> None:
         """Capture time ``ts`` passing at ``pos`` without a segment of this decoder's connections (one of
