@@ -38,7 +38,7 @@ from kdissect.options import Options
 from kdissect.sources.segment import TcpSegment
 from kdissect.tables import merge
 from kdissect.tables.arrow import to_arrow
-from kdissect.tables.columns import TABLES, cells
+from kdissect.tables.columns import TABLES, Parts, Runs, cells
 from kdissect.tables.merge import BROKER_SEEN, BROKER_SEEN_TS, OPENED, STATS, TOPIC_ID, TOPICS, ipc_bytes, read_ipc
 from kdissect.tables.sink import SPILLABLE, Columns
 
@@ -474,7 +474,7 @@ class PartitionDecoder:
             index = table.column_names.index("connection_id")
             table = table.set_column(index, "connection_id", positions.take(table["connection_id"]))
         if "topic" in table.column_names:
-            table = table.append_column(TOPIC_ID, _topic_ids(cells(columns["_topic_id"])))
+            table = table.append_column(TOPIC_ID, _topic_ids(columns["_topic_id"]))
         if name == "records":
             start = self.task << merge.ROW_BITS | self.records
             table = table.append_column(merge.ROW, pa.array(range(start, start + table.num_rows), pa.int64()))
@@ -486,10 +486,20 @@ class PartitionDecoder:
         self.out += self.pieces.put(name, table)
 
 
-def _topic_ids(ids: list) -> pa.Array:
-    """Topic ids (UUIDs; None or the zero id: none) as text, each distinct id made text once per piece."""
-    text = {t: None if t is None or t.int == 0 else str(t) for t in set(ids)}
-    return pa.array([text[t] for t in ids], pa.string())
+def _topic_ids(column: list | Runs | Parts) -> pa.Array:
+    """Topic ids (UUIDs; None or the zero id: none) as text: made once per run when the column is runs
+    (a batch's records share one), else once per distinct id of the piece."""
+    if isinstance(column, Runs):
+        values = column.value_list()
+        text = pa.array([_id_text(t) for t in values], pa.string())
+        return text.take(pa.array(np.repeat(np.arange(len(values), dtype=np.int64), column.counts)))
+    ids = cells(column)
+    distinct = {t: _id_text(t) for t in set(ids)}
+    return pa.array([distinct[t] for t in ids], pa.string())
+
+
+def _id_text(topic_id: object) -> str | None:
+    return None if topic_id is None or topic_id.int == 0 else str(topic_id)  # type: ignore[attr-defined]
 
 
 def decode_partition(batches: Iterable[pa.RecordBatch], files: list[str], options: Options, tables: list[str],
