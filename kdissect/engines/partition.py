@@ -498,6 +498,7 @@ def _topic_ids(column: list | Runs | Parts) -> pa.Array:
     return pa.array([distinct[t] for t in ids], pa.string())
 
 
+@lru_cache(maxsize=1 << 14)  # (a run's topics recur in every piece)
 def _id_text(topic_id: object) -> str | None:
     return None if topic_id is None or topic_id.int == 0 else str(topic_id)  # type: ignore[attr-defined]
 
