@@ -38,6 +38,7 @@ setup(
                 "kdissect/sources/_pcapng.c",
                 "kdissect/sources/_batch.c",
                 "kdissect/sources/_segments.c",
+                "kdissect/sources/_runs.c",
                 "kdissect/sources/_headers.c",
             ],
             depends=["kdissect/sources/_headers.h", "kdissect/sources/_segments.h",

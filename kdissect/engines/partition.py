@@ -31,14 +31,14 @@ from kdissect.dataclass import dataclass
 from kdissect.engines.local import SEGMENT_BATCH, SUMMARY_TABLES
 from kdissect.engines.run import TableRun
 from kdissect.engines.storage import is_local, local_path, open_input, open_output
-from kdissect.engines.units import ANOMALY, PIECE, RUN, RUN_HEADER, SEGMENT, MappedFiles, Unit
+from kdissect.engines.units import ANOMALY, PIECE, RUN, RUN_HEADER, SEGMENT, Ends, MappedFiles, Unit, run_segments
 from kdissect.events import Anomaly, ExchangeRows, KafkaEvent
 from kdissect.kafka.pipeline import KafkaPipeline
 from kdissect.options import Options
 from kdissect.sources.segment import TcpSegment
 from kdissect.tables import merge
 from kdissect.tables.arrow import to_arrow
-from kdissect.tables.columns import TABLES, cells
+from kdissect.tables.columns import TABLES, Parts, Runs, cells
 from kdissect.tables.merge import BROKER_SEEN, BROKER_SEEN_TS, OPENED, STATS, TOPIC_ID, TOPICS, ipc_bytes, read_ipc
 from kdissect.tables.sink import SPILLABLE, Columns
 
@@ -160,7 +160,6 @@ def _marks_file(root: str, task: int) -> str:
 
 _FINISHING = (1 << 62, 1 << 62)  # events of the end of input come after every segment
 Place = tuple[int, int]  # (ts, pos): where an event came in the run's order; ts 0 in a one-file run (merge.Opened)
-Ends = tuple[str, int, str, int, int]  # a run's first segment's source and destination, and its file's index
 
 
 class _Runs:
@@ -198,16 +197,17 @@ class _Runs:
         lo, hi = int(np.searchsorted(times, ts)), int(np.searchsorted(times, ts, "right"))
         return at + lo + int(np.searchsorted(headers["pos"][at + lo : at + hi], pos))
 
-    def take(self, before: object) -> tuple[np.ndarray, list[Ends]] | None:
-        """The headers placed before ``before`` (None: all), in the order of their places, and each one's
-        run's ends (a run is forgotten once all of it is taken)."""
+    def take(self, before: object) -> tuple[np.ndarray, np.ndarray, list[Ends]] | None:
+        """The headers placed before ``before`` (None: all), in the order of their places, with each one's
+        run as an index (int64) into the list of those runs' ends (a run is forgotten once all of it is
+        taken)."""
         waiting, parts, ends = self.waiting, [], []
         while waiting and (before is None or waiting[0][0] < before):
             _, run, at = heapq.heappop(waiting)
             headers = self.headers[run]
             end = self._cut(headers, at, before)
             parts.append(headers[at:end])
-            ends += [self.ends[run]] * (end - at)
+            ends.append(self.ends[run])  # (a run is taken once per call: its next place is not before)
             if end < len(headers):
                 heapq.heappush(waiting, (self._place(headers, end), run, end))
             else:
@@ -215,10 +215,11 @@ class _Runs:
         if not parts:
             return None
         if len(parts) == 1:
-            return parts[0], ends
+            return parts[0], np.zeros(len(parts[0]), np.int64), ends
         taken = np.concatenate(parts)
+        runs = np.repeat(np.arange(len(parts), dtype=np.int64), [len(part) for part in parts])
         order = np.lexsort((taken["pos"], taken["ts"])) if self.by_time else np.argsort(taken["pos"], kind="stable")
-        return taken[order], [ends[i] for i in order.tolist()]
+        return taken[order], runs[order], ends
 
 
 class PartitionDecoder:
@@ -303,18 +304,9 @@ class PartitionDecoder:
         taken = self.runs.take(before)
         if taken is None:
             return
-        headers, ends = taken
-        payload = self.mapped.payload
-        segments, files = [], []
-        columns = ("ts", "seq", "ack", "flags", "window", "payload_len", "captured", "payload_at", "forward")
-        for ts, seq, ack, flags, window, payload_len, captured, at, forward, (a_ip, a_port, b_ip, b_port, file_index) \
-                in zip(*(headers[name].tolist() for name in columns), ends, strict=True):  # fmt: skip
-            data = payload(file_index, at, captured) if at >= 0 else b""
-            segments.append(TcpSegment(ts, a_ip, a_port, b_ip, b_port, seq, ack, flags, window, data, payload_len)
-                            if forward else
-                            TcpSegment(ts, b_ip, b_port, a_ip, a_port, seq, ack, flags, window, data, payload_len))
-            files.append(file_index)
-        self._segments(segments, headers["pos"].tolist(), files)
+        headers, runs, ends = taken
+        files = np.array([end[4] for end in ends], np.int64)[runs].tolist()
+        self._segments(run_segments(headers, runs, ends, self.mapped), headers["pos"].tolist(), files)
 
     def clock(self, ts: int, pos: int) -> None:
         """Capture time ``ts`` passing at ``pos`` without a segment of this decoder's connections (one of
@@ -482,7 +474,7 @@ class PartitionDecoder:
             index = table.column_names.index("connection_id")
             table = table.set_column(index, "connection_id", positions.take(table["connection_id"]))
         if "topic" in table.column_names:
-            table = table.append_column(TOPIC_ID, _topic_ids(cells(columns["_topic_id"])))
+            table = table.append_column(TOPIC_ID, _topic_ids(columns["_topic_id"]))
         if name == "records":
             start = self.task << merge.ROW_BITS | self.records
             table = table.append_column(merge.ROW, pa.array(range(start, start + table.num_rows), pa.int64()))
@@ -494,10 +486,21 @@ class PartitionDecoder:
         self.out += self.pieces.put(name, table)
 
 
-def _topic_ids(ids: list) -> pa.Array:
-    """Topic ids (UUIDs; None or the zero id: none) as text, each distinct id made text once per piece."""
-    text = {t: None if t is None or t.int == 0 else str(t) for t in set(ids)}
-    return pa.array([text[t] for t in ids], pa.string())
+def _topic_ids(column: list | Runs | Parts) -> pa.Array:
+    """Topic ids (UUIDs; None or the zero id: none) as text: made once per run when the column is runs
+    (a batch's records share one), else once per distinct id of the piece."""
+    if isinstance(column, Runs):
+        values = column.value_list()
+        text = pa.array([_id_text(t) for t in values], pa.string())
+        return text.take(pa.array(np.repeat(np.arange(len(values), dtype=np.int64), column.counts)))
+    ids = cells(column)
+    distinct = {t: _id_text(t) for t in set(ids)}
+    return pa.array([distinct[t] for t in ids], pa.string())
+
+
+@lru_cache(maxsize=1 << 14)  # (a run's topics recur in every piece)
+def _id_text(topic_id: object) -> str | None:
+    return None if topic_id is None or topic_id.int == 0 else str(topic_id)  # type: ignore[attr-defined]
 
 
 def decode_partition(batches: Iterable[pa.RecordBatch], files: list[str], options: Options, tables: list[str],

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import json
 import mmap
+import sys
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -44,6 +45,7 @@ import pyarrow as pa
 from kdissect.dataclass import dataclass
 from kdissect.engines.run import unreadable_file
 from kdissect.engines.storage import is_local, local_path, open_input
+from kdissect.sources import native_records
 from kdissect.sources.decoder import CaptureDecoder
 from kdissect.sources.files import iter_capture
 from kdissect.sources.gunzip import GZIP_MAGIC
@@ -77,6 +79,9 @@ RUN_HEADER = np.dtype([("pos", "<i8"), ("ts", "<i8"), ("seq", "<i8"), ("ack", "<
                        ("window", "<i4"), ("payload_len", "<i4"), ("captured", "<i4"), ("payload_at", "<i8"),
                        ("forward", "i1")])  # fmt: skip
 RUN_SEGMENTS = 4096
+# sources/_runs.c reads RUN_HEADER's fields in the machine's byte order: a little-endian machine's only
+_NATIVE_RUNS = sys.byteorder == "little" and getattr(native_records._native, "RUN_HEADER_SIZE", 0) == \
+    RUN_HEADER.itemsize
 PACKED = np.dtype(list(PACKED_FIELDS))
 _ENDS_AT = PACKED.fields["src_port"][1]  # a packed segment's 4-tuple: its bytes from here to its end
 
@@ -151,28 +156,64 @@ class MappedFiles:
 
     def __init__(self, files: list[str]) -> None:
         self.files = files
-        self._maps: dict[int, mmap.mmap] = {}
-        self._last: mmap.mmap | None = None  # the most recently used map, and its file's index
+        self.maps: list[mmap.mmap | None] = [None] * len(files)  # per file: its map while it is mapped
+        self._used: dict[int, None] = {}  # the files mapped, the most recently used last
         self._last_index = -1
 
     def payload(self, file_index: int, at: int, size: int) -> bytes:
-        if file_index == self._last_index:  # (the usual case: no reordering)
-            return self._last[at : at + size]  # type: ignore[index]
-        mapped = self._maps.pop(file_index, None)
-        if mapped is None:
-            if len(self._maps) >= _MAPPED_FILES:
-                self._maps.pop(next(iter(self._maps))).close()
+        if file_index != self._last_index:  # (the usual case: no reordering)
+            self.open(file_index)
+        return self.maps[file_index][at : at + size]  # type: ignore[index]
+
+    def open(self, file_index: int) -> None:
+        """File ``file_index`` mapped, the most recently used (the least recently used unmapped past
+        ``_MAPPED_FILES``)."""
+        if self.maps[file_index] is None:
+            if len(self._used) >= _MAPPED_FILES:
+                oldest = next(iter(self._used))
+                del self._used[oldest]
+                self.maps[oldest].close()  # type: ignore[union-attr]
+                self.maps[oldest] = None
             with open(local_path(self.files[file_index]), "rb") as f:
-                mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-        self._maps[file_index] = mapped  # most recently used last
-        self._last, self._last_index = mapped, file_index
-        return mapped[at : at + size]
+                self.maps[file_index] = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        else:
+            del self._used[file_index]
+        self._used[file_index] = None
+        self._last_index = file_index
 
     def close(self) -> None:
-        for mapped in self._maps.values():
-            mapped.close()
-        self._maps.clear()
-        self._last, self._last_index = None, -1
+        for index in self._used:
+            self.maps[index].close()  # type: ignore[union-attr]
+            self.maps[index] = None
+        self._used.clear()
+        self._last_index = -1
+
+
+Ends = tuple[str, int, str, int, int]  # a run's first segment's source and destination, and its file's index
+_RUN_COLUMNS = ("ts", "seq", "ack", "flags", "window", "payload_len", "captured", "payload_at", "forward")
+
+
+def run_segments(headers: np.ndarray, runs: np.ndarray, ends: list[Ends], mapped: MappedFiles) -> list[TcpSegment]:
+    """The segments of run headers (``RUN_HEADER``), header i of the run whose ends are ``ends[runs[i]]``
+    (``runs``: int64), each in its own direction, its payload read back from its file. Natively when the
+    sources' extension is built (``sources/_runs.c``; this loop is its reference)."""
+    native = native_records._native
+    if native is not None and _NATIVE_RUNS:
+        segments: list[TcpSegment] = []
+        done = 0
+        while (done := native.run_segments(headers, runs, ends, mapped.maps, done, TcpSegment, segments)) < len(runs):
+            mapped.open(ends[runs[done]][4])  # the next header's file, not mapped
+        return segments
+    payload = mapped.payload
+    out = []
+    for ts, seq, ack, flags, window, payload_len, captured, at, forward, run \
+            in zip(*(headers[name].tolist() for name in _RUN_COLUMNS), runs.tolist(), strict=True):  # fmt: skip
+        a_ip, a_port, b_ip, b_port, file_index = ends[run]
+        data = payload(file_index, at, captured) if at >= 0 else b""
+        out.append(TcpSegment(ts, a_ip, a_port, b_ip, b_port, seq, ack, flags, window, data, payload_len)
+                   if forward else
+                   TcpSegment(ts, b_ip, b_port, a_ip, a_port, seq, ack, flags, window, data, payload_len))
+    return out
 
 
 def connection_key(src_ip: str, src_port: int, dst_ip: str, dst_port: int) -> int:

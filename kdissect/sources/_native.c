@@ -1,7 +1,8 @@
 /* The sources stage's native path: capture records -> TcpSegment objects, many per call.
  *
  * This file is the module and the classic pcap record walk (the twin of pcap.py's record step);
- * _pcapng.c walks pcapng blocks, _batch.c a live engine's CaptureRecord objects, and every walk
+ * _pcapng.c walks pcapng blocks, _batch.c a live engine's CaptureRecord objects, _runs.c a Spark decode
+ * task's shuffled run headers (into segments, with _segments.c's segment_of), and every walk
  * ends in _segments.c (one frame -> one TcpSegment, through _headers.c's link/IP/TCP read).
  * Python (pcap.py, pcapng.py, packets.py: the reference) is entered for everything else, one
  * record at a time.
@@ -81,6 +82,8 @@ static PyMethodDef methods[] = {
      "Common-case pcapng packet blocks from a position -> TcpSegments; (pos, records, captured, last_ts, stop)."},
     {"record_segments", record_segments, METH_VARARGS,
      "Common-case CaptureRecords of a list from an index -> TcpSegments; (index, records, captured, stop)."},
+    {"run_segments", run_segments, METH_VARARGS,
+     "A decode task's run headers from an index -> TcpSegments; the index of the first whose file is not mapped."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -97,7 +100,8 @@ PyInit__native(void)
     if (PyModule_AddIntConstant(m, "STOP_MORE", STOP_MORE) < 0
         || PyModule_AddIntConstant(m, "DEFER_SAFE", SEG_DEFER_SAFE) < 0
         || PyModule_AddIntConstant(m, "DEFER_UNSAFE", SEG_DEFER_UNSAFE) < 0
-        || PyModule_AddIntConstant(m, "PACKED_SIZE", (long)sizeof(PackedSegment)) < 0) {
+        || PyModule_AddIntConstant(m, "PACKED_SIZE", (long)sizeof(PackedSegment)) < 0
+        || PyModule_AddIntConstant(m, "RUN_HEADER_SIZE", (long)run_header_size()) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -22,8 +22,6 @@
 #include <arpa/inet.h>
 #include <string.h>
 
-#include "_segment_layout.h"
-
 /* ---- address strings -------------------------------------------------------------------- */
 
 #define CACHE_SLOTS 256
@@ -65,28 +63,15 @@ address_text(const unsigned char *a, int len)
 
 static SegmentLayout layout; /* TcpSegment's, read on its first segment */
 
-static PyObject *
-make_segment(PyObject *segment_type, long long ts_ns, const unsigned char *frame, const CommonSegment *c)
+PyObject *
+segment_of(PyObject *segment_type, PyObject *args[SEGMENT_FIELDS])
 {
-    int alen = c->version == 4 ? 4 : 16;
-    PyObject *args[SEGMENT_FIELDS] = {NULL}, *seg = NULL;
-    if (segment_layout(&layout, segment_type) < 0)
-        return NULL;
-    args[SF_TS_NS] = PyLong_FromLongLong(ts_ns);
-    args[SF_SRC_IP] = address_text(c->src, alen);
-    args[SF_SRC_PORT] = PyLong_FromUnsignedLong(c->src_port);
-    args[SF_DST_IP] = address_text(c->dst, alen);
-    args[SF_DST_PORT] = PyLong_FromUnsignedLong(c->dst_port);
-    args[SF_SEQ] = PyLong_FromUnsignedLong(c->seq);
-    args[SF_ACK] = PyLong_FromUnsignedLong(c->ack);
-    args[SF_FLAGS] = PyLong_FromUnsignedLong(c->flags);
-    args[SF_WINDOW] = PyLong_FromUnsignedLong(c->window);
-    args[SF_PAYLOAD] = PyBytes_FromStringAndSize((const char *)frame + c->payload_start,
-                                        (Py_ssize_t)(c->payload_end - c->payload_start));
-    args[SF_PAYLOAD_LEN] = PyLong_FromLongLong(c->payload_len);
+    PyObject *seg = NULL;
     for (int i = 0; i < SEGMENT_FIELDS; i++)
         if (args[i] == NULL)
             goto done;
+    if (segment_layout(&layout, segment_type) < 0)
+        goto done;
     if (!layout.direct) {
         seg = PyObject_Vectorcall(segment_type, args, SEGMENT_FIELDS, NULL);
         goto done;
@@ -102,6 +87,26 @@ done:
     for (int i = 0; i < SEGMENT_FIELDS; i++)
         Py_XDECREF(args[i]);
     return seg;
+}
+
+static PyObject *
+make_segment(PyObject *segment_type, long long ts_ns, const unsigned char *frame, const CommonSegment *c)
+{
+    int alen = c->version == 4 ? 4 : 16;
+    PyObject *args[SEGMENT_FIELDS] = {NULL};
+    args[SF_TS_NS] = PyLong_FromLongLong(ts_ns);
+    args[SF_SRC_IP] = address_text(c->src, alen);
+    args[SF_SRC_PORT] = PyLong_FromUnsignedLong(c->src_port);
+    args[SF_DST_IP] = address_text(c->dst, alen);
+    args[SF_DST_PORT] = PyLong_FromUnsignedLong(c->dst_port);
+    args[SF_SEQ] = PyLong_FromUnsignedLong(c->seq);
+    args[SF_ACK] = PyLong_FromUnsignedLong(c->ack);
+    args[SF_FLAGS] = PyLong_FromUnsignedLong(c->flags);
+    args[SF_WINDOW] = PyLong_FromUnsignedLong(c->window);
+    args[SF_PAYLOAD] = PyBytes_FromStringAndSize((const char *)frame + c->payload_start,
+                                        (Py_ssize_t)(c->payload_end - c->payload_start));
+    args[SF_PAYLOAD_LEN] = PyLong_FromLongLong(c->payload_len);
+    return segment_of(segment_type, args);
 }
 
 static PyObject *

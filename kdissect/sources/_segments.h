@@ -8,6 +8,7 @@
 #include <Python.h>
 
 #include "_headers.h"
+#include "_segment_layout.h"
 
 /* A 32-bit field of a capture file in its byte order. */
 static inline uint32_t
@@ -61,8 +62,15 @@ int emit_segment(Emitter *em, long long ts_ns, int link_type, const unsigned cha
  * ``buf`` at stream offset ``base``: NULL refuses it). */
 int set_output(Emitter *em, PyObject *how, const unsigned char *buf, long long base);
 
+/* A TcpSegment (or what ``segment_type`` makes) of its eleven field values, in TcpSegment's order: each
+ * a new reference, which it takes (released whatever happens). NULL with an exception set, also when
+ * one of them is NULL (its making failed). */
+PyObject *segment_of(PyObject *segment_type, PyObject *args[SEGMENT_FIELDS]);
+
 /* The walks, each in its own file; the module (_native.c) lists them. */
 PyObject *pcapng_segments(PyObject *module, PyObject *args);
 PyObject *record_segments(PyObject *module, PyObject *args);
+PyObject *run_segments(PyObject *module, PyObject *args);
+size_t run_header_size(void); /* _runs.c's header, for the module's RUN_HEADER_SIZE (units.RUN_HEADER's itemsize) */
 
 #endif

@@ -152,3 +152,52 @@ def test_clocks_at_many_times_sweep_as_one_clock_at_each() -> None:
     many.clocks(ts[150:], pos[150:])
     assert one.ticks == many.ticks > 10
     assert one.pipeline.reassembler.sweep_due() == many.pipeline.reassembler.sweep_due()
+
+
+def _runs_of(paths: list[str]) -> tuple[np.ndarray, np.ndarray, list[units.Ends]]:
+    """Every run of ``paths``' units, shuffled together as a decode task takes them: headers, each one's
+    run (an index into the ends), and the runs' ends."""
+    planned = plan_units([(p, os.path.getsize(p)) for p in paths], 1 << 40)
+    rows = pa.Table.from_batches(list(read_units([pa.record_batch({"id": range(len(planned))})], planned))).to_pylist()
+    rows = [r for r in rows if r["kind"] == RUN]
+    headers = [np.frombuffer(r["run"], RUN_HEADER) for r in rows]
+    runs = np.concatenate([np.full(len(h), i, np.int64) for i, h in enumerate(headers)])
+    ends = [(r["src_ip"], r["src_port"], r["dst_ip"], r["dst_port"], r["file_index"]) for r in rows]
+    order = np.random.default_rng(0).permutation(len(runs))  # files and runs interleaved
+    return np.concatenate(headers)[order], runs[order], ends
+
+
+def _segments_both_ways(headers: np.ndarray, runs: np.ndarray, ends: list, paths: list[str]) -> tuple[list, list]:
+    """(native, reference) ``units.run_segments``, each with its own maps."""
+    got = units.run_segments(headers, runs, ends, MappedFiles(paths))
+    with extension(None):
+        want = units.run_segments(headers, runs, ends, MappedFiles(paths))
+    return got, want
+
+
+def test_a_decode_task_s_runs_become_the_reference_s_segments(tmp_path: Path, monkeypatch) -> None:
+    """Runs of rotated files mixed (every file mapped and unmapped again: two maps at a time), and headers
+    whose payload lies past a file's end or is cut by it: the native run walk makes the reference's segments."""
+    assert units._NATIVE_RUNS, "the native run walk is taken on this machine"
+    monkeypatch.setattr(units, "_MAPPED_FILES", 2)
+    capture = next(p for p in REAL_CAPTURES if p.endswith("librdkafka-produce-consume.pcap"))
+    paths = rotate(capture, tmp_path, 5)
+    headers, runs, ends = _runs_of(paths)
+    assert len({end[4] for end in ends}) == len(paths) and len(headers) > 100
+    size = os.path.getsize(paths[ends[runs[0]][4]])
+    headers[0]["payload_at"], headers[0]["captured"] = size - 3, 10  # cut by the file's end
+    headers[1]["payload_at"] = 1 << 50  # past it
+    headers[2]["payload_at"] = -1  # none captured
+    got, want = _segments_both_ways(headers, runs, ends, paths)
+    assert got == want and len(got) == len(headers)
+    assert [len(s.payload) for s in got[:3]] == [3, 0, 0]
+    assert sum(len(s.payload) for s in got) > 10_000 and {type(s.payload) for s in got} == {bytes}
+
+
+def test_a_run_index_or_file_index_out_of_range_raises_as_the_reference(tmp_path: Path) -> None:
+    capture = next(p for p in REAL_CAPTURES if p.endswith("librdkafka-produce-consume.pcap"))
+    headers, runs, ends = _runs_of([capture])
+    for bad_runs, bad_ends in ((runs + len(ends), ends), (runs, [(*end[:4], 1) for end in ends])):
+        for native in (native_records._native, None):
+            with extension(native), pytest.raises(IndexError):
+                units.run_segments(headers, bad_runs, bad_ends, MappedFiles([capture]))
