@@ -37,9 +37,13 @@ FORMATS_HELP = """table files (--out DIR --format F): DIR/<table>.<F>, one line 
   value_size); --preview N keeps their first N bytes."""
 
 
-# What ``pyarrow.parquet.ParquetWriter`` passes its writer by default, as ParquetFile passes it (see there).
-PARQUET_DEFAULTS = {"version": "2.6", "compression": "snappy", "data_page_version": "1.0",
-                    "writer_engine_version": "V2"}
+# What ``pyarrow.parquet.ParquetWriter`` passes its writer by default, as ParquetFile passes it (see there):
+# every setting that shapes our files, named, so that a release changing the private class's own defaults
+# changes nothing here (and one that no longer takes a name falls back to the front).
+_PARQUET_DEFAULTS = {"version": "2.6", "compression": "snappy", "data_page_version": "1.0",
+                     "writer_engine_version": "V2", "use_compliant_nested_type": True, "store_schema": True,
+                     "use_byte_stream_split": False, "write_page_index": False, "write_page_checksum": False,
+                     "write_time_adjusted_to_utc": False}
 
 
 class ParquetFile:
@@ -49,7 +53,7 @@ class ParquetFile:
     live engines' ``TableWriter`` and the Spark engine's tasks write through it.
 
     It writes through the writer ``pyarrow.parquet.ParquetWriter`` wraps (``pyarrow._parquet``), with
-    the options that front passes it (:data:`PARQUET_DEFAULTS`): the front only resolves a path to a
+    the options that front passes it (``_PARQUET_DEFAULTS``): the front only resolves a path to a
     file system, which ``where`` never needs, and importing it loads every file system's bindings (and
     ``ssl``, for S3's certificates): ~40 M instructions, a sixth of an exchanges run's fixed cost.
     tests/tables/test_parquet_file.py checks the bytes written equal the front's (and that a pyarrow
@@ -79,7 +83,7 @@ def _parquet_writer(where: Any, schema: Any, **options: Any) -> Any:
     try:
         from pyarrow._parquet import ParquetWriter
 
-        return ParquetWriter(where, schema, **options, **PARQUET_DEFAULTS)
+        return ParquetWriter(where, schema, **options, **_PARQUET_DEFAULTS)
     except (ImportError, TypeError):
         import pyarrow.parquet as pq
 
