@@ -17,19 +17,20 @@ import struct
 import sys
 from pathlib import Path
 
-_ORDER = {b"\xd4\xc3\xb2\xa1": "<", b"\x4d\x3c\xb2\xa1": "<", b"\xa1\xb2\xc3\xd4": ">", b"\xa1\xb2\x3c\x4d": ">"}
+from kdissect.sources.pcap import record_layout
 
 
 def lossy(data: bytes, loss: float, seed: int) -> tuple[bytes, int, int]:
     """(the capture without the dropped records, records kept, records in all)."""
-    order = _ORDER.get(data[:4])
-    if order is None:
+    layout = record_layout(data[:4])
+    if layout is None:
         raise ValueError("not a classic pcap file (convert pcapng with `editcap -F pcap IN OUT`)")
+    order, _, header = layout
     rng = random.Random(seed)
     out, at, kept, seen = [data[:24]], 24, 0, 0
-    while at + 16 <= len(data):
+    while at + header <= len(data):
         (length,) = struct.unpack_from(f"{order}I", data, at + 8)
-        end = min(len(data), at + 16 + length)
+        end = min(len(data), at + header + length)
         seen += 1
         if rng.random() >= loss:
             out.append(data[at:end])

@@ -157,17 +157,18 @@ class MappedFiles:
     def __init__(self, files: list[str]) -> None:
         self.files = files
         self.maps: list[mmap.mmap | None] = [None] * len(files)  # per file: its map while it is mapped
-        self._used: dict[int, None] = {}  # the files mapped, the most recently used last
+        self._used: dict[int, None] = {}  # the files mapped, the one last asked for (open) last
         self._last_index = -1
 
     def payload(self, file_index: int, at: int, size: int) -> bytes:
-        if file_index != self._last_index:  # (the usual case: no reordering)
+        if file_index != self._last_index:  # (most payloads come from the file the one before came from)
             self.open(file_index)
         return self.maps[file_index][at : at + size]  # type: ignore[index]
 
     def open(self, file_index: int) -> None:
-        """File ``file_index`` mapped, the most recently used (the least recently used unmapped past
-        ``_MAPPED_FILES``)."""
+        """File ``file_index`` mapped, the one last asked for (past ``_MAPPED_FILES``, the one asked for
+        longest ago is unmapped: the native walk reads mapped files without asking, so this is the order
+        of the asks, not of every read)."""
         if self.maps[file_index] is None:
             if len(self._used) >= _MAPPED_FILES:
                 oldest = next(iter(self._used))

@@ -1,5 +1,5 @@
 /* The Spark engine's crossing runs -> TcpSegment objects, many per call: the twin of
- * engines/partition.py's run_segments reference, for a decode task's shuffled runs (a connection's
+ * engines/units.py's run_segments reference, for a decode task's shuffled runs (a connection's
  * segments kept as packed headers, units.RUN_HEADER, their payloads left in the capture files).
  *
  * Rules:
