@@ -600,8 +600,8 @@ session_frames(PyObject *frames_of, int d, PyObject *frames, PyObject *out, PyOb
 {
     PyObject *direction = PyLong_FromLong(d), *result = NULL;
     if (direction != NULL) {
-        PyObject *call[2] = {direction, frames};
-        result = PyObject_Vectorcall(frames_of, call, 2, NULL);
+        PyObject *call[3] = {direction, frames, pairing != NULL ? Py_True : Py_False};
+        result = PyObject_Vectorcall(frames_of, call, 3, NULL);
         Py_DECREF(direction);
     }
     if (result == NULL)

@@ -33,7 +33,7 @@ typedef struct {
     Py_ssize_t count, limit;
     PyObject *conn_id, *client_ip, *client_port, *broker_ip, *broker_port, *client_ids, *pairs, *resume,
         *frame_type;
-    PyObject *frames; /* the session's frames(direction, frames): where an orphan answer goes, the pairing on */
+    PyObject *frames; /* the session's frames(direction, frames, asks): where an orphan answer goes, the pairing on */
     PyObject *held;   /* the session's overtaken requests by correlation id (Pairer.overtaken), which stay there:
                        * older than every request here, answered there (as orphans here), counted in the bounds */
     int left;         /* the session said, taking an orphan, that a lane may no longer frame the connection */
@@ -59,9 +59,10 @@ int pairing_frame(Pairing *p, int d, long long offset, const char *b, Py_ssize_t
  * p->events, or, with p->events NULL, must be none. 0 or -1. */
 int pairing_stop(Pairing *p);
 void pairing_clear(Pairing *p);
-/* The session's frames(direction, frames) -> (events, settled, pairing) called, its events appended to ``out``:
- * 1 when the connection left what a lane may frame, 0 if not, -1 on error; with ``pairing`` not NULL, *pairing
- * is its pairing spec or None (a new reference, on success). */
+/* The session's frames(direction, frames, asks) -> (events, settled, pairing) called, its events appended to
+ * ``out``: 1 when the connection left what a lane may frame, 0 if not, -1 on error; with ``pairing`` not NULL
+ * (asks: the session then takes its pairer's waiting requests over into the spec), *pairing is its pairing spec
+ * or None (a new reference, on success). */
 int session_frames(PyObject *frames_of, int d, PyObject *frames, PyObject *out, PyObject **pairing);
 /* Whether a request with this correlation id waits here or in the session's overtaken ones: 1, 0, or -1 on error. */
 int pairing_waits(const Pairing *p, long long correlation_id);

@@ -165,10 +165,13 @@ class KafkaConnection:
             events.extend(self._not_kafka())
         return events
 
-    def frames(self, direction: int, frames: list[Frame]) -> tuple[list[KafkaEvent], bool]:
+    def frames(self, direction: int, frames: list[Frame], pairing: bool
+               ) -> tuple[list[KafkaEvent], bool, tuple | None]:  # fmt: skip
         """Frames a native lane cut from the direction's bytes (``kafka/_framing.c``; the lane updated
         ``summary.last_ts``): what :meth:`data` does with the frames its splitter cuts. Also says whether
-        the connection is still one a lane may frame (:meth:`framing_settled`)."""
+        the connection is still one a lane may frame (:meth:`framing_settled`), and, when the lane asks
+        (``pairing``: its pairing is off), whether and how it may pair (:meth:`lane_pairing`, which takes
+        the pairer's waiting requests over; an orphan answer handed here by a pairing still on asks not)."""
         self.splitters[direction].frames += len(frames)
         # _handle_framing then _frame would do just this: a lane frames a connection only once it is
         # proven Kafka, roles known, no mid-stream start pending, and no frame brings any of that back.
@@ -176,7 +179,7 @@ class KafkaConnection:
         for frame in frames:
             events.extend(self._decoded(direction, frame))
         settled = self.framing_settled()
-        return self._emit(events), settled, self.lane_pairing() if settled else None
+        return self._emit(events), settled, self.lane_pairing() if settled and pairing else None
 
     def lane_pairing(self) -> tuple | None:
         """What a native lane needs to pair this connection's frames into exchanges rows itself

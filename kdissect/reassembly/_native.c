@@ -472,14 +472,14 @@ settle(Lanes *self, PyObject *move_to_end)
     return rc;
 }
 
-/* The connection's frames(direction, frames) (session_frames): returns 1 when the connection left what a lane may
- * frame, 0 if not, -1 on error. A pairing spec (not None) starts the lane's pairing again. */
+/* The connection's frames(direction, frames, asks) (session_frames): returns 1 when the connection left what a
+ * lane may frame, 0 if not, -1 on error. A pairing spec (not None) starts the lane's pairing again. */
 static int
 deliver_frames(Lane *lane, int d, PyObject *frames, PyObject *out)
 {
-    PyObject *pairing = NULL;
-    int left = session_frames(lane->frames, d, frames, out, &pairing);
-    if (left >= 0 && pairing != Py_None && !lane->pairing.on
+    PyObject *pairing = NULL; /* (asked for only when the lane's pairing is off: a spec takes the waiting over) */
+    int left = session_frames(lane->frames, d, frames, out, lane->pairing.on ? NULL : &pairing);
+    if (left >= 0 && pairing != NULL && pairing != Py_None
         && pairing_start(&lane->pairing, pairing, lane->request_dir, lane->frame_type, lane->frames) < 0)
         left = -1;
     Py_XDECREF(pairing);
