@@ -14,8 +14,8 @@
  * - A value a machine value cannot hold as the dict holds it (not an int, or beyond int64) is declined
  *   (part_rows_merge returns 0): the walk then declines the frame and the bodies are decoded and walked.
  * - Memory: one row per distinct key of the exchange's frames (bounded by their size); the search is linear
- *   over a few rows, then through an open-addressing index rebuilt as the rows double; a large allocation
- *   is freed when the rows are cleared.
+ *   over a few rows, then through an open-addressing index rebuilt as the rows double; the index, and the
+ *   rows' allocation past KEEP_ROWS, are freed when the rows are cleared.
  */
 #include "_part_rows.h"
 

@@ -17,7 +17,9 @@
  *   exactly, and the caller then decodes and walks the bodies as before: a frame the decoder's C path
  *   would leave or fail on (the readers' rules), a struct with tagged fields, a response with a non-zero
  *   error code (the errors rows want paths and messages), a response struct with a host and a port when
- *   brokers are read, records beside non-null aborted transactions, a struct wider than MAX_MEMBERS.
+ *   brokers are read, records beside non-null aborted transactions, a struct wider than MAX_MEMBERS, a
+ *   partition row's value a machine value cannot hold as the dict does (part_rows_merge: not an int, or
+ *   beyond int64).
  * - Memory and time: recursion follows the program, bounded by WALK_MAX_DEPTH; a nested member before
  *   the last field its struct reads is skipped, then walked (each skip is the decoder's walk, building
  *   nothing), so a byte is passed over at most once per level of nesting; values are released before

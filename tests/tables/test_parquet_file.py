@@ -82,7 +82,6 @@ def test_writing_loads_no_file_system(tmp_path: Path) -> None:
     assert pq.read_table(tmp_path / "a.parquet")["a"].to_pylist() == [1, 2]
 
 
-
 @pytest.mark.parametrize("changed", [False, True])
 def test_a_pyarrow_whose_writer_moved_still_writes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                    changed: bool) -> None:  # fmt: skip
