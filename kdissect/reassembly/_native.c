@@ -79,7 +79,7 @@ typedef struct {
     PyObject *frame_type; /* framing.Frame */
     Pairing pairing;      /* the frames' pairing into exchanges rows (kafka/_pairing.c), while it is on */
     /* A lane that does not frame, of a connection that may come to allow it (a hunt that ends, a gap left
-     * behind): its lane_framing(offsets), asked after each run it delivers; NULL when framed or never. */
+     * behind): its lane_framing(offsets), asked after each segment it delivers; NULL when framed or never. */
     PyObject *upgrade;
     /* What the run's taken segments owe the Python objects, settled before the run returns (settle()):
      * the last one's time (the connection's last_ts, and its place in the least-recently-active order by
@@ -282,7 +282,7 @@ read_framing(PyObject *framing, Lane *lane)
 }
 
 /* adopt(conn_id, conn, key0, key1, sink, state0, state1, framing or None[, upgrade]): the connection becomes a
- * lane. ``upgrade`` (a lane without framing): the connection's lane_framing, asked after each run delivered. */
+ * lane. ``upgrade`` (a lane without framing): the connection's lane_framing, asked after each segment delivered. */
 static PyObject *
 lanes_adopt(Lanes *self, PyObject *args)
 {
@@ -486,9 +486,10 @@ deliver_frames(Lane *lane, int d, PyObject *frames, PyObject *out)
     return left;
 }
 
-/* A lane that does not frame asks its connection, after a run delivered, whether a lane may frame it from here on
- * (lane_framing at the directions' next bytes: a hunt ended, a gap's cut frame left behind); if so it frames from
- * the next segment, as if adopted now, instead of leaving every later frame to the Python splitter. 0 or -1. */
+/* A lane that does not frame asks its connection, after each segment delivered, whether a lane may frame it from
+ * here on (lane_framing at the directions' next bytes: a hunt ended, a gap's cut frame left behind); if so it
+ * frames from the next segment, as if adopted now, instead of leaving every later frame to the Python splitter.
+ * 0 or -1. */
 static int
 frame_from_here(Lane *lane)
 {
