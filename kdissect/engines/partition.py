@@ -306,7 +306,8 @@ class PartitionDecoder:
             return
         headers, runs, ends = taken
         files = np.array([end[4] for end in ends], np.int64)[runs].tolist()
-        self._segments(run_segments(headers, runs, ends, self.mapped), headers["pos"].tolist(), files)
+        self._segments(run_segments(headers, runs, ends, self.mapped), headers["pos"].tolist(), files,
+                       headers["ts"].tolist())
 
     def clock(self, ts: int, pos: int) -> None:
         """Capture time ``ts`` passing at ``pos`` without a segment of this decoder's connections (one of
@@ -351,8 +352,10 @@ class PartitionDecoder:
         if len(self.batch) == SEGMENT_BATCH:
             self._flush()
 
-    def _segments(self, segments: list[TcpSegment], positions: list[int], files: list[int]) -> None:
-        """:meth:`segment` of each of these in turn, a batch's room at a time."""
+    def _segments(self, segments: list[TcpSegment], positions: list[int], files: list[int], times: list[int]
+                  ) -> None:  # fmt: skip
+        """:meth:`segment` of each of these in turn (``times``: their capture times), a batch's room at a
+        time, with no Python step per segment."""
         done = 0
         while done < len(segments):
             room = SEGMENT_BATCH - len(self.batch)
@@ -360,7 +363,7 @@ class PartitionDecoder:
             self.batch += part
             self.batch_pos += positions[done : done + room]
             self.batch_files += files[done : done + room]
-            self.batch_high = max(self.batch_high, max(segment.ts_ns for segment in part))
+            self.batch_high = max(self.batch_high, *times[done : done + room])
             done += room
             if len(self.batch) == SEGMENT_BATCH:
                 self._flush()
