@@ -22,13 +22,10 @@ from .columns import INTEGER_KINDS, NULLABLE, TABLES, Parts, Runs, Typed
 _native_rows = native_module("tables._native")
 # Carried alongside a table's own columns: resolved into ``topic``/``topic_id`` at output time.
 HIDDEN = ("_topic_id",)
-# Rows of a native piece below which its typed arrays join the column's last part rather than start one,
-# when that part is itself under JOINED_UP_TO rows (a big part grown by small pieces would be copied again
-# each time its buffer grows by an eighth).
-JOINED_BELOW = 64
-JOINED_UP_TO = 4096
 # The records table's runs held as typed buffers (a machine value per batch, no Python object): its
 # integer columns but connection_id, which the sink lines up with source_file run by run (aligned).
+# Rows of a native piece below which its typed arrays join the column's last part rather than start one.
+JOINED_BELOW = 64
 TYPED_RUNS = frozenset(name for name, kind in TABLES["records"] if kind in INTEGER_KINDS) - {"connection_id"}
 
 
@@ -142,8 +139,8 @@ class TableRows:
         the piece's array (its cells alone, not the room its buffer grew) is its next part, not joined to
         the part before: the Arrow conversion joins a column's parts once (appending each piece to one
         buffer copied the column over again each time the buffer grew by its eighth). A piece of fewer
-        than ``JOINED_BELOW`` rows is appended to the last part while that part is under ``JOINED_UP_TO``
-        rows (a part per few rows would cost more memory than its cells)."""
+        than ``JOINED_BELOW`` rows is appended to the last part (a part per few rows would cost more
+        memory than its cells)."""
         self._plain()
         parted = False
         for name, column in self.columns.items():
@@ -153,8 +150,7 @@ class TableRows:
                     column = self.columns[name] = Parts([column] if column else [])
                 parts = column.parts
                 last = parts[-1] if parts else None
-                if (n < JOINED_BELOW and type(last) is Typed and last.code == values.code
-                        and len(last) < JOINED_UP_TO):
+                if n < JOINED_BELOW and type(last) is Typed and last.code == values.code:
                     last.buffer += values.buffer
                 else:
                     parts.append(Typed(bytearray(values.buffer), values.code))

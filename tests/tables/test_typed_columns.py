@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from kdissect.tables import arrow
 from kdissect.tables.columns import INTEGER_KINDS, NULLABLE, TABLES, Parts, Runs, Typed, cells, typed_cell
-from kdissect.tables.rows import JOINED_BELOW, JOINED_UP_TO, TYPED_RUNS, TableRows, typed, typed_rows
+from kdissect.tables.rows import TYPED_RUNS, TableRows, typed, typed_rows
 
 native = arrow._native_tables
 pytestmark = pytest.mark.skipif(native is None, reason="the tables extension is not built")
@@ -122,24 +122,6 @@ def test_a_piece_with_typed_buffers_joins_a_table_as_one_typed_part() -> None:
     table = arrow.to_arrow("request_params", rows.columns)
     assert table.column("correlation_id").to_pylist() == [1, 11, 2, 12]
     assert table.schema.field("correlation_id").type == pa.int32()
-
-
-def test_small_pieces_join_a_small_part_and_big_ones_start_their_own() -> None:
-    """A piece under JOINED_BELOW rows joins the last part while that part is under JOINED_UP_TO rows (a big
-    part is not grown, and so copied again, piece by piece); bigger pieces each start a part."""
-    rows = TableRows("request_params")
-    sizes = [JOINED_UP_TO, 3, 5, JOINED_BELOW, 2, *[JOINED_BELOW - 1] * (JOINED_UP_TO // (JOINED_BELOW - 1) + 1), 4]
-    ids = iter(range(sum(sizes)))
-    for n in sizes:
-        buffer = bytearray()
-        native.append_rows((buffer,), (), [(next(ids),) for _ in range(n)])  # type: ignore[union-attr]
-        rows.add_columns(typed({"correlation_id": buffer}), n)
-    parts = rows.columns["correlation_id"].parts  # type: ignore[union-attr]
-    # the big part as it came; 3 + 5 in a part of their own; the piece of JOINED_BELOW rows then takes the
-    # small ones until it reaches JOINED_UP_TO rows; the rest start one more part
-    assert len(parts[0]) == JOINED_UP_TO and len(parts[1]) == 8
-    assert JOINED_UP_TO <= len(parts[2]) < JOINED_UP_TO + JOINED_BELOW and len(parts) == 4
-    assert cells(rows.columns["correlation_id"]) == list(range(sum(sizes)))
 
 
 def test_a_value_that_is_not_an_integer_is_refused() -> None:
