@@ -22,10 +22,10 @@ from .columns import INTEGER_KINDS, NULLABLE, TABLES, Parts, Runs, Typed
 _native_rows = native_module("tables._native")
 # Carried alongside a table's own columns: resolved into ``topic``/``topic_id`` at output time.
 HIDDEN = ("_topic_id",)
-# The records table's runs held as typed buffers (a machine value per batch, no Python object): its
-# integer columns but connection_id, which the sink lines up with source_file run by run (aligned).
 # Rows of a native piece below which its typed arrays join the column's last part rather than start one.
 JOINED_BELOW = 64
+# The records table's runs held as typed buffers (a machine value per batch, no Python object): its
+# integer columns but connection_id, which the sink lines up with source_file run by run (aligned).
 TYPED_RUNS = frozenset(name for name, kind in TABLES["records"] if kind in INTEGER_KINDS) - {"connection_id"}
 
 
