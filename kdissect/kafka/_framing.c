@@ -265,21 +265,14 @@ no_memory:
  * its size field, else NULL) to the lane's pairing, else a Frame appended to ``out``. */
 static int
 emit(Framer *f, PyObject *frame_type, long long offset, const char *bytes, Py_ssize_t size, PyObject *payload,
-     long long ts_first, PyObject *ts, long long now, PyObject *out)
+     long long ts_first, long long now, PyObject *out)
 {
     if (f->pairing != NULL && f->pairing->on) {
         int taken = pairing_frame(f->pairing, f->direction, offset, bytes, size, payload, ts_first, now);
         if (taken)
             return taken < 0 ? -1 : 0;
     }
-    PyObject *args[4] = {PyLong_FromLongLong(offset), PyBytes_FromStringAndSize(bytes, size),
-                         PyLong_FromLongLong(ts_first), ts};
-    PyObject *frame = NULL;
-    if (args[0] != NULL && args[1] != NULL && args[2] != NULL)
-        frame = PyObject_Vectorcall(frame_type, args, 4, NULL);
-    Py_XDECREF(args[0]);
-    Py_XDECREF(args[1]);
-    Py_XDECREF(args[2]);
+    PyObject *frame = frame_new(frame_type, offset, PyBytes_FromStringAndSize(bytes, size), ts_first, now);
     if (frame == NULL)
         return -1;
     int rc = PyList_Append(out, frame);
@@ -316,7 +309,7 @@ framer_take(Framer *f, PyObject *data, long long offset, PyObject *ts, PyObject 
             return 0;
         }
         /* (ts_first: the first run's, which holds the size field) */
-        if (emit(f, frame_type, f->frame_at, (const char *)f->tail + 4, f->tail_len - 4, NULL, f->chunk_ts[0], ts, now,
+        if (emit(f, frame_type, f->frame_at, (const char *)f->tail + 4, f->tail_len - 4, NULL, f->chunk_ts[0], now,
                  out) < 0)
             return -1;
         f->frame_at += f->tail_len;
@@ -329,7 +322,7 @@ framer_take(Framer *f, PyObject *data, long long offset, PyObject *ts, PyObject 
         if (pos + 4 + size > n)
             break;
         PyObject *just = pos == 0 && 4 + size == n ? data : NULL;
-        if (emit(f, frame_type, offset + pos, d + pos + 4, (Py_ssize_t)size, just, now, ts, now, out) < 0)
+        if (emit(f, frame_type, offset + pos, d + pos + 4, (Py_ssize_t)size, just, now, now, out) < 0)
             return -1;
         pos += 4 + (Py_ssize_t)size;
     }

@@ -219,6 +219,19 @@ frame_bytes(const Waiting *w)
                       : Py_NewRef(w->data);
 }
 
+PyObject *
+frame_new(PyObject *frame_type, long long offset, PyObject *payload, long long ts_first, long long ts_last)
+{
+    PyObject *args[4] = {PyLong_FromLongLong(offset), payload, PyLong_FromLongLong(ts_first),
+                         PyLong_FromLongLong(ts_last)};
+    PyObject *frame = NULL;
+    if (args[0] != NULL && args[1] != NULL && args[2] != NULL && args[3] != NULL)
+        frame = PyObject_Vectorcall(frame_type, args, 4, NULL);
+    for (int k = 0; k < 4; k++)
+        Py_XDECREF(args[k]);
+    return frame;
+}
+
 int
 pairing_stop(Pairing *p)
 {
@@ -235,13 +248,9 @@ pairing_stop(Pairing *p)
     }
     for (Py_ssize_t k = 0; k < p->count; k++) {
         Waiting *w = &p->waiting[k];
-        PyObject *bytes = w->message ? NULL : frame_bytes(w);
         PyObject *frame = w->message ? Py_NewRef(w->message)
-                          : bytes    ? PyObject_CallFunction(p->frame_type, "LOLL", w->offset, bytes, w->ts_first,
-                                                             w->ts_last)
-                                     : NULL;
-        Py_XDECREF(bytes);
-        PyObject *item = frame ? Py_BuildValue("(NO)", frame, w->overtaken ? Py_True : Py_False) : NULL;
+                                     : frame_new(p->frame_type, w->offset, frame_bytes(w), w->ts_first, w->ts_last);
+        PyObject *item = frame ? Py_BuildValue("(NO)", frame, k < p->overtaken ? Py_True : Py_False) : NULL;
         if (item == NULL)
             goto done;
         PyList_SET_ITEM(frames, k, item);
@@ -444,8 +453,8 @@ request(Pairing *p, long long offset, const char *b, Py_ssize_t n, PyObject *pay
         Py_XDECREF(topics);
         return -1;
     }
-    p->waiting[p->count++] = (Waiting){cid, offset, ts_first, ts_last, n, key, version, data, NULL, client_id, 0,
-                                       topics, keep ? 4 : 0};
+    p->waiting[p->count++] = (Waiting){cid, offset, ts_first, ts_last, n, key, version, data, NULL, client_id, topics,
+                                       keep ? 4 : 0};
     return 1;
 }
 
@@ -629,14 +638,9 @@ session_frames(PyObject *frames_of, int d, PyObject *frames, PyObject *out, PyOb
 static int
 orphan(Pairing *p, long long offset, const char *b, Py_ssize_t n, long long ts_first, long long ts_last)
 {
-    PyObject *args[4] = {PyLong_FromLongLong(offset), PyBytes_FromStringAndSize(b, n), PyLong_FromLongLong(ts_first),
-                         PyLong_FromLongLong(ts_last)};
-    PyObject *frame = NULL, *list = NULL;
-    if (args[0] != NULL && args[1] != NULL && args[2] != NULL && args[3] != NULL)
-        frame = PyObject_Vectorcall(p->frame_type, args, 4, NULL);
-    for (int k = 0; k < 4; k++)
-        Py_XDECREF(args[k]);
-    if (frame == NULL || (list = PyList_New(1)) == NULL) {
+    PyObject *frame = frame_new(p->frame_type, offset, PyBytes_FromStringAndSize(b, n), ts_first, ts_last);
+    PyObject *list = frame ? PyList_New(1) : NULL;
+    if (list == NULL) {
         Py_XDECREF(frame);
         return -1;
     }
@@ -657,9 +661,7 @@ response(Pairing *p, long long offset, const char *b, Py_ssize_t n, long long ts
     Py_ssize_t k = find(p, be32(b));
     if (k < 0)
         return p->left ? 0 : orphan(p, offset, b, n, ts_first, ts_last);
-    Py_ssize_t ahead = 0, before = PyDict_GET_SIZE(p->held); /* the overtaken ones here (first), and the session's */
-    while (ahead < p->count && p->waiting[ahead].overtaken)
-        ahead++;
+    Py_ssize_t ahead = p->overtaken, before = PyDict_GET_SIZE(p->held); /* the overtaken ones here, the session's */
     if (k >= ahead && before + k > MAX_OVERTAKEN) /* (the session settles the oldest) */
         return 0;
     Waiting *w = &p->waiting[k];
@@ -701,8 +703,6 @@ response(Pairing *p, long long offset, const char *b, Py_ssize_t n, long long ts
     /* Pairer.take: an overtaken request answered after the first of them, or an answer that overtakes requests
      * still waiting in order, which then wait as overtaken (those an earlier answer overtook do not count) */
     int overtook = k < ahead ? k > 0 || before > 0 : k > ahead;
-    for (Py_ssize_t j = ahead; j < k; j++)
-        p->waiting[j].overtaken = 1;
     int rc = row(p, w, overtook, ts_first, ts_last, b, n, &out, &s);
     if (p->details && details_emit(shared.parts, &x, &bodies) < 0)
         rc = -1;
@@ -722,6 +722,7 @@ response(Pairing *p, long long offset, const char *b, Py_ssize_t n, long long ts
     Py_DECREF(w->client_id);
     memmove(w, w + 1, (size_t)(p->count - k - 1) * sizeof *w);
     p->count--;
+    p->overtaken = k < ahead ? ahead - 1 : k; /* (those before k, when it was not overtaken, are now) */
     return 1;
 }
 

@@ -11,7 +11,6 @@ typedef struct {
     PyObject *data;      /* the frame's bytes: replayed into the session on a hand-back; or NULL and */
     PyObject *message;   /* the session's KafkaMessage, a request its pairer held when the pairing started */
     PyObject *client_id; /* str or None */
-    int overtaken;       /* a later request was answered first (pairing.py's _overtaken) */
     PyObject *topics;    /* with names: what its structs name (ExchangeRows.topics' item); else NULL */
     Py_ssize_t data_at;  /* where the frame's bytes start in data: 0, or 4 when data is the segment's payload that
                           * holds just the frame and its size field (kept as it is, not copied) */
@@ -31,6 +30,8 @@ typedef struct {
                                         * what a details piece's left_at and topics_at record */
     Waiting *waiting;                  /* requests in arrival order (the overtaken ones first): MAX_WAITING */
     Py_ssize_t count, limit;
+    Py_ssize_t overtaken;              /* the first ``overtaken`` requests waiting were overtaken: a later one was
+                                        * answered first (pairing.py's _overtaken) */
     PyObject *conn_id, *client_ip, *client_port, *broker_ip, *broker_port, *client_ids, *pairs, *resume,
         *frame_type;
     PyObject *frames; /* the session's frames(direction, frames, asks): where an orphan answer goes, the pairing on */
@@ -55,6 +56,9 @@ int pairing_start(Pairing *p, PyObject *spec, int request_dir, PyObject *frame_t
  * caller gives the frame to the session), -1 error. */
 int pairing_frame(Pairing *p, int d, long long offset, const char *b, Py_ssize_t n, PyObject *payload,
                   long long ts_first, long long ts_last);
+/* A Frame (kafka/framing.py) as the reference makes it: frame_type(offset, payload, ts_first, ts_last). Steals
+ * ``payload`` (NULL: its error is already set). A new reference, or NULL with an exception. */
+PyObject *frame_new(PyObject *frame_type, long long offset, PyObject *payload, long long ts_first, long long ts_last);
 /* Hand the pairing back to the session (waiting requests replayed, counts added); its events go to
  * p->events, or, with p->events NULL, must be none. 0 or -1. */
 int pairing_stop(Pairing *p);
