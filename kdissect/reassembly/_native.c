@@ -265,20 +265,24 @@ read_framing(PyObject *framing, Lane *lane)
         PyErr_SetString(PyExc_ValueError, "bad request direction or frame bound");
         return -1;
     }
-    lane->framed = 1; /* (framer_clear frees what framer_init made, even on failure) */
     for (int d = 0; d < 2; d++) {
         if (framer_init(&lane->framer[d], frame_at[d], min_frame, max_frame, sane[d], native[d]) < 0)
-            return -1;
+            goto unframed;
         lane->framer[d].pairing = &lane->pairing;
         lane->framer[d].direction = d;
     }
     if (pairing != Py_None && pairing_start(&lane->pairing, pairing, request_dir, frame_type, frames) < 0)
-        return -1;
+        goto unframed;
+    lane->framed = 1;
     lane->request_dir = request_dir;
     lane->frames = Py_NewRef(frames);
     lane->summary = Py_NewRef(summary);
     lane->frame_type = Py_NewRef(frame_type);
     return 0;
+unframed: /* the lane stays as it was (framer_clear frees what framer_init made, even when it failed) */
+    for (int d = 0; d < 2; d++)
+        framer_clear(&lane->framer[d]);
+    return -1;
 }
 
 /* adopt(conn_id, conn, key0, key1, sink, state0, state1, framing or None[, upgrade]): the connection becomes a
@@ -498,11 +502,9 @@ frame_from_here(Lane *lane)
     Py_XDECREF(offsets);
     if (framing == NULL)
         return -1;
-    int rc = 0;
-    if (framing != Py_None) {
+    int rc = framing == Py_None ? 0 : read_framing(framing, lane);
+    if (rc == 0 && lane->framed)
         Py_CLEAR(lane->upgrade);
-        rc = read_framing(framing, lane);
-    }
     Py_DECREF(framing);
     return rc;
 }

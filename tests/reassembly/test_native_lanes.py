@@ -9,6 +9,7 @@ padding, snap-length cuts, resets, and bounds reached (idle sweeps, a full conne
 
 from __future__ import annotations
 
+import sys
 import tracemalloc
 import uuid
 from dataclasses import replace
@@ -464,6 +465,39 @@ def test_a_lossy_connection_goes_back_to_the_lanes(monkeypatch: pytest.MonkeyPat
     assert rows >= answered * 3 // 4
     assert len(delivered) < len(segments) // 5
     _same(segments, Options(), [64])
+
+
+def test_a_framing_the_lane_cannot_take_leaves_it_unframed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A lane asking to frame its connection again (after a loss) and given a framing it cannot start (here the
+    second direction's sanity rule unknown) raises once and stays as it was: delivering bytes, asking again,
+    framed by the next answer. Fails if the lane is left half framed (framing with no session's frames to give
+    them to: a crash at its next frame) or stops asking (no lane frames after the failure)."""
+    segments = _lossy(300, 61)
+    lane_framing = KafkaConnection.lane_framing
+    spoiled: list[tuple] = []
+    framed_after: list[tuple] = []
+
+    def spoil_once(self: KafkaConnection, offsets: tuple[int, int]) -> tuple | None:
+        framing = lane_framing(self, offsets)
+        asked_by_lane = sys._getframe(1).f_code.co_name != "offer"
+        if framing is not None and asked_by_lane:
+            if not spoiled:
+                spoiled.append(framing)
+                at, sane, _ = framing[7]
+                return (*framing[:7], (at, sane, ("unknown", None)), *framing[8:])
+            framed_after.append(framing)
+        return framing
+
+    monkeypatch.setattr(KafkaConnection, "lane_framing", spoil_once)
+    pipeline = KafkaPipeline(replace(Options(), exchange_rows=True))
+    failures = 0
+    for segment in segments:
+        try:
+            pipeline.feed_many([segment])
+        except ValueError:
+            failures += 1
+    pipeline.finish()
+    assert spoiled and failures == 1 and framed_after
 
 
 def test_a_connection_losing_many_packets_stays_with_the_session_longer(monkeypatch: pytest.MonkeyPatch) -> None:
