@@ -47,7 +47,8 @@ typedef struct {
 
 static struct {
     PyObject *spec; /* the spec tuple, as given */
-    PyObject *decode, *plan_for, *new_piece, *handed_back, *no_partitions, *params_apis, *params_fields;
+    PyObject *decode, *plan_for, *new_piece, *params_fields;
+    KeySet handed_back, no_partitions, params_apis;
     int reads_errors, reads_brokers, reads_records; /* what the sink reads of a left tuple */
     PyObject *plans; /* (api_key << 17 | version << 1 | response) -> plan, as met */
     Recent recent[RECENT]; /* the plans met, by id (borrowed from plans) */
@@ -76,6 +77,10 @@ details_read(PyObject *spec)
                           &PyFrozenSet_Type, &no_partitions, &PyFrozenSet_Type, &params_apis, &PyTuple_Type,
                           &params_fields, &errors, &brokers, &records))
         return -1;
+    Py_CLEAR(d.spec); /* (until the whole spec is read) */
+    if (keyset_read(&d.handed_back, handed_back) < 0 || keyset_read(&d.no_partitions, no_partitions) < 0
+        || keyset_read(&d.params_apis, params_apis) < 0)
+        return -1;
     if (d.plans == NULL) {
         if ((d.plans = PyDict_New()) == NULL || (d.partitions = PyDict_New()) == NULL
             || (d.errors = PyList_New(0)) == NULL || (d.request_records = PyList_New(0)) == NULL
@@ -89,9 +94,6 @@ details_read(PyObject *spec)
     Py_XSETREF(d.decode, Py_NewRef(decode));
     Py_XSETREF(d.plan_for, Py_NewRef(plan_for));
     Py_XSETREF(d.new_piece, Py_NewRef(new_piece));
-    Py_XSETREF(d.handed_back, Py_NewRef(handed_back));
-    Py_XSETREF(d.no_partitions, Py_NewRef(no_partitions));
-    Py_XSETREF(d.params_apis, Py_NewRef(params_apis));
     Py_XSETREF(d.params_fields, Py_NewRef(params_fields));
     d.reads_errors = errors;
     d.reads_brokers = brokers;
@@ -99,41 +101,25 @@ details_read(PyObject *spec)
     return 0;
 }
 
-/* in_set's answers for api keys below MEMO_KEYS, per frozenset (a strong reference: a set never changes and
- * its address is not reused while held); the sets are the specs' (a handful, replaced by the next spec). */
-#define MEMO_SETS 8
-#define MEMO_KEYS 256
-static struct {
-    PyObject *set;
-    signed char answer[MEMO_KEYS]; /* 0 not asked yet, 1 in it, -1 not */
-} memo[MEMO_SETS];
-static int memo_next;
-
 int
-in_set(PyObject *set, int key)
+keyset_read(KeySet *set, PyObject *frozenset)
 {
-    int slot = -1;
-    if (PyFrozenSet_CheckExact(set) && key >= 0 && key < MEMO_KEYS) {
-        for (int k = 0; k < MEMO_SETS && slot < 0; k++)
-            if (memo[k].set == set)
-                slot = k;
-        if (slot >= 0 && memo[slot].answer[key])
-            return memo[slot].answer[key] > 0;
-        if (slot < 0) { /* (a set not met yet takes the oldest place) */
-            slot = memo_next;
-            memo_next = (memo_next + 1) % MEMO_SETS;
-            Py_XSETREF(memo[slot].set, Py_NewRef(set));
-            memset(memo[slot].answer, 0, sizeof memo[slot].answer);
-        }
-    }
-    PyObject *k = PyLong_FromLong(key);
-    if (k == NULL)
+    memset(set->bits, 0, sizeof set->bits);
+    PyObject *it = PyObject_GetIter(frozenset), *item;
+    if (it == NULL)
         return -1;
-    int found = PySet_Contains(set, k);
-    Py_DECREF(k);
-    if (found >= 0 && slot >= 0)
-        memo[slot].answer[key] = found ? 1 : -1;
-    return found;
+    while ((item = PyIter_Next(it)) != NULL) {
+        long key = PyLong_AsLong(item);
+        Py_DECREF(item);
+        if (key < 0 || key >= KEYSET_KEYS) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_ValueError, "a set of api keys holds a key outside 0..32767");
+            break;
+        }
+        set->bits[key >> 3] |= (unsigned char)(1 << (key & 7));
+    }
+    Py_DECREF(it);
+    return PyErr_Occurred() ? -1 : 0;
 }
 
 PyObject *
@@ -145,7 +131,7 @@ details_new_piece(void)
 int
 details_left(int api_key)
 {
-    return in_set(d.handed_back, api_key);
+    return keyset_has(&d.handed_back, api_key);
 }
 
 /* The walk's plan for a message version (borrowed; plan_for asked once per version, the answer held by
@@ -196,8 +182,8 @@ walked(PyObject *request, PyObject *requests, PyObject *responses, const char *b
 {
     if (!PyBytes_CheckExact(request) || PyTuple_GET_SIZE(d.params_fields) > MAX_PARAMS)
         return 0;
-    int no_partitions = in_set(d.no_partitions, api_key), params = in_set(d.params_apis, api_key);
-    PyObject *req_plan = no_partitions < 0 || params < 0 ? NULL : plan(api_key, api_version, 0);
+    int no_partitions = keyset_has(&d.no_partitions, api_key), params = keyset_has(&d.params_apis, api_key);
+    PyObject *req_plan = plan(api_key, api_version, 0);
     PyObject *resp_plan = req_plan ? plan(api_key, api_version, 1) : NULL;
     if (resp_plan == NULL)
         return -1;
@@ -431,10 +417,10 @@ details_walk(PyObject *parts, const Paired *x, const Bodies *bodies, Outcome *ou
     if (bodies->walked) {
         rc = learn(topics);
     } else {
-        int no_partitions = in_set(d.no_partitions, x->api_key);
+        int no_partitions = keyset_has(&d.no_partitions, x->api_key);
         PyObject *req_plan = plan(x->api_key, x->api_version, 0),
                  *resp_plan = req_plan ? plan(x->api_key, x->api_version, 1) : NULL;
-        if (no_partitions < 0 || resp_plan == NULL)
+        if (resp_plan == NULL)
             return -1;
         PyObject *merged = no_partitions ? NULL : d.partitions;
         rc = d.walk->walk_body(req_plan, bodies->request, 0, merged, NULL, d.reads_records ? d.request_records : NULL,
@@ -471,7 +457,7 @@ int
 details_emit(PyObject *parts, const Paired *x, const Bodies *bodies)
 {
     PyObject *p[N_PARTS]; /* (partitions columns, params columns, topics, left, left_at, topics_at) */
-    int params = 0, rc = parts_of(parts, p) < 0 || (params = in_set(d.params_apis, x->api_key)) < 0 ? -1 : 0;
+    int params = keyset_has(&d.params_apis, x->api_key), rc = parts_of(parts, p);
     if (rc == 0 && (bodies->walked ? d.rows.n : PyDict_GET_SIZE(d.partitions)))
         rc = partition_rows(p[0], x, bodies->walked);
     if (rc == 0 && params)

@@ -27,12 +27,23 @@ typedef struct {
 
 /* spec: the table sink's lane spec (tables/detail_walk.py lane_spec); 0 or -1. Read once per spec. */
 int details_read(PyObject *spec);
-/* Whether the set of api keys holds key: 1, 0, or -1 with an exception set (the pairing uses it too). */
-int in_set(PyObject *set, int key);
+/* A frozenset of api keys from a spec, read once with it: membership is then a bit test (api keys are int16 on the
+ * wire; a negative one is in no set). The pairing's sets are KeySets too. */
+#define KEYSET_KEYS 32768
+typedef struct {
+    unsigned char bits[KEYSET_KEYS / 8];
+} KeySet;
+/* 0, or -1 with an exception (a member that is no api key). */
+int keyset_read(KeySet *set, PyObject *frozenset);
+static inline int
+keyset_has(const KeySet *set, int key)
+{
+    return key >= 0 && key < KEYSET_KEYS && set->bits[key >> 3] >> (key & 7) & 1;
+}
 /* The spec's new_piece: () -> (piece, exchanges lists, (topics, codes, named), partitions lists, request_params
  * lists, topic ids, left, left_at, topics_at); borrowed. */
 PyObject *details_new_piece(void);
-/* Whether exchanges of this api are handed back to the session in a details run: 1, 0, -1. */
+/* Whether exchanges of this api are handed back to the session in a details run. */
 int details_left(int api_key);
 /* Both frames walked in their bytes (tables/_walk_bytes.c), or where that walk declines, both bodies decoded
  * by the decoder's C path: 1 (``out`` set), 0 (it leaves the frame to Python: hand the pairing back), -1.

@@ -56,7 +56,8 @@ static const char KIND[COLUMNS] = {'q', 'O', 'q', 'O', 'q', 'q', 'O', 'q', 'q', 
 
 static struct {
     PyObject *shared; /* the tuple below, as given */
-    PyObject *requests, *responses, *api_names, *left, *silent, *error_name, *new_piece, *ok, *error;
+    PyObject *requests, *responses, *api_names, *error_name, *new_piece, *ok, *error;
+    KeySet left, silent;
     PyObject *names;  /* error code -> error_name(code), as met */
     PyObject *piece;  /* the piece rows go to while it is the last of the events */
     PyObject *parts;  /* its detail parts (a details piece), or NULL */
@@ -81,15 +82,15 @@ read_shared(PyObject *t)
     if (!PyArg_ParseTuple(t, "O!O!O!O!O!OOUU", &PyDict_Type, &q, &PyDict_Type, &r, &PyList_Type, &names,
                           &PyFrozenSet_Type, &left, &PyFrozenSet_Type, &silent, &error_name, &new_piece, &ok, &error))
         return -1;
-    PyObject *cache = PyDict_New();
-    if (cache == NULL)
+    Py_CLEAR(shared.shared); /* (until the whole tuple is read) */
+    PyObject *cache = NULL;
+    if (keyset_read(&shared.left, left) < 0 || keyset_read(&shared.silent, silent) < 0
+        || (cache = PyDict_New()) == NULL)
         return -1;
     Py_XSETREF(shared.shared, Py_NewRef(t));
     Py_XSETREF(shared.requests, Py_NewRef(q));
     Py_XSETREF(shared.responses, Py_NewRef(r));
     Py_XSETREF(shared.api_names, Py_NewRef(names));
-    Py_XSETREF(shared.left, Py_NewRef(left));
-    Py_XSETREF(shared.silent, Py_NewRef(silent));
     Py_XSETREF(shared.error_name, Py_NewRef(error_name));
     Py_XSETREF(shared.new_piece, Py_NewRef(new_piece));
     Py_XSETREF(shared.ok, Py_NewRef(ok));
@@ -423,11 +424,8 @@ request(Pairing *p, long long offset, const char *b, Py_ssize_t n, PyObject *pay
         return 0;
     int key = (int16_t)be16(b), version = (int16_t)be16(b + 2);
     long long cid = be32(b + 4);
-    int left = in_set(shared.left, key);
-    if (!left && p->details)
-        left = details_left(key);
-    if (left)
-        return left < 0 ? -1 : 0;
+    if (keyset_has(&shared.left, key) || (p->details && details_left(key)))
+        return 0;
     for (Py_ssize_t k = 0; k < p->count; k++)
         if (p->waiting[k].correlation_id == cid)
             return 0;
@@ -439,9 +437,8 @@ request(Pairing *p, long long offset, const char *b, Py_ssize_t n, PyObject *pay
     if (ok <= 0)
         return ok;
     if (s.found[SLOT_ACKS] && s.value[SLOT_ACKS] == 0) {
-        int silent = in_set(shared.silent, key);
-        if (silent)
-            return silent < 0 ? -1 : 0;
+        if (keyset_has(&shared.silent, key))
+            return 0;
     }
     /* the frame's bytes wait as the payload holding them when it holds nothing else (a details run decodes them as
      * bytes of their own) */
@@ -665,11 +662,8 @@ response(Pairing *p, long long offset, const char *b, Py_ssize_t n, long long ts
     if (k >= ahead && before + k > MAX_OVERTAKEN) /* (the session settles the oldest) */
         return 0;
     Waiting *w = &p->waiting[k];
-    int left = in_set(shared.left, w->api_key);
-    if (!left && p->details)
-        left = details_left(w->api_key);
-    if (left)
-        return left < 0 ? -1 : 0;
+    if (keyset_has(&shared.left, w->api_key) || (p->details && details_left(w->api_key)))
+        return 0;
     /* the row's outcome: from the exchange scan, or in a details run from the walk of the decoded bodies; with
      * names, the scan lists the response's codes and named ids in either run */
     Scan s;
