@@ -205,6 +205,11 @@ def run_segments(headers: np.ndarray, runs: np.ndarray, ends: list[Ends], mapped
         while (done := native.run_segments(headers, runs, ends, mapped.maps, done, TcpSegment, segments)) < len(runs):
             mapped.open(ends[runs[done]][4])  # the next header's file, not mapped
         return segments
+    used = np.unique(runs).tolist()
+    if used and not 0 <= used[0] <= used[-1] < len(ends):
+        raise IndexError("a header's run is not among the ends")
+    if any(not 0 <= ends[run][4] < len(mapped.maps) for run in used):
+        raise IndexError("a run's file index is not among the maps")
     payload = mapped.payload
     out = []
     for ts, seq, ack, flags, window, payload_len, captured, at, forward, run \

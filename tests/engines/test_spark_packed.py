@@ -195,9 +195,11 @@ def test_a_decode_task_s_runs_become_the_reference_s_segments(tmp_path: Path, mo
 
 
 def test_a_run_index_or_file_index_out_of_range_raises_as_the_reference(tmp_path: Path) -> None:
+    """Past either end: a negative index too, which a Python list would take from the end."""
     capture = next(p for p in REAL_CAPTURES if p.endswith("librdkafka-produce-consume.pcap"))
     headers, runs, ends = _runs_of([capture])
-    for bad_runs, bad_ends in ((runs + len(ends), ends), (runs, [(*end[:4], 1) for end in ends])):
+    for bad_runs, bad_ends in ((runs + len(ends), ends), (runs - len(ends), ends),
+                               (runs, [(*end[:4], 1) for end in ends]), (runs, [(*end[:4], -1) for end in ends])):
         for native in (native_records._native, None):
             with extension(native), pytest.raises(IndexError):
                 units.run_segments(headers, bad_runs, bad_ends, MappedFiles([capture]))
