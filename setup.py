@@ -4,7 +4,8 @@ One extension per stage with a native part, beside that stage's Python reference
 (``decoders/_native.c``), the sources' record walks and header read (``sources/_native.c`` and
 the files it names), the engines' two (the live engine's device read, ``engines/_capture.c``; the command
 line's heap setting, ``engines/_heap.c``), the table sink's detail walk,
-records rows, category codes, typed columns and partition rows (``tables/_native.c``, ``_record_rows.c``, ``_codes.c``,
+records rows, category codes, text spans, typed columns and partition rows (``tables/_native.c``, ``_record_rows.c``,
+``_codes.c``, ``_spans.c``,
 ``_typed.c``, ``_part_rows.c``), and the native lanes:
 in-order reassembly (``reassembly/_native.c``) with Kafka framing (``kafka/_framing.c``).
 ``optional=True``: without a C compiler or Python headers the build of an extension is skipped
@@ -48,9 +49,11 @@ setup(
         Extension(
             "kdissect.tables._native",
             ["kdissect/tables/_native.c", "kdissect/tables/_record_rows.c", "kdissect/tables/_codes.c",
-             "kdissect/tables/_typed.c", "kdissect/tables/_walk_bytes.c", "kdissect/tables/_part_rows.c"],
+             "kdissect/tables/_typed.c", "kdissect/tables/_walk_bytes.c", "kdissect/tables/_part_rows.c",
+             "kdissect/tables/_spans.c"],
             depends=["kdissect/tables/_native.h", "kdissect/tables/_record_rows.h", "kdissect/tables/_codes.h",
                      "kdissect/tables/_typed.h", "kdissect/tables/_walk.h", "kdissect/tables/_part_rows.h",
+                     "kdissect/tables/_spans.h",
                      "kdissect/decoders/_records.h", "kdissect/decoders/_scan.h"],
             optional=True,
         ),

@@ -36,6 +36,7 @@
 #include "_walk.h"
 #include "_codes.h"
 #include "_record_rows.h"
+#include "_spans.h"
 #include "_typed.h"
 
 #define MAX_DEPTH WALK_MAX_DEPTH
@@ -472,6 +473,8 @@ static PyMethodDef methods[] = {
      "and batches rows, or None (see _record_rows.c)."},
     {"codes", category_codes, METH_O,
      "codes(values) -> (int32 codes, nulls, distinct): a category column's (see _codes.c)."},
+    {"spans", binary_spans, METH_VARARGS,
+     "spans(values, text) -> (data, int64 ends, nulls) or None: a text or bytes column's (see _spans.c)."},
     {"lane_records", lane_records, METH_VARARGS,
      "lane_records(spec, left, start, cut, arena, batches, target, errors, brokers, allowance): the records and "
      "batches rows of a lane's left exchanges from start on (see _record_rows.c)."},

@@ -41,8 +41,10 @@
  * length is checked before it is read.
  *
  * Cost (a batch per record on chatty traffic): per batch no Python object is made that the tables do
- * not keep: batches rows go to typed columns, a call's batches are one span of the arena (one block
- * piece), the run slots are read once per call, the decompression budget only around an inflate.
+ * not keep: batches rows and the records table's integer runs go to typed columns as machine values
+ * (a Cell: the prefix's and a part's ints read once, a batch's own values never made ints), a call's
+ * batches are one span of the arena (one block piece), the run slots are read once per call, the
+ * decompression budget only around an inflate.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -298,12 +300,6 @@ fail:
     return NULL;
 }
 
-static PyObject *
-or_none(Py_ssize_t v)
-{
-    return v ? PyLong_FromSsize_t(v) : Py_NewRef(Py_None);
-}
-
 /* An integer cell: to a typed column its record (TYPED_RECORD: the value, then 1; or zeros then 0 when
  * not `valid`), to a list an int or None. 0, or -1 with an exception set. */
 static int
@@ -320,16 +316,54 @@ put_int(PyObject *column, int64_t v, int valid)
     return put_obj_steal(column, valid ? PyLong_FromLongLong(v) : Py_NewRef(Py_None));
 }
 
+/* A cell a batch's rows share: an object (`obj`), a machine value (`machine`: `v`, null unless `valid`),
+ * or both (an exact int read once per call or part). A typed column takes the machine value, written
+ * as it is (no int object per cell); a list the object, or an int made from the machine value. */
+typedef struct {
+    PyObject *obj; /* borrowed; NULL: the machine value only */
+    int64_t v;
+    int valid, machine;
+} Cell;
+
+static Cell
+machine_cell(int64_t v, int valid)
+{
+    return (Cell){NULL, v, valid, 1};
+}
+
+/* An object's cell: an exact int also as its machine value, read as typed_append reads it (an integer
+ * int64 cannot hold: null). */
+static Cell
+object_cell(PyObject *obj)
+{
+    Cell cell = {obj, 0, 0, 0};
+    if (PyLong_CheckExact(obj)) {
+        int overflow = 0;
+        cell.v = (int64_t)PyLong_AsLongLongAndOverflow(obj, &overflow);
+        cell.machine = 1;
+        cell.valid = !overflow;
+    }
+    return cell;
+}
+
+/* A cell to a column. 0, or -1 with an exception set. */
+static int
+put_cell(PyObject *column, const Cell *cell)
+{
+    if (cell->machine && (cell->obj == NULL || PyByteArray_CheckExact(column)))
+        return put_int(column, cell->v, cell->valid);
+    return typed_append(column, cell->obj);
+}
+
 /* A batch's batches row, a cell per column of `columns` (BATCH_NAMES: the prefix, then batch_rows' values). */
 static int
-batch_cells(PyObject *columns, const Found *f, PyObject *loc, PyObject *const prefix[3], PyObject *codec_name)
+batch_cells(PyObject *columns, const Found *f, const Cell loc[3], const Cell prefix[3], PyObject *codec_name)
 {
 #define COL(i) PyTuple_GET_ITEM(columns, i)
     int ratio = f->decompressed && f->compressed;
-    return put_obj_steal(COL(0), Py_NewRef(prefix[0])) || put_obj_steal(COL(1), Py_NewRef(prefix[1])) ||
-           put_obj_steal(COL(2), Py_NewRef(prefix[2])) || put_obj_steal(COL(3), Py_NewRef(PyTuple_GET_ITEM(loc, 0))) ||
-           put_obj_steal(COL(4), Py_NewRef(PyTuple_GET_ITEM(loc, 1))) ||
-           put_obj_steal(COL(5), Py_NewRef(PyTuple_GET_ITEM(loc, 2))) || put_int(COL(6), f->position, 1) ||
+    return put_cell(COL(0), &prefix[0]) || put_cell(COL(1), &prefix[1]) || put_cell(COL(2), &prefix[2]) ||
+           put_cell(COL(3), &loc[0]) || put_cell(COL(4), &loc[1]) || put_cell(COL(5), &loc[2]) ||
+           put_int(COL(6), f->position, 1) ||
            put_int(COL(7), f->base_offset, 1) || put_int(COL(8), f->base_offset + f->last_delta, 1) ||
            put_int(COL(9), 2, 1) || put_obj_steal(COL(10), Py_NewRef(codec_name)) ||
            put_int(COL(11), f->record_count, 1) || put_int(COL(12), f->count, 1) || put_int(COL(13), f->size, 1) ||
@@ -369,7 +403,7 @@ flush_span(Call *c)
  * that follow each other in the arena: they do within a call), its first offset and count to the
  * block's, its shared values to the runs. */
 static int
-add_batch(Call *c, const Found *f, PyObject *first, PyObject *same[SAME_COUNT])
+add_batch(Call *c, const Found *f, PyObject *first, const Cell same[SAME_COUNT])
 {
     PyObject *runs = PyTuple_GET_ITEM(c->target, 0), *counts = PyTuple_GET_ITEM(c->target, 2);
     PyObject *firsts = PyTuple_GET_ITEM(c->target, 4), *batch_counts = PyTuple_GET_ITEM(c->target, 5);
@@ -388,7 +422,8 @@ add_batch(Call *c, const Found *f, PyObject *first, PyObject *same[SAME_COUNT])
     int bad = count == NULL || PyList_Append(firsts, first) < 0 || PyList_Append(batch_counts, count) < 0;
     for (Py_ssize_t i = 0; !bad && i < PyTuple_GET_SIZE(runs); i++) {
         int slot = c->slots[i];
-        bad = typed_append(PyTuple_GET_ITEM(runs, i), slot >= 0 ? same[slot] : Py_None) < 0;
+        bad = (slot >= 0 ? put_cell(PyTuple_GET_ITEM(runs, i), &same[slot])
+                         : typed_append(PyTuple_GET_ITEM(runs, i), Py_None)) < 0;
     }
     bad = bad || PyList_Append(counts, count) < 0;
     Py_XDECREF(count);
@@ -404,12 +439,17 @@ make_rows(Call *c, const FoundList *found, Py_ssize_t from, Py_ssize_t to, PyObj
     PyObject *codec_names = PyTuple_GET_ITEM(c->spec, 1), *ts_names = PyTuple_GET_ITEM(c->spec, 2);
     PyObject *assigned = NULL; /* the part's base offset (borrowed) */
     Py_ssize_t part = -1, index = 0;  /* records of the part so far */
+    Cell cells[3], loc_cells[3]; /* the prefix's, and the part's topic, topic id and partition */
+    for (int k = 0; k < 3; k++)
+        cells[k] = object_cell(prefix[k]);
     for (Py_ssize_t i = from; i < to; i++) {
         const Found *f = &found->items[i];
         PyObject *loc = PySequence_Fast_GET_ITEM(located, f->part);
         if (f->part != part) {
             part = f->part;
             index = 0;
+            for (int k = 0; k < 3; k++)
+                loc_cells[k] = object_cell(PyTuple_GET_ITEM(loc, k));
             PyObject *key = PyTuple_Pack(2, PyTuple_GET_ITEM(loc, 0), PyTuple_GET_ITEM(loc, 2));
             assigned = key == NULL ? NULL : PyDict_GetItemWithError(base_offsets, key);
             Py_XDECREF(key);
@@ -417,7 +457,7 @@ make_rows(Call *c, const FoundList *found, Py_ssize_t from, Py_ssize_t to, PyObj
                 return -1;
         }
         PyObject *codec_name = PyTuple_GET_ITEM(codec_names, f->attrs & ATTR_CODEC);
-        if (c->batches != NULL && batch_cells(c->batches, f, loc, prefix, codec_name) < 0)
+        if (c->batches != NULL && batch_cells(c->batches, f, loc_cells, cells, codec_name) < 0)
             return -1;
         if (f->count == 0 || c->target == NULL) /* (add_records passes batches without records by) */
             continue;
@@ -429,24 +469,17 @@ make_rows(Call *c, const FoundList *found, Py_ssize_t from, Py_ssize_t to, PyObj
         } else
             first = fetch ? PyLong_FromLong(-1) : Py_NewRef(Py_None); /* blocks.WIRE: the records' own offsets */
         index += f->count;
-        PyObject *same[SAME_COUNT] = {
-            prefix[0], prefix[1], prefix[2], PyTuple_GET_ITEM(loc, 0), PyTuple_GET_ITEM(loc, 1),
-            PyTuple_GET_ITEM(loc, 2), PyLong_FromLongLong(f->base_offset), NULL, codec_name,
-            PyLong_FromSsize_t(f->decompressed ? f->decompressed : f->size), or_none(f->compressed), Py_True,
-            Py_False, PyLong_FromLongLong(f->producer_id), PyLong_FromLong(f->producer_epoch),
-            PyLong_FromLong(f->base_sequence), Py_False, Py_False, Py_None,
-            PyTuple_GET_ITEM(ts_names, (f->attrs & ATTR_LOG_APPEND_TIME) >> 3),
+        const Cell same[SAME_COUNT] = {
+            cells[0], cells[1], cells[2], loc_cells[0], loc_cells[1], loc_cells[2],
+            machine_cell(f->base_offset, 1), machine_cell(2, 1), object_cell(codec_name),
+            machine_cell(f->decompressed ? f->decompressed : f->size, 1), machine_cell(f->compressed, f->compressed != 0),
+            object_cell(Py_True), object_cell(Py_False), machine_cell(f->producer_id, 1),
+            machine_cell(f->producer_epoch, 1), machine_cell(f->base_sequence, 1), object_cell(Py_False),
+            object_cell(Py_False), object_cell(Py_None),
+            object_cell(PyTuple_GET_ITEM(ts_names, (f->attrs & ATTR_LOG_APPEND_TIME) >> 3)),
         };
-        same[S_MAGIC] = PyLong_FromLong(2);
-        int bad = first == NULL;
-        for (int s = 0; s < SAME_COUNT; s++)
-            bad = bad || same[s] == NULL;
-        bad = bad || add_batch(c, f, first, same) < 0;
+        int bad = first == NULL || add_batch(c, f, first, same) < 0;
         Py_XDECREF(first);
-        PyObject *owned[] = {same[S_BATCH_BASE_OFFSET], same[S_MAGIC], same[S_BATCH_BYTES], same[S_COMPRESSED_BYTES],
-                             same[S_PRODUCER_ID], same[S_PRODUCER_EPOCH], same[S_BASE_SEQUENCE]};
-        for (size_t k = 0; k < sizeof owned / sizeof *owned; k++)
-            Py_XDECREF(owned[k]);
         if (bad)
             return -1;
         *added += f->count;

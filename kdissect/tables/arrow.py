@@ -175,6 +175,11 @@ def _validity(nulls: np.ndarray | None) -> pa.Buffer | None:
 def _binary(arrow_type: pa.DataType, values: list[Any]) -> pa.Array | pa.ChunkedArray:
     """Bytes (or, for a string type, text) values, None for null; chunked past int32 offsets."""
     text = arrow_type == pa.string()
+    found = None if _native_tables is None else _native_tables.spans(values, text)  # (tables/_spans.c)
+    if found is not None:  # (the loops below, in one C pass)
+        data, ends, nulls = found
+        return _spans(arrow_type, None if nulls is None else np.frombuffer(nulls, dtype=np.bool_),
+                      np.frombuffer(ends, dtype=np.int64), data)  # fmt: skip
     if None not in values:
         data, sizes = _utf8_joined(values) if text else (b"".join(values), map(len, values))
         ends = array("q", accumulate(sizes, initial=0))  # a C loop, three times numpy.fromiter's speed here
