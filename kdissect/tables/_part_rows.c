@@ -187,25 +187,6 @@ part_rows_clear(PartRows *rows)
     rows->index_size = 0;
 }
 
-/* An integer cell: a typed cell to a bytearray, an int (or None) to a list. 0 or -1. */
-static int
-put_int(PyObject *column, int valid, long long v)
-{
-    if (PyByteArray_CheckExact(column)) {
-        unsigned char cell[TYPED_RECORD] = {0};
-        if (valid) {
-            int64_t x = (int64_t)v;
-            memcpy(cell, &x, sizeof x);
-            cell[sizeof x] = 1;
-        }
-        return typed_put(column, cell, TYPED_RECORD);
-    }
-    PyObject *value = valid ? PyLong_FromLongLong(v) : Py_NewRef(Py_None);
-    int rc = value == NULL ? -1 : PyList_Append(column, value);
-    Py_XDECREF(value);
-    return rc;
-}
-
 /* The row's error name: error_name(code), None without a code (a new reference). */
 static PyObject *
 error_name_of(const PartRow *row)
@@ -239,18 +220,18 @@ part_rows_emit(const PartRows *rows, PyObject *columns, PyObject *const *prefix,
         for (Py_ssize_t c = 0; rc == 0 && c < nprefix; c++)
             rc = typed_append(col[c], prefix[c]);
         if (rc == 0 && (rc = put_object(s[P_TOPIC], row->topic)) == 0 && (rc = put_object(s[P_TOPIC_ID], row->topic_id)) == 0)
-            rc = put_int(s[P_PARTITION], 1, row->partition);
+            rc = typed_put_int(s[P_PARTITION], row->partition, 1);
         for (int k = 0; rc == 0 && k < N_VALUES; k++)
-            rc = put_int(s[P_VALUES + k], row->has_value >> k & 1u, row->value[k]);
+            rc = typed_put_int(s[P_VALUES + k], row->value[k], row->has_value >> k & 1u);
         if (rc == 0)
-            rc = put_int(s[P_ERROR_CODE], row->has_error_code, row->error_code);
+            rc = typed_put_int(s[P_ERROR_CODE], row->error_code, row->has_error_code);
         if (rc == 0) {
             PyObject *name = error_name_of(row);
             rc = name == NULL ? -1 : put_object(s[P_ERROR_NAME], name);
             Py_XDECREF(name);
         }
         for (int k = 0; rc == 0 && k < 2; k++)
-            rc = put_int(s[P_RECORDS_BYTES + k], row->has_records_bytes[k], row->records_bytes[k]);
+            rc = typed_put_int(s[P_RECORDS_BYTES + k], row->records_bytes[k], row->has_records_bytes[k]);
         if (rc < 0)
             return -1;
     }

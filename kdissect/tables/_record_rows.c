@@ -300,22 +300,6 @@ fail:
     return NULL;
 }
 
-/* An integer cell: to a typed column its record (TYPED_RECORD: the value, then 1; or zeros then 0 when
- * not `valid`), to a list an int or None. 0, or -1 with an exception set. */
-static int
-put_int(PyObject *column, int64_t v, int valid)
-{
-    if (PyByteArray_CheckExact(column)) {
-        unsigned char cell[TYPED_RECORD] = {0};
-        if (valid) {
-            memcpy(cell, &v, sizeof v);
-            cell[sizeof v] = 1;
-        }
-        return typed_put(column, cell, TYPED_RECORD);
-    }
-    return put_obj_steal(column, valid ? PyLong_FromLongLong(v) : Py_NewRef(Py_None));
-}
-
 /* A cell a batch's rows share: an object (`obj`), a machine value (`machine`: `v`, null unless `valid`),
  * or both (an exact int read once per call or part). A typed column takes the machine value, written
  * as it is (no int object per cell); a list the object, or an int made from the machine value. */
@@ -351,7 +335,7 @@ static int
 put_cell(PyObject *column, const Cell *cell)
 {
     if (cell->machine && (cell->obj == NULL || PyByteArray_CheckExact(column)))
-        return put_int(column, cell->v, cell->valid);
+        return typed_put_int(column, cell->v, cell->valid);
     return typed_append(column, cell->obj);
 }
 
@@ -363,18 +347,19 @@ batch_cells(PyObject *columns, const Found *f, const Cell loc[3], const Cell pre
     int ratio = f->decompressed && f->compressed;
     return put_cell(COL(0), &prefix[0]) || put_cell(COL(1), &prefix[1]) || put_cell(COL(2), &prefix[2]) ||
            put_cell(COL(3), &loc[0]) || put_cell(COL(4), &loc[1]) || put_cell(COL(5), &loc[2]) ||
-           put_int(COL(6), f->position, 1) ||
-           put_int(COL(7), f->base_offset, 1) || put_int(COL(8), f->base_offset + f->last_delta, 1) ||
-           put_int(COL(9), 2, 1) || put_obj_steal(COL(10), Py_NewRef(codec_name)) ||
-           put_int(COL(11), f->record_count, 1) || put_int(COL(12), f->count, 1) || put_int(COL(13), f->size, 1) ||
-           put_int(COL(14), f->compressed, f->compressed != 0) ||
-           put_int(COL(15), f->decompressed, f->decompressed != 0) ||
+           typed_put_int(COL(6), f->position, 1) ||
+           typed_put_int(COL(7), f->base_offset, 1) || typed_put_int(COL(8), f->base_offset + f->last_delta, 1) ||
+           typed_put_int(COL(9), 2, 1) || put_obj_steal(COL(10), Py_NewRef(codec_name)) ||
+           typed_put_int(COL(11), f->record_count, 1) || typed_put_int(COL(12), f->count, 1) ||
+           typed_put_int(COL(13), f->size, 1) ||
+           typed_put_int(COL(14), f->compressed, f->compressed != 0) ||
+           typed_put_int(COL(15), f->decompressed, f->decompressed != 0) ||
            put_obj_steal(COL(16), ratio ? PyFloat_FromDouble((double)f->decompressed / (double)f->compressed)
                                         : Py_NewRef(Py_None)) ||
            put_obj_steal(COL(17), Py_NewRef(Py_True)) || put_obj_steal(COL(18), Py_NewRef(Py_True)) ||
            put_obj_steal(COL(19), Py_NewRef(Py_False)) || put_obj_steal(COL(20), Py_NewRef(Py_False)) ||
-           put_int(COL(21), f->producer_id, 1) || put_int(COL(22), f->producer_epoch, 1) ||
-           put_int(COL(23), f->base_sequence, 1) || put_obj_steal(COL(24), Py_NewRef(Py_None))
+           typed_put_int(COL(21), f->producer_id, 1) || typed_put_int(COL(22), f->producer_epoch, 1) ||
+           typed_put_int(COL(23), f->base_sequence, 1) || put_obj_steal(COL(24), Py_NewRef(Py_None))
                ? -1
                : 0;
 #undef COL

@@ -4,11 +4,14 @@
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <stdint.h>
 #include <string.h>
 
 /* One cell to ``column``: a list gets ``value`` itself; a bytearray gets a TYPED_RECORD-byte record.
  * 0, or -1 with an exception set (a typed column's value that is not an integer or None). */
 int typed_append(PyObject *column, PyObject *value);
+/* An integer cell from C: a typed column gets its record, a list an int (None when not ``valid``). 0, or -1. */
+int typed_put_int(PyObject *column, int64_t v, int valid);
 /* Whether every column is a list or a bytearray. */
 int typed_columns(PyObject *columns);
 
