@@ -8,6 +8,7 @@ handle's copy on its own), every other field exactly. Needs root, as every captu
 
 from __future__ import annotations
 
+import ctypes
 import dataclasses
 import socket
 import threading
@@ -75,3 +76,21 @@ def test_native_and_ctypes_reads_give_the_same_records(limit: int) -> None:
     assert len(expected) >= 2 * MESSAGES
     assert [dataclasses.replace(r, ts_ns=0) for r in got] == [dataclasses.replace(r, ts_ns=0) for r in expected]
     assert all(abs(a.ts_ns - b.ts_ns) <= CLOCK_SLACK_NS for a, b in zip(got, expected, strict=True))
+
+
+def test_a_loopback_ring_takes_each_packet_once() -> None:
+    """On ``lo`` the kernel offers a capture socket every packet twice (sent, then received): the device
+    keeps only the received copy in the kernel (libpcap would drop the other after the ring), so what the
+    ring took is what is read, and the ring holds twice the traffic."""
+    require_root()
+    port = free_port()
+    device = PcapDevice("lo", f"tcp port {port}")
+    try:
+        _traffic(port)
+        records = _drain(device._read_native, 4096)
+        assert device._pcap.pcap_stats(device._handle, ctypes.byref(device._stat)) == 0
+        taken, dropped = device._stat.ps_recv, device._stat.ps_drop
+    finally:
+        device.close()
+    assert len(records) >= 2 * MESSAGES
+    assert (taken, dropped) == (len(records), 0)
