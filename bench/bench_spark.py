@@ -285,7 +285,7 @@ def main() -> None:
         segments //= len(firsts)
         print(f"corpus: {len(files)} files, {total:,.1f} MB, about {segments:,} TCP segments", flush=True)
         print(f"{'engine':<12} {'wall s':>8} {'MB/s':>8} {'fixed s':>8} {'marginal MB/s':>14} {'driver MB':>10} "
-              f"{'JVM MB':>8} {'CPU s':>8} {'cores':>6}  CPU s by process (fixed; corpus (its system time))")  # fmt: skip
+              f"{'JVM MB':>8} {'CPU s':>8} {'cores':>6}  CPU s by process (fixed; corpus (system))")  # fmt: skip
         cli = [sys.executable, "-m", "kdissect.cli", "analyze"]
         versions = [("", None)] + ([("base ", args.baseline.resolve())] if args.baseline else [])
         for engine in filter(None, args.engines.split(",")):
