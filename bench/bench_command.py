@@ -17,7 +17,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from bench_spark import KINDS, timed
+from bench_spark import KINDS, SYSTEM, timed
 
 
 def main() -> None:
@@ -36,8 +36,8 @@ def main() -> None:
     for _ in range(args.runs):
         for label, code in versions:
             wall, driver, jvm, kinds, _ = timed([sys.executable, "-m", "kdissect.cli", *command], code, args.every)
-            cpu = " ".join(f"{kind} {kinds[kind]:.2f}" for kind in KINDS)
-            print(f"{label:8} wall {wall:7.1f} s  CPU {sum(kinds.values()):7.2f} s ({cpu})  "
+            cpu = " ".join(f"{kind} {kinds[kind]:.2f} (system {kinds[SYSTEM[kind]]:.2f})" for kind in KINDS)
+            print(f"{label:8} wall {wall:7.1f} s  CPU {sum(kinds[kind] for kind in KINDS):7.2f} s ({cpu})  "
                   f"peak RSS: driver {driver:,.0f} MB, JVM {jvm:,.0f} MB", flush=True)
 
 

@@ -128,25 +128,29 @@ def _kind(pid: int, driver: int, was: str | None) -> str:
     return "workers" if b"-m" in args[:2] and args[args.index(b"-m") + 1].endswith(b"daemon") else "jvm"
 
 
-def _cpu_s(pid: int, reaped: bool = False) -> float:
+def _cpu_s(pid: int, reaped: bool = False, system: bool = False) -> float:
     """User + system CPU seconds of one process so far (its own threads; with ``reaped``, plus its
-    children that ended and were waited for)."""
+    children that ended and were waited for); with ``system``, its system (kernel) time alone."""
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     except OSError:
         return 0.0
-    ticks = int(fields[11]) + int(fields[12]) + (int(fields[13]) + int(fields[14]) if reaped else 0)
+    ticks = int(fields[12]) + (int(fields[14]) if reaped else 0)
+    if not system:
+        ticks += int(fields[11]) + (int(fields[13]) if reaped else 0)
     return ticks / os.sysconf("SC_CLK_TCK")
 
 
 KINDS = ("driver", "jvm", "workers")
+SYSTEM = {kind: f"{kind} system" for kind in KINDS}  # keys of each kind's system time in ``timed``'s CPU
 
 
 def timed(argv: list[str], code: Path | None = None, every: float | None = None
           ) -> tuple[float, float, float, dict[str, float], str]:  # fmt: skip
     """Wall seconds, peak RSS (MB) of the process and of its JVM, CPU seconds of the process and
     every descendant per kind (``KINDS``: this Python, the JVM, Spark's Python workers; sampled, so a
-    last fraction of a second of each is missed), stdout (Linux /proc). With ``code``, kdissect is
+    last fraction of a second of each is missed) and the system time of each (``SYSTEM``: the kernel's
+    part, which the workers' staged pieces raise), stdout (Linux /proc). With ``code``, kdissect is
     imported from that directory; with ``every``, the peaks so far are printed every that many seconds
     (a long run cut short still tells them)."""
     env = None if code is None else {**os.environ, "PYTHONPATH": str(code)}
@@ -155,8 +159,8 @@ def timed(argv: list[str], code: Path | None = None, every: float | None = None
                             cwd=code)  # fmt: skip
     driver = jvm = 0
     kind_of: dict[int, str] = {}  # (a process's kind may change when it execs: the JVM starts as a fork)
-    cpu: dict[int, float] = {}  # driver and JVM processes: each one's last reading
-    workers = 0.0  # Spark's Python daemon reaps its workers: the most its live processes have done
+    cpu: dict[int, tuple[float, float]] = {}  # driver and JVM processes: each one's last reading (all, system)
+    workers = (0.0, 0.0)  # Spark's Python daemon reaps its workers: the most its live processes have done
     told = start
     while proc.poll() is None:
         if every is not None and time.perf_counter() - told >= every:
@@ -164,13 +168,13 @@ def timed(argv: list[str], code: Path | None = None, every: float | None = None
             print(f"  {told - start:7.0f} s: peak RSS so far: driver {driver / MB:,.0f} MB, JVM {jvm / MB:,.0f} MB",
                   flush=True)  # fmt: skip
         driver = max(driver, _rss(proc.pid))
-        now = 0.0
+        now = (0.0, 0.0)
         for pid in (proc.pid, *_descendants(proc.pid)):
             kind = kind_of[pid] = _kind(pid, proc.pid, kind_of.get(pid))
             if kind == "workers":
-                now += _cpu_s(pid, reaped=True)
+                now = (now[0] + _cpu_s(pid, reaped=True), now[1] + _cpu_s(pid, reaped=True, system=True))
                 continue
-            cpu[pid] = max(cpu.get(pid, 0.0), _cpu_s(pid))
+            cpu[pid] = max(cpu.get(pid, (0.0, 0.0)), (_cpu_s(pid), _cpu_s(pid, system=True)))
             if kind == "jvm":
                 jvm = max(jvm, _rss(pid))
         workers = max(workers, now)
@@ -178,8 +182,10 @@ def timed(argv: list[str], code: Path | None = None, every: float | None = None
     out = proc.stdout.read() if proc.stdout else ""
     if proc.returncode:
         raise SystemExit(f"{argv} failed ({proc.returncode})")
-    kinds = {kind: sum(c for pid, c in cpu.items() if kind_of[pid] == kind) for kind in KINDS}
-    kinds["workers"] = workers
+    kinds = {}
+    for kind in KINDS:
+        kinds[kind], kinds[SYSTEM[kind]] = (sum(c[i] for pid, c in cpu.items() if kind_of[pid] == kind) for i in (0, 1))
+    kinds["workers"], kinds[SYSTEM["workers"]] = workers
     return time.perf_counter() - start, driver / MB, jvm / MB, kinds, out
 
 
@@ -279,7 +285,7 @@ def main() -> None:
         segments //= len(firsts)
         print(f"corpus: {len(files)} files, {total:,.1f} MB, about {segments:,} TCP segments", flush=True)
         print(f"{'engine':<12} {'wall s':>8} {'MB/s':>8} {'fixed s':>8} {'marginal MB/s':>14} {'driver MB':>10} "
-              f"{'JVM MB':>8} {'CPU s':>8} {'cores':>6}  CPU s by process (fixed; corpus)")  # fmt: skip
+              f"{'JVM MB':>8} {'CPU s':>8} {'cores':>6}  CPU s by process (fixed; corpus (system))")  # fmt: skip
         cli = [sys.executable, "-m", "kdissect.cli", "analyze"]
         versions = [("", None)] + ([("base ", args.baseline.resolve())] if args.baseline else [])
         for engine in filter(None, args.engines.split(",")):
@@ -289,9 +295,10 @@ def main() -> None:
                 fixed, _, _, fixed_cpu, _ = timed([*cli, str(SMALL), "--out", str(out), *extra], code)
                 shutil.rmtree(out, ignore_errors=True)
                 wall, driver, jvm, kinds, _ = timed([*cli, *files, "--out", str(out), *extra], code)
-                cpu = sum(kinds.values())
+                cpu = sum(kinds[k] for k in KINDS)
                 marginal = total / (wall - fixed) if wall > fixed else float("inf")
-                split = " ".join(f"{k} {fixed_cpu[k]:.1f};{kinds[k]:.1f}" for k in KINDS if kinds[k] or fixed_cpu[k])
+                split = " ".join(f"{k} {fixed_cpu[k]:.1f};{kinds[k]:.1f} (system {kinds[SYSTEM[k]]:.1f})"
+                                 for k in KINDS if kinds[k] or fixed_cpu[k])  # fmt: skip
                 print(f"{label + engine:<12} {wall:>8.1f} {total / wall:>8.1f} {fixed:>8.1f} {marginal:>14.1f} "
                       f"{driver:>10.0f} {jvm:>8.0f} {cpu:>8.1f} {cpu / wall:>6.2f}  {split}", flush=True)  # fmt: skip
                 shutil.rmtree(out, ignore_errors=True)

@@ -5,7 +5,8 @@ glibc trims its heap whenever a little of its top is free, and maps a block past
 threshold on its own; a run over a record-heavy capture frees and grows big blocks all the time (read
 chunks, frames spanning many segments, the records table's buffers), so the heap shrank and grew again
 and big blocks were mapped afresh, every page of it a fresh page fault: a quarter of such a run's faults.
-Only the process's owner (``kdissect.cli.main``) calls this: the setting is the whole process's, which a
+Only a process's owner calls this (``kdissect.cli.main``, and a Spark Python worker's first task, which
+runs only kdissect's tasks: ``spark_worker.worker_tuned``): the setting is the whole process's, which a
 library must not change under its caller.
 """
 

@@ -259,11 +259,15 @@ def _reader(spark: SparkSession, units: list[Unit], census: Census | None,
 
 def census(spark: SparkSession, units: list[Unit]) -> Census | None:
     """The census of every unit merged (``units.unit_census``, a first pass with the native reader, a few
-    rows per unit back); None when there is one unit that holds no secrets: nothing crosses then."""
+    rows per unit back); None when there is one unit that holds no secrets: nothing crosses then.
+    One task per task slot, not per unit: a unit's census takes 0.02-0.1 CPU-s, and each task cost the
+    JVM and the worker about 50 ms more (reports/spark-whole-2026-11-29.md)."""
     if len(units) == 1 and not may_hold_secrets(units[0].path):
         return None
-    task = partial(tasks.census_task, units=spark.sparkContext.broadcast(units))
-    got = spark.range(0, len(units), 1, len(units)).mapInArrow(task, from_arrow_schema(tasks.CENSUS)).collect()
+    context = spark.sparkContext
+    task = partial(tasks.census_task, units=context.broadcast(units))
+    slices = max(1, min(len(units), context.defaultParallelism))
+    got = spark.range(0, len(units), 1, slices).mapInArrow(task, from_arrow_schema(tasks.CENSUS)).collect()
     return Census.merge(pickle.loads(row["census"]) for row in sorted(got, key=lambda row: row["unit"]))
 
 

@@ -25,6 +25,7 @@ from pyspark import TaskContext
 
 from kdissect.analysis.frames import ANALYSED_RECORDS
 from kdissect.analysis.summary import Figures
+from kdissect.engines.heap import keep_freed_heap
 from kdissect.engines.local import tune_gc
 from kdissect.engines.partition import (
     ENVELOPE_SCHEMA,
@@ -62,8 +63,11 @@ CENSUS = pa.schema([("unit", pa.int64()), ("census", pa.binary())])  # a unit's 
 def worker_tuned() -> None:
     """A Spark Python worker's task is one big analysis, as the local engine's process is: the same
     collector settings (``local.tune_gc``; the default rescans a task's rows so often that it cost
-    10% of a decode task and 30% of a read task), once per worker (Spark reuses them across tasks)."""
+    10% of a decode task and 30% of a read task), and the same heap (``heap.keep_freed_heap``: a
+    worker, as the command line's process, exists only to run these tasks), once per worker (Spark
+    reuses them across tasks)."""
     tune_gc()
+    keep_freed_heap()
 
 
 def arrow_to_spark(table: pa.Table) -> pa.Table:

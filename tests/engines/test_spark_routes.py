@@ -120,3 +120,20 @@ def test_crossing_connections_rows_meet_in_the_partition_of_their_share(spark, t
         else:
             assert r["key"] == key
     assert seen
+
+
+def test_the_census_runs_a_task_per_slot_and_finds_what_the_units_censuses_merged_find(spark, tmp_path: Path) -> None:
+    paths = rotate(CAPTURE, tmp_path, 5)
+    units = plan_units([(p, os.path.getsize(p)) for p in paths], 1 << 40)
+    assert len(units) > 2
+    context = spark.sparkContext
+    context.setJobGroup("census-tasks", "the census' tasks")
+    try:
+        found = census(spark, units)
+    finally:
+        context.setJobGroup("", "")
+    tracker = context.statusTracker()
+    stages = [stage for job in tracker.getJobIdsForGroup("census-tasks")
+              for stage in tracker.getJobInfo(job).stageIds]  # fmt: skip
+    assert sum(tracker.getStageInfo(stage).numTasks for stage in stages) == context.defaultParallelism == 2
+    assert found == Census.merge(unit_census(u) for u in units)
