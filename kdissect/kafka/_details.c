@@ -77,9 +77,9 @@ details_read(PyObject *spec)
                           &PyFrozenSet_Type, &no_partitions, &PyFrozenSet_Type, &params_apis, &PyTuple_Type,
                           &params_fields, &errors, &brokers, &records))
         return -1;
-    Py_CLEAR(d.spec); /* (until the whole spec is read) */
-    if (keyset_read(&d.handed_back, handed_back) < 0 || keyset_read(&d.no_partitions, no_partitions) < 0
-        || keyset_read(&d.params_apis, params_apis) < 0)
+    static KeySet sets[3]; /* (read whole before the shared state changes: lanes share it) */
+    if (keyset_read(&sets[0], handed_back) < 0 || keyset_read(&sets[1], no_partitions) < 0
+        || keyset_read(&sets[2], params_apis) < 0)
         return -1;
     if (d.plans == NULL) {
         if ((d.plans = PyDict_New()) == NULL || (d.partitions = PyDict_New()) == NULL
@@ -91,6 +91,9 @@ details_read(PyObject *spec)
     PyDict_Clear(d.plans);
     memset(d.recent, 0, sizeof d.recent);
     Py_XSETREF(d.spec, Py_NewRef(spec));
+    d.handed_back = sets[0];
+    d.no_partitions = sets[1];
+    d.params_apis = sets[2];
     Py_XSETREF(d.decode, Py_NewRef(decode));
     Py_XSETREF(d.plan_for, Py_NewRef(plan_for));
     Py_XSETREF(d.new_piece, Py_NewRef(new_piece));

@@ -82,11 +82,12 @@ read_shared(PyObject *t)
     if (!PyArg_ParseTuple(t, "O!O!O!O!O!OOUU", &PyDict_Type, &q, &PyDict_Type, &r, &PyList_Type, &names,
                           &PyFrozenSet_Type, &left, &PyFrozenSet_Type, &silent, &error_name, &new_piece, &ok, &error))
         return -1;
-    Py_CLEAR(shared.shared); /* (until the whole tuple is read) */
+    static KeySet left_keys, silent_keys; /* (read whole before the shared state changes: lanes share it) */
     PyObject *cache = NULL;
-    if (keyset_read(&shared.left, left) < 0 || keyset_read(&shared.silent, silent) < 0
-        || (cache = PyDict_New()) == NULL)
+    if (keyset_read(&left_keys, left) < 0 || keyset_read(&silent_keys, silent) < 0 || (cache = PyDict_New()) == NULL)
         return -1;
+    shared.left = left_keys;
+    shared.silent = silent_keys;
     Py_XSETREF(shared.shared, Py_NewRef(t));
     Py_XSETREF(shared.requests, Py_NewRef(q));
     Py_XSETREF(shared.responses, Py_NewRef(r));
