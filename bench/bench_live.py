@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import multiprocessing as mp
-import os
 import re
 import selectors
 import shutil
@@ -36,6 +35,8 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+
+from bench_spark import cpu_s
 
 from kdissect.testing.encoder import encode_request, encode_response
 from kdissect.testing.records_encode import encode_batch, new_record
@@ -130,7 +131,11 @@ def client(port: int, rate: int, seconds: float, large: bool, connections: int, 
                 free.appendleft(sock)
         for key, _ in sel.select(0.0005):
             sock = key.fileobj
-            total = answered[sock] + len(sock.recv(1 << 18))
+            data = sock.recv(1 << 18)
+            if not data:  # (the server closed it: no more answers)
+                sel.unregister(sock)
+                continue
+            total = answered[sock] + len(data)
             done, answered[sock] = divmod(total, answer)
             if done:
                 if waiting[sock] >= in_flight:
@@ -203,23 +208,17 @@ def _tcpdump(port: int) -> Callable[[], Run]:
     return result
 
 
-def cpu_seconds(pid: int) -> float:
-    """A process's user + system CPU seconds so far (its own threads, not its children)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def measure(tool: str, port: int, rate: int, seconds: float, large: bool, tables: bool, server_pid: int,
             connections: int, in_flight: int, timeline: bool = False) -> tuple[int, Run]:
     """(requests sent, what the tool reported, with the client's and the server's CPU seconds)."""
     result = _kdissect(port, seconds, tables, timeline) if tool == "kdissect" else _tcpdump(port)
     sent, cpu = mp.Value("q", 0), mp.Value("d", 0.0)
-    server_before = cpu_seconds(server_pid)
+    server_before = cpu_s(server_pid)
     c = mp.Process(target=client, args=(port, rate, seconds, large, connections, in_flight, sent, cpu))
     c.start()
     c.join()
     run = result()
-    run.client_cpu, run.server_cpu = cpu.value, cpu_seconds(server_pid) - server_before
+    run.client_cpu, run.server_cpu = cpu.value, cpu_s(server_pid) - server_before
     return sent.value, run
 
 

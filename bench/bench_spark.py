@@ -128,7 +128,7 @@ def _kind(pid: int, driver: int, was: str | None) -> str:
     return "workers" if b"-m" in args[:2] and args[args.index(b"-m") + 1].endswith(b"daemon") else "jvm"
 
 
-def _cpu_s(pid: int, reaped: bool = False, system: bool = False) -> float:
+def cpu_s(pid: int, reaped: bool = False, system: bool = False) -> float:
     """User + system CPU seconds of one process so far (its own threads; with ``reaped``, plus its
     children that ended and were waited for); with ``system``, its system (kernel) time alone."""
     try:
@@ -172,9 +172,9 @@ def timed(argv: list[str], code: Path | None = None, every: float | None = None
         for pid in (proc.pid, *_descendants(proc.pid)):
             kind = kind_of[pid] = _kind(pid, proc.pid, kind_of.get(pid))
             if kind == "workers":
-                now = (now[0] + _cpu_s(pid, reaped=True), now[1] + _cpu_s(pid, reaped=True, system=True))
+                now = (now[0] + cpu_s(pid, reaped=True), now[1] + cpu_s(pid, reaped=True, system=True))
                 continue
-            cpu[pid] = max(cpu.get(pid, (0.0, 0.0)), (_cpu_s(pid), _cpu_s(pid, system=True)))
+            cpu[pid] = max(cpu.get(pid, (0.0, 0.0)), (cpu_s(pid), cpu_s(pid, system=True)))
             if kind == "jvm":
                 jvm = max(jvm, _rss(pid))
         workers = max(workers, now)
@@ -195,7 +195,7 @@ def _tree_cpu(root: int) -> dict[str, float]:
     cpu = dict.fromkeys(KINDS, 0.0)
     for pid in (root, *_descendants(root)):
         kind = _kind(pid, root, None)
-        cpu[kind] += _cpu_s(pid, reaped=kind == "workers")
+        cpu[kind] += cpu_s(pid, reaped=kind == "workers")
     return cpu
 
 

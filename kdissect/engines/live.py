@@ -20,6 +20,7 @@ from __future__ import annotations
 import ctypes
 import os
 import signal
+import socket
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import field, replace
@@ -46,8 +47,8 @@ from kdissect.tables.sink import SPILLABLE, Spill, TableSink
 SNAPLEN = 262_144
 KERNEL_BUFFER = 64 << 20  # libpcap's ring: absorbs bursts while Python decodes
 POLL_MS = 50  # libpcap's block timeout: the longest a packet waits in the kernel ring
-IFF_LOOPBACK = 0x8  # (linux/if.h)
-SOL_SOCKET, SO_ATTACH_FILTER = 1, 26  # (asm-generic/socket.h)
+SO_ATTACH_FILTER = 26  # (asm-generic/socket.h: Linux on x86 and Arm)
+BPF_MAXINSNS = 4096  # the longest classic BPF program a socket takes (linux/bpf_common.h)
 IDLE_SLEEP = 0.005  # between polls of an empty ring
 MAX_BATCH = 4096  # records taken per poll, so the view refreshes even under full load
 _capture = native_module("engines._capture")  # the device read in C (else through ctypes, a packet at a time)
@@ -78,16 +79,6 @@ def capture_filter(ports: Sequence[int], bpf: str | None) -> str:
     if not ports:
         return "tcp"
     return "tcp and (" + " or ".join(f"port {p}" for p in ports) + ")"
-
-
-def _loopback(interface: str) -> bool:
-    """Whether ``interface`` is a loopback device (Linux: IFF_LOOPBACK among its flags in sysfs)."""
-    if "/" in interface:
-        return False
-    try:
-        return bool(int(Path(f"/sys/class/net/{interface}/flags").read_text(), 16) & IFF_LOOPBACK)
-    except (OSError, ValueError):
-        return False
 
 
 class _SockFprog(ctypes.Structure):
@@ -142,7 +133,7 @@ class PcapDevice:
             message = self._error()
             self.close()
             raise CaptureUnavailable(f"cannot set the capture filter on {interface}: {message}")
-        if _loopback(interface):
+        if interface == "lo":
             self._received_only(bpf)
         self._header = ctypes.POINTER(pcap.pcap_pkthdr)()
         self._data = ctypes.POINTER(ctypes.c_ubyte)()
@@ -151,20 +142,27 @@ class PcapDevice:
         self.ended = False
 
     def _received_only(self, bpf: str) -> None:
-        """On a loopback device the kernel puts every packet in the ring twice (sent, then received) and
-        libpcap drops the sent copy after the ring: drop it in the kernel instead, so the ring holds
-        twice the traffic and its drop count counts packets once. The program is attached to the socket
-        itself, the filter libpcap holds staying the one given: libpcap (1.10, TPACKET_V3) filters the
-        blocks already in the ring when a filter is set in user space, where the direction test
-        (``inbound``, an ancillary load) always fails. Anything refused: the filter stays as it is."""
+        """On ``lo`` the kernel puts every packet in the ring twice (sent, then received) and libpcap drops
+        the sent copy after the ring (for that device only): drop it in the kernel instead, so the ring
+        holds twice the traffic and its drop count counts packets once. The program is attached to the
+        socket itself, the filter libpcap holds staying the one given: libpcap (1.10, TPACKET_V3) filters
+        the blocks already in the ring when a filter is set in user space, where the direction test
+        (``inbound``, an ancillary load) always fails. Anything refused: the filter stays as it is (what
+        libpcap then drops after the ring is the same)."""
         pcap, program = self._pcap, self._pcap.bpf_program()
         if pcap.pcap_compile(self._handle, ctypes.byref(program), f"inbound and ({bpf})".encode(), 1,
                              0xFFFFFFFF) < 0:  # fmt: skip
             return
-        fprog = _SockFprog(program.bf_len, ctypes.cast(program.bf_insns, ctypes.c_void_p))
-        fd = pcap.pcap_get_selectable_fd(self._handle)
-        ctypes.CDLL(None).setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, ctypes.byref(fprog), ctypes.sizeof(fprog))
-        pcap.pcap_freecode(ctypes.byref(program))  # (the kernel keeps its own copy)
+        try:
+            fd = pcap.pcap_get_selectable_fd(self._handle)
+            if fd >= 0 and program.bf_len <= BPF_MAXINSNS:
+                fprog = _SockFprog(program.bf_len, ctypes.cast(program.bf_insns, ctypes.c_void_p))
+                setsockopt = ctypes.CDLL(None).setsockopt
+                setsockopt.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_void_p, ctypes.c_uint32]
+                setsockopt.restype = ctypes.c_int
+                setsockopt(fd, socket.SOL_SOCKET, SO_ATTACH_FILTER, ctypes.byref(fprog), ctypes.sizeof(fprog))
+        finally:
+            pcap.pcap_freecode(ctypes.byref(program))  # (the kernel keeps its own copy)
 
     def _error(self) -> str:
         return (self._pcap.pcap_geterr(self._handle) or b"").decode(errors="replace")
