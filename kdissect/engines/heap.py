@@ -5,9 +5,10 @@ glibc trims its heap whenever a little of its top is free, and maps a block past
 threshold on its own; a run over a record-heavy capture frees and grows big blocks all the time (read
 chunks, frames spanning many segments, the records table's buffers), so the heap shrank and grew again
 and big blocks were mapped afresh, every page of it a fresh page fault: a quarter of such a run's faults.
-Only a process's owner calls this (``kdissect.cli.main``, and a Spark Python worker's first task, which
-runs only kdissect's tasks: ``spark_worker.worker_tuned``): the setting is the whole process's, which a
-library must not change under its caller.
+Only a process's owner calls this (``kdissect.cli.main``, and a Spark Python worker's first kdissect
+task: ``spark_worker.worker_tuned``; in a session of the user's own, ``read_captures``, a reused worker
+may go on to run the user's tasks under the same setting, which costs them memory, never answers):
+the setting is the whole process's, which a library must not change under its caller.
 """
 
 from __future__ import annotations

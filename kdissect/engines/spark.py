@@ -260,8 +260,8 @@ def _reader(spark: SparkSession, units: list[Unit], census: Census | None,
 def census(spark: SparkSession, units: list[Unit]) -> Census | None:
     """The census of every unit merged (``units.unit_census``, a first pass with the native reader, a few
     rows per unit back); None when there is one unit that holds no secrets: nothing crosses then.
-    One task per task slot, not per unit: a unit's census takes 0.02-0.1 CPU-s, and each task cost the
-    JVM and the worker about 50 ms more (reports/spark-whole-2026-11-29.md)."""
+    One task per slot of Spark's default parallelism, not per unit: a unit's census takes 0.02-0.1 CPU-s,
+    and each task cost the JVM and the worker about 50 ms more (reports/spark-whole-2026-11-29.md)."""
     if len(units) == 1 and not may_hold_secrets(units[0].path):
         return None
     context = spark.sparkContext
