@@ -395,9 +395,9 @@ def test_a_broken_pairing_hand_back_is_caught(monkeypatch: pytest.MonkeyPatch) -
 
 
 @pytest.mark.parametrize("bound", [4096, 100])
-def test_more_requests_waiting_than_a_lane_holds(bound: int) -> None:
-    """More requests in flight than a lane's pairing holds (MAX_WAITING), some past the session's bound:
-    the session keeps them, and the tables are the reference's (a lost request would make orphans)."""
+def test_more_requests_waiting_than_the_bound(bound: int) -> None:
+    """150 requests in flight, past the session's bound or not: the tables are the reference's (a lost request
+    would make orphans)."""
     requests = [(0, metadata_request(cid), cid * MS) for cid in range(150)]
     answers = [(1, metadata_response(cid), (150 + cid) * MS) for cid in range(150)]
     _same_rows(tcp_conversation(requests + answers, close=True), Options(pending_requests=bound), [64])
@@ -554,6 +554,70 @@ def test_an_orphan_answer_leaves_the_pairing_on(monkeypatch: pytest.MonkeyPatch)
     native, _ = _same_rows(segments, Options(), [64])
     assert sum(len(ev) for ev in native if isinstance(ev, ExchangeRows)) >= 45
     assert len(resumed) <= 4  # (the end of the connection, each of the three runs)
+
+
+def _pipelined(requests: int, depth: int, lost: set[int], swapped: set[int]) -> list[TcpSegment]:
+    """One connection pipelining ``requests`` Produce requests ``depth`` deep (an answer comes once ``depth``
+    more requests were sent, as a busy producer's behind a slow broker), answered in order but for those
+    ``lost`` (never answered) and each ``swapped`` one (answered after the next one)."""
+    order = [cid for cid in range(requests) if cid not in lost]
+    for cid in swapped:
+        i = order.index(cid)
+        order[i], order[i + 1] = order[i + 1], cid
+    messages = [(0, produce_request(cid, records=b"r" * 40), 2 * cid * MS) for cid in range(requests)]
+    messages += [(1, produce_response(cid), (2 * (j + depth) + 1) * MS) for j, cid in enumerate(order)]
+    return tcp_conversation(sorted(messages, key=lambda m: m[2]), close=True)
+
+
+def test_a_deep_pipeline_stays_native(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A thousand requests 300 deep, a few answers out of order and a few lost: the lane's pairing holds them
+    all and pairs every answer itself, never handed back before the connection's end (it held 96 at most,
+    and a deeper connection stayed with the session), and the tables are the reference's."""
+    segments = _pipelined(1000, 300, lost={100, 400, 401, 700}, swapped={200, 550, 810})
+    resumed = _calls(monkeypatch, "resume_pairing")
+    native, detailed = _same_rows(segments, Options(), [64])
+    for events in (native, detailed):
+        assert sum(len(ev) for ev in events if isinstance(ev, ExchangeRows)) >= 990  # (of 996 answered)
+    # (the end of the connection in each of the two runs with rows, and the first answer of a version whose
+    # programs the process had not compiled yet: the session decodes it first)
+    assert len(resumed) <= 3
+
+
+@pytest.mark.parametrize("bound", [1, 50, 300])
+def test_a_pipeline_past_the_bound_is_capped_as_the_reference_caps_it(bound: int) -> None:
+    """More requests in flight than the session's bound (Options.pending_requests, which the lane's pairing
+    holds at most): the oldest are settled as unanswered with the same cap anomaly, whoever holds them."""
+    _same(_pipelined(600, 400, lost={30, 450}, swapped={5, 500}), Options(pending_requests=bound), [64])
+
+
+def test_a_hostile_pipeline_holds_the_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Requests never answered, far more than the bound, with an answer now and then: what the connection
+    holds stays within the bound (the session caps at it, the lane's pairing holds no more), and being handed
+    back at the bound (a step per request waiting, and as many to start again) does not happen at every answer:
+    the session takes as many frames itself first."""
+    bound, sent = 256, 6000
+    messages = [(0, produce_request(cid, records=b"r" * 40), 2 * cid * MS) for cid in range(sent)]
+    messages += [(1, produce_response(cid), (2 * cid + 1) * MS) for cid in range(bound + 100, sent, 50)]
+    segments = tcp_conversation(sorted(messages, key=lambda m: m[2]), close=False)
+    pipeline = KafkaPipeline(replace(Options(pending_requests=bound), exchange_rows=True))
+    handed: list[int] = []  # requests waiting at each hand-back
+    resume = KafkaConnection.resume_pairing
+
+    def counted(self: KafkaConnection, counts: tuple[int, ...], waiting: list) -> list:
+        handed.append(len(waiting))
+        return resume(self, counts, waiting)
+
+    monkeypatch.setattr(KafkaConnection, "resume_pairing", counted)
+    tracemalloc.start()
+    try:
+        pipeline.feed_many(segments[: len(segments) // 2])
+        half = tracemalloc.get_traced_memory()[0]
+        pipeline.feed_many(segments[len(segments) // 2 :])
+        grown = tracemalloc.get_traced_memory()[0] - half
+    finally:
+        tracemalloc.stop()
+    assert grown < bound * 1000, f"{grown} bytes more after {sent // 2} more requests"
+    assert sum(handed) < 2 * len(messages)  # (at the bound, each answer handed back all of them: 5 a frame)
 
 
 def _big_frames(mss: int) -> list[TcpSegment]:
