@@ -12,6 +12,7 @@ from __future__ import annotations
 import sys
 import tracemalloc
 import uuid
+from collections.abc import Iterator
 from dataclasses import replace
 
 import pytest
@@ -19,7 +20,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kdissect.engines.live_exchanges import ExchangeReader
-from kdissect.events import Exchange, ExchangeRows
+from kdissect.events import Exchange, ExchangeRows, KafkaMessage
+from kdissect.kafka.pairing import Pairer
 from kdissect.kafka.pipeline import KafkaPipeline
 from kdissect.kafka.session import KafkaConnection
 from kdissect.options import Options
@@ -618,6 +620,41 @@ def test_a_hostile_pipeline_holds_the_bound(monkeypatch: pytest.MonkeyPatch) -> 
         tracemalloc.stop()
     assert grown < bound * 1000, f"{grown} bytes more after {sent // 2} more requests"
     assert sum(handed) < 2 * len(messages)  # (at the bound, each answer handed back all of them: 5 a frame)
+
+
+def test_a_request_the_lane_cannot_take_is_not_looked_for_at_every_frame(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A request the lane cannot take over (bytes after its body: warned about) waits behind a thousand
+    unanswered, more coming: the session tells the lane no, and looks through the requests waiting again only
+    after as many frames (it walked them at every frame: quadratic in the depth), the tables the reference's."""
+    warned = produce_request(1000, records=b"r" * 40) + b"\x00\x00"
+    warned = (len(warned) - 4).to_bytes(4, "big") + warned[4:]
+    messages = [(0, produce_request(cid, records=b"r" * 40) if cid != 1000 else warned, cid * MS)
+                for cid in range(2000)]  # fmt: skip
+    messages += [(1, produce_response(cid), (2000 + cid) * MS) for cid in range(2000)]
+    segments = tcp_conversation(messages, close=True)
+    steps = []
+    in_order = Pairer.in_order
+
+    class Counted:
+        """The requests waiting in order, a step counted for each one looked at."""
+
+        def __init__(self, pairer: Pairer) -> None:
+            self.view = in_order(pairer)
+
+        def __len__(self) -> int:
+            return len(self.view)
+
+        def __iter__(self) -> Iterator[KafkaMessage]:
+            for request in self.view:
+                steps.append(1)
+                yield request
+
+    def counted(self: Pairer) -> Counted:
+        return Counted(self)
+
+    monkeypatch.setattr(Pairer, "in_order", counted)
+    _same(segments, Options(), [64])
+    assert len(steps) < 10 * len(messages)  # (4,002; at every frame 3,005,000)
 
 
 def _big_frames(mss: int) -> list[TcpSegment]:
