@@ -207,9 +207,9 @@ waiting_remove(Pairing *p, Py_ssize_t k)
  * details, held)
  * with waiting [(correlation_id, api_key, api_version, offset, ts_first, ts_last, size, client_id, message,
  * topics)], oldest first, none overtaken (those stay in the pairer: held): at most ``limit`` (the session's
- * Options.pending_requests, which bounds its pairer too); topics: a tuple with names, else None; details: the sink's lane spec (tables/detail_walk.py
- * lane_spec), or None; held: the session pairer's overtaken requests (a dict by correlation id), read, never
- * changed here. */
+ * Options.pending_requests, which bounds its pairer too); topics: a tuple with names, else None; details: the
+ * sink's lane spec (tables/detail_walk.py lane_spec), or None; held: the session pairer's overtaken requests (a
+ * dict by correlation id), read, never changed here. */
 int
 pairing_start(Pairing *p, PyObject *spec, int request_dir, PyObject *frame_type, PyObject *frames)
 {
