@@ -14,7 +14,7 @@
  *   what was taken added to it) and the session takes the frame. Handed back: a frame too short for
  *   its header, an api the session must see itself (``left``: SASL, ApiVersions; from the registries),
  *   an acks=0 request of an api that may go unanswered, a correlation id already waiting, the
- *   session's bound on waiting requests reached (or MAX_WAITING), a response no waiting request
+ *   session's bound on waiting requests reached (Options.pending_requests), a response no waiting request
  *   expects (orphans), a response that would leave more than MAX_OVERTAKEN requests overtaken (the
  *   session settles the oldest as unanswered), anything the scan leaves (undecodable, bytes after the body, a version
  *   without programs yet, tagged error codes). The lane itself hands the pairing back before it is
@@ -33,11 +33,15 @@
  * - No Python object per cell where the column allows it: the numeric columns of events.EXCHANGE_TYPED
  *   (KIND below, the same codes) are bytearrays the row appends machine values to (int64, double, a
  *   byte per bool), never null; text and the nullable throttle time go to lists as shared references.
- * - Memory and time: at most MAX_WAITING waiting requests, each its frame's bytes; a frame costs at most
- *   a pass over them.
+ * - Memory and time: at most the session's bound of waiting requests (Options.pending_requests, with the
+ *   session's overtaken ones), each its frame's bytes, in a ring that grows on demand (twice what waits at
+ *   most) with a set of their correlation ids; a frame costs at most a pass over its bytes and O(1) pairing
+ *   work: a request's id is looked up in the set, an answer's among the first MAX_OVERTAKEN + 1 waiting (one
+ *   further back hands the pairing back anyway), and taking it moves at most that many.
  */
 #include "_pairing.h"
 
+#include <limits.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -101,13 +105,112 @@ read_shared(PyObject *t)
     return 0;
 }
 
+/* -- the waiting requests: a ring in arrival order and a set of their correlation ids ------------ */
+
+#define EMPTY_ID LLONG_MIN /* (an id is an int32) */
+
+/* The k-th oldest request waiting. */
+static Waiting *
+waiting_at(const Pairing *p, Py_ssize_t k)
+{
+    return &p->waiting[(p->head + k) & (p->cap - 1)];
+}
+
+/* Where the id is in the set, or the empty slot it would take (the set is never full). */
+static Py_ssize_t
+id_slot(const Pairing *p, long long id)
+{
+    size_t mask = (size_t)(2 * p->cap - 1), k = (size_t)((uint32_t)id * 2654435761u) & mask;
+    while (p->ids[k] != EMPTY_ID && p->ids[k] != id)
+        k = (k + 1) & mask;
+    return (Py_ssize_t)k;
+}
+
+static int
+id_waits(const Pairing *p, long long id)
+{
+    return p->cap && p->ids[id_slot(p, id)] == id;
+}
+
+/* Out of the set, the ids after it in its probe run moved back (linear probing without tombstones). */
+static void
+id_remove(Pairing *p, long long id)
+{
+    size_t mask = (size_t)(2 * p->cap - 1), hole = (size_t)id_slot(p, id);
+    for (size_t k = (hole + 1) & mask; p->ids[k] != EMPTY_ID; k = (k + 1) & mask) {
+        size_t home = (size_t)((uint32_t)p->ids[k] * 2654435761u) & mask;
+        if (((k - home) & mask) >= ((k - hole) & mask)) { /* its home is not between the hole and it */
+            p->ids[hole] = p->ids[k];
+            hole = k;
+        }
+    }
+    p->ids[hole] = EMPTY_ID;
+}
+
+/* Room for at least ``need`` requests: the ring copied oldest first into one of twice the size, the set
+ * rebuilt. 0, or -1 with MemoryError. */
+static int
+waiting_reserve(Pairing *p, Py_ssize_t need)
+{
+    if (need <= p->cap)
+        return 0;
+    Py_ssize_t cap = p->cap ? p->cap : 16;
+    while (cap < need)
+        cap *= 2;
+    Waiting *ring = PyMem_New(Waiting, (size_t)cap);
+    long long *ids = PyMem_New(long long, (size_t)(2 * cap));
+    if (ring == NULL || ids == NULL) {
+        PyMem_Free(ring);
+        PyMem_Free(ids);
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t k = 0; k < p->count; k++)
+        ring[k] = *waiting_at(p, k);
+    for (Py_ssize_t k = 0; k < 2 * cap; k++)
+        ids[k] = EMPTY_ID;
+    PyMem_Free(p->waiting);
+    PyMem_Free(p->ids);
+    p->waiting = ring;
+    p->ids = ids;
+    p->cap = cap;
+    p->head = 0;
+    for (Py_ssize_t k = 0; k < p->count; k++)
+        ids[id_slot(p, ring[k].correlation_id)] = ring[k].correlation_id;
+    return 0;
+}
+
+/* A request waits, the newest (room reserved). */
+static void
+waiting_push(Pairing *p, Waiting w)
+{
+    p->ids[id_slot(p, w.correlation_id)] = w.correlation_id;
+    *waiting_at(p, p->count++) = w;
+}
+
+/* The k-th oldest request, answered, goes (its references released): the older ones move up one. */
+static void
+waiting_remove(Pairing *p, Py_ssize_t k)
+{
+    Waiting *w = waiting_at(p, k);
+    id_remove(p, w->correlation_id);
+    Py_XDECREF(w->data);
+    Py_XDECREF(w->message);
+    Py_XDECREF(w->topics);
+    Py_DECREF(w->client_id);
+    for (; k > 0; k--)
+        *waiting_at(p, k) = *waiting_at(p, k - 1);
+    p->head = (p->head + 1) & (p->cap - 1);
+    p->count--;
+}
+
 /* spec: (shared, limit, (client ip, port), (broker ip, port), conn_id, client_ids, pairs, resume, names, waiting,
  * details, held)
  * with waiting [(correlation_id, api_key, api_version, offset, ts_first, ts_last, size, client_id, message,
- * topics)], oldest first, none overtaken (those stay in the pairer: held): at most MAX_WAITING (lanes.py's
- * MAX_WAITING); topics: a tuple with names, else None; details: the sink's lane spec (tables/detail_walk.py
- * lane_spec), or None; held: the session pairer's overtaken requests (a dict by correlation id), read, never
- * changed here. */
+ * topics)], oldest first, none overtaken (those stay in the pairer: held): at most ``limit`` (the session's
+ * Options.pending_requests, which bounds its pairer too); topics: a tuple with names, else None; details: the
+ * sink's lane spec (tables/detail_walk.py lane_spec), or None; held: the session pairer's overtaken requests (a
+ * dict by correlation id), read, never changed here. */
 int
 pairing_start(Pairing *p, PyObject *spec, int request_dir, PyObject *frame_type, PyObject *frames)
 {
@@ -128,7 +231,7 @@ pairing_start(Pairing *p, PyObject *spec, int request_dir, PyObject *frame_type,
         PyErr_SetString(PyExc_ValueError, "pending_requests must be positive");
         return -1;
     }
-    if (PyList_GET_SIZE(waiting) > MAX_WAITING) {
+    if (PyList_GET_SIZE(waiting) > limit) {
         PyErr_SetString(PyExc_ValueError, "more requests waiting than a native pairing holds");
         return -1;
     }
@@ -140,10 +243,8 @@ pairing_start(Pairing *p, PyObject *spec, int request_dir, PyObject *frame_type,
     p->conn = conn;
     p->client_port_n = client_port_n;
     p->broker_port_n = broker_port_n;
-    if ((p->waiting = PyMem_Malloc(MAX_WAITING * sizeof *p->waiting)) == NULL) {
-        PyErr_NoMemory();
+    if (waiting_reserve(p, PyList_GET_SIZE(waiting)) < 0)
         return -1;
-    }
     for (Py_ssize_t k = 0; k < PyList_GET_SIZE(waiting); k++) {
         Waiting w = {0};
         PyObject *client_id, *message, *topics;
@@ -161,7 +262,7 @@ pairing_start(Pairing *p, PyObject *spec, int request_dir, PyObject *frame_type,
         w.client_id = Py_NewRef(client_id);
         w.message = Py_NewRef(message);
         w.topics = names ? Py_NewRef(topics) : NULL;
-        p->waiting[p->count++] = w;
+        waiting_push(p, w);
     }
     p->on = 1;
     p->details = details != Py_None;
@@ -186,13 +287,14 @@ void
 pairing_clear(Pairing *p)
 {
     for (Py_ssize_t k = 0; k < p->count; k++) {
-        Waiting *w = &p->waiting[k];
+        Waiting *w = waiting_at(p, k);
         Py_XDECREF(w->data);
         Py_XDECREF(w->message);
         Py_XDECREF(w->topics);
         Py_DECREF(w->client_id);
     }
     PyMem_Free(p->waiting);
+    PyMem_Free(p->ids);
     PyMem_Free(p->cid_bytes);
     Py_CLEAR(p->conn_id);
     Py_CLEAR(p->client_ip);
@@ -249,7 +351,7 @@ pairing_stop(Pairing *p)
         PyTuple_SET_ITEM(counts, k, v);
     }
     for (Py_ssize_t k = 0; k < p->count; k++) {
-        Waiting *w = &p->waiting[k];
+        Waiting *w = waiting_at(p, k);
         PyObject *frame = w->message ? Py_NewRef(w->message)
                                      : frame_new(p->frame_type, w->offset, frame_bytes(w), w->ts_first, w->ts_last);
         PyObject *item = frame ? Py_BuildValue("(NO)", frame, k < p->overtaken ? Py_True : Py_False) : NULL;
@@ -421,15 +523,14 @@ static int
 request(Pairing *p, long long offset, const char *b, Py_ssize_t n, PyObject *payload, long long ts_first,
         long long ts_last)
 {
-    if (n < 8 || p->count + PyDict_GET_SIZE(p->held) >= p->limit || p->count == MAX_WAITING)
+    if (n < 8 || p->count + PyDict_GET_SIZE(p->held) >= p->limit)
         return 0;
     int key = (int16_t)be16(b), version = (int16_t)be16(b + 2);
     long long cid = be32(b + 4);
     if (keyset_has(&shared.left, key) || (p->details && details_left(key)))
         return 0;
-    for (Py_ssize_t k = 0; k < p->count; k++)
-        if (p->waiting[k].correlation_id == cid)
-            return 0;
+    if (id_waits(p, cid))
+        return 0;
     int reused = held(p, cid);
     if (reused)
         return reused < 0 ? -1 : 0;
@@ -444,6 +545,8 @@ request(Pairing *p, long long offset, const char *b, Py_ssize_t n, PyObject *pay
     /* the frame's bytes wait as the payload holding them when it holds nothing else (a details run decodes them as
      * bytes of their own) */
     int keep = payload != NULL && !p->details;
+    if (waiting_reserve(p, p->count + 1) < 0)
+        return -1;
     PyObject *client_id = client_id_of(p, b, &s), *data = NULL, *topics = NULL;
     if (client_id == NULL || learn_pair(p, key, version) < 0 || (p->names && (topics = topics_of(b, &s)) == NULL)
         || (data = keep ? Py_NewRef(payload) : PyBytes_FromStringAndSize(b, n)) == NULL) {
@@ -451,8 +554,8 @@ request(Pairing *p, long long offset, const char *b, Py_ssize_t n, PyObject *pay
         Py_XDECREF(topics);
         return -1;
     }
-    p->waiting[p->count++] = (Waiting){cid, offset, ts_first, ts_last, n, key, version, data, NULL, client_id, topics,
-                                       keep ? 4 : 0};
+    waiting_push(p, (Waiting){cid, offset, ts_first, ts_last, n, key, version, data, NULL, client_id, topics,
+                              keep ? 4 : 0});
     return 1;
 }
 
@@ -586,20 +689,24 @@ row(Pairing *p, const Waiting *w, int overtook, long long resp_first, long long 
     return rc;
 }
 
-/* The waiting request a response answers, or -1 when none waits for it. */
+/* Where the waiting request a response answers is (k-th oldest), when among the first MAX_OVERTAKEN + 1 (the
+ * usual: the oldest); FURTHER when it waits further back (the answer hands the pairing back: it would leave more
+ * than MAX_OVERTAKEN overtaken); -1 when none waits for it. */
+#define FURTHER (-2)
 static Py_ssize_t
 find(const Pairing *p, long long correlation_id)
 {
-    for (Py_ssize_t k = 0; k < p->count; k++)
-        if (p->waiting[k].correlation_id == correlation_id)
+    Py_ssize_t near = p->count < MAX_OVERTAKEN + 1 ? p->count : MAX_OVERTAKEN + 1;
+    for (Py_ssize_t k = 0; k < near; k++)
+        if (waiting_at(p, k)->correlation_id == correlation_id)
             return k;
-    return -1;
+    return near < p->count && id_waits(p, correlation_id) ? FURTHER : -1;
 }
 
 int
 pairing_waits(const Pairing *p, long long correlation_id)
 {
-    return !p->on ? 0 : find(p, correlation_id) >= 0 ? 1 : held(p, correlation_id);
+    return !p->on ? 0 : id_waits(p, correlation_id) ? 1 : held(p, correlation_id);
 }
 
 int
@@ -657,12 +764,12 @@ response(Pairing *p, long long offset, const char *b, Py_ssize_t n, long long ts
     if (n < 4)
         return 0;
     Py_ssize_t k = find(p, be32(b));
-    if (k < 0)
+    if (k == -1)
         return p->left ? 0 : orphan(p, offset, b, n, ts_first, ts_last);
     Py_ssize_t ahead = p->overtaken, before = PyDict_GET_SIZE(p->held); /* the overtaken ones here, the session's */
-    if (k >= ahead && before + k > MAX_OVERTAKEN) /* (the session settles the oldest) */
+    if (k == FURTHER || (k >= ahead && before + k > MAX_OVERTAKEN)) /* (the session settles the oldest) */
         return 0;
-    Waiting *w = &p->waiting[k];
+    Waiting *w = waiting_at(p, k);
     if (keyset_has(&shared.left, w->api_key) || (p->details && details_left(w->api_key)))
         return 0;
     /* the row's outcome: from the exchange scan, or in a details run from the walk of the decoded bodies; with
@@ -711,12 +818,7 @@ response(Pairing *p, long long offset, const char *b, Py_ssize_t n, long long ts
         p->counts[FRAMES_TO_BROKER]++;
         p->counts[BYTES_TO_BROKER] += w->size + 4;
     }
-    Py_XDECREF(w->data);
-    Py_XDECREF(w->message);
-    Py_XDECREF(w->topics);
-    Py_DECREF(w->client_id);
-    memmove(w, w + 1, (size_t)(p->count - k - 1) * sizeof *w);
-    p->count--;
+    waiting_remove(p, k);
     p->overtaken = k < ahead ? ahead - 1 : k; /* (those before k, when it was not overtaken, are now) */
     return 1;
 }

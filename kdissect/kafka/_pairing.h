@@ -17,7 +17,6 @@ typedef struct {
 } Waiting;
 
 #define MAX_OVERTAKEN 32 /* pairing.py's MAX_OVERTAKEN: an answer that would leave more overtaken goes to the session */
-#define MAX_WAITING (64 + MAX_OVERTAKEN) /* requests waiting here at most (more: the session's pairer takes them) */
 
 enum { FRAMES_TO_BROKER, BYTES_TO_BROKER, FRAMES_TO_CLIENT, BYTES_TO_CLIENT, CUT_0, CUT_1, COUNTS };
 
@@ -28,8 +27,10 @@ typedef struct {
     PyObject *events;                  /* where rows and replayed events go (set before each run's frames) */
     Py_ssize_t at;                     /* the index of the segment being taken in the run's list (set with events):
                                         * what a details piece's left_at and topics_at record */
-    Waiting *waiting;                  /* requests in arrival order (the overtaken ones first): MAX_WAITING */
-    Py_ssize_t count, limit;
+    Waiting *waiting;                  /* requests in arrival order (the overtaken ones first): a ring of ``cap``
+                                        * (a power of two, grown on demand), the oldest at ``head`` */
+    Py_ssize_t head, cap, count, limit; /* limit: Options.pending_requests, these and the session's held ones */
+    long long *ids;                    /* the waiting correlation ids, a set (open addressing, 2 * cap slots) */
     Py_ssize_t overtaken;              /* the first ``overtaken`` requests waiting were overtaken: a later one was
                                         * answered first (pairing.py's _overtaken) */
     PyObject *conn_id, *client_ip, *client_port, *broker_ip, *broker_port, *client_ids, *pairs, *resume,

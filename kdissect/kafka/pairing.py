@@ -69,12 +69,12 @@ class Pairer:
         reads how many there are and which, and leaves an answer to one of them to this pairer."""
         return self._overtaken
 
-    def take_waiting(self, most: int) -> list[KafkaMessage] | None:
-        """:meth:`in_order`, taken out, when none of them may go unanswered (acks=0) and they are at most
-        ``most``: what a native pairing (``kafka/_pairing.c``) takes over, and gives back with
-        :meth:`restore`; else None. The overtaken requests stay here (:meth:`overtaken`), so that a pairing
-        handed back after each lost packet does not move up to ``MAX_OVERTAKEN`` of them back and forth."""
-        if self._silent or len(self._pending) > most:
+    def take_waiting(self) -> list[KafkaMessage] | None:
+        """:meth:`in_order`, taken out, when none of them may go unanswered (acks=0): what a native pairing
+        (``kafka/_pairing.c``) takes over, and gives back with :meth:`restore`; else None. The overtaken
+        requests stay here (:meth:`overtaken`), so that a pairing handed back after each lost packet does not
+        move up to ``MAX_OVERTAKEN`` of them back and forth."""
+        if self._silent:
             return None
         waiting = list(self._pending.values())
         self._pending.clear()

@@ -44,7 +44,6 @@ from kdissect.kafka.pairing import _SILENT_IF_ACKS0, Pairer, expects_response
 from kdissect.kafka.sasl import SASL_APIS, SASL_HANDSHAKE, SaslSession, answer_fits_sasl, withheld
 from kdissect.kafka.validators import RequestValidator, ResponseValidator
 from kdissect.options import Options
-from kdissect.reassembly.lanes import MAX_WAITING
 from kdissect.reassembly.streams import DirectionStats, StreamConflict
 
 API_VERSIONS = apis.key_of("ApiVersions")
@@ -185,9 +184,10 @@ class KafkaConnection:
         """What a native lane needs to pair this connection's frames into exchanges rows itself
         (``kafka/_pairing.c``; with their detail rows too, ``Options.exchange_details``), taking over the
         requests the pairer holds; or None when it may not: the engine takes no rows (``Options.exchange_rows``
-        or ``exchange_details``), frames are kept, an authentication is under way, more requests wait than a
-        lane holds (``MAX_WAITING``), or one of them is acks=0, cut or undecoded, or warned about. The overtaken
-        requests stay with the pairer, whose dict of them the lane reads."""
+        or ``exchange_details``), frames are kept, an authentication is under way, or a request waiting is
+        acks=0, cut or undecoded, or warned about. The lane holds as many as the pairer may
+        (``Options.pending_requests``); the overtaken requests stay with the pairer, whose dict of them the lane
+        reads."""
         opts = self.options
         if not (opts.exchange_rows or opts.exchange_details) or opts.keep_frames or self.sasl.pending:
             return None
@@ -195,9 +195,10 @@ class KafkaConnection:
             return None
         pairer = self.pairer
         in_order = pairer.in_order()
-        if len(in_order) > MAX_WAITING or not all(m.body is not None and not m.warnings for m in in_order):
+        if not all(m.body is not None and not m.warnings for m in in_order):
+            self._pairing_wait = len(in_order)  # (a step per request: asked again only after as many frames)
             return None
-        waiting = pairer.take_waiting(MAX_WAITING)
+        waiting = pairer.take_waiting()
         if waiting is None:
             return None
         names = opts.exchange_topics
@@ -242,6 +243,11 @@ class KafkaConnection:
             events.extend(self._decoded(self.request_dir, item))
             if overtaken:
                 self.pairer.overtake(struct.unpack_from(">i", item.data, 4)[0])
+        # A hand-back costs a step per request waiting (a deep pipeline: up to pending_requests), and so does the
+        # next start: the session keeps as many frames first, less those the pairing took, so that a connection
+        # handed back at every frame (an answer overtaking too many, the bound reached) costs at most about twice
+        # the Python path, whatever its depth.
+        self._pairing_wait = max(self._pairing_wait, len(waiting) - counts[4] - counts[5])
         return self._emit(events)
 
     def framing_settled(self) -> bool:

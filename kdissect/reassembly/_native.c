@@ -843,7 +843,6 @@ PyInit__native(void)
     if (m == NULL)
         return NULL;
     if (PyModule_AddObjectRef(m, "Lanes", (PyObject *)&LanesType) < 0
-        || PyModule_AddIntConstant(m, "MAX_WAITING", MAX_WAITING) < 0
         || PyModule_AddIntConstant(m, "MAX_OVERTAKEN", MAX_OVERTAKEN) < 0) {
         Py_DECREF(m);
         return NULL;

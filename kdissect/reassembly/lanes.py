@@ -33,9 +33,6 @@ from kdissect.sources.segment import TcpSegment
 
 _native = native_module("reassembly._native")
 
-# Requests a lane's pairing (kafka/_pairing.c) holds at most: a session holding more keeps them.
-MAX_WAITING: int = _native.MAX_WAITING if _native is not None else 0
-
 _State = tuple[int, int, int | None, int | None, int, int, int, list[tuple[int, bytes]]]
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import tracemalloc
 import uuid
+from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
 
@@ -19,7 +20,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kdissect.engines.live_exchanges import ExchangeReader
-from kdissect.events import Exchange, ExchangeRows
+from kdissect.events import Exchange, ExchangeRows, KafkaMessage
+from kdissect.kafka.pairing import Pairer
 from kdissect.kafka.pipeline import KafkaPipeline
 from kdissect.kafka.session import KafkaConnection
 from kdissect.options import Options
@@ -395,9 +397,9 @@ def test_a_broken_pairing_hand_back_is_caught(monkeypatch: pytest.MonkeyPatch) -
 
 
 @pytest.mark.parametrize("bound", [4096, 100])
-def test_more_requests_waiting_than_a_lane_holds(bound: int) -> None:
-    """More requests in flight than a lane's pairing holds (MAX_WAITING), some past the session's bound:
-    the session keeps them, and the tables are the reference's (a lost request would make orphans)."""
+def test_more_requests_waiting_than_the_bound(bound: int) -> None:
+    """150 requests in flight, past the session's bound or not: the tables are the reference's (a lost request
+    would make orphans)."""
     requests = [(0, metadata_request(cid), cid * MS) for cid in range(150)]
     answers = [(1, metadata_response(cid), (150 + cid) * MS) for cid in range(150)]
     _same_rows(tcp_conversation(requests + answers, close=True), Options(pending_requests=bound), [64])
@@ -562,6 +564,105 @@ def test_an_orphan_answer_leaves_the_pairing_on(monkeypatch: pytest.MonkeyPatch)
     native, _ = _same_rows(segments, Options(), [64])
     assert sum(len(ev) for ev in native if isinstance(ev, ExchangeRows)) >= 45
     assert len(resumed) <= 4  # (the end of the connection, each of the three runs)
+
+
+def _pipelined(requests: int, depth: int, lost: set[int], swapped: set[int]) -> list[TcpSegment]:
+    """One connection pipelining ``requests`` Produce requests ``depth`` deep (an answer comes once ``depth``
+    more requests were sent, as a busy producer's behind a slow broker), answered in order but for those
+    ``lost`` (never answered) and each ``swapped`` one (answered after the next one)."""
+    order = [cid for cid in range(requests) if cid not in lost]
+    for cid in swapped:
+        i = order.index(cid)
+        order[i], order[i + 1] = order[i + 1], cid
+    messages = [(0, produce_request(cid, records=b"r" * 40), 2 * cid * MS) for cid in range(requests)]
+    messages += [(1, produce_response(cid), (2 * (j + depth) + 1) * MS) for j, cid in enumerate(order)]
+    return tcp_conversation(sorted(messages, key=lambda m: m[2]), close=True)
+
+
+def test_a_deep_pipeline_stays_native(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A thousand requests 300 deep, a few answers out of order and a few lost: the lane's pairing holds them
+    all and pairs every answer itself, never handed back before the connection's end (it held 96 at most,
+    and a deeper connection stayed with the session), and the tables are the reference's."""
+    segments = _pipelined(1000, 300, lost={100, 400, 401, 700}, swapped={200, 550, 810})
+    resumed = _calls(monkeypatch, "resume_pairing")
+    native, detailed = _same_rows(segments, Options(), [64])
+    for events in (native, detailed):
+        assert sum(len(ev) for ev in events if isinstance(ev, ExchangeRows)) >= 990  # (of 996 answered)
+    # (the end of the connection in each of the two runs with rows, and the first answer of a version whose
+    # programs the process had not compiled yet: the session decodes it first)
+    assert len(resumed) <= 3
+
+
+@pytest.mark.parametrize("bound", [1, 50, 300])
+def test_a_pipeline_past_the_bound_is_capped_as_the_reference_caps_it(bound: int) -> None:
+    """More requests in flight than the session's bound (Options.pending_requests, which the lane's pairing
+    holds at most): the oldest are settled as unanswered with the same cap anomaly, whoever holds them."""
+    _same(_pipelined(600, 400, lost={30, 450}, swapped={5, 500}), Options(pending_requests=bound), [64])
+
+
+def test_a_hostile_pipeline_holds_the_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Requests never answered, far more than the bound, with an answer now and then: what the connection
+    holds stays within the bound (the session caps at it, the lane's pairing holds no more), and being handed
+    back at the bound (a step per request waiting, and as many to start again) does not happen at every answer:
+    the session takes as many frames itself first."""
+    bound, sent = 256, 6000
+    messages = [(0, produce_request(cid, records=b"r" * 40), 2 * cid * MS) for cid in range(sent)]
+    messages += [(1, produce_response(cid), (2 * cid + 1) * MS) for cid in range(bound + 100, sent, 50)]
+    segments = tcp_conversation(sorted(messages, key=lambda m: m[2]), close=False)
+    pipeline = KafkaPipeline(replace(Options(pending_requests=bound), exchange_rows=True))
+    handed: list[int] = []  # requests waiting at each hand-back
+    resume = KafkaConnection.resume_pairing
+
+    def counted(self: KafkaConnection, counts: tuple[int, ...], waiting: list) -> list:
+        handed.append(len(waiting))
+        return resume(self, counts, waiting)
+
+    monkeypatch.setattr(KafkaConnection, "resume_pairing", counted)
+    tracemalloc.start()
+    try:
+        pipeline.feed_many(segments[: len(segments) // 2])
+        half = tracemalloc.get_traced_memory()[0]
+        pipeline.feed_many(segments[len(segments) // 2 :])
+        grown = tracemalloc.get_traced_memory()[0] - half
+    finally:
+        tracemalloc.stop()
+    assert grown < bound * 1000, f"{grown} bytes more after {sent // 2} more requests"
+    assert sum(handed) < 2 * len(messages)  # (at the bound, each answer handed back all of them: 5 a frame)
+
+
+def test_a_request_the_lane_cannot_take_is_not_looked_for_at_every_frame(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A request the lane cannot take over (bytes after its body: warned about) waits behind a thousand
+    unanswered, more coming: the session tells the lane no, and looks through the requests waiting again only
+    after as many frames (it walked them at every frame: quadratic in the depth), the tables the reference's."""
+    warned = produce_request(1000, records=b"r" * 40) + b"\x00\x00"
+    warned = (len(warned) - 4).to_bytes(4, "big") + warned[4:]
+    messages = [(0, produce_request(cid, records=b"r" * 40) if cid != 1000 else warned, cid * MS)
+                for cid in range(2000)]  # fmt: skip
+    messages += [(1, produce_response(cid), (2000 + cid) * MS) for cid in range(2000)]
+    segments = tcp_conversation(messages, close=True)
+    steps = []
+    in_order = Pairer.in_order
+
+    class Counted:
+        """The requests waiting in order, a step counted for each one looked at."""
+
+        def __init__(self, pairer: Pairer) -> None:
+            self.view = in_order(pairer)
+
+        def __len__(self) -> int:
+            return len(self.view)
+
+        def __iter__(self) -> Iterator[KafkaMessage]:
+            for request in self.view:
+                steps.append(1)
+                yield request
+
+    def counted(self: Pairer) -> Counted:
+        return Counted(self)
+
+    monkeypatch.setattr(Pairer, "in_order", counted)
+    _same(segments, Options(), [64])
+    assert len(steps) < 10 * len(messages)  # (4,002; at every frame 3,005,000)
 
 
 def _big_frames(mss: int) -> list[TcpSegment]:
