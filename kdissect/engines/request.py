@@ -64,12 +64,6 @@ class Request:
     notify: Callable[[str], None] = _quiet
 
 
-# The report's run hands every big table to its figures in pieces of this many rows: what is in
-# flight at once is its peak memory (two 50 MB chatty files: 347 MB at 50,000 rows, 221 MB at 10,000,
-# the same CPU seconds), as a Spark task's pieces are (engines.partition).
-REPORT_SPILL_ROWS = 10_000
-
-
 def run(request: Request) -> RunResult:
     """The request run by its engine; raises ``NothingReadable`` when nothing could be read,
     ``RequestError`` for inputs that do not exist, ``EngineSetupError`` for an engine that cannot run."""
@@ -83,7 +77,7 @@ def run(request: Request) -> RunResult:
         # The tables the report reads only through its figures are handed to them as they grow and
         # dropped; of the records, the figures keep the transactional ones, bounded (analysis.journal).
         figures = report_figures(request.options)
-        options = replace(request.options, spill_rows=min(request.options.spill_rows, REPORT_SPILL_ROWS))
+        options = replace(request.options, spill_rows=min(request.options.spill_rows, local.FIGURES_PIECE_ROWS))
         result = local.analyze(captures, options, figures=figures, counted_only=figures.counted_only)
         check_readable(result.stats, captures)
         result.tables.update(figures.kept_tables())
