@@ -288,10 +288,15 @@ def summary(
     them, so their own anomalies, such as bad checksums, are counted only by a run that writes
     tables). The result holds no tables."""
     stats = RunStats()
-    options = options or Options()
-    options = replace(options, spill_rows=min(options.spill_rows, FIGURES_PIECE_ROWS))
+    options = in_figure_pieces(options or Options())
     return _analyze(_reading(paths, options, stats, progress), options, SUMMARY_TABLES, None, stats, keep=False,
                     record_anomalies=False)
+
+
+def in_figure_pieces(options: Options) -> Options:
+    """The options of a run that hands its tables to its figures and drops them: pieces of at most
+    ``FIGURES_PIECE_ROWS`` rows."""
+    return replace(options, spill_rows=min(options.spill_rows, FIGURES_PIECE_ROWS))
 
 
 def _reading(paths: Iterable[PathArg], options: Options | None, stats: RunStats, progress: Progress | None

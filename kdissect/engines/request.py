@@ -9,7 +9,7 @@ from __future__ import annotations
 import glob
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import field, replace
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
@@ -77,8 +77,8 @@ def run(request: Request) -> RunResult:
         # The tables the report reads only through its figures are handed to them as they grow and
         # dropped; of the records, the figures keep the transactional ones, bounded (analysis.journal).
         figures = report_figures(request.options)
-        options = replace(request.options, spill_rows=min(request.options.spill_rows, local.FIGURES_PIECE_ROWS))
-        result = local.analyze(captures, options, figures=figures, counted_only=figures.counted_only)
+        result = local.analyze(captures, local.in_figure_pieces(request.options), figures=figures,
+                               counted_only=figures.counted_only)
         check_readable(result.stats, captures)
         result.tables.update(figures.kept_tables())
         result.frames = taken_frames(result.tables)  # the tables' column lists are freed one by one
