@@ -102,7 +102,8 @@ def test_kdissect_s_daemon_only_where_the_executors_run_this_python(monkeypatch)
 
 
 # A job's first worker, from a new session: whether it held the task module before its task ran (the
-# probe is a lambda, sent by value: unpickling it imports nothing of kdissect), and its parent's command.
+# probe is a lambda, sent by value: unpickling it imports nothing of kdissect), whether its PySpark is the
+# installed package's (compiled) rather than Spark's zip of sources, and its parent's command.
 _PROBE = """
 import sys
 import pyarrow as pa
@@ -110,28 +111,31 @@ from kdissect.engines.spark_session import session
 
 probe = lambda batches: iter([pa.RecordBatch.from_pylist([{
     "loaded": "kdissect.engines.spark_worker" in __import__("sys").modules,
+    "compiled": ".zip" not in __import__("sys").modules["pyspark.worker"].__file__,
     "parent": open(f"/proc/{__import__('os').getppid()}/cmdline").read().replace(chr(0), " ")}])])
 conf = dict(arg.split("=", 1) for arg in sys.argv[1:])
 spark = session("local[1]", conf, verbose=False)
-row = spark.range(1, numPartitions=1).mapInArrow(probe, "loaded boolean, parent string").collect()[0]
-print(row["loaded"], row["parent"])
+row = spark.range(1, numPartitions=1).mapInArrow(probe, "loaded boolean, compiled boolean, parent string").collect()[0]
+print(row["loaded"], row["compiled"], row["parent"])
 spark.stop()
 """
 
 
-def _first_worker(*conf: str) -> tuple[bool, str]:
+def _first_worker(*conf: str) -> tuple[bool, bool, str]:
     done = subprocess.run([sys.executable, "-c", _PROBE, *conf], capture_output=True, text=True, cwd=REPO,
                           env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=600, check=True)  # fmt: skip
-    loaded, parent = done.stdout.strip().split(" ", 1)
-    return loaded == "True", parent
+    loaded, compiled, parent = done.stdout.strip().split(" ", 2)
+    return loaded == "True", compiled == "True", parent
 
 
 def test_workers_forked_by_kdissect_s_daemon_hold_the_task_module_before_their_task() -> None:
+    """... and PySpark compiled: Spark puts its zip of PySpark's sources first on the workers' path,
+    which every daemon compiled again (spark_daemon.compiled_pyspark_first)."""
     require_tool("java")
-    loaded, parent = _first_worker()
-    assert loaded and f"-m {DAEMON_MODULE} " in parent
-    loaded, parent = _first_worker("spark.python.daemon.module=pyspark.daemon")  # PySpark's: a cold worker
-    assert not loaded and "-m pyspark.daemon " in parent
+    loaded, compiled, parent = _first_worker()
+    assert loaded and compiled and f"-m {DAEMON_MODULE} " in parent
+    loaded, compiled, parent = _first_worker("spark.python.daemon.module=pyspark.daemon")  # PySpark's: a cold worker
+    assert not loaded and not compiled and "-m pyspark.daemon " in parent
 
 
 # A new session's worker daemons before its first query (polled for up to the seconds given), and that
