@@ -33,6 +33,10 @@ ARROW_ALONE = "KDISSECT_ARROW_ALONE"  # the workers' flag: no pandas in them (sp
 DAEMON_MODULE = "kdissect.engines.spark_daemon"
 # Set by Spark for a query's Python tasks, not an RDD's: a worker daemon serves the tasks of one environment.
 SIMPLIFIED_TRACEBACK = "SPARK_SIMPLIFIED_TRACEBACK"
+# Local mode: Catalyst's interpreted expressions and operators instead of Java source generated for each
+# query and compiled by Janino (cold in a small run: with the envelope kept as rows, spark.kept, Janino is
+# never loaded). The JVM's rows here are a few per task (pieces, runs of 4,096 segments), not per packet.
+INTERPRETED = {"spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
 
 
 def session(master: str = "local[*]", conf: Mapping[str, str] | None = None, verbose: bool = True,
@@ -53,6 +57,7 @@ def session(master: str = "local[*]", conf: Mapping[str, str] | None = None, ver
         settings[f"spark.executorEnv.{SIMPLIFIED_TRACEBACK}"] = "1"  # (the first queries' daemon: _daemon_started)
     java_options = [settings.pop("spark.driver.extraJavaOptions", "")]
     if on_this_machine(master):
+        settings.update(INTERPRETED)
         # The driver is also the executor, and its work here is moving small rows: the JIT's
         # optimizing tier costs about ten CPU seconds per run and never pays back (bench_spark.py).
         java_options.append("-XX:TieredStopAtLevel=1")
