@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import atexit
 import copy
+import inspect
 import json
 import pickle
 import re
@@ -96,6 +97,8 @@ _SPARK_TYPES = {
 }  # fmt: skip
 _WRITTEN = from_arrow_schema(tasks.WRITTEN)
 _JOURNAL, _MARKS = from_arrow_schema(merge.JOURNAL_SCHEMA), from_arrow_schema(merge.MARKS_SCHEMA)
+# PySpark 4 keeps a local checkpoint at the storage level given (:func:`kept`); 3.5 cannot: it keeps the cache.
+_LEVELED_CHECKPOINT = "storageLevel" in inspect.signature(DataFrame.localCheckpoint).parameters
 
 
 def spark_schema(table: str) -> T.StructType:
@@ -367,7 +370,7 @@ def kept(frame: DataFrame, level: StorageLevel) -> tuple[DataFrame, Callable[[],
     columns, whose reader is code Spark generates and compiles with Janino for every query that reads
     them, the only code left to generate with the session's code generation off (``spark_session``):
     Janino's first compile in a JVM loads and runs its compiler cold (reports/spark-fixed-2026-11-30.md)."""
-    if not on_this_machine(frame.sparkSession.sparkContext.master):
+    if not (_LEVELED_CHECKPOINT and on_this_machine(frame.sparkSession.sparkContext.master)):
         persisted = frame.persist(level)
         return persisted, persisted.unpersist
     checkpoint = frame.localCheckpoint(eager=False, storageLevel=level)
