@@ -18,6 +18,7 @@ from pyspark.errors import PySparkException, PySparkRuntimeError
 from kdissect.engines import EngineSetupError, spark_session
 from kdissect.engines.request import Request, SparkSettings, run
 from kdissect.engines.spark import executors_set_up
+from kdissect.engines.spark_daemon import compiled_pyspark_first
 from kdissect.engines.spark_session import DAEMON_MODULE, Starting, runs_this_python, stop
 from tests.conftest import require_tool
 from tests.engines.spark_helpers import REAL_CAPTURES
@@ -99,6 +100,26 @@ def test_kdissect_s_daemon_only_where_the_executors_run_this_python(monkeypatch)
     assert not runs_this_python("spark://127.0.0.1:7077", None)  # a cluster's executors: PySpark's daemon
     monkeypatch.setenv("PYSPARK_PYTHON", "/opt/other/bin/python")
     assert not runs_this_python("local[2]", None)
+
+
+def test_the_daemon_takes_pyspark_from_its_package_only_when_that_is_spark_home_s(monkeypatch, tmp_path) -> None:
+    """Spark's zips of PySpark's sources go after the installed package when it is the one in SPARK_HOME
+    (the pip install whose JVM runs); with another Spark's home, the path stays as Spark made it."""
+    import pyspark
+
+    home = os.path.dirname(pyspark.__file__)
+    zips = [os.path.join(home, "python", "lib", "pyspark.zip"), os.path.join(home, "python", "lib", "py4j-src.zip")]
+    rest = [p for p in sys.path if not p.endswith(".zip")]
+    monkeypatch.setattr(sys, "path", [*zips, *rest])
+    monkeypatch.setenv("SPARK_HOME", home)
+    compiled_pyspark_first()
+    assert sys.path == [*rest, *zips]
+    other = tmp_path / "spark-3"  # a Spark of the user's own: its zips are its PySpark
+    others = [str(other / "python" / "lib" / "pyspark.zip")]
+    monkeypatch.setattr(sys, "path", [*others, *rest])
+    monkeypatch.setenv("SPARK_HOME", str(other))
+    compiled_pyspark_first()
+    assert sys.path == [*others, *rest]
 
 
 # A job's first worker, from a new session: whether it held the task module before its task ran (the
