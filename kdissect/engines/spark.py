@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import atexit
 import copy
+import inspect
 import json
 import pickle
 import re
@@ -96,6 +97,8 @@ _SPARK_TYPES = {
 }  # fmt: skip
 _WRITTEN = from_arrow_schema(tasks.WRITTEN)
 _JOURNAL, _MARKS = from_arrow_schema(merge.JOURNAL_SCHEMA), from_arrow_schema(merge.MARKS_SCHEMA)
+# PySpark 4 keeps a local checkpoint at the storage level given (:func:`kept`); 3.5 cannot: it keeps the cache.
+_LEVELED_CHECKPOINT = "storageLevel" in inspect.signature(DataFrame.localCheckpoint).parameters
 
 
 def spark_schema(table: str) -> T.StructType:
@@ -136,6 +139,7 @@ class Decoded:
     unit_stats: list[tuple[int, dict]]  # (file index, counters) per work unit
     stray_segments: int  # segments the tasks' reassemblers could place in no connection
     figures: Figures  # the summary's figures, merged from the tasks'
+    release: Callable[[], None]  # drops the kept envelope (:func:`kept`)
     _broadcast: object = field(default=None, repr=False)
     _settled: merge.Settled | None = field(default=None, repr=False)
 
@@ -226,7 +230,7 @@ class Decoded:
         return self.figures.summary(self.source, self.stray_segments)
 
     def close(self) -> None:
-        self.envelope.unpersist()
+        self.release()
 
 
 def _empty(name: str) -> dict[str, list]:
@@ -326,8 +330,7 @@ def decode(spark: SparkSession, paths: Iterable[str], *, options: Options | None
         # anomalies and counters) to a decoder in the same task, with no shuffle and no second worker
         whole = partial(tasks.read_and_decode_task, read=_reader(spark, units, found_in, decoder, 1), decode=task)
         decoded = _unit_ids(spark, units).mapInArrow(whole, from_arrow_schema(ENVELOPE_SCHEMA))
-    envelope = (decoded
-                .persist(StorageLevel.DISK_ONLY if staging is None else StorageLevel.MEMORY_AND_DISK))  # fmt: skip
+    envelope, release = kept(decoded, StorageLevel.DISK_ONLY if staging is None else StorageLevel.MEMORY_AND_DISK)
     # The summary's figures are a few KB per task, merged here; a report's (each task's journal may
     # hold journal_records rows) are merged in one task, one at a time, and only the result comes here.
     summary_only = figures is Figures
@@ -357,7 +360,22 @@ def decode(spark: SparkSession, paths: Iterable[str], *, options: Options | None
     journaled = any(r["table"] == merge.JOURNAL for r in side)
     marks = partial(aborted_marks, spark, envelope, topics, rows, marks_root, partitions) if journaled else list
     return Decoded(spark, envelope, files, wanted, partial(_settle, opened, topics, marks), unit_stats,
-                   sum(t["stray"] for t in task_stats), merged)  # fmt: skip
+                   sum(t["stray"] for t in task_stats), merged, release)  # fmt: skip
+
+
+def kept(frame: DataFrame, level: StorageLevel) -> tuple[DataFrame, Callable[[], None]]:
+    """``frame`` computed once, by the first job that reads it, and kept at ``level`` for the jobs after;
+    and what drops it. On a cluster, in Spark's cache, which recomputes what a lost executor held. In local
+    mode, where no executor is lost, as a local checkpoint: its rows kept as rows, not in the cache's
+    columns, whose reader is code Spark generates and compiles with Janino for every query that reads
+    them, the only code left to generate with the session's code generation off (``spark_session``):
+    Janino's first compile in a JVM loads and runs its compiler cold (reports/spark-fixed-2026-11-30.md)."""
+    if not (_LEVELED_CHECKPOINT and on_this_machine(frame.sparkSession.sparkContext.master)):
+        persisted = frame.persist(level)
+        return persisted, persisted.unpersist
+    checkpoint = frame.localCheckpoint(eager=False, storageLevel=level)
+    rows = checkpoint._jdf.queryExecution().logical().rdd()  # (the plan is the checkpoint's rows: a LogicalRDD)
+    return checkpoint, partial(rows.unpersist, False)
 
 
 def _settle(opened: merge.Opened, topics: dict[str, str], marks: Callable[[], merge.Marks | merge.TaskMarks]

@@ -33,6 +33,17 @@ ARROW_ALONE = "KDISSECT_ARROW_ALONE"  # the workers' flag: no pandas in them (sp
 DAEMON_MODULE = "kdissect.engines.spark_daemon"
 # Set by Spark for a query's Python tasks, not an RDD's: a worker daemon serves the tasks of one environment.
 SIMPLIFIED_TRACEBACK = "SPARK_SIMPLIFIED_TRACEBACK"
+# Local mode's SQL settings (a cluster keeps Spark's): what a small run's JVM spent most on after its start.
+LOCAL_SQL = {
+    # Catalyst's interpreted expressions and operators instead of Java source generated for each query and
+    # compiled by Janino (cold in a small run; with the envelope kept as rows, spark.kept, Janino never
+    # starts). The JVM's rows here are a few per task (pieces, runs of 4,096 segments), not per packet.
+    "spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN",
+    # No session extension found on the class path: pyspark's jars hold one, spark-mllib's, registering ML
+    # functions kdissect never calls, whose start (Scala reflection for their types) took about a quarter
+    # of the JVM's CPU in a small run. Extensions named by spark.sql.extensions still load.
+    "spark.sql.extensions.test.loadFromCp": "false",
+}  # fmt: skip
 
 
 def session(master: str = "local[*]", conf: Mapping[str, str] | None = None, verbose: bool = True,
@@ -53,6 +64,7 @@ def session(master: str = "local[*]", conf: Mapping[str, str] | None = None, ver
         settings[f"spark.executorEnv.{SIMPLIFIED_TRACEBACK}"] = "1"  # (the first queries' daemon: _daemon_started)
     java_options = [settings.pop("spark.driver.extraJavaOptions", "")]
     if on_this_machine(master):
+        settings.update(LOCAL_SQL)
         # The driver is also the executor, and its work here is moving small rows: the JIT's
         # optimizing tier costs about ten CPU seconds per run and never pays back (bench_spark.py).
         java_options.append("-XX:TieredStopAtLevel=1")

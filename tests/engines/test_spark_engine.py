@@ -148,6 +148,28 @@ def test_every_real_capture_gives_the_local_engine_s_tables_and_figures(spark, t
         decoded.close()
 
 
+def test_a_local_run_compiles_no_generated_code_and_keeps_nothing_after_it(spark, tmp_path: Path) -> None:
+    """Local mode: Catalyst interprets (``spark_session.LOCAL_SQL``) and the decoded pieces are kept as
+    a local checkpoint (``spark.kept``), not in Spark's cache, whose reader is generated code: Janino is
+    never run (its cold start was one of the JVM's largest costs in a small run). Closing the run drops
+    the checkpoint's rows. And spark-mllib's session extension, found on the class path, was not started."""
+    jvm = spark.sparkContext._jvm
+    functions = getattr(getattr(jvm.org.apache.spark.sql.catalyst.analysis, "FunctionRegistry$"), "MODULE$")
+    assert not functions.internal().functionExists(jvm.org.apache.spark.sql.catalyst.FunctionIdentifier.apply(
+        "vector_to_array"))  # fmt: skip
+    compiled = jvm.org.apache.spark.metrics.source.CodegenMetrics.METRIC_COMPILATION_TIME()
+    before, kept_before = compiled.getCount(), spark.sparkContext._jsc.sc().getPersistentRDDs().size()
+    decoded = decode(spark, REAL_CAPTURES[:2], staging=str(tmp_path / "staging"))
+    try:
+        decoded.write(str(tmp_path / "out"), TABLES)
+        assert decoded.summary().exchanges
+        assert spark.sparkContext._jsc.sc().getPersistentRDDs().size() == kept_before + 1
+    finally:
+        decoded.close()
+    assert compiled.getCount() == before
+    assert spark.sparkContext._jsc.sc().getPersistentRDDs().size() == kept_before
+
+
 def test_damaged_synthetic_captures_match_the_local_engine(spark, tmp_path: Path) -> None:
     paths = damaged_captures(tmp_path)
     want, figures = local_tables(paths)

@@ -18,6 +18,7 @@ from pyspark.errors import PySparkException, PySparkRuntimeError
 from kdissect.engines import EngineSetupError, spark_session
 from kdissect.engines.request import Request, SparkSettings, run
 from kdissect.engines.spark import executors_set_up
+from kdissect.engines.spark_daemon import compiled_pyspark_first
 from kdissect.engines.spark_session import DAEMON_MODULE, Starting, runs_this_python, stop
 from tests.conftest import require_tool
 from tests.engines.spark_helpers import REAL_CAPTURES
@@ -101,8 +102,29 @@ def test_kdissect_s_daemon_only_where_the_executors_run_this_python(monkeypatch)
     assert not runs_this_python("local[2]", None)
 
 
+def test_the_daemon_takes_pyspark_from_its_package_only_when_that_is_spark_home_s(monkeypatch, tmp_path) -> None:
+    """Spark's zips of PySpark's sources go after the installed package when it is the one in SPARK_HOME
+    (the pip install whose JVM runs); with another Spark's home, the path stays as Spark made it."""
+    import pyspark
+
+    home = os.path.dirname(pyspark.__file__)
+    zips = [os.path.join(home, "python", "lib", "pyspark.zip"), os.path.join(home, "python", "lib", "py4j-src.zip")]
+    rest = [p for p in sys.path if not p.endswith(".zip")]
+    monkeypatch.setattr(sys, "path", [*zips, *rest])
+    monkeypatch.setenv("SPARK_HOME", home)
+    compiled_pyspark_first()
+    assert sys.path == [*rest, *zips]
+    other = tmp_path / "spark-3"  # a Spark of the user's own: its zips are its PySpark
+    others = [str(other / "python" / "lib" / "pyspark.zip")]
+    monkeypatch.setattr(sys, "path", [*others, *rest])
+    monkeypatch.setenv("SPARK_HOME", str(other))
+    compiled_pyspark_first()
+    assert sys.path == [*others, *rest]
+
+
 # A job's first worker, from a new session: whether it held the task module before its task ran (the
-# probe is a lambda, sent by value: unpickling it imports nothing of kdissect), and its parent's command.
+# probe is a lambda, sent by value: unpickling it imports nothing of kdissect), whether its PySpark is the
+# installed package's (compiled) rather than Spark's zip of sources, and its parent's command.
 _PROBE = """
 import sys
 import pyarrow as pa
@@ -110,28 +132,31 @@ from kdissect.engines.spark_session import session
 
 probe = lambda batches: iter([pa.RecordBatch.from_pylist([{
     "loaded": "kdissect.engines.spark_worker" in __import__("sys").modules,
+    "compiled": ".zip" not in __import__("sys").modules["pyspark.worker"].__file__,
     "parent": open(f"/proc/{__import__('os').getppid()}/cmdline").read().replace(chr(0), " ")}])])
 conf = dict(arg.split("=", 1) for arg in sys.argv[1:])
 spark = session("local[1]", conf, verbose=False)
-row = spark.range(1, numPartitions=1).mapInArrow(probe, "loaded boolean, parent string").collect()[0]
-print(row["loaded"], row["parent"])
+row = spark.range(1, numPartitions=1).mapInArrow(probe, "loaded boolean, compiled boolean, parent string").collect()[0]
+print(row["loaded"], row["compiled"], row["parent"])
 spark.stop()
 """
 
 
-def _first_worker(*conf: str) -> tuple[bool, str]:
+def _first_worker(*conf: str) -> tuple[bool, bool, str]:
     done = subprocess.run([sys.executable, "-c", _PROBE, *conf], capture_output=True, text=True, cwd=REPO,
                           env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=600, check=True)  # fmt: skip
-    loaded, parent = done.stdout.strip().split(" ", 1)
-    return loaded == "True", parent
+    loaded, compiled, parent = done.stdout.strip().split(" ", 2)
+    return loaded == "True", compiled == "True", parent
 
 
 def test_workers_forked_by_kdissect_s_daemon_hold_the_task_module_before_their_task() -> None:
+    """... and PySpark compiled: Spark puts its zip of PySpark's sources first on the workers' path,
+    which every daemon compiled again (spark_daemon.compiled_pyspark_first)."""
     require_tool("java")
-    loaded, parent = _first_worker()
-    assert loaded and f"-m {DAEMON_MODULE} " in parent
-    loaded, parent = _first_worker("spark.python.daemon.module=pyspark.daemon")  # PySpark's: a cold worker
-    assert not loaded and "-m pyspark.daemon " in parent
+    loaded, compiled, parent = _first_worker()
+    assert loaded and compiled and f"-m {DAEMON_MODULE} " in parent
+    loaded, compiled, parent = _first_worker("spark.python.daemon.module=pyspark.daemon")  # PySpark's: a cold worker
+    assert not loaded and not compiled and "-m pyspark.daemon " in parent
 
 
 # A new session's worker daemons before its first query (polled for up to the seconds given), and that
