@@ -31,7 +31,8 @@
  *   scan cannot list (more contexts or codes than it holds) is handed back. In a details run (the sink
  *   writes every table: _details.c) the response is scanned for them too, after the walk of its body, only
  *   when they may be there: the walk over the bytes declined (it declines any error code), or the body can
- *   name a topic with its id (the program says so); else its lists are empty.
+ *   name a topic with its id (the program says so); else its lists are empty. A request naming one topic by
+ *   name, the one the connection's last such request named, shares that request's topics tuple.
  * - No Python object per cell where the column allows it: the numeric columns of events.EXCHANGE_TYPED
  *   (KIND below, the same codes) are bytearrays the row appends machine values to (int64, double, a
  *   byte per bool), never null; text and the nullable throttle time go to lists as shared references.
@@ -298,6 +299,7 @@ pairing_clear(Pairing *p)
     PyMem_Free(p->waiting);
     PyMem_Free(p->ids);
     PyMem_Free(p->cid_bytes);
+    PyMem_Free(p->topic_bytes);
     Py_CLEAR(p->conn_id);
     Py_CLEAR(p->client_ip);
     Py_CLEAR(p->client_port);
@@ -310,6 +312,7 @@ pairing_clear(Pairing *p)
     Py_CLEAR(p->frames);
     Py_CLEAR(p->held);
     Py_CLEAR(p->cid_text);
+    Py_CLEAR(p->one_topic);
     PyObject *events = p->events;
     int left = p->left; /* (read by the lane after the segment) */
     memset(p, 0, sizeof *p);
@@ -445,10 +448,16 @@ nil_id(const char *id)
     return !memcmp(id, nil, 16);
 }
 
-/* What the request's structs name, each once: a topic, else a topic id's 16 bytes (not the nil id). */
+/* What the request's structs name, each once: a topic, else a topic id's 16 bytes (not the nil id). A request
+ * naming one topic by name, as the last one did, shares its tuple (a producer names its topic in every request:
+ * no text decoded, no tuple made, and the figures count one object). */
 static PyObject *
-topics_of(const char *b, const Scan *s)
+topics_of(Pairing *p, const char *b, const Scan *s)
 {
+    const Named *one = s->nnamed == 1 && s->named[0].topic >= 0 ? &s->named[0] : NULL;
+    if (one != NULL && p->one_topic != NULL && one->topic_len == p->topic_len
+        && !memcmp(b + one->topic, p->topic_bytes, (size_t)one->topic_len))
+        return Py_NewRef(p->one_topic);
     PyObject *found = PyList_New(0);
     if (found == NULL)
         return NULL;
@@ -467,6 +476,17 @@ topics_of(const char *b, const Scan *s)
         Py_DECREF(v);
     }
     Py_SETREF(found, PyList_AsTuple(found));
+    if (one != NULL && found != NULL) {
+        char *copy = PyMem_Realloc(p->topic_bytes, one->topic_len ? (size_t)one->topic_len : 1);
+        if (copy == NULL) {
+            Py_DECREF(found);
+            return PyErr_NoMemory();
+        }
+        memcpy(copy, b + one->topic, (size_t)one->topic_len);
+        p->topic_bytes = copy;
+        p->topic_len = one->topic_len;
+        Py_XSETREF(p->one_topic, Py_NewRef(found));
+    }
     return found;
 }
 
@@ -570,7 +590,7 @@ request(Pairing *p, long long offset, const char *b, Py_ssize_t n, PyObject *pay
     if (waiting_reserve(p, p->count + 1) < 0)
         return -1;
     PyObject *client_id = client_id_of(p, b, &s), *data = NULL, *topics = NULL;
-    if (client_id == NULL || learn_pair(p, key, version) < 0 || (p->names && (topics = topics_of(b, &s)) == NULL)
+    if (client_id == NULL || learn_pair(p, key, version) < 0 || (p->names && (topics = topics_of(p, b, &s)) == NULL)
         || (data = keep ? Py_NewRef(payload) : PyBytes_FromStringAndSize(b, n)) == NULL) {
         Py_XDECREF(client_id);
         Py_XDECREF(topics);
