@@ -41,6 +41,7 @@ setup(
                 "kdissect/sources/_segments.c",
                 "kdissect/sources/_runs.c",
                 "kdissect/sources/_headers.c",
+                "kdissect/sources/_payload_cut.c",
             ],
             depends=["kdissect/sources/_headers.h", "kdissect/sources/_segments.h",
                      "kdissect/sources/_segment_layout.h"],

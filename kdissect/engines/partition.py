@@ -28,14 +28,14 @@ import pyarrow as pa
 
 from kdissect.analysis.summary import Figures
 from kdissect.dataclass import dataclass
-from kdissect.engines.local import SEGMENT_BATCH, SUMMARY_TABLES
+from kdissect.engines.local import SEGMENT_BATCH, SEGMENT_BATCH_BYTES, SUMMARY_TABLES
 from kdissect.engines.run import TableRun
 from kdissect.engines.storage import is_local, local_path, open_input, open_output
 from kdissect.engines.units import ANOMALY, PIECE, RUN, RUN_HEADER, SEGMENT, Ends, MappedFiles, Unit, run_segments
 from kdissect.events import Anomaly, ExchangeRows, KafkaEvent
 from kdissect.kafka.pipeline import KafkaPipeline
 from kdissect.options import Options
-from kdissect.sources.segment import TcpSegment
+from kdissect.sources.segment import TcpSegment, payload_cut
 from kdissect.tables import merge
 from kdissect.tables.arrow import to_arrow
 from kdissect.tables.columns import TABLES, Parts, Runs, cells
@@ -264,13 +264,14 @@ class PartitionDecoder:
         self.runs = _Runs(self.by_time)
         self.out: list[Envelope] = []
         self.ticks = 0  # clock() calls: segments of no connection that are not the input's
-        # Segments not fed yet (handed to the core SEGMENT_BATCH at a time, each with its file's name: files
-        # whose times interleave still make whole batches), their pos, their file's index and their latest
-        # time (whether feeding them may run the idle sweep)
+        # Segments not fed yet (handed to the core SEGMENT_BATCH at a time, or SEGMENT_BATCH_BYTES of payload,
+        # each with its file's name: files whose times interleave still make whole batches), their pos, their
+        # file's index, their latest time (whether feeding them may run the idle sweep) and payload bytes
         self.batch: list[TcpSegment] = []
         self.batch_pos: list[int] = []
         self.batch_files: list[int] = []
         self.batch_high = -1
+        self.batch_bytes = 0
         self.piece_at: tuple[list[int], Callable[[int], Place]] | None = None  # the piece being consumed: left_at
 
     def feed(self, batch: pa.RecordBatch) -> None:
@@ -349,7 +350,8 @@ class PartitionDecoder:
         self.batch_files.append(file_index)
         if segment.ts_ns > self.batch_high:
             self.batch_high = segment.ts_ns
-        if len(self.batch) == SEGMENT_BATCH:
+        self.batch_bytes += len(segment.payload)
+        if len(self.batch) == SEGMENT_BATCH or self.batch_bytes >= SEGMENT_BATCH_BYTES:
             self._flush()
 
     def _segments(self, segments: list[TcpSegment], positions: list[int], files: list[int], times: list[int]
@@ -358,21 +360,22 @@ class PartitionDecoder:
         time, with no Python step per segment."""
         done = 0
         while done < len(segments):
-            room = SEGMENT_BATCH - len(self.batch)
-            part = segments[done : done + room]
-            self.batch += part
-            self.batch_pos += positions[done : done + room]
-            self.batch_files += files[done : done + room]
-            self.batch_high = max(self.batch_high, *times[done : done + room])
-            done += room
-            if len(self.batch) == SEGMENT_BATCH:
+            end, taken = payload_cut(segments, done, SEGMENT_BATCH - len(self.batch),
+                                     SEGMENT_BATCH_BYTES - self.batch_bytes)  # fmt: skip
+            self.batch += segments[done:end]
+            self.batch_pos += positions[done:end]
+            self.batch_files += files[done:end]
+            self.batch_high = max(self.batch_high, *times[done:end])
+            self.batch_bytes += taken
+            done = end
+            if len(self.batch) == SEGMENT_BATCH or self.batch_bytes >= SEGMENT_BATCH_BYTES:
                 self._flush()
 
     def _flush(self) -> None:
         """The segments not fed yet into the core."""
         if self.batch:
             segments, positions, files = self.batch, self.batch_pos, self.batch_files
-            self.batch, self.batch_pos, self.batch_files, self.batch_high = [], [], [], -1
+            self.batch, self.batch_pos, self.batch_files, self.batch_high, self.batch_bytes = [], [], [], -1, 0
             self._feed(segments, positions, [self.files[f] for f in files])
 
     def _feed(self, segments: list[TcpSegment], positions: list[int], sources: list[str | None] | None) -> None:

@@ -268,6 +268,13 @@ details_clear(Bodies *bodies)
         Py_CLEAR(bodies->params[k]);
 }
 
+void
+details_drop(Bodies *bodies)
+{
+    details_clear(bodies);
+    reset();
+}
+
 /* A reused list's or dict's items, leaving it empty: itself when it holds some (a new empty one takes its
  * place, nothing copied), else a new empty one. A new reference, NULL on error (*part unchanged). */
 static PyObject *

@@ -63,5 +63,7 @@ int details_walk(PyObject *parts, const Paired *x, const Bodies *bodies, Outcome
 /* The walked exchange's rows into the piece's detail parts: 0 or -1. */
 int details_emit(PyObject *parts, const Paired *x, const Bodies *bodies);
 void details_clear(Bodies *bodies);
+/* A decoded exchange given up before details_walk (the frame handed back): its bodies and the walk's scratch. */
+void details_drop(Bodies *bodies);
 
 #endif

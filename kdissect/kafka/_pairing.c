@@ -29,7 +29,10 @@
  *   code of the response and the (topic, topic id) pairs its structs name (named_topics.id_names), from
  *   the scan's contexts and codes, to the piece's three other lists (events.ExchangeRows); a frame the
  *   scan cannot list (more contexts or codes than it holds) is handed back. In a details run (the sink
- *   writes every table: _details.c) the response is scanned for them too, beside the walk of its body.
+ *   writes every table: _details.c) the response is scanned for them too, after the walk of its body, only
+ *   when they may be there: the walk over the bytes declined (it declines any error code), or the body can
+ *   name a topic with its id (the program says so); else its lists are empty. A request naming one topic by
+ *   name, the one the connection's last such request named, shares that request's topics tuple.
  * - No Python object per cell where the column allows it: the numeric columns of events.EXCHANGE_TYPED
  *   (KIND below, the same codes) are bytearrays the row appends machine values to (int64, double, a
  *   byte per bool), never null; text and the nullable throttle time go to lists as shared references.
@@ -296,6 +299,7 @@ pairing_clear(Pairing *p)
     PyMem_Free(p->waiting);
     PyMem_Free(p->ids);
     PyMem_Free(p->cid_bytes);
+    PyMem_Free(p->topic_bytes);
     Py_CLEAR(p->conn_id);
     Py_CLEAR(p->client_ip);
     Py_CLEAR(p->client_port);
@@ -308,6 +312,7 @@ pairing_clear(Pairing *p)
     Py_CLEAR(p->frames);
     Py_CLEAR(p->held);
     Py_CLEAR(p->cid_text);
+    Py_CLEAR(p->one_topic);
     PyObject *events = p->events;
     int left = p->left; /* (read by the lane after the segment) */
     memset(p, 0, sizeof *p);
@@ -443,10 +448,16 @@ nil_id(const char *id)
     return !memcmp(id, nil, 16);
 }
 
-/* What the request's structs name, each once: a topic, else a topic id's 16 bytes (not the nil id). */
+/* What the request's structs name, each once: a topic, else a topic id's 16 bytes (not the nil id). A request
+ * naming one topic by name, as the last one did, shares its tuple (a producer names its topic in every request:
+ * no text decoded, no tuple made, and the figures count one object). */
 static PyObject *
-topics_of(const char *b, const Scan *s)
+topics_of(Pairing *p, const char *b, const Scan *s)
 {
+    const Named *one = s->nnamed == 1 && s->named[0].topic >= 0 ? &s->named[0] : NULL;
+    if (one != NULL && p->one_topic != NULL && one->topic_len == p->topic_len
+        && !memcmp(b + one->topic, p->topic_bytes, (size_t)one->topic_len))
+        return Py_NewRef(p->one_topic);
     PyObject *found = PyList_New(0);
     if (found == NULL)
         return NULL;
@@ -465,6 +476,17 @@ topics_of(const char *b, const Scan *s)
         Py_DECREF(v);
     }
     Py_SETREF(found, PyList_AsTuple(found));
+    if (one != NULL && found != NULL) {
+        char *copy = PyMem_Realloc(p->topic_bytes, one->topic_len ? (size_t)one->topic_len : 1);
+        if (copy == NULL) {
+            Py_DECREF(found);
+            return PyErr_NoMemory();
+        }
+        memcpy(copy, b + one->topic, (size_t)one->topic_len);
+        p->topic_bytes = copy;
+        p->topic_len = one->topic_len;
+        Py_XSETREF(p->one_topic, Py_NewRef(found));
+    }
     return found;
 }
 
@@ -504,6 +526,26 @@ codes_of(const Scan *s)
             PyTuple_SET_ITEM(codes, k, v);
     }
     return codes;
+}
+
+/* Whether a response of this api version can name a topic with its id (its body holds both kinds of field): in a
+ * details run with names, the one the walk over its bytes took (no error code) is scanned only then. 1, 0, -1. */
+static int
+names_ids(int api_key, int api_version)
+{
+    static PyObject *last_programs; /* (borrowed: only compared) */
+    static int last_key, last_version, last;
+    if (shared.responses == last_programs && api_key == last_key && api_version == last_version)
+        return last;
+    const KdNode *header, *body;
+    int rc = shared.scan->frame_roots(shared.responses, api_key, api_version, &header, &body);
+    if (rc <= 0) /* (none: the walk took no frame of it) */
+        return rc < 0 ? -1 : 1;
+    last = (body->within & (F_TOPIC | F_TOPIC_ID)) == (F_TOPIC | F_TOPIC_ID);
+    last_programs = shared.responses;
+    last_key = api_key;
+    last_version = api_version;
+    return last;
 }
 
 /* Whether the session holds an overtaken request of this correlation id: 1, 0, -1 on error. */
@@ -548,7 +590,7 @@ request(Pairing *p, long long offset, const char *b, Py_ssize_t n, PyObject *pay
     if (waiting_reserve(p, p->count + 1) < 0)
         return -1;
     PyObject *client_id = client_id_of(p, b, &s), *data = NULL, *topics = NULL;
-    if (client_id == NULL || learn_pair(p, key, version) < 0 || (p->names && (topics = topics_of(b, &s)) == NULL)
+    if (client_id == NULL || learn_pair(p, key, version) < 0 || (p->names && (topics = topics_of(p, b, &s)) == NULL)
         || (data = keep ? Py_NewRef(payload) : PyBytes_FromStringAndSize(b, n)) == NULL) {
         Py_XDECREF(client_id);
         Py_XDECREF(topics);
@@ -678,8 +720,8 @@ row(Pairing *p, const Waiting *w, int overtook, long long resp_first, long long 
             rc = PyList_Append(shared.columns[k], cells[k]);
     for (int k = 0; k < COLUMNS; k++)
         Py_XDECREF(cells[k]);
-    if (rc == 0 && p->names) {
-        PyObject *codes = codes_of(s), *named = named_of(b, s);
+    if (rc == 0 && p->names) { /* (not scanned: a response with no error code that names no topic id) */
+        PyObject *codes = s ? codes_of(s) : PyTuple_New(0), *named = s ? named_of(b, s) : PyTuple_New(0);
         if (codes == NULL || named == NULL || PyList_Append(shared.topics, w->topics) < 0
             || PyList_Append(shared.codes, codes) < 0 || PyList_Append(shared.named, named) < 0)
             rc = -1;
@@ -772,10 +814,10 @@ response(Pairing *p, long long offset, const char *b, Py_ssize_t n, long long ts
     Waiting *w = waiting_at(p, k);
     if (keyset_has(&shared.left, w->api_key) || (p->details && details_left(w->api_key)))
         return 0;
-    /* the row's outcome: from the exchange scan, or in a details run from the walk of the decoded bodies; with
-     * names, the scan lists the response's codes and named ids in either run */
+    /* the row's outcome: from the exchange scan, or in a details run from the walk of the decoded bodies */
     Scan s;
-    if (!p->details || p->names) {
+    int scanned = !p->details;
+    if (scanned) {
         int ok = shared.scan->scan_frame(shared.responses, (const unsigned char *)b, n, w->api_key, w->api_version,
                                          p->names, &s);
         if (ok <= 0)
@@ -792,6 +834,18 @@ response(Pairing *p, long long offset, const char *b, Py_ssize_t n, long long ts
                                 w->api_version, &bodies);
         if (ok <= 0)
             return ok;
+        /* with names, the scan lists the response's error codes and named ids: none where the walk over its bytes
+         * took it (it declines any error code) and its version names no topic with its id */
+        int scan = !p->names ? 0 : bodies.walked ? names_ids(w->api_key, w->api_version) : 1;
+        if (scan != 0) {
+            ok = scan < 0 ? -1 : shared.scan->scan_frame(shared.responses, (const unsigned char *)b, n, w->api_key,
+                                                         w->api_version, 1, &s);
+            if (ok <= 0) {
+                details_drop(&bodies);
+                return ok;
+            }
+            scanned = 1;
+        }
         if (piece_ready(p->events, 1) < 0 || details_walk(shared.parts, &x, &bodies, &out) < 0) {
             details_clear(&bodies);
             return -1;
@@ -805,7 +859,7 @@ response(Pairing *p, long long offset, const char *b, Py_ssize_t n, long long ts
     /* Pairer.take: an overtaken request answered after the first of them, or an answer that overtakes requests
      * still waiting in order, which then wait as overtaken (those an earlier answer overtook do not count) */
     int overtook = k < ahead ? k > 0 || before > 0 : k > ahead;
-    int rc = row(p, w, overtook, ts_first, ts_last, b, n, &out, &s);
+    int rc = row(p, w, overtook, ts_first, ts_last, b, n, &out, scanned ? &s : NULL);
     if (p->details && details_emit(shared.parts, &x, &bodies) < 0)
         rc = -1;
     Py_DECREF(out.throttle);

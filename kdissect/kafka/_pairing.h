@@ -44,6 +44,9 @@ typedef struct {
     char *cid_bytes;
     Py_ssize_t cid_len;
     int cid_null;
+    PyObject *one_topic; /* with names: the last request naming one topic by name, its topics tuple, and its bytes */
+    char *topic_bytes;
+    Py_ssize_t topic_len;
     long long counts[COUNTS]; /* what the frames taken here add to the session: see resume_pairing */
     int seen[64], seen_n;     /* (api_key << 16 | version) already added to the session's pairs */
 } Pairing;

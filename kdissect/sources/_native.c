@@ -84,6 +84,8 @@ static PyMethodDef methods[] = {
      "Common-case CaptureRecords of a list from an index -> TcpSegments; (index, records, captured, stop)."},
     {"run_segments", run_segments, METH_VARARGS,
      "A decode task's run headers from an index -> TcpSegments; the index of the first whose file is not mapped."},
+    {"payload_cut", payload_cut, METH_VARARGS,
+     "segments, start, most, room -> (stop, taken): where a batch ends by count and payload bytes."},
     {NULL, NULL, 0, NULL},
 };
 

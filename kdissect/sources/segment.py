@@ -6,7 +6,10 @@ the reassembler never sees anything else, so it stays independent of capture for
 
 from __future__ import annotations
 
+from itertools import islice
+
 from kdissect.dataclass import dataclass
+from kdissect.native import native_module
 
 # TCP flag bits as they appear in the TCP header.
 FIN = 0x01
@@ -39,3 +42,24 @@ class TcpSegment:
     window: int
     payload: bytes
     payload_len: int  # bytes the segment carried on the wire (>= len(payload))
+
+
+_native = native_module("sources._native")
+
+
+def payload_cut(segments: list[TcpSegment], start: int, most: int, room: int) -> tuple[int, int]:
+    """Where a batch of ``segments`` taken from ``start`` on ends, and the payload bytes it takes: after
+    ``most`` segments, at the first that brings those bytes to ``room`` (so at least one when ``room``
+    allows none), or at the list's end. The engines cut the core's batches so (``engines.local``); in C
+    (``sources/_payload_cut.c``) when built, with no Python step per segment."""
+    if _native is not None:
+        return _native.payload_cut(segments, start, most, room)
+    if start < 0 or most < 0:
+        raise ValueError("start and most must not be negative")
+    stop, taken = start, 0
+    for segment in islice(segments, start, start + most):
+        taken += len(segment.payload)
+        stop += 1
+        if taken >= room:
+            break
+    return stop, taken

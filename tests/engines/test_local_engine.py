@@ -11,6 +11,7 @@ from kdissect.analysis.filters import compile_filter
 from kdissect.engines import local
 from kdissect.options import Options
 from kdissect.sources import iter_capture
+from kdissect.sources.segment import TcpSegment
 from kdissect.tables.columns import TABLES, cells
 from kdissect.testing.synthetic import conversation, write
 
@@ -56,3 +57,31 @@ def test_open_capture_takes_options_or_their_fields(capture: Path) -> None:
     assert len(cap.exchanges) == 6 and cap.stats.source.packets > 0
     lean = kdissect.open_capture(capture, kdissect.Options(payloads=kdissect.Payloads.preview(0)))
     assert lean.options.payloads.keep == 0
+
+
+class _Batches:
+    """A core that records the batches it is fed: (segments, payload bytes) of each."""
+
+    def __init__(self) -> None:
+        self.batches: list[tuple[int, int]] = []
+        self.source: str | None = None
+
+    def feed_many(self, segments: list, sources: list) -> list:
+        self.batches.append((len(segments), sum(len(s.payload) for s in segments)))
+        return []
+
+
+def test_the_core_is_fed_batches_cut_by_payload_bytes_too() -> None:
+    """A batch's rows are made in one call and held until it returns: 1,024 segments of 64 KiB held
+    ~480 MB more than 256. Large segments now go in batches of ``SEGMENT_BATCH_BYTES``, whether they come
+    as a list (a run) or item by item, and small ones ``SEGMENT_BATCH`` at a time."""
+    big = [TcpSegment(i, "a", 1, "b", 2, 0, 0, 0, 0, bytes(1 << 20), 1 << 20) for i in range(10)]
+    small = [TcpSegment(i, "a", 1, "b", 2, 0, 0, 0, 0, b"x", 1) for i in range(2 * local.SEGMENT_BATCH + 5)]
+    for runs in ([("f", big)], [("f", iter(big))], [("f", big[:3]), ("g", big[3:])]):
+        core = _Batches()
+        list(local.feed_runs(core, runs))  # type: ignore[arg-type]
+        cap = local.SEGMENT_BATCH_BYTES
+        assert [n for n, _ in core.batches] == [4, 4, 2] and all(size <= cap for _, size in core.batches), runs
+    core = _Batches()
+    list(local.feed_runs(core, [("f", small)]))  # type: ignore[arg-type]
+    assert [n for n, _ in core.batches] == [local.SEGMENT_BATCH, local.SEGMENT_BATCH, 5]

@@ -69,18 +69,22 @@ for name, paths in cases.items():
 sys.stdout.buffer.write(pickle.dumps(out))
 """
 # The live engine's figures and Prometheus series, with no table written: its exchanges then come as rows of
-# the native pairing, with each request's topics and every error code from the scan (Options.exchange_topics).
+# the native pairing, with each request's topics and every error code from the scan (Options.exchange_topics);
+# and with every table written (dropped here): then with their detail rows, the scan listing a response's codes
+# and topic ids only where the detail walk may have met some.
 _LIVE = """
 from pathlib import Path
 from kdissect.engines.live import LiveOptions, LiveRun, followed_walk
 from kdissect.engines.live_metrics import LiveMetrics
 from kdissect.sources.follow import FollowedCapture
 from kdissect.sources.shapes import CaptureFormatError
+from kdissect.tables.columns import TABLES
 
-def live(paths):
+def live(paths, tables=False):
     metrics = LiveMetrics(max_label_values=4)
     walk = followed_walk(raw_copy=False)  # (the followed file's common records as segments, as ``watch`` reads them)
-    run = LiveRun(LiveOptions(window_s=5, several_inputs=len(paths) > 1), metrics=metrics, native=walk)
+    written = dict(tables=TABLES, spill=lambda name, columns: None) if tables else {}
+    run = LiveRun(LiveOptions(window_s=5, several_inputs=len(paths) > 1, **written), metrics=metrics, native=walk)
     source = FollowedCapture(paths[0] if len(paths) == 1 else str(Path(paths[0]).parent), follow=False, native=walk)
     try:
         while not source.ended:
@@ -100,9 +104,9 @@ def live(paths):
 import pickle, sys
 from kdissect.sources import follow
 cases = pickle.loads(sys.stdin.buffer.read())
-whole = {name: live(paths) for name, paths in cases.items()}
+whole = {name: (live(paths), live(paths, tables=True)) for name, paths in cases.items()}
 follow.CHUNK = 4093  # polls of a few records: the walk stops inside records and is armed again between polls
-sys.stdout.buffer.write(pickle.dumps({name: (whole[name], live(paths)) for name, paths in cases.items()}))
+sys.stdout.buffer.write(pickle.dumps({name: (*whole[name], live(paths)) for name, paths in cases.items()}))
 """
 
 

@@ -51,12 +51,14 @@ def _inputs(tmp_path: Path) -> list[list[str]]:
 def test_batches_place_everything_where_one_segment_at_a_time_did(tmp_path: Path, monkeypatch) -> None:
     for paths in _inputs(tmp_path):
         batched = _contents(simulated_pieces(paths)[0])
+        monkeypatch.setattr(partition, "SEGMENT_BATCH_BYTES", 2000)  # (batches cut by payload bytes)
+        by_bytes = _contents(simulated_pieces(paths)[0])
         monkeypatch.setattr(partition, "SEGMENT_BATCH", 1)
         one_by_one = _contents(simulated_pieces(paths)[0])
         monkeypatch.undo()
-        assert batched.keys() == one_by_one.keys(), paths
+        assert batched.keys() == one_by_one.keys() == by_bytes.keys(), paths
         for name, rows in one_by_one.items():
-            assert batched[name] == rows, (paths, name)
+            assert batched[name] == rows == by_bytes[name], (paths, name)
 
 
 @pytest.fixture
