@@ -15,11 +15,15 @@ A task cannot know three things the whole run settles, so it leaves them in hidd
   travel on different connections, so tasks journal the rules' inputs (``JOURNAL``) and number
   their records rows (``ROW``); the journals' calls sorted in capture order and replayed give the
   marks (:func:`replayed`), each within one task's rows.
+
+A records piece also carries the payloads of its rows made from compressed batches as those batches
+(``DEFERRED_ROWS``, ``DEFERRED_BATCHES``: ``record_rows.Deferred``), decoded again when it is finished.
 """
 
 from __future__ import annotations
 
 import json
+import sys
 import uuid
 from collections.abc import Iterable, Iterator, Mapping
 from itertools import islice
@@ -31,9 +35,11 @@ import pyarrow.compute as pc
 
 from kdissect.dataclass import dataclass
 
-from .arrow import arrow_schema, with_pandas_metadata
+from ..decoders.records import RunMeter
+from .arrow import PAYLOADS, arrow_schema, payload_arrays, with_pandas_metadata
 from .columns import TABLES
-from .sink import BROKER_ROWS
+from .record_rows import expand_deferred
+from .sink import BROKER_ROWS, DEFERRED
 from .transactions import marked, replay
 
 OPENED, TOPICS, STATS, JOURNAL, FIGURES = "_opened", "_topics", "_stats", "_journal", "_figures"  # a task's side pieces
@@ -42,6 +48,9 @@ ROW_BITS = 40
 TOPIC_ID = "_topic_id"  # unnamed topic ids of a piece's rows (text)
 # place (pos, and ts as in Opened) of the response that revealed a broker row
 BROKER_SEEN, BROKER_SEEN_TS = "_seen", "_seen_ts"
+# a records piece's rows whose payloads are deferred, and (first row) the compressed batches holding them,
+# end to end (the field's metadata: how they were decoded: Payloads.keep, Limits.max_decompressed)
+DEFERRED_ROWS, DEFERRED_BATCHES = DEFERRED, "_batches"
 
 
 def ipc_bytes(table: pa.Table, options: pa.ipc.IpcWriteOptions | None = None) -> bytes:
@@ -170,9 +179,12 @@ def marks_of(table: pa.Table | pa.RecordBatch) -> Marks:
     return list(zip(*(table[c].to_pylist() for c in ("first", "rows", "rule")), strict=True))
 
 
-def finish_piece(name: str, piece: pa.Table, settled: Settled) -> pa.Table:
-    """A task's piece of table ``name`` with final connection ids, named topics and aborted marks, in
-    the schema the local engine writes (hidden columns other than ``BROKER_SEEN``, ``BROKER_SEEN_TS`` dropped)."""
+def finish_piece(name: str, piece: pa.Table, settled: Settled, meter: RunMeter | None = None) -> pa.Table:
+    """A task's piece of table ``name`` with final connection ids, named topics, aborted marks and its
+    deferred payloads (``meter``: the finishing task's inflate cache; None: the piece's own), in the schema
+    the local engine writes (hidden columns other than ``BROKER_SEEN``, ``BROKER_SEEN_TS`` dropped)."""
+    if DEFERRED_ROWS in piece.column_names:
+        piece = _with_payloads(piece, RunMeter(sys.maxsize) if meter is None else meter)
     topics = settled.topics
     if "connection_id" in piece.column_names:
         piece = piece.set_column(piece.column_names.index("connection_id"), "connection_id",
@@ -195,6 +207,38 @@ def finish_piece(name: str, piece: pa.Table, settled: Settled) -> pa.Table:
         for hidden in (BROKER_SEEN_TS, BROKER_SEEN):
             finished = finished.append_column(hidden, piece[hidden])
     return finished
+
+
+def _with_payloads(piece: pa.Table, meter: RunMeter) -> pa.Table:
+    """A records piece with the payloads of its deferred rows decoded again (a budget the batches were
+    within when first decoded), its hidden columns of them dropped."""
+    flags = piece[DEFERRED_ROWS].to_numpy()
+    meta = piece.schema.field(DEFERRED_BATCHES).metadata
+    batches = piece[DEFERRED_BATCHES][0].as_py() if piece.num_rows else None
+    piece = piece.drop_columns([DEFERRED_ROWS, DEFERRED_BATCHES])
+    if batches is None:
+        return piece
+    keep = meta[b"keep"].decode()
+    block = expand_deferred(batches, int(keep) if keep else None, int(meta[b"max_decompressed"]), meter)
+    rows = np.flatnonzero(flags)
+    if len(block) != len(rows):
+        raise ValueError(f"deferred payloads: {len(block)} records decoded again for {len(rows)} rows")
+    # each row's place among the piece's own cells (deferred: none) then the decoded ones
+    where = np.arange(piece.num_rows, dtype=np.int64)
+    where[rows] = piece.num_rows + np.arange(len(rows), dtype=np.int64)
+    for name, decoded in zip(PAYLOADS, payload_arrays(block), strict=True):
+        index = piece.column_names.index(name)
+        if len(rows) == piece.num_rows:
+            column = decoded
+        else:
+            both = pa.chunked_array([*piece[name].chunks, *_chunks(decoded)], piece.schema.field(name).type)
+            column = both.take(pa.array(where))
+        piece = piece.set_column(index, piece.schema.field(name), column)
+    return piece
+
+
+def _chunks(array: pa.Array | pa.ChunkedArray) -> list[pa.Array]:
+    return array.chunks if isinstance(array, pa.ChunkedArray) else [array]
 
 
 def _marked(piece: pa.Table, marks: Marks | TaskMarks) -> pa.Table:
