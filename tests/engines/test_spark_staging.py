@@ -84,7 +84,8 @@ def test_records_of_compressed_and_transactional_batches_finish_as_the_local_eng
     records = want["records"]
     assert set(pc.unique(records["compression"].cast(pa.string())).to_pylist()) == set(CODEC_NAMES.values())
     assert pc.sum(records["aborted"]).as_py() and pc.sum(records["transactional"]).as_py()
-    assert {BROKER_LIST, ABORT_MARKER} <= set(pc.unique(records["aborted_by"].cast(pa.string())).drop_null().to_pylist())
+    rules = pc.unique(records["aborted_by"].cast(pa.string())).drop_null().to_pylist()
+    assert {BROKER_LIST, ABORT_MARKER} <= set(rules)
     assert_same_tables(simulate([capture], options=options), want)
     # rotated in three: the consumer's and the producer's connections cross the files (decode tasks)
     rotated = rotate(capture, tmp_path / "rotated", cuts=2)
