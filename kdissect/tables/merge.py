@@ -22,6 +22,7 @@ A records piece also carries the payloads of its rows made from compressed batch
 
 from __future__ import annotations
 
+import itertools
 import json
 import sys
 import uuid
@@ -216,29 +217,30 @@ def _with_payloads(piece: pa.Table, meter: RunMeter) -> pa.Table:
     meta = piece.schema.field(DEFERRED_BATCHES).metadata
     batches = piece[DEFERRED_BATCHES][0].as_py() if piece.num_rows else None
     piece = piece.drop_columns([DEFERRED_ROWS, DEFERRED_BATCHES])
-    if batches is None:
+    if batches is None or not flags.any():  # (a piece some of whose rows were picked: none of those)
         return piece
     keep = meta[b"keep"].decode()
     block = expand_deferred(batches, int(keep) if keep else None, int(meta[b"max_decompressed"]), meter)
-    rows = np.flatnonzero(flags)
-    if len(block) != len(rows):
-        raise ValueError(f"deferred payloads: {len(block)} records decoded again for {len(rows)} rows")
-    # each row's place among the piece's own cells (deferred: none) then the decoded ones
-    where = np.arange(piece.num_rows, dtype=np.int64)
-    where[rows] = piece.num_rows + np.arange(len(rows), dtype=np.int64)
+    if len(block) != int(flags.sum()):
+        raise ValueError(f"deferred payloads: {len(block)} records decoded again for {int(flags.sum())} rows")
+    # the runs of rows alike (deferred or not), each a slice of the piece's cells or of the decoded ones
+    cuts = [0, *(np.flatnonzero(np.diff(flags)) + 1).tolist(), len(flags)]
     for name, decoded in zip(PAYLOADS, payload_arrays(block), strict=True):
-        index = piece.column_names.index(name)
-        if len(rows) == piece.num_rows:
+        field = piece.schema.field(name)
+        if len(block) == piece.num_rows:
             column = decoded
         else:
-            both = pa.chunked_array([*piece[name].chunks, *_chunks(decoded)], piece.schema.field(name).type)
-            column = both.take(pa.array(where))
-        piece = piece.set_column(index, piece.schema.field(name), column)
+            own, new, taken, slices = piece[name].combine_chunks(), _array(decoded), 0, []
+            for lo, hi in itertools.pairwise(cuts):
+                slices.append(new.slice(taken, hi - lo) if flags[lo] else own.slice(lo, hi - lo))
+                taken += (hi - lo) if flags[lo] else 0
+            column = pa.concat_arrays(slices)
+        piece = piece.set_column(piece.column_names.index(name), field, column)
     return piece
 
 
-def _chunks(array: pa.Array | pa.ChunkedArray) -> list[pa.Array]:
-    return array.chunks if isinstance(array, pa.ChunkedArray) else [array]
+def _array(column: pa.Array | pa.ChunkedArray) -> pa.Array:
+    return column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
 
 
 def _marked(piece: pa.Table, marks: Marks | TaskMarks) -> pa.Table:
