@@ -4,9 +4,7 @@ pipeline -> table pieces, as Arrow IPC (no pyspark here).
 Pieces are kept where the run can afford it: appended by the task to one staged file per table
 (:class:`StagedPieces`, a directory every task can reach), the envelope row carrying only the
 file's path; or, with no such directory, carried in the envelope itself (:class:`InlinePieces`),
-every byte then moving through the JVM and Spark's cache. A records piece holds its compressed
-batches as captured rather than their records' payloads (``record_rows.Deferred``), which the task
-finishing it puts back (``merge.finish_piece``).
+every byte then moving through the JVM and Spark's cache.
 
 The rows hold every segment of some set of 4-tuples from every file, ordered by ``pos`` (capture
 order), so the reassembler sees each connection exactly as the local engine does, reused 4-tuples
@@ -27,7 +25,6 @@ from functools import lru_cache
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from kdissect.analysis.summary import Figures
 from kdissect.dataclass import dataclass
@@ -42,20 +39,8 @@ from kdissect.sources.segment import TcpSegment
 from kdissect.tables import merge
 from kdissect.tables.arrow import to_arrow
 from kdissect.tables.columns import TABLES, Parts, Runs, cells
-from kdissect.tables.merge import (
-    BROKER_SEEN,
-    BROKER_SEEN_TS,
-    DEFERRED_BATCHES,
-    DEFERRED_ROWS,
-    OPENED,
-    STATS,
-    TOPIC_ID,
-    TOPICS,
-    ipc_bytes,
-    read_ipc,
-)
-from kdissect.tables.record_rows import Deferred
-from kdissect.tables.sink import DEFERRED, SPILLABLE, Columns
+from kdissect.tables.merge import BROKER_SEEN, BROKER_SEEN_TS, OPENED, STATS, TOPIC_ID, TOPICS, ipc_bytes, read_ipc
+from kdissect.tables.sink import SPILLABLE, Columns
 
 ENVELOPE_SCHEMA = pa.schema([("table", pa.string()), ("data", pa.binary()), ("path", pa.string())])
 Envelope = tuple[str, bytes | None, str | None]  # (table, inline data, staged file)
@@ -101,22 +86,6 @@ class StagedPieces:
             rows.append((name, None, f"{self.root}/{name}/{self.task}.arrows"))
         self._writers.clear()
         return rows
-
-
-def _with_batches(table: pa.Table, deferred: Deferred, options: Options) -> pa.Table:
-    """A records piece with its deferred payloads' rows and batches (:data:`DEFERRED_ROWS`,
-    :data:`DEFERRED_BATCHES`): those of its rows made in C that came in compressed batches."""
-    flags = np.zeros(table.num_rows, np.bool_)
-    for first, end in deferred.rows:
-        flags[first:end] = True
-    if deferred.rows:
-        flags &= pc.fill_null(pc.not_equal(table["compression"], "none"), False).to_numpy(zero_copy_only=False)
-    keep = options.payloads.keep
-    field = pa.field(DEFERRED_BATCHES, pa.binary(), metadata={
-        "keep": "" if keep is None else str(keep), "max_decompressed": str(options.limits.max_decompressed)})
-    held = pa.array([bytes(deferred.batches) if flags.any() else None], pa.binary())
-    batches = pa.concat_arrays([held, pa.nulls(table.num_rows - 1, pa.binary())]) if table.num_rows else held[:0]
-    return table.append_column(DEFERRED_ROWS, pa.array(flags)).append_column(field, batches)
 
 
 def read_pieces(data: bytes | None, path: str | None) -> Iterator[pa.Table]:
@@ -267,8 +236,10 @@ class PartitionDecoder:
         self.mapped = MappedFiles(files)
         self.wanted = [t for t in TABLES if t in set(tables) or t in SUMMARY_TABLES]
         self.figures = figures()  # the summary's (or report's) figures of this task's rows, merged on the driver
+        # (steady_records: a piece's first message and those after a control batch made in C too: a piece of
+        # 10,000 rows may hold one or two large Fetch answers, half of whose records the reference made)
         self.run = TableRun(options, self.wanted, written=self.wanted, writer=self.write, figures=self.figures,
-                            resolve_topics=False, defer_payloads=True)  # fmt: skip
+                            resolve_topics=False, steady_records=True)  # fmt: skip
         self.sink = self.run.sink
         # ``several_inputs`` False when no packet can repeat one of another input: a read task's own
         # connections (a copy would put the key in another unit too), or a census that found no key's
@@ -513,8 +484,6 @@ class PartitionDecoder:
             start = self.task << merge.ROW_BITS | self.records
             table = table.append_column(merge.ROW, pa.array(range(start, start + table.num_rows), pa.int64()))
             self.records += table.num_rows
-            if DEFERRED in columns:
-                table = _with_batches(table, columns[DEFERRED], self.sink.options)  # type: ignore[arg-type]
         if name == "brokers":
             seen, self.broker_seen = self.broker_seen[: table.num_rows], self.broker_seen[table.num_rows :]
             table = table.append_column(BROKER_SEEN_TS, pa.array([ts for ts, _ in seen], pa.int64()))

@@ -127,7 +127,7 @@ class TableRun:
     ``spill``: those of ``spilled``, default every spillable one; and at :meth:`finish` the rest of
     the ``kept`` ones, default ``tables``) are counted
     into ``figures`` and the ``written`` ones handed to ``writer`` (a ``TableWriter``'s ``write``, a
-    Spark task's Arrow pieces, a live run's spill). ``defer_payloads``: see ``TableSink``."""
+    Spark task's Arrow pieces, a live run's spill). ``steady_records``: see ``TableSink``."""
 
     def __init__(
         self,
@@ -142,7 +142,7 @@ class TableRun:
         spilled: Iterable[str] | None = None,
         resolve_topics: bool = True,
         record_anomalies: bool = True,
-        defer_payloads: bool = False,
+        steady_records: bool = False,
     ) -> None:
         tables = list(tables)
         self.kept = list(kept) if kept is not None else tables
@@ -152,7 +152,7 @@ class TableRun:
         self.sink = TableSink(tables, options, spill=self.hand_over if spill else None,
                               resolve_topics=resolve_topics, record_anomalies=record_anomalies,
                               spilled_tables=SPILLABLE if spilled is None else spilled,
-                              defer_payloads=defer_payloads)  # fmt: skip
+                              steady_records=steady_records)  # fmt: skip
 
     def count(self, name: str, columns: Columns) -> None:
         """The figures hook: every piece of every table kept passes here once."""

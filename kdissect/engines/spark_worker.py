@@ -25,7 +25,6 @@ from pyspark import TaskContext
 
 from kdissect.analysis.frames import ANALYSED_RECORDS
 from kdissect.analysis.summary import Figures
-from kdissect.decoders.records import RunMeter
 from kdissect.engines.heap import keep_freed_heap
 from kdissect.engines.local import tune_gc
 from kdissect.engines.partition import (
@@ -84,14 +83,12 @@ def arrow_to_spark(table: pa.Table) -> pa.Table:
 
 
 def finished(batches: Iterable[pa.RecordBatch], settled: object) -> Iterator[tuple[str, pa.Table]]:
-    """(table name, finished piece) for every piece that envelope rows (``ENVELOPE_SCHEMA``) keep, records
-    with their payloads decoded again (one inflate cache for the task's pieces)."""
+    """(table name, finished piece) for every piece that envelope rows (``ENVELOPE_SCHEMA``) keep."""
     done = settled.value  # type: ignore[attr-defined]
-    meter = RunMeter(sys.maxsize)  # (the pieces' batches were within the run's budget when first decoded)
     for batch in batches:
         for name, data, path in zip(*(batch.column(c).to_pylist() for c in ENVELOPE_SCHEMA.names), strict=True):
             for piece in read_pieces(data, path):
-                yield name, merge.finish_piece(name, piece, done, meter)
+                yield name, merge.finish_piece(name, piece, done)
 
 
 def analysed_pieces(batches: Iterable[pa.RecordBatch], settled: object) -> Iterator[pa.RecordBatch]:

@@ -469,15 +469,15 @@ static PyMethodDef methods[] = {
      "brokers, want) -> wanted values | None: walk over a frame's bytes (see _walk_bytes.c)."},
     {"append_rows", append_rows, METH_VARARGS, "append_rows(columns, prefix, rows): rows into column lists (or typed buffers: _typed.c)."},
     {"record_rows", record_rows, METH_VARARGS,
-     "record_rows(spec, located, cut, arena, prefix, base_offsets, fetch, batches, target[, deferred]): a message's "
-     "records and batches rows, or None (see _record_rows.c)."},
+     "record_rows(spec, located, cut, arena, prefix, base_offsets, fetch, batches, target): a message's records "
+     "and batches rows, or None (see _record_rows.c)."},
     {"codes", category_codes, METH_O,
      "codes(values) -> (int32 codes, nulls, distinct): a category column's (see _codes.c)."},
     {"spans", binary_spans, METH_VARARGS,
      "spans(values, text) -> (data, int64 ends, nulls) or None: a text or bytes column's (see _spans.c)."},
     {"lane_records", lane_records, METH_VARARGS,
-     "lane_records(spec, left, start, cut, arena, batches, target, errors, brokers, allowance[, deferred]): the "
-     "records and batches rows of a lane's left exchanges from start on (see _record_rows.c)."},
+     "lane_records(spec, left, start, cut, arena, batches, target, errors, brokers, allowance): the records and "
+     "batches rows of a lane's left exchanges from start on (see _record_rows.c)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -16,11 +16,6 @@
  * lane_records(...) does the same for the exchanges a lane's pairing left to the sink
  * (detail_walk.LaneParts.left), one exchange after another, without a Python step per exchange.
  *
- * Both take an optional last argument `deferred`: a bytearray, or None. Given one, a compressed batch's
- * records keep no payload bytes (sizes and header keys only, as with cut 0) and the batch itself, as
- * captured, is appended to it instead: a Spark task stages those few bytes rather than the inflated
- * payloads, and the task finishing the rows decodes them again (record_rows.expand_deferred).
- *
  *   spec:    (ArenaColumns, codec names by codec number (8), timestamp type names (2), inflate, max_batches,
  *            the run's RunMeter or None)
  *            inflate(codec, payload) -> bytes, or None where the reference would warn (records.py's
@@ -126,21 +121,19 @@ lengths(PyObject *arena, Py_ssize_t *out)
         out[i] = PyByteArray_GET_SIZE(PyTuple_GET_ITEM(arena, i));
 }
 
-/* Cut the arena (and the deferred batches, if any) back to `to` (a shrink, which cannot fail; an exception
- * being raised is kept). `to` holds the arena's COLUMNS lengths, then the deferred bytes'. */
+/* Cut the arena back to `to` (a shrink, which cannot fail; an exception being raised is kept). */
 static void
-cut_back(PyObject *arena, PyObject *deferred, const Py_ssize_t *to)
+cut_back(PyObject *arena, const Py_ssize_t *to)
 {
     PyObject *type, *value, *tb;
     PyErr_Fetch(&type, &value, &tb);
-    for (int i = 0; i <= COLUMNS; i++) {
-        PyObject *a = i < COLUMNS ? PyTuple_GET_ITEM(arena, i) : deferred;
-        if (a != NULL && PyByteArray_GET_SIZE(a) != to[i] && PyByteArray_Resize(a, to[i]) < 0)
+    for (int i = 0; i < COLUMNS; i++) {
+        PyObject *a = PyTuple_GET_ITEM(arena, i);
+        if (PyByteArray_GET_SIZE(a) != to[i] && PyByteArray_Resize(a, to[i]) < 0)
             PyErr_Clear();
     }
     PyErr_Restore(type, value, tb);
 }
-
 
 static Found *
 next_found(FoundList *l)
@@ -173,7 +166,6 @@ put_obj_steal(PyObject *column, PyObject *value)
 /* The arguments both entry points share, checked once per call, and what a call keeps from batch to batch. */
 typedef struct {
     PyObject *spec, *arena, *target, *batches; /* target, batches: NULL when not written */
-    PyObject *deferred;      /* compressed batches' bytes, their payloads not kept (NULL: kept) */
     Py_ssize_t cut, max_batches;
     int slots[MAX_RUNS];     /* which SAME value each run list takes (-1: None), read once */
     PyObject *meter;         /* lane_records: the run's RunMeter (NULL: none, or the caller restores it) */
@@ -181,14 +173,6 @@ typedef struct {
     int span_open;           /* the arena span of the call's batches so far, one ArenaColumns when it ends */
     Py_ssize_t span_starts[COLUMNS], span_ends[COLUMNS], span_count;
 } Call;
-
-/* The lengths cut_back returns to: the arena's, then the deferred bytes'. */
-static void
-extent(const Call *c, Py_ssize_t *out)
-{
-    lengths(c->arena, out);
-    out[COLUMNS] = c->deferred != NULL ? PyByteArray_GET_SIZE(c->deferred) : 0;
-}
 
 /* The payload a batch's records are read from: the field itself, or its inflated bytes (a new
  * reference in *owned). 1: there; 0: the reference would warn (declined); -1: error. */
@@ -261,11 +245,10 @@ decode_field(Call *c, Py_ssize_t part, PyObject *raw, FoundList *found)
             return -1;
         }
         lengths(c->arena, f->starts);
-        Py_ssize_t cut = inflated != NULL && c->deferred != NULL ? 0 : c->cut;
         f->count = inflated == NULL
-                       ? records_api->v2_into(raw, body, end, f->base_offset, base_ts, append_ts, cut, c->arena)
+                       ? records_api->v2_into(raw, body, end, f->base_offset, base_ts, append_ts, c->cut, c->arena)
                        : records_api->v2_into(inflated, 0, f->decompressed, f->base_offset, base_ts, append_ts,
-                                              cut, c->arena);
+                                              c->cut, c->arena);
         Py_XDECREF(inflated);
         Py_DECREF(append_ts);
         if (f->count == -1) {
@@ -276,12 +259,6 @@ decode_field(Call *c, Py_ssize_t part, PyObject *raw, FoundList *found)
         }
         if (f->count < 0 || f->count != f->record_count)
             return 0; /* records the reference decodes as objects, or a count it warns about */
-        if (cut != c->cut) { /* (a deferred batch: its bytes, for its payloads) */
-            Py_ssize_t at = PyByteArray_GET_SIZE(c->deferred);
-            if (PyByteArray_Resize(c->deferred, at + f->size) < 0)
-                return -1;
-            memcpy(PyByteArray_AS_STRING(c->deferred) + at, b + pos, (size_t)f->size);
-        }
         lengths(c->arena, f->ends);
         pos = end;
         batches++;
@@ -532,12 +509,6 @@ check_call(Call *c, PyObject *batches)
     c->batches = batches == Py_None ? NULL : batches;
     if (c->target == Py_None) /* batches alone */
         c->target = NULL;
-    if (c->deferred == Py_None || c->target == NULL) /* (a scratch arena keeps no payloads anyway) */
-        c->deferred = NULL;
-    else if (!PyByteArray_CheckExact(c->deferred)) {
-        PyErr_SetString(PyExc_TypeError, "record_rows: deferred must be a bytearray or None");
-        return -1;
-    }
     if (records_api == NULL && (records_api = PyCapsule_Import(RECORDS_CAPSULE, 0)) == NULL)
         return -1;
     if (!PyTuple_Check(spec) || PyTuple_GET_SIZE(spec) != 6 || !PyType_Check(PyTuple_GET_ITEM(spec, 0)) ||
@@ -584,7 +555,7 @@ held_by(const FoundList *found, Py_ssize_t from)
     return held;
 }
 
-/* record_rows(spec, located, cut, arena, prefix, base_offsets, fetch, batches, target[, deferred])
+/* record_rows(spec, located, cut, arena, prefix, base_offsets, fetch, batches, target)
  *     -> (records added, payload bytes held) | None
  * One message (see the header). */
 PyObject *
@@ -593,10 +564,8 @@ record_rows(PyObject *module, PyObject *args)
     Call c;
     PyObject *located, *prefix, *base_offsets, *batches;
     int fetch;
-    c.deferred = Py_None;
-    if (!PyArg_ParseTuple(args, "OOnO!O!O!pOO|O:record_rows", &c.spec, &located, &c.cut, &PyTuple_Type, &c.arena,
-                          &PyTuple_Type, &prefix, &PyDict_Type, &base_offsets, &fetch, &batches, &c.target,
-                          &c.deferred))
+    if (!PyArg_ParseTuple(args, "OOnO!O!O!pOO:record_rows", &c.spec, &located, &c.cut, &PyTuple_Type, &c.arena,
+                          &PyTuple_Type, &prefix, &PyDict_Type, &base_offsets, &fetch, &batches, &c.target))
         return NULL;
     if (check_call(&c, batches) < 0)
         return NULL;
@@ -607,8 +576,8 @@ record_rows(PyObject *module, PyObject *args)
     PyObject *fields = PySequence_Fast(located, "record_rows: located must be a sequence");
     if (fields == NULL)
         return NULL;
-    Py_ssize_t before[COLUMNS + 1], added = 0;
-    extent(&c, before);
+    Py_ssize_t before[COLUMNS], added = 0;
+    lengths(c.arena, before);
     FoundList found = {NULL, 0, 0};
     PyObject *out = NULL;
     int ok = decode_message(&c, fields, &found);
@@ -617,9 +586,9 @@ record_rows(PyObject *module, PyObject *args)
         if (make_rows(&c, &found, 0, found.n, fields, values, base_offsets, fetch, &added) == 0 && flush_span(&c) == 0)
             out = Py_BuildValue("(nn)", added, c.target == NULL ? 0 : held_by(&found, 0));
         if (c.target == NULL) /* a scratch arena */
-            cut_back(c.arena, c.deferred, before);
+            cut_back(c.arena, before);
     } else {
-        cut_back(c.arena, c.deferred, before); /* declined (0) or failed (-1): the arena as it was */
+        cut_back(c.arena, before); /* declined (0) or failed (-1): the arena as it was */
         if (ok == 0)
             out = Py_NewRef(Py_None);
     }
@@ -635,14 +604,14 @@ lane_exchange(Call *c, PyObject *t, FoundList *found, Py_ssize_t *added, Py_ssiz
 {
     static PyObject *directions[2];
     PyObject *fields[2] = {NULL, NULL};
-    Py_ssize_t from[3], before[COLUMNS + 1];
+    Py_ssize_t from[3], before[COLUMNS];
     int ok = 1;
     if (!PyDict_Check(PyTuple_GET_ITEM(t, 9)))
         return 0;
     if (directions[0] == NULL && ((directions[0] = PyUnicode_InternFromString("produce")) == NULL ||
                                   (directions[1] = PyUnicode_InternFromString("fetch")) == NULL))
         return -1;
-    extent(c, before);
+    lengths(c->arena, before);
     found->n = 0;
     for (int d = 0; d < 2; d++) {
         from[d] = found->n;
@@ -661,13 +630,13 @@ lane_exchange(Call *c, PyObject *t, FoundList *found, Py_ssize_t *added, Py_ssiz
     if (ok == 1 && c->target != NULL)
         *held += held_by(found, 0);
     else
-        cut_back(c->arena, c->deferred, before); /* declined, failed, or a scratch arena (no records table) */
+        cut_back(c->arena, before); /* declined, failed, or a scratch arena (no records table) */
     Py_XDECREF(fields[0]);
     Py_XDECREF(fields[1]);
     return ok;
 }
 
-/* lane_records(spec, left, start, cut, arena, batches, target, errors, brokers, allowance[, deferred])
+/* lane_records(spec, left, start, cut, arena, batches, target, errors, brokers, allowance)
  *     -> (next, records added, payload bytes held)
  * The records and batches rows of the lane's `left` exchanges (detail_walk.LaneParts.left) from
  * `start` on, one exchange at a time, as TableSink._lane_parts makes them, stopping before an exchange
@@ -683,9 +652,8 @@ lane_records(PyObject *module, PyObject *args)
     PyObject *left, *batches;
     Py_ssize_t start, allowance, added = 0, held = 0;
     int errors, brokers;
-    c.deferred = Py_None;
-    if (!PyArg_ParseTuple(args, "OO!nnO!OOppn|O:lane_records", &c.spec, &PyList_Type, &left, &start, &c.cut,
-                          &PyTuple_Type, &c.arena, &batches, &c.target, &errors, &brokers, &allowance, &c.deferred))
+    if (!PyArg_ParseTuple(args, "OO!nnO!OOppn:lane_records", &c.spec, &PyList_Type, &left, &start, &c.cut,
+                          &PyTuple_Type, &c.arena, &batches, &c.target, &errors, &brokers, &allowance))
         return NULL;
     if (check_call(&c, batches) < 0)
         return NULL;

@@ -269,15 +269,6 @@ def _header_lists(ends: np.ndarray, keys: pa.Array, values: pa.Array, mask: pa.A
     )
 
 
-PAYLOADS = ("key", "value", "headers")  # the records table's payload columns
-
-
-def payload_arrays(block: RecordBlock) -> list[pa.Array | pa.ChunkedArray]:
-    """A block's :data:`PAYLOADS` columns, as :func:`to_arrow` makes them."""
-    kinds = dict(TABLES["records"])
-    return [_block_array(kinds[name], block, name) for name in PAYLOADS]
-
-
 def _block_array(kind: str, block: RecordBlock, name: str) -> pa.Array | pa.ChunkedArray:
     """A per-record column of the records table straight from a block's buffers."""
     if kind == "headers":

@@ -15,16 +15,11 @@ A task cannot know three things the whole run settles, so it leaves them in hidd
   travel on different connections, so tasks journal the rules' inputs (``JOURNAL``) and number
   their records rows (``ROW``); the journals' calls sorted in capture order and replayed give the
   marks (:func:`replayed`), each within one task's rows.
-
-A records piece also carries the payloads of its rows made from compressed batches as those batches
-(``DEFERRED_ROWS``, ``DEFERRED_BATCHES``: ``record_rows.Deferred``), decoded again when it is finished.
 """
 
 from __future__ import annotations
 
-import itertools
 import json
-import sys
 import uuid
 from collections.abc import Iterable, Iterator, Mapping
 from itertools import islice
@@ -36,11 +31,9 @@ import pyarrow.compute as pc
 
 from kdissect.dataclass import dataclass
 
-from ..decoders.records import RunMeter
-from .arrow import PAYLOADS, arrow_schema, payload_arrays, with_pandas_metadata
+from .arrow import arrow_schema, with_pandas_metadata
 from .columns import TABLES
-from .record_rows import expand_deferred
-from .sink import BROKER_ROWS, DEFERRED
+from .sink import BROKER_ROWS
 from .transactions import marked, replay
 
 OPENED, TOPICS, STATS, JOURNAL, FIGURES = "_opened", "_topics", "_stats", "_journal", "_figures"  # a task's side pieces
@@ -49,9 +42,6 @@ ROW_BITS = 40
 TOPIC_ID = "_topic_id"  # unnamed topic ids of a piece's rows (text)
 # place (pos, and ts as in Opened) of the response that revealed a broker row
 BROKER_SEEN, BROKER_SEEN_TS = "_seen", "_seen_ts"
-# a records piece's rows whose payloads are deferred, and (first row) the compressed batches holding them,
-# end to end (the field's metadata: how they were decoded: Payloads.keep, Limits.max_decompressed)
-DEFERRED_ROWS, DEFERRED_BATCHES = DEFERRED, "_batches"
 
 
 def ipc_bytes(table: pa.Table, options: pa.ipc.IpcWriteOptions | None = None) -> bytes:
@@ -180,12 +170,9 @@ def marks_of(table: pa.Table | pa.RecordBatch) -> Marks:
     return list(zip(*(table[c].to_pylist() for c in ("first", "rows", "rule")), strict=True))
 
 
-def finish_piece(name: str, piece: pa.Table, settled: Settled, meter: RunMeter | None = None) -> pa.Table:
-    """A task's piece of table ``name`` with final connection ids, named topics, aborted marks and its
-    deferred payloads (``meter``: the finishing task's inflate cache; None: the piece's own), in the schema
-    the local engine writes (hidden columns other than ``BROKER_SEEN``, ``BROKER_SEEN_TS`` dropped)."""
-    if DEFERRED_ROWS in piece.column_names:
-        piece = _with_payloads(piece, RunMeter(sys.maxsize) if meter is None else meter)
+def finish_piece(name: str, piece: pa.Table, settled: Settled) -> pa.Table:
+    """A task's piece of table ``name`` with final connection ids, named topics and aborted marks, in
+    the schema the local engine writes (hidden columns other than ``BROKER_SEEN``, ``BROKER_SEEN_TS`` dropped)."""
     topics = settled.topics
     if "connection_id" in piece.column_names:
         piece = piece.set_column(piece.column_names.index("connection_id"), "connection_id",
@@ -208,39 +195,6 @@ def finish_piece(name: str, piece: pa.Table, settled: Settled, meter: RunMeter |
         for hidden in (BROKER_SEEN_TS, BROKER_SEEN):
             finished = finished.append_column(hidden, piece[hidden])
     return finished
-
-
-def _with_payloads(piece: pa.Table, meter: RunMeter) -> pa.Table:
-    """A records piece with the payloads of its deferred rows decoded again (a budget the batches were
-    within when first decoded), its hidden columns of them dropped."""
-    flags = piece[DEFERRED_ROWS].to_numpy()
-    meta = piece.schema.field(DEFERRED_BATCHES).metadata
-    batches = piece[DEFERRED_BATCHES][0].as_py() if piece.num_rows else None
-    piece = piece.drop_columns([DEFERRED_ROWS, DEFERRED_BATCHES])
-    if batches is None or not flags.any():  # (a piece some of whose rows were picked: none of those)
-        return piece
-    keep = meta[b"keep"].decode()
-    block = expand_deferred(batches, int(keep) if keep else None, int(meta[b"max_decompressed"]), meter)
-    if len(block) != int(flags.sum()):
-        raise ValueError(f"deferred payloads: {len(block)} records decoded again for {int(flags.sum())} rows")
-    # the runs of rows alike (deferred or not), each a slice of the piece's cells or of the decoded ones
-    cuts = [0, *(np.flatnonzero(np.diff(flags)) + 1).tolist(), len(flags)]
-    for name, decoded in zip(PAYLOADS, payload_arrays(block), strict=True):
-        field = piece.schema.field(name)
-        if len(block) == piece.num_rows:
-            column = decoded
-        else:
-            own, new, taken, slices = piece[name].combine_chunks(), _array(decoded), 0, []
-            for lo, hi in itertools.pairwise(cuts):
-                slices.append(new.slice(taken, hi - lo) if flags[lo] else own.slice(lo, hi - lo))
-                taken += (hi - lo) if flags[lo] else 0
-            column = pa.concat_arrays(slices)
-        piece = piece.set_column(piece.column_names.index(name), field, column)
-    return piece
-
-
-def _array(column: pa.Array | pa.ChunkedArray) -> pa.Array:
-    return column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
 
 
 def _marked(piece: pa.Table, marks: Marks | TaskMarks) -> pa.Table:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterable, Iterator
-from dataclasses import field
 from functools import partial
 from typing import Any
 
@@ -22,14 +21,13 @@ from kdissect.decoders.records import (
     Limits,
     RecordArena,
     RecordSet,
-    RunMeter,
     clean_inflate,
     decode_records,
     native_enabled,
 )
 from kdissect.native import native_module
 from kdissect.options import Options
-from kdissect.tables.blocks import MAX_MS, WIRE, RecordBlock
+from kdissect.tables.blocks import MAX_MS, WIRE
 from kdissect.tables.rows import TableRows, native_columns, typed, typed_rows
 from kdissect.tables.transactions import BROKER_LIST, TransactionMarks, listed_as_aborted
 
@@ -166,66 +164,23 @@ def _cut(options: Options, target: tuple) -> int:
     return sys.maxsize if options.payloads.keep is None else options.payloads.keep
 
 
-@dataclass(slots=True)
-class Deferred:
-    """Records rows made in C whose compressed batches kept no payloads (``_record_rows.c``'s ``deferred``):
-    those batches as captured, end to end, and the rows of the calls that made them. A Spark task stages
-    these instead of the inflated payloads (several times fewer bytes: writing staged bytes was most of
-    its workers' excess, reports/spark-staging-2026-11-30.md); the task finishing the rows decodes them
-    again (:func:`expand_deferred`). Only a compressed batch's payloads are deferred: an uncompressed
-    one's are its bytes already."""
-
-    batches: bytearray = field(default_factory=bytearray)
-    rows: list[list[int]] = field(default_factory=list)  # [first, end) of the rows of those calls, in order
-
-    def made(self, first: int, end: int) -> None:
-        """A call with ``batches`` made rows ``first`` to ``end`` (excluded) of the table."""
-        if end > first:
-            if self.rows and self.rows[-1][1] == first:
-                self.rows[-1][1] = end
-            else:
-                self.rows.append([first, end])
-
-
-def expand_deferred(batches: bytes, keep: int | None, max_decompressed: int, meter: RunMeter) -> RecordBlock:
-    """The records of deferred batches (:class:`Deferred`), their payloads kept as ``Payloads.keep`` says,
-    as a block, decoded by the C code that decoded them first (``max_decompressed``: the first decoding's
-    bound, which they were within; ``meter``: a task's inflate cache, a batch read back by several
-    consumers being inflated once)."""
-    if _native_rows is None or not native_enabled():
-        raise RuntimeError("deferred record payloads need kdissect's C extensions")
-    limits = Limits(max_decompressed=max_decompressed, max_batches=sys.maxsize, run=meter)
-    block, arena = RecordBlock(), RecordArena()
-    target = ((), (), [], block.batches, block.first_offsets, block.counts)  # (no run columns: payloads only)
-    cut = sys.maxsize if keep is None else keep
-    found = _native_rows.record_rows(_spec_of(limits), [(None, None, None, batches, None)], cut, arena.buffers,
-                                     (None, None, "fetch"), {}, True, None, target)  # fmt: skip
-    if found is None:
-        raise ValueError("deferred record batches did not decode again as they first did")
-    block.added(found[0])
-    return block
-
-
 def rows_in_c(located: list[Located], options: Options, arena: RecordArena, records: TableRows | None,
               batches: TableRows | None, prefix: tuple[int, int | None, str],
-              base_offsets: dict[tuple[str | None, int | None], int], deferred: Deferred | None = None) -> int | None:
+              base_offsets: dict[tuple[str | None, int | None], int]) -> int | None:
     """:func:`record_fields`, :func:`batch_rows` and :func:`add_records` of one message at once, in C
     (``tables/_record_rows.c``), when every batch it carries is plain (see there) and the records table
     is steady (:meth:`TableRows.record_target`) or not written (``records`` None: ``arena`` is scratch,
     emptied after each call): the payload bytes its records hold; else None, with nothing changed (the
-    decompression budget restored), for the reference to decode the message. With ``deferred``, the
-    compressed batches' payloads are deferred to it (:class:`Deferred`)."""
+    decompression budget restored), for the reference to decode the message."""
     target = _target(records)
     if target is None:
         return None
     meter = options.limits.run
     left = meter.left if meter is not None else 0
     columns = batch_columns() if batches is not None else None
-    first = len(records) if records is not None else 0
     found = _native_rows.record_rows(_spec_of(options.limits), located, _cut(options, target),  # type: ignore[union-attr]
                                      arena.buffers, prefix, base_offsets, prefix[2] == "fetch", columns,
-                                     None if target is _NO_RECORDS else target,
-                                     None if deferred is None else deferred.batches)  # fmt: skip
+                                     None if target is _NO_RECORDS else target)
     if found is None:
         if meter is not None:
             meter.left = left
@@ -234,34 +189,27 @@ def rows_in_c(located: list[Located], options: Options, arena: RecordArena, reco
     _add_batches(batches, columns)
     if records is not None:
         records.added_records(added)
-        if deferred is not None:
-            deferred.made(first, len(records))
     return held
 
 
 def lane_rows_in_c(left: list[tuple], start: int, options: Options, arena: RecordArena, records: TableRows | None,
-                   batches: TableRows | None, errors: bool, brokers: bool, allowance: int,
-                   deferred: Deferred | None = None) -> tuple[int, int]:  # fmt: skip
+                   batches: TableRows | None, errors: bool, brokers: bool, allowance: int) -> tuple[int, int]:
     """The records and batches rows of the native pairing's ``left`` exchanges (``LaneParts.left``) from
     ``start`` on, in C, up to the first whose rows the sink makes itself (see ``lane_records`` in
     ``tables/_record_rows.c``; ``errors``/``brokers``: whether those tables are written, ``allowance``:
-    payload bytes the sink may still hold, -1 unbounded; ``records`` None, ``deferred``: as in
-    :func:`rows_in_c`): the index of that exchange and the payload bytes the records hold."""
+    payload bytes the sink may still hold, -1 unbounded; ``records`` None: as in :func:`rows_in_c`): the
+    index of that exchange and the payload bytes the records hold."""
     target = _target(records)
     if target is None:
         return start, 0
     columns = batch_columns() if batches is not None else None
-    first = len(records) if records is not None else 0
     end, added, held = _native_rows.lane_records(_spec_of(options.limits), left, start,  # type: ignore[union-attr]
                                                  _cut(options, target), arena.buffers, columns,
                                                  None if target is _NO_RECORDS else target,
-                                                 errors, brokers, allowance,
-                                                 None if deferred is None else deferred.batches)  # fmt: skip
+                                                 errors, brokers, allowance)
     _add_batches(batches, columns)
     if records is not None:
         records.added_records(added)
-        if deferred is not None:
-            deferred.made(first, len(records))
     return end, held
 
 

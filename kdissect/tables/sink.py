@@ -37,7 +37,6 @@ from .details import PARAMS, DetailRows
 from .numbers import joined_numbers, number_arrays, through_numpy
 from .record_rows import (
     BATCH_NAMES,
-    Deferred,
     Located,
     add_records,
     batch_rows,
@@ -74,8 +73,6 @@ SPILLABLE = tuple(name for name in TABLES if name != "brokers")
 # The tables of an exchange's own rows: spilled together (a piece of each holds the rows of the same
 # exchanges, exchanges first), so a consumer can join them piece by piece (analysis.exchange_figures).
 JOINED = ("exchanges", "partitions", "errors", "request_params")
-# The hidden entry of a records piece's columns (``take``) holding its deferred payloads (record_rows.Deferred)
-DEFERRED = "_deferred"
 Columns = Mapping[str, list[Any] | Runs | Parts]  # a table's values per column name
 Spill = Callable[[str, Columns], None]
 
@@ -203,15 +200,15 @@ class TableSink:
     open) names each row's ``source_file``. With ``resolve_topics=False`` topic ids are left in
     the hidden ``_topic_id`` column, for an engine that names them from several sinks' Metadata.
 
-    With ``defer_payloads`` (a Spark task, which stages its pieces before finishing them), the records
-    rows made in C keep no payloads of compressed batches: each records piece ``take`` hands over holds
-    those batches instead, as captured, under :data:`DEFERRED` (``record_rows.Deferred``), for the task
-    finishing the piece to decode again; figures read no payload, so they are the same.
+    With ``steady_records`` (a Spark task's sink, whose pieces are small) the records table is kept steady
+    (``TableRows.steady``), so that the rows of every plain message are made in C: those of a new
+    table's first message and those after a control batch's rows (which the reference adds as a plain
+    block), which the reference made otherwise. The rows are the same either way.
     """
 
     def __init__(self, tables: Iterable[str] | None = None, options: Options | None = None,
                  spill: Spill | None = None, resolve_topics: bool = True, record_anomalies: bool = True,
-                 spilled_tables: Iterable[str] = SPILLABLE, defer_payloads: bool = False) -> None:  # fmt: skip
+                 spilled_tables: Iterable[str] = SPILLABLE, steady_records: bool = False) -> None:  # fmt: skip
         self.wanted = set(tables) if tables is not None else set(TABLES)
         self._lean = not self.wanted & {"partitions", "records", "batches", "brokers"}  # no table walks requests
         options = options or Options()
@@ -223,8 +220,7 @@ class TableSink:
         # what the rows in C decode into: the records table's arena, or scratch for batches alone
         self._c_arena = self._arena or (RecordArena() if "batches" in self.wanted else None)
         self._decodes_records = self._keeps_records or (record_anomalies and "anomalies" in self.wanted)
-        deferring = defer_payloads and self._arena is not None and options.payloads.keep != 0
-        self.deferred = Deferred() if deferring else None  # the records piece's, since the last ``take``
+        self._steady = steady_records
         if not self._keeps_records:
             options = replace(options, payloads=LENGTHS_ONLY)  # batches decoded for their anomalies only
         self.options = options
@@ -413,8 +409,7 @@ class TableSink:
                 allowance = -1 if self.spill is not None else max(self.options.payload_bytes - self._payload_held, 0)
                 end, held = lane_rows_in_c(left, i, self.options, self._c_arena, self._records_table(),
                                            self.rows["batches"] if "batches" in self.wanted else None,
-                                           "errors" in self.wanted, "brokers" in self.wanted, allowance,
-                                           self.deferred)  # fmt: skip
+                                           "errors" in self.wanted, "brokers" in self.wanted, allowance)
                 self._payload_held += held
                 if end > i:
                     i = end
@@ -457,7 +452,7 @@ class TableSink:
                 self._steady_records()
                 held = rows_in_c(located, self.options, self._c_arena, self._records_table(),
                                  self.rows["batches"] if "batches" in self.wanted else None,
-                                 (conn_id, correlation_id, direction), base_offsets, self.deferred)
+                                 (conn_id, correlation_id, direction), base_offsets)
                 if held is not None:
                     self._payload_held += held
                     continue
@@ -658,12 +653,9 @@ class TableSink:
             self.connection_sources.pop(conn_id, None)
 
     def _steady_records(self) -> None:
-        """A deferring sink keeps its records table steady, so that the rows of every plain message are made
-        in C, where their payloads can be deferred: those of a new table's first message (a piece of 10,000
-        rows may hold one or two large Fetch responses: half their records were the reference's, kept whole)
-        and those after a control batch's rows (which the reference adds as a plain block)."""
+        """The records table made steady before the C rows are tried, if the sink keeps it so (see the class)."""
         records = self.rows["records"]
-        if self.deferred is not None and self._arena is not None and records.block is None:
+        if self._steady and self._arena is not None and records.block is None:
             ends = self._arena.lengths()
             records.steady(ArenaColumns(self._arena.buffers, ends, ends, 0))
 
@@ -686,9 +678,6 @@ class TableSink:
         self.rows[name] = TableRows(name)
         if name == "records" and self._arena is not None:  # (the columns handed on keep the old buffers)
             self._arena.renew()
-        if name == "records" and self.deferred is not None:
-            columns = {**columns, DEFERRED: self.deferred}
-            self.deferred = Deferred()
         if name == "anomalies":  # a counted row handed over keeps its count; more start a new one
             for runs in self._anomaly_runs.values():
                 for run in runs.values():

@@ -1,7 +1,7 @@
-"""The Spark tasks' records pieces hold the compressed batches their rows came in rather than the
-payloads inflated (``record_rows.Deferred``), and the pieces finished are still the local engine's
-records, rows and order: every codec, transactional batches, aborted ones, null keys and headers,
-payloads kept whole, cut or not at all (no Spark: the engine's steps in-process)."""
+"""The Spark tasks' records, made in C for every plain message (a task's records table stays steady),
+are the local engine's records, rows and order: every codec, transactional batches, aborted ones,
+null keys and headers, payloads kept whole, cut or not at all (no Spark: the engine's steps
+in-process)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import pytest
 from kdissect.decoders.codecs import CODEC_NAMES
 from kdissect.engines import local
 from kdissect.options import LENGTHS_ONLY, Options, Payloads
-from kdissect.tables import merge
+from kdissect.tables import sink
 from kdissect.tables.arrow import to_arrow
 from kdissect.tables.columns import TABLES
 from kdissect.tables.transactions import ABORT_MARKER, BROKER_LIST
@@ -92,22 +92,29 @@ def test_records_of_compressed_and_transactional_batches_finish_as_the_local_eng
     assert_same_tables(simulate(rotated, options=options), local_run(rotated, options))
 
 
-def test_staged_records_hold_the_compressed_batches_not_their_payloads(tmp_path: Path) -> None:
+def test_a_task_makes_every_plain_message_s_records_in_c(tmp_path: Path, monkeypatch) -> None:
+    """Only messages with a transactional or control batch are left to the reference: a piece's first
+    message and those after a control batch's rows too are made in C (the task's records table stays
+    steady); the rows are the local engine's (above)."""
     capture = compressed_capture(tmp_path / "records.pcap")
-    records = local_run([capture], Options())["records"]
-    pieces, _ = simulated_pieces([capture])
-    staged = [merge.read_ipc(data) for name, data in pieces if name == "records"]
-    assert sum(piece.num_rows for piece in staged) == records.num_rows
-    # the payloads staged: those of uncompressed batches and of transactional ones (the reference's rows) only
-    kept = pc.or_(pc.equal(records["compression"].cast(pa.string()), "none"), records["transactional"])
-    assert pc.sum(kept).as_py() < records.num_rows / 2
-    expanded = sum(_bytes(records[name].filter(kept)) for name in ("key", "value"))
-    assert sum(_bytes(piece[name]) for piece in staged for name in ("key", "value")) == expanded
-    # and the compressed batches in their stead, a fraction of the payloads they hold
-    held = sum(_bytes(piece[merge.DEFERRED_BATCHES]) for piece in staged)
-    assert 0 < held < _bytes(records["value"].filter(pc.invert(kept))) / 5
+    by_reference: list[bool] = []  # per message the reference decoded: whether a batch of it is not plain
+    decode = sink.record_fields
+
+    def record_fields(located: list, *args: object) -> list:
+        if located:
+            by_reference.append(any(_special(raw) for *_, raw, _ in located))
+        return decode(located, *args)
+
+    monkeypatch.setattr(sink, "record_fields", record_fields)
+    simulated_pieces([capture], options=Options(spill_rows=60))  # (pieces of a few batches each)
+    assert by_reference and all(by_reference)
 
 
-def _bytes(column: pa.ChunkedArray) -> int:
-    """The bytes a binary column's cells hold."""
-    return pc.sum(pc.binary_length(column)).as_py() or 0
+def _special(raw: bytes) -> bool:
+    """Whether a records field holds a transactional or control batch."""
+    at = 0
+    while at + 61 <= len(raw):
+        if raw[at + 22] & 0x30:  # (the attributes' low byte)
+            return True
+        at += 12 + int.from_bytes(raw[at + 8 : at + 12], "big")
+    return False
