@@ -228,6 +228,7 @@ class TableSink:
         self.spilled_tables = [name for name in SPILLABLE if name in set(spilled_tables)]
         self._joined = [name for name in JOINED if name in self.spilled_tables]
         self.rows: dict[str, TableRows] = {name: TableRows(name) for name in TABLES}
+        self._steady_records()
         self.topic_names: dict[uuid.UUID, str] = {}
         self.unnamed_ids = False  # whether rows went out with a topic id Metadata had not named yet
         self.resolve_topics = resolve_topics
@@ -405,7 +406,6 @@ class TableSink:
         left, i = parts.left, 0
         while i < len(left):
             if self._c_arena is not None:  # the exchanges whose rows are records only: in C
-                self._steady_records()
                 allowance = -1 if self.spill is not None else max(self.options.payload_bytes - self._payload_held, 0)
                 end, held = lane_rows_in_c(left, i, self.options, self._c_arena, self._records_table(),
                                            self.rows["batches"] if "batches" in self.wanted else None,
@@ -449,7 +449,6 @@ class TableSink:
                 continue
             located = list(located)
             if self._c_arena is not None and located:  # plain batches: their rows in C
-                self._steady_records()
                 held = rows_in_c(located, self.options, self._c_arena, self._records_table(),
                                  self.rows["batches"] if "batches" in self.wanted else None,
                                  (conn_id, correlation_id, direction), base_offsets)
@@ -464,6 +463,7 @@ class TableSink:
             if "records" in self.wanted:
                 add_records(self.rows["records"], conn_id, correlation_id, direction, parts, base_offsets,
                             self.transactions, self.spilled["records"])
+                self._steady_records()  # (a control batch's rows, a plain block, leave it unsteady)
                 self._payload_held += sum(b.decompressed_size or b.size for p in parts for b in p.records.batches)
             for part in parts:
                 for w in part.records.all_warnings():
@@ -653,7 +653,8 @@ class TableSink:
             self.connection_sources.pop(conn_id, None)
 
     def _steady_records(self) -> None:
-        """The records table made steady before the C rows are tried, if the sink keeps it so (see the class)."""
+        """The records table made steady where it may not be (new, or rows added by the reference), if the
+        sink keeps it so (see the class)."""
         records = self.rows["records"]
         if self._steady and self._arena is not None and records.block is None:
             ends = self._arena.lengths()
@@ -678,6 +679,7 @@ class TableSink:
         self.rows[name] = TableRows(name)
         if name == "records" and self._arena is not None:  # (the columns handed on keep the old buffers)
             self._arena.renew()
+            self._steady_records()
         if name == "anomalies":  # a counted row handed over keeps its count; more start a new one
             for runs in self._anomaly_runs.values():
                 for run in runs.values():
