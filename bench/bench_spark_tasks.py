@@ -205,8 +205,18 @@ def _read_decode_write(tasks: dict, clock: Clock, paths: list[str], units: list,
             kept = [b.filter(pc.invert(pc.starts_with(b["table"], "_"))) for b in batches]
             list(tasks["write_parts"](kept, settled=settled, filesystem=fs.LocalFileSystem(), root=out))
     clock.lap("write")
-    staged = sum(f.stat().st_size for f in Path(staging).rglob("*") if f.is_file())
-    print(f"staged: {staged / 1e6:.1f} MB")
+    print(staged_bytes(Path(staging)))
+
+
+def staged_bytes(staging: Path) -> str:
+    """The staged pieces' size, in all and per table (a table's directory under the staging root)."""
+    sizes: dict[str, int] = {}
+    for f in staging.rglob("*"):
+        if f.is_file():
+            table = f.parent.name if f.parent != staging else "(marks)"
+            sizes[table] = sizes.get(table, 0) + f.stat().st_size
+    parts = ", ".join(f"{name} {size / 1e6:.1f}" for name, size in sorted(sizes.items(), key=lambda kv: -kv[1]))
+    return f"staged: {sum(sizes.values()) / 1e6:.1f} MB ({parts})"
 
 
 def main() -> None:

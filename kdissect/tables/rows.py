@@ -14,7 +14,7 @@ from functools import cache
 from itertools import repeat
 from typing import Any
 
-from ..decoders.records import RecordColumns
+from ..decoders.records import ArenaColumns, RecordColumns
 from ..native import native_module
 from .blocks import PER_RECORD, RecordBlock
 from .columns import INTEGER_KINDS, NULLABLE, TABLES, Parts, Runs, Typed
@@ -191,9 +191,15 @@ class TableRows:
         every other column a run): the run value lists, their columns' names, the run counts and the
         block; what the records rows in C (``tables/_record_rows.c``) append to. None when not steady."""
         lists = self.run_lists.get(PER_RECORD)
-        if not lists or self.block is None or self.counts is None or not self.length:
+        if not lists or self.block is None or self.counts is None:
             return None
         return lists, self.others[PER_RECORD], self.counts, self.block
+
+    def steady(self, start: ArenaColumns) -> None:
+        """This empty records table made steady with no rows (:meth:`record_target`), so that its first
+        batch's rows too may be made in C; ``start``: an empty span where the arena they go to starts (the
+        spans after it continue it: the block's columns stay one span of the arena, not joined)."""
+        self.add_record_columns({}, start, None)
 
     def added_records(self, n: int) -> None:
         """``n`` rows were appended through :meth:`record_target`."""

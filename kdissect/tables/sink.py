@@ -18,7 +18,7 @@ from ..decoders import apis, schema
 from ..decoders.entities import Context, Entry, carries_records, has_error, is_error_field, walk
 from ..decoders.error_codes import code_of, error_name, is_retriable
 from ..decoders.errors import CAP
-from ..decoders.records import LENGTHS_ONLY, Payloads, RecordArena, RunMeter
+from ..decoders.records import LENGTHS_ONLY, ArenaColumns, Payloads, RecordArena, RunMeter
 from ..events import (
     EXCHANGE_TYPED,
     Anomaly,
@@ -199,11 +199,16 @@ class TableSink:
     ``connection_sources`` (connection id -> capture file, filled by the engine as connections
     open) names each row's ``source_file``. With ``resolve_topics=False`` topic ids are left in
     the hidden ``_topic_id`` column, for an engine that names them from several sinks' Metadata.
+
+    With ``steady_records`` (a Spark task's sink, whose pieces are small) the records table is kept steady
+    (``TableRows.steady``), so that the rows of every plain message are made in C: those of a new
+    table's first message and those after a control batch's rows (which the reference adds as a plain
+    block), which the reference made otherwise. The rows are the same either way.
     """
 
     def __init__(self, tables: Iterable[str] | None = None, options: Options | None = None,
                  spill: Spill | None = None, resolve_topics: bool = True, record_anomalies: bool = True,
-                 spilled_tables: Iterable[str] = SPILLABLE) -> None:
+                 spilled_tables: Iterable[str] = SPILLABLE, steady_records: bool = False) -> None:  # fmt: skip
         self.wanted = set(tables) if tables is not None else set(TABLES)
         self._lean = not self.wanted & {"partitions", "records", "batches", "brokers"}  # no table walks requests
         options = options or Options()
@@ -215,6 +220,7 @@ class TableSink:
         # what the rows in C decode into: the records table's arena, or scratch for batches alone
         self._c_arena = self._arena or (RecordArena() if "batches" in self.wanted else None)
         self._decodes_records = self._keeps_records or (record_anomalies and "anomalies" in self.wanted)
+        self._steady = steady_records
         if not self._keeps_records:
             options = replace(options, payloads=LENGTHS_ONLY)  # batches decoded for their anomalies only
         self.options = options
@@ -222,6 +228,7 @@ class TableSink:
         self.spilled_tables = [name for name in SPILLABLE if name in set(spilled_tables)]
         self._joined = [name for name in JOINED if name in self.spilled_tables]
         self.rows: dict[str, TableRows] = {name: TableRows(name) for name in TABLES}
+        self._steady_records()
         self.topic_names: dict[uuid.UUID, str] = {}
         self.unnamed_ids = False  # whether rows went out with a topic id Metadata had not named yet
         self.resolve_topics = resolve_topics
@@ -456,6 +463,7 @@ class TableSink:
             if "records" in self.wanted:
                 add_records(self.rows["records"], conn_id, correlation_id, direction, parts, base_offsets,
                             self.transactions, self.spilled["records"])
+                self._steady_records()  # (a control batch's rows, a plain block, leave it unsteady)
                 self._payload_held += sum(b.decompressed_size or b.size for p in parts for b in p.records.batches)
             for part in parts:
                 for w in part.records.all_warnings():
@@ -644,6 +652,14 @@ class TableSink:
         for conn_id in ids:
             self.connection_sources.pop(conn_id, None)
 
+    def _steady_records(self) -> None:
+        """The records table made steady where it may not be (new, or rows added by the reference), if the
+        sink keeps it so (see the class)."""
+        records = self.rows["records"]
+        if self._steady and self._arena is not None and records.block is None:
+            ends = self._arena.lengths()
+            records.steady(ArenaColumns(self._arena.buffers, ends, ends, 0))
+
     def columns(self, name: str) -> Columns:
         """The table's rows so far, column by column, topic ids named (unless ``resolve_topics`` is off)."""
         rows = self.rows[name]
@@ -663,6 +679,7 @@ class TableSink:
         self.rows[name] = TableRows(name)
         if name == "records" and self._arena is not None:  # (the columns handed on keep the old buffers)
             self._arena.renew()
+            self._steady_records()
         if name == "anomalies":  # a counted row handed over keeps its count; more start a new one
             for runs in self._anomaly_runs.values():
                 for run in runs.values():

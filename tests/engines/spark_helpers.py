@@ -56,11 +56,12 @@ def read_parquet_dir(directory: Path) -> pa.Table:
     return pa.concat_tables(parts)
 
 
-def simulate(paths: list[str], split_bytes: int = 1 << 40, partitions: int = 3) -> dict[str, pa.Table]:
+def simulate(paths: list[str], split_bytes: int = 1 << 40, partitions: int = 3,
+             options: Options | None = None) -> dict[str, pa.Table]:  # fmt: skip
     """The Spark engine's steps without Spark: the units' census, units read (their own connections
     decoded there), the other rows hashed into partitions and sorted, each partition decoded apart,
     the pieces merged."""
-    pieces, settled = simulated_pieces(paths, split_bytes, partitions)
+    pieces, settled = simulated_pieces(paths, split_bytes, partitions, options=options)
     tables = {}
     for name in TABLES:
         done = [merge.finish_piece(name, merge.read_ipc(d), settled) for n, d in pieces if n == name]

@@ -1,0 +1,120 @@
+"""The Spark tasks' records, made in C for every plain message (a task's records table stays steady),
+are the local engine's records, rows and order: every codec, transactional batches, aborted ones,
+null keys and headers, payloads kept whole, cut or not at all (no Spark: the engine's steps
+in-process)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+
+from kdissect.decoders.codecs import CODEC_NAMES
+from kdissect.engines import local
+from kdissect.options import LENGTHS_ONLY, Options, Payloads
+from kdissect.tables import sink
+from kdissect.tables.arrow import to_arrow
+from kdissect.tables.columns import TABLES
+from kdissect.tables.transactions import ABORT_MARKER, BROKER_LIST
+from kdissect.testing.cluster import Connection, fetch, fetched, produced
+from kdissect.testing.pcapwrite import write_capture
+from kdissect.testing.records_encode import control_record, encode_batch, new_record
+from tests.engines.spark_helpers import assert_same_tables, rotate, simulate, simulated_pieces
+
+PRODUCER_ID, TXN = 7000, "tx-staging"
+
+
+def _records(i: int) -> list:
+    """A batch's records: compressible values, a null key now and then, headers (one with a null value)."""
+    return [new_record(None if j % 7 == 0 else f"k{i}-{j}".encode(), f"event {i}-{j} of the round; ".encode() * 20,
+                       [("trace", f"{i}.{j}".encode()), ("empty", None)], offset=j) for j in range(25)]  # fmt: skip
+
+
+def compressed_capture(path: Path) -> str:
+    """A producer writing batches of 25 records in every codec, every fourth batch in a transaction (every
+    other transaction aborted: by its EndTxn, and, every fourth, by the broker's aborted list too), and a
+    consumer fetching them back: the three plain batches before a transaction's in one answer, the
+    transaction's batch and marker in the next (a message with a transactional batch is the reference's
+    whole: ``_record_rows.c``)."""
+    producer, consumer, coordinator = Connection(1, 41201), Connection(1, 41202), Connection(2, 41203)
+    offset, plain, answers = 0, [], []  # (batches, the broker's aborted list) per answer
+    for i in range(40):
+        codec, txn, at = sorted(CODEC_NAMES)[i % len(CODEC_NAMES)], i % 4 == 3, 10.0 * i
+        abort = txn and i % 8 == 3
+        batch = encode_batch(_records(i), base_offset=offset, codec=codec, transactional=txn,
+                             producer_id=PRODUCER_ID if txn else -1, producer_epoch=0 if txn else -1,
+                             base_sequence=offset if txn else -1)  # fmt: skip
+        request = {"transactional_id": TXN if txn else None, "acks": -1, "timeout_ms": 30000,
+                   "topic_data": [{"name": "orders", "partition_data": [{"index": 0, "records": batch}]}]}
+        producer.call(0, 9, request, produced("orders", 0, offset), at, 1, "p")
+        if txn:
+            coordinator.call(26, 3, {"transactional_id": TXN, "producer_id": PRODUCER_ID, "producer_epoch": 0,
+                                     "committed": not abort}, {}, at + 2, 1, "p")  # fmt: skip
+            listed = [{"producer_id": PRODUCER_ID, "first_offset": offset}] if abort and i % 16 == 3 else []
+            offset += 25
+            marker = encode_batch([control_record(0 if abort else 1)], base_offset=offset, transactional=True,
+                                  control=True, producer_id=PRODUCER_ID, producer_epoch=0)  # fmt: skip
+            answers += [(plain, []), ([batch, marker], listed)]
+            plain, offset = [], offset + 1
+        else:
+            plain.append(batch)
+            offset += 25
+    for k, (batches, listed) in enumerate([*answers, (plain, [])]):
+        answer = fetched("orders", 0, offset, b"".join(batches))
+        answer["responses"][0]["partitions"][0]["aborted_transactions"] = listed
+        consumer.call(1, 11, fetch("orders", 0, 0), answer, 500.0 + 10 * k, 1, "c")
+    segments = sorted((s for c in (producer, consumer, coordinator) for s in c.segments()), key=lambda s: s.ts_ns)
+    path.write_bytes(write_capture(segments))
+    return str(path)
+
+
+def local_run(paths: list[str], options: Options) -> dict[str, pa.Table]:
+    run = local.analyze(paths, options)
+    return {name: to_arrow(name, run.tables[name]) for name in TABLES}
+
+
+@pytest.mark.parametrize("payloads", [None, Payloads(9), LENGTHS_ONLY], ids=["whole", "cut", "none"])
+def test_records_of_compressed_and_transactional_batches_finish_as_the_local_engine_s(
+        tmp_path: Path, payloads: Payloads | None) -> None:  # fmt: skip
+    capture = compressed_capture(tmp_path / "records.pcap")
+    options = Options() if payloads is None else Options(payloads=payloads)
+    want = local_run([capture], options)
+    records = want["records"]
+    assert set(pc.unique(records["compression"].cast(pa.string())).to_pylist()) == set(CODEC_NAMES.values())
+    assert pc.sum(records["aborted"]).as_py() and pc.sum(records["transactional"]).as_py()
+    rules = pc.unique(records["aborted_by"].cast(pa.string())).drop_null().to_pylist()
+    assert {BROKER_LIST, ABORT_MARKER} <= set(rules)
+    assert_same_tables(simulate([capture], options=options), want)
+    # rotated in three: the consumer's and the producer's connections cross the files (decode tasks)
+    rotated = rotate(capture, tmp_path / "rotated", cuts=2)
+    assert_same_tables(simulate(rotated, options=options), local_run(rotated, options))
+
+
+def test_a_task_makes_every_plain_message_s_records_in_c(tmp_path: Path, monkeypatch) -> None:
+    """Only messages with a transactional or control batch are left to the reference: a piece's first
+    message and those after a control batch's rows too are made in C (the task's records table stays
+    steady); the rows are the local engine's (above)."""
+    capture = compressed_capture(tmp_path / "records.pcap")
+    by_reference: list[bool] = []  # per message the reference decoded: whether a batch of it is not plain
+    decode = sink.record_fields
+
+    def record_fields(located: list, *args: object) -> list:
+        if located:
+            by_reference.append(any(_special(raw) for *_, raw, _ in located))
+        return decode(located, *args)
+
+    monkeypatch.setattr(sink, "record_fields", record_fields)
+    simulated_pieces([capture], options=Options(spill_rows=60))  # (pieces of a few batches each)
+    assert by_reference and all(by_reference)
+
+
+def _special(raw: bytes) -> bool:
+    """Whether a records field holds a transactional or control batch."""
+    at = 0
+    while at + 61 <= len(raw):
+        if raw[at + 22] & 0x30:  # (the attributes' low byte)
+            return True
+        at += 12 + int.from_bytes(raw[at + 8 : at + 12], "big")
+    return False
