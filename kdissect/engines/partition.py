@@ -236,10 +236,8 @@ class PartitionDecoder:
         self.mapped = MappedFiles(files)
         self.wanted = [t for t in TABLES if t in set(tables) or t in SUMMARY_TABLES]
         self.figures = figures()  # the summary's (or report's) figures of this task's rows, merged on the driver
-        # (steady_records: a piece's first message and those after a control batch made in C too: a piece of
-        # 10,000 rows may hold one or two large Fetch answers, half of whose records the reference made)
         self.run = TableRun(options, self.wanted, written=self.wanted, writer=self.write, figures=self.figures,
-                            resolve_topics=False, steady_records=True)  # fmt: skip
+                            resolve_topics=False)  # fmt: skip
         self.sink = self.run.sink
         # ``several_inputs`` False when no packet can repeat one of another input: a read task's own
         # connections (a copy would put the key in another unit too), or a census that found no key's

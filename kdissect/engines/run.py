@@ -127,7 +127,7 @@ class TableRun:
     ``spill``: those of ``spilled``, default every spillable one; and at :meth:`finish` the rest of
     the ``kept`` ones, default ``tables``) are counted
     into ``figures`` and the ``written`` ones handed to ``writer`` (a ``TableWriter``'s ``write``, a
-    Spark task's Arrow pieces, a live run's spill). ``steady_records``: see ``TableSink``."""
+    Spark task's Arrow pieces, a live run's spill)."""
 
     def __init__(
         self,
@@ -142,7 +142,6 @@ class TableRun:
         spilled: Iterable[str] | None = None,
         resolve_topics: bool = True,
         record_anomalies: bool = True,
-        steady_records: bool = False,
     ) -> None:
         tables = list(tables)
         self.kept = list(kept) if kept is not None else tables
@@ -151,8 +150,7 @@ class TableRun:
         self.figures = figures
         self.sink = TableSink(tables, options, spill=self.hand_over if spill else None,
                               resolve_topics=resolve_topics, record_anomalies=record_anomalies,
-                              spilled_tables=SPILLABLE if spilled is None else spilled,
-                              steady_records=steady_records)  # fmt: skip
+                              spilled_tables=SPILLABLE if spilled is None else spilled)  # fmt: skip
 
     def count(self, name: str, columns: Columns) -> None:
         """The figures hook: every piece of every table kept passes here once."""

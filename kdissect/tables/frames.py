@@ -64,8 +64,10 @@ def from_arrow(table: str, data: pa.Table) -> pd.DataFrame:
 
 def _column(kind: str, column: list[Any] | Runs | Parts) -> Any:
     if isinstance(column, Runs):  # convert each run's value once, then repeat it
-        values = column.value_list()
-        return _array(kind, values).take(np.repeat(np.arange(len(values)), column.counts))
+        values, counts = column.value_list(), column.counts
+        if 0 in counts:  # (a run of no rows, as a steady records table starts with: its value is no category)
+            values, counts = [v for v, n in zip(values, counts, strict=True) if n], [n for n in counts if n]
+        return _array(kind, values).take(np.repeat(np.arange(len(values)), counts))
     return _array(kind, cells(column))
 
 

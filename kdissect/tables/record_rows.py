@@ -142,11 +142,16 @@ def _slots_of(names: list[str]) -> tuple[int, ...]:
 _NO_RECORDS = ()  # what _target gives for a run writing batches without records: C's target None
 
 
+def rows_made_in_c() -> bool:
+    """Whether the records and batches rows may be made in C (built, and not turned off)."""
+    return _native_rows is not None and native_enabled()
+
+
 def _target(records: TableRows | None) -> tuple | None:
     """What the C code appends a records table's rows to (:meth:`TableRows.record_target`, its runs'
     SAME slots); ``_NO_RECORDS`` without a records table (batches alone); or None: not built, or the
     table not steady."""
-    if _native_rows is None or not native_enabled():
+    if not rows_made_in_c():
         return None
     if records is None:
         return _NO_RECORDS

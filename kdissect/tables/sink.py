@@ -46,6 +46,7 @@ from .record_rows import (
     produce_base_offsets,
     record_fields,
     rows_in_c,
+    rows_made_in_c,
 )
 from .rows import TableRows, typed, typed_rows
 from .transactions import TransactionMarks
@@ -200,15 +201,15 @@ class TableSink:
     open) names each row's ``source_file``. With ``resolve_topics=False`` topic ids are left in
     the hidden ``_topic_id`` column, for an engine that names them from several sinks' Metadata.
 
-    With ``steady_records`` (a Spark task's sink, whose pieces are small) the records table is kept steady
-    (``TableRows.steady``), so that the rows of every plain message are made in C: those of a new
-    table's first message and those after a control batch's rows (which the reference adds as a plain
-    block), which the reference made otherwise. The rows are the same either way.
+    The records table is kept steady (``TableRows.steady``), so that the rows of every plain message are
+    made in C: those of a new table's first message (after each piece handed on) and those after a
+    control batch's rows (which the reference adds as a plain block) too, which the reference made
+    otherwise. The rows are the same either way.
     """
 
     def __init__(self, tables: Iterable[str] | None = None, options: Options | None = None,
                  spill: Spill | None = None, resolve_topics: bool = True, record_anomalies: bool = True,
-                 spilled_tables: Iterable[str] = SPILLABLE, steady_records: bool = False) -> None:  # fmt: skip
+                 spilled_tables: Iterable[str] = SPILLABLE) -> None:  # fmt: skip
         self.wanted = set(tables) if tables is not None else set(TABLES)
         self._lean = not self.wanted & {"partitions", "records", "batches", "brokers"}  # no table walks requests
         options = options or Options()
@@ -220,7 +221,6 @@ class TableSink:
         # what the rows in C decode into: the records table's arena, or scratch for batches alone
         self._c_arena = self._arena or (RecordArena() if "batches" in self.wanted else None)
         self._decodes_records = self._keeps_records or (record_anomalies and "anomalies" in self.wanted)
-        self._steady = steady_records
         if not self._keeps_records:
             options = replace(options, payloads=LENGTHS_ONLY)  # batches decoded for their anomalies only
         self.options = options
@@ -653,10 +653,10 @@ class TableSink:
             self.connection_sources.pop(conn_id, None)
 
     def _steady_records(self) -> None:
-        """The records table made steady where it may not be (new, or rows added by the reference), if the
-        sink keeps it so (see the class)."""
+        """The records table made steady where it may not be (new, or rows added by the reference), when
+        its rows may be made in C (the reference alone adds no empty block)."""
         records = self.rows["records"]
-        if self._steady and self._arena is not None and records.block is None:
+        if self._arena is not None and records.block is None and rows_made_in_c():
             ends = self._arena.lengths()
             records.steady(ArenaColumns(self._arena.buffers, ends, ends, 0))
 

@@ -92,10 +92,11 @@ def test_records_of_compressed_and_transactional_batches_finish_as_the_local_eng
     assert_same_tables(simulate(rotated, options=options), local_run(rotated, options))
 
 
-def test_a_task_makes_every_plain_message_s_records_in_c(tmp_path: Path, monkeypatch) -> None:
+@pytest.mark.parametrize("engine", ["spark", "local"])
+def test_every_plain_message_s_records_are_made_in_c(tmp_path: Path, monkeypatch, engine: str) -> None:
     """Only messages with a transactional or control batch are left to the reference: a piece's first
-    message and those after a control batch's rows too are made in C (the task's records table stays
-    steady); the rows are the local engine's (above)."""
+    message and those after a control batch's rows too are made in C (the records table stays steady),
+    in a Spark task as in the local engine; the rows are the local engine's (above)."""
     capture = compressed_capture(tmp_path / "records.pcap")
     by_reference: list[bool] = []  # per message the reference decoded: whether a batch of it is not plain
     decode = sink.record_fields
@@ -106,7 +107,11 @@ def test_a_task_makes_every_plain_message_s_records_in_c(tmp_path: Path, monkeyp
         return decode(located, *args)
 
     monkeypatch.setattr(sink, "record_fields", record_fields)
-    simulated_pieces([capture], options=Options(spill_rows=60))  # (pieces of a few batches each)
+    options = Options(spill_rows=60)  # (pieces of a few batches each)
+    if engine == "spark":
+        simulated_pieces([capture], options=options)
+    else:
+        local.analyze([capture], options)
     assert by_reference and all(by_reference)
 
 
