@@ -71,8 +71,8 @@ PyObject *segment_of(PyObject *segment_type, PyObject *args[SEGMENT_FIELDS]);
 PyObject *pcapng_segments(PyObject *module, PyObject *args);
 PyObject *record_segments(PyObject *module, PyObject *args);
 PyObject *run_segments(PyObject *module, PyObject *args);
-size_t run_header_size(void);
+size_t run_header_size(void); /* _runs.c's header, for the module's RUN_HEADER_SIZE (units.RUN_HEADER's itemsize) */
 /* Not a walk: where a batch of segments ends by its payload bytes (_payload_cut.c, segment.py's payload_cut). */
-PyObject *payload_cut(PyObject *module, PyObject *args); /* _runs.c's header, for the module's RUN_HEADER_SIZE (units.RUN_HEADER's itemsize) */
+PyObject *payload_cut(PyObject *module, PyObject *args);
 
 #endif

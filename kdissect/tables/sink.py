@@ -209,7 +209,7 @@ class TableSink:
 
     def __init__(self, tables: Iterable[str] | None = None, options: Options | None = None,
                  spill: Spill | None = None, resolve_topics: bool = True, record_anomalies: bool = True,
-                 spilled_tables: Iterable[str] = SPILLABLE) -> None:  # fmt: skip
+                 spilled_tables: Iterable[str] = SPILLABLE) -> None:
         self.wanted = set(tables) if tables is not None else set(TABLES)
         self._lean = not self.wanted & {"partitions", "records", "batches", "brokers"}  # no table walks requests
         options = options or Options()
