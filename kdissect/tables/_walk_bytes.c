@@ -229,9 +229,16 @@ merge(Bytes *w, const KdNode *nd, const Members *ms, const Ctx *ctx)
 static int
 base_offset(Bytes *w, PyObject *v, const Ctx *ctx)
 {
-    PyObject *zero = PyLong_FromLong(0);
-    int ge = zero ? PyObject_RichCompareBool(v, zero, Py_GE) : -1;
-    Py_XDECREF(zero);
+    int ge;
+    if (PyLong_CheckExact(v)) { /* (the decoder's int64: its sign, with no zero object to compare with) */
+        int overflow;
+        long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+        ge = overflow ? overflow > 0 : x >= 0;
+    } else {
+        PyObject *zero = PyLong_FromLong(0);
+        ge = zero ? PyObject_RichCompareBool(v, zero, Py_GE) : -1;
+        Py_XDECREF(zero);
+    }
     if (ge <= 0)
         return ge;
     PyObject *key = PyTuple_Pack(2, ctx->topic ? ctx->topic : Py_None, ctx->partition);
