@@ -352,6 +352,22 @@ at_append(PyObject *list, Py_ssize_t at)
     return rc;
 }
 
+/* (offset, ts), a new reference (a tuple built directly: Py_BuildValue parsed its format per exchange). */
+static PyObject *
+place(long long offset, long long ts)
+{
+    PyObject *pair = PyTuple_New(2), *a = PyLong_FromLongLong(offset), *b = PyLong_FromLongLong(ts);
+    if (pair == NULL || a == NULL || b == NULL) {
+        Py_XDECREF(pair);
+        Py_XDECREF(a);
+        Py_XDECREF(b);
+        return NULL;
+    }
+    PyTuple_SET_ITEM(pair, 0, a);
+    PyTuple_SET_ITEM(pair, 1, b);
+    return pair;
+}
+
 /* The sink's per-exchange rest: (connection_id, correlation_id, api_key, request (offset, ts), response
  * (offset, ts), errors, brokers, request records, response records, base offsets). */
 static int
@@ -362,9 +378,9 @@ left_item(PyObject *left, const Paired *x)
     if (item == NULL)
         return -1;
     PyObject *v[N] = {Py_NewRef(x->conn_id), PyLong_FromLongLong(x->correlation_id), PyLong_FromLong(x->api_key),
-                      Py_BuildValue("(LL)", x->request_offset, x->request_ts),
-                      Py_BuildValue("(LL)", x->response_offset, x->response_ts), taken(&d.errors), taken(&d.brokers),
-                      taken(&d.request_records), taken(&d.response_records), taken(&d.base_offsets)};
+                      place(x->request_offset, x->request_ts), place(x->response_offset, x->response_ts),
+                      taken(&d.errors), taken(&d.brokers), taken(&d.request_records), taken(&d.response_records),
+                      taken(&d.base_offsets)};
     int rc = 0;
     for (int k = 0; k < N; k++) {
         rc |= v[k] == NULL ? -1 : 0;

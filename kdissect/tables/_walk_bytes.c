@@ -23,9 +23,14 @@
  * - Memory and time: recursion follows the program, bounded by WALK_MAX_DEPTH; a nested member before
  *   the last field its struct reads is skipped, then walked (each skip is the decoder's walk, building
  *   nothing), so a byte is passed over at most once per level of nesting; values are released before
- *   the struct's walk returns, except those handed to the outputs.
+ *   the struct's walk returns, except those handed to the outputs. How a struct's members are taken (its
+ *   program's node matched to its plan) is compiled once per node, plan and wanted keys and kept in a
+ *   cache of SHAPES entries (each holding its plan), not redone per struct walked.
  */
 #include "_walk.h"
+
+#include <stdint.h>
+#include <string.h>
 
 #include "../decoders/_scan.h"
 
@@ -50,16 +55,27 @@ typedef struct {
 /* How the walk takes a member in the struct's pass over its bytes. */
 enum { SKIP, VALUE, SPAN, NESTED };
 
-/* One struct's members: matched to the plan, then as the pass over the bytes found them. */
+/* A struct's members matched to its plan (``match``): what the walk does with each, the same for every
+ * struct of that node, plan and wanted keys, so compiled once (``shape_of``) and kept. */
 typedef struct {
-    PyObject *plan[MAX_MEMBERS];  /* its plan member (key, flags, child plan, slot) */
+    const KdNode *nd;
+    PyObject *plan, *wanted;      /* the key, with nd (held: their addresses stay theirs while kept) */
+    Py_ssize_t n;                 /* nd->nregular when compiled */
+    int matched;                  /* 1, or 0: the walk declines this struct */
+    PyObject *member[MAX_MEMBERS]; /* its plan member (key, flags, child plan, slot; borrowed from plan) */
     long flags[MAX_MEMBERS], slot[MAX_MEMBERS]; /* its plan flags and partition value slot */
     char how[MAX_MEMBERS];        /* SKIP, VALUE, SPAN (records), NESTED (a struct or an array of structs) */
     signed char want[MAX_MEMBERS]; /* its index among the wanted top-level keys, or -1 */
+    Py_ssize_t complete;          /* the members before it hold everything the struct's own fields read */
+    Py_ssize_t aborted;           /* the aborted transactions member, or -1 */
+} Shape;
+
+/* One struct's members as the pass over its bytes found them. */
+typedef struct {
+    const Shape *s;
     Py_ssize_t at[MAX_MEMBERS];   /* where its bytes start */
     PyObject *value[MAX_MEMBERS]; /* the values read (new references), else NULL */
     Py_ssize_t records_at, records_n; /* the records field's bytes (n -1: null; records_at -1: none) */
-    Py_ssize_t complete;          /* the members before it hold everything the struct's own fields read */
 } Members;
 
 /* Keys are interned (the programs' and the plans'): identity, compared by value only when one is not. */
@@ -84,42 +100,85 @@ index_of(PyObject *keys, PyObject *key)
 
 /* Each regular member matched to its plan member (the plan lists the schema's fields in order, tagged
  * ones among them) and how it is taken; ``complete``: after the last member whose bytes the struct's own
- * fields read (a value they read, the records, the aborted transactions beside them). 1, or 0 (declined). */
-static int
-match(const KdNode *nd, PyObject *plan, PyObject *want, Members *ms)
+ * fields read (a value they read, the records, the aborted transactions beside them). matched 1, or 0. */
+static void
+match(const KdNode *nd, PyObject *plan, PyObject *want, Shape *sh)
 {
     Py_ssize_t np = PyTuple_GET_SIZE(plan), j = 0;
-    ms->complete = 0;
-    ms->records_at = -1;
+    sh->matched = 0;
+    sh->complete = 0;
+    sh->aborted = -1;
     for (Py_ssize_t i = 0; i < nd->nregular; i++) {
         const KdNode *m = &nd->regular[i];
         while (j < np && !same_key(PyTuple_GET_ITEM(PyTuple_GET_ITEM(plan, j), 0), m->key))
             j++;
         if (j == np)
-            return 0;
-        PyObject *pm = ms->plan[i] = PyTuple_GET_ITEM(plan, j++);
-        long flags = ms->flags[i] = PyLong_AsLong(PyTuple_GET_ITEM(pm, 1));
-        long slot = ms->slot[i] = PyLong_AsLong(PyTuple_GET_ITEM(pm, 3));
+            return;
+        PyObject *pm = sh->member[i] = PyTuple_GET_ITEM(plan, j++);
+        long flags = sh->flags[i] = PyLong_AsLong(PyTuple_GET_ITEM(pm, 1));
+        long slot = sh->slot[i] = PyLong_AsLong(PyTuple_GET_ITEM(pm, 3));
         Py_ssize_t k = index_of(want, m->key);
-        ms->want[i] = (signed char)k;
-        ms->value[i] = NULL;
+        sh->want[i] = (signed char)k;
         if (k >= 0 && flags & M_STRUCT)
-            return 0; /* (a wanted struct would be walked too: top-level fields are scalars) */
+            return; /* (a wanted struct would be walked too: top-level fields are scalars) */
         if (k >= 0)
-            ms->how[i] = VALUE;
+            sh->how[i] = VALUE;
         else if (flags & M_STRUCT)
-            ms->how[i] = NESTED;
+            sh->how[i] = NESTED;
         else if (flags & M_ARRAY)
-            ms->how[i] = SKIP;
+            sh->how[i] = SKIP;
         else if (flags & M_RECORDS)
-            ms->how[i] = SPAN;
+            sh->how[i] = SPAN;
         else
-            ms->how[i] = flags & READS || slot >= 0 ? VALUE : SKIP;
-        if ((ms->how[i] == VALUE && (flags & READS || slot >= 0)) || ms->how[i] == SPAN
-            || same_key(m->key, walk_aborted_key))
-            ms->complete = i + 1; /* (a wanted field's value is only handed back: read where it is) */
+            sh->how[i] = flags & READS || slot >= 0 ? VALUE : SKIP;
+        int aborted = same_key(m->key, walk_aborted_key);
+        if (aborted && sh->aborted < 0)
+            sh->aborted = i;
+        if ((sh->how[i] == VALUE && (flags & READS || slot >= 0)) || sh->how[i] == SPAN || aborted)
+            sh->complete = i + 1; /* (a wanted field's value is only handed back: read where it is) */
     }
-    return 1;
+    if (PyErr_Occurred())
+        PyErr_Clear(); /* (a flag or slot not an int: declined, the decoded bodies' walk reports it) */
+    else
+        sh->matched = 1;
+}
+
+/* The shapes compiled, by (node, plan, want), open addressing over SHAPES entries: the structs of the
+ * message versions a capture holds are a few dozen. An entry is never replaced (a walk up the stack may be
+ * using it), so once its probes find no room a shape is compiled into the caller's ``spare`` instead. An
+ * entry holds its plan and wanted keys; a node lives as long as its program, which the decoder compiles
+ * once per message version and keeps (decoders/compiler.py). */
+#define SHAPES 512
+#define PROBES 8
+static Shape *shapes[SHAPES];
+
+/* The shape of a struct of node nd walked with this plan and these wanted keys (borrowed: an entry, or
+ * ``spare``), or NULL on no memory. */
+static const Shape *
+shape_of(const KdNode *nd, PyObject *plan, PyObject *want, Shape *spare)
+{
+    size_t h = ((uintptr_t)nd >> 4) * 31 + ((uintptr_t)plan >> 4) * 7 + ((uintptr_t)want >> 4);
+    Shape *sh = NULL;
+    for (int k = 0; k < PROBES; k++) {
+        Shape **slot = &shapes[(h + (size_t)k) % SHAPES];
+        if (*slot == NULL) {
+            if ((sh = *slot = PyMem_Calloc(1, sizeof *sh)) == NULL) {
+                PyErr_NoMemory();
+                return NULL;
+            }
+            sh->plan = Py_NewRef(plan);
+            sh->wanted = Py_XNewRef(want);
+            break;
+        }
+        if ((*slot)->nd == nd && (*slot)->plan == plan && (*slot)->wanted == want && (*slot)->n == nd->nregular)
+            return *slot;
+    }
+    if (sh == NULL)
+        sh = spare; /* (its plan and want not held: the caller holds them while it walks) */
+    sh->nd = nd;
+    sh->n = nd->nregular;
+    match(nd, plan, want, sh);
+    return sh;
 }
 
 /* The records tuple (topic, topic id, partition, bytes, aborted transactions) of _native.c's add_records,
@@ -127,9 +186,8 @@ match(const KdNode *nd, PyObject *plan, PyObject *want, Members *ms)
 static int
 add_records(Bytes *w, const KdNode *nd, const Members *ms, const Ctx *ctx)
 {
-    for (Py_ssize_t i = 0; i < nd->nregular; i++) {
-        if (!same_key(nd->regular[i].key, walk_aborted_key))
-            continue;
+    Py_ssize_t i = ms->s->aborted;
+    if (i >= 0) {
         Py_ssize_t q = ms->at[i];
         long long n;
         if (api->items(w->b, w->L, &q, &nd->regular[i], &n) != 0)
@@ -154,12 +212,12 @@ merge(Bytes *w, const KdNode *nd, const Members *ms, const Ctx *ctx)
     if (row == NULL)
         return -1;
     for (Py_ssize_t i = 0; i < nd->nregular; i++) {
-        if (ms->flags[i] & (M_STRUCT | M_ARRAY))
+        if (ms->s->flags[i] & (M_STRUCT | M_ARRAY))
             continue;
-        int rc = ms->value[i] == NULL ? 1 : part_rows_merge(row, ms->flags[i], ms->slot[i], ms->value[i], w->response);
+        int rc = ms->value[i] == NULL ? 1 : part_rows_merge(row, ms->s->flags[i], ms->s->slot[i], ms->value[i], w->response);
         if (rc != 1)
             return rc;
-        if (ms->value[i] == NULL && ms->flags[i] & M_RECORDS && ms->records_at >= 0 && ms->records_n >= 0) {
+        if (ms->value[i] == NULL && ms->s->flags[i] & M_RECORDS && ms->records_at >= 0 && ms->records_n >= 0) {
             row->records_bytes[w->response] = ms->records_n;
             row->has_records_bytes[w->response] = 1;
         }
@@ -171,9 +229,16 @@ merge(Bytes *w, const KdNode *nd, const Members *ms, const Ctx *ctx)
 static int
 base_offset(Bytes *w, PyObject *v, const Ctx *ctx)
 {
-    PyObject *zero = PyLong_FromLong(0);
-    int ge = zero ? PyObject_RichCompareBool(v, zero, Py_GE) : -1;
-    Py_XDECREF(zero);
+    int ge;
+    if (PyLong_CheckExact(v)) { /* (the decoder's int64: its sign, with no zero object to compare with) */
+        int overflow;
+        long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+        ge = overflow ? overflow > 0 : x >= 0;
+    } else {
+        PyObject *zero = PyLong_FromLong(0);
+        ge = zero ? PyObject_RichCompareBool(v, zero, Py_GE) : -1;
+        Py_XDECREF(zero);
+    }
     if (ge <= 0)
         return ge;
     PyObject *key = PyTuple_Pack(2, ctx->topic ? ctx->topic : Py_None, ctx->partition);
@@ -192,7 +257,7 @@ own_fields(Bytes *w, const KdNode *nd, const Members *ms, Ctx *ctx)
 {
     int has_partition = 0, host_port = 0;
     for (Py_ssize_t i = 0; i < nd->nregular; i++) {
-        long flags = ms->flags[i];
+        long flags = ms->s->flags[i];
         PyObject *v = ms->value[i];
         if (flags & (M_STRUCT | M_ARRAY))
             continue;
@@ -221,7 +286,7 @@ own_fields(Bytes *w, const KdNode *nd, const Members *ms, Ctx *ctx)
             return rc;
     }
     for (Py_ssize_t i = 0; i < nd->nregular; i++) {
-        long flags = ms->flags[i];
+        long flags = ms->s->flags[i];
         PyObject *v = ms->value[i];
         if (flags & (M_STRUCT | M_ARRAY))
             continue;
@@ -261,10 +326,10 @@ static int
 own_then_nested(Bytes *w, const KdNode *nd, Members *ms, Ctx *ctx, int depth)
 {
     int rc = own_fields(w, nd, ms, ctx);
-    for (Py_ssize_t i = 0; rc == 1 && i < ms->complete; i++) {
+    for (Py_ssize_t i = 0; rc == 1 && i < ms->s->complete; i++) {
         Py_ssize_t q = ms->at[i];
-        if (ms->how[i] == NESTED)
-            rc = nested(w, &nd->regular[i], ms->plan[i], &q, ctx, depth);
+        if (ms->s->how[i] == NESTED)
+            rc = nested(w, &nd->regular[i], ms->s->member[i], &q, ctx, depth);
     }
     return rc;
 }
@@ -280,19 +345,24 @@ walk_struct(Bytes *w, const KdNode *nd, PyObject *plan, Py_ssize_t *p, const Ctx
     if (depth >= WALK_MAX_DEPTH || nd->nregular > MAX_MEMBERS || !PyTuple_Check(plan))
         return 0;
     Members ms;
+    Shape spare;
+    if ((ms.s = shape_of(nd, plan, want, &spare)) == NULL)
+        return -1;
     Ctx ctx = {parent->topic, parent->topic_id, NULL, parent->group};
-    int rc = match(nd, plan, want, &ms);
+    int rc = ms.s->matched;
     Py_ssize_t n = rc == 1 ? nd->nregular : 0;
+    ms.records_at = -1;
+    memset(ms.value, 0, (size_t)n * sizeof *ms.value);
     for (Py_ssize_t i = 0; rc == 1 && i < n; i++) {
         const KdNode *m = &nd->regular[i];
-        if (i == ms.complete && (rc = own_then_nested(w, nd, &ms, &ctx, depth)) != 1)
+        if (i == ms.s->complete && (rc = own_then_nested(w, nd, &ms, &ctx, depth)) != 1)
             break;
         ms.at[i] = *p;
-        if (ms.how[i] == NESTED && i >= ms.complete)
-            rc = nested(w, m, ms.plan[i], p, &ctx, depth);
-        else if (ms.how[i] == VALUE)
+        if (ms.s->how[i] == NESTED && i >= ms.s->complete)
+            rc = nested(w, m, ms.s->member[i], p, &ctx, depth);
+        else if (ms.s->how[i] == VALUE)
             rc = (ms.value[i] = api->value(w->b, w->L, p, m)) != NULL ? 1 : PyErr_Occurred() ? -1 : 0;
-        else if (ms.how[i] == SPAN)
+        else if (ms.s->how[i] == SPAN)
             rc = api->span(w->b, w->L, p, m, &ms.records_at, &ms.records_n) == 1;
         else
             rc = api->skip(w->b, w->L, p, m) == 0;
@@ -303,11 +373,11 @@ walk_struct(Bytes *w, const KdNode *nd, PyObject *plan, Py_ssize_t *p, const Ctx
         else
             (*p)++;
     }
-    if (rc == 1 && ms.complete == n)
+    if (rc == 1 && ms.s->complete == n)
         rc = own_then_nested(w, nd, &ms, &ctx, depth);
     for (Py_ssize_t i = 0; i < n; i++) {
-        if (rc == 1 && ms.want[i] >= 0 && got[ms.want[i]] == NULL)
-            got[ms.want[i]] = Py_NewRef(ms.value[i]);
+        if (rc == 1 && ms.s->want[i] >= 0 && got[ms.s->want[i]] == NULL)
+            got[ms.s->want[i]] = Py_NewRef(ms.value[i]);
         Py_XDECREF(ms.value[i]);
     }
     return rc;

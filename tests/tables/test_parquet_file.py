@@ -36,8 +36,7 @@ def _tables_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str
 
 
 def _front(where: object, pieces: list[pa.Table]) -> None:
-    small = [f.name for f in pieces[0].schema if not writer._is_payload(f.type)]
-    with pq.ParquetWriter(where, pieces[0].schema, use_dictionary=small, write_statistics=small) as front:
+    with pq.ParquetWriter(where, pieces[0].schema, **writer.parquet_options(pieces[0].schema)) as front:
         for piece in pieces:
             front.write_table(piece)
 
@@ -101,3 +100,21 @@ def test_a_pyarrow_whose_writer_moved_still_writes(tmp_path: Path, monkeypatch: 
     ours.close()
     _front(tmp_path / "front.parquet", tables)
     assert (tmp_path / "ours.parquet").read_bytes() == (tmp_path / "front.parquet").read_bytes()
+
+
+def test_a_column_of_distinct_values_drops_its_dictionary_early(tmp_path: Path) -> None:
+    """(a column of distinct values, correlation ids, times, offsets, stops building a dictionary once it
+    passes DICTIONARY_PAGE_LIMIT, and is written plain; one of few values keeps its dictionary)"""
+    n = 100_000
+    table = pa.table({"distinct": pa.array(range(0, 7 * n, 7), pa.int64()), "few": pa.array([k % 5 for k in range(n)],
+                                                                                          pa.int32())})  # fmt: skip
+    ours = writer.ParquetFile(tmp_path / "t.parquet")
+    ours.write(table)
+    ours.close()
+    chunk = pq.ParquetFile(tmp_path / "t.parquet").metadata.row_group(0)
+    distinct, few = chunk.column(0), chunk.column(1)
+    dictionary_page = distinct.data_page_offset - distinct.dictionary_page_offset
+    assert 0 < dictionary_page <= writer.DICTIONARY_PAGE_LIMIT  # (Arrow's default: all 100k, 800 kB)
+    assert few.has_dictionary_page and "RLE_DICTIONARY" in few.encodings
+    assert few.data_page_offset - few.dictionary_page_offset < 100
+    assert pq.read_table(tmp_path / "t.parquet").equals(table)

@@ -151,3 +151,25 @@ def test_what_the_bytes_walk_does_not_reproduce_is_declined(change: str) -> None
     if change == "trailing":
         frame += b"\x00"
     assert not _compare(0, 9, True, frame)
+
+
+def _without(plan: detail_walk.Plan, flag: int) -> detail_walk.Plan:
+    """The plan with ``flag`` cleared on every member (a new plan: other tuples, the same node)."""
+    return tuple((key, flags & ~flag, None if child is None else _without(child, flag), slot)
+                 for key, flags, child, slot in plan)  # fmt: skip
+
+
+def test_each_plan_and_wanted_keys_take_the_struct_their_own_way() -> None:
+    """How a struct's members are taken is compiled once per node, plan and wanted keys (_walk_bytes.c's
+    shapes): a second plan over the same program's node, or other wanted keys, must not get the first's."""
+    frame = _frame(0, 9, True, PRODUCE_RESPONSE)
+    programs = compiler.FRAME_PROGRAMS["response"]
+    plan = detail_walk.plan_of(schema.api_message(0, 9, "response"))
+    other = _without(plan, detail_walk.BASE_OFFSET)
+    walk = detail_walk.native
+    assert walk is not None
+    for p, want in [(plan, WANT[True]), (other, WANT[True]), (plan, ()), (other, ()), (plan, WANT[True])]:
+        base_offsets: dict = {}
+        got = walk.walk_frame(p, programs, frame, 0, 9, True, None, None, None, base_offsets, True, want)
+        assert got == ((3,) if want else ())
+        assert base_offsets == ({} if p is other else {("orders", 0): 5})
