@@ -64,7 +64,7 @@ from kdissect.engines.partition import (
     unit_decoder,
 )
 from kdissect.engines.paths import list_captures
-from kdissect.engines.routes import routes
+from kdissect.engines.routes import Routes, routes
 from kdissect.engines.run import RunResult, RunStats, report_figures
 from kdissect.engines.spark_classes import ClassArchive, keep_written
 from kdissect.engines.spark_session import Starting, on_this_machine
@@ -242,7 +242,8 @@ def segment_rows(spark: SparkSession, units: list[Unit], census: Census | None =
     """Stage 1: one task per work unit, segment rows out; with ``decoder`` (``partition.unit_decoder``
     but for the unit and attempt), every connection the ``census`` does not find crossing units
     decoded in the task and only its pieces going on. The crossing connections' rows are keyed for
-    :func:`by_connection` into ``partitions`` to give each decode task an equal share (``routes``)."""
+    :func:`by_connection` into ``partitions`` to give each decode task an equal share, and the units'
+    pieces to give each write task one (``routes``)."""
     read = _reader(spark, units, census, decoder, partitions)
     return _unit_ids(spark, units).mapInArrow(read, from_arrow_schema(SEGMENT_SCHEMA))
 
@@ -255,10 +256,9 @@ def _reader(spark: SparkSession, units: list[Unit], census: Census | None,
             decoder: Callable[..., PartitionDecoder] | None, partitions: int
             ) -> Callable[..., Iterator[pa.RecordBatch]]:  # fmt: skip
     context = spark.sparkContext
-    routed = routes(census.crossing, partitions) if census else {}
-    crossing = context.broadcast(routed)  # (broadcast: sent once per executor)
-    return partial(tasks.read_task, units=context.broadcast(units), crossing=crossing, decoder=decoder,
-                   last_ts=census.last_ts if census else None)  # fmt: skip
+    routed = context.broadcast(routes(census.crossing, census.own, partitions) if census else Routes({}, {}))
+    return partial(tasks.read_task, units=context.broadcast(units), routed=routed, decoder=decoder,
+                   last_ts=census.last_ts if census else None)  # (broadcasts: sent once per executor)  # fmt: skip
 
 
 def census(spark: SparkSession, units: list[Unit]) -> Census | None:
