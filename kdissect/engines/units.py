@@ -137,6 +137,18 @@ def plan_units(files: Iterable[tuple[str, int | None]], split_bytes: int) -> lis
     return units
 
 
+def largest_first(units: list[Unit], sizes: Mapping[str, int | None]) -> list[Unit]:
+    """The units in the order to read them: the largest first (``sizes``: each file's bytes, None when
+    unknown; ties in capture order). Spark starts a stage's tasks in partition order, so the small units
+    fill the cores as the large ones end, rather than a large one running alone at the stage's end."""
+
+    def size(unit: Unit) -> int:
+        whole = sizes.get(unit.path) or 0
+        return (whole if unit.end < 0 else unit.end) - unit.start
+
+    return sorted(units, key=lambda unit: (-size(unit), unit.index))
+
+
 def _block_cuts(path: str, split_bytes: int) -> list | None:
     """The proven cuts of a local pcapng file (``split.pcapng_cuts``), or None for any other file."""
     if not is_local(path):
@@ -483,8 +495,8 @@ class UnitDecoder(Protocol):
 def read_units(batches: Iterable[pa.RecordBatch], units: list[Unit], crossing: Mapping[int, int] | None = None,
                decoder: Callable[[Unit], UnitDecoder] | None = None, last_ts: int | None = None,
                pieces_to: Mapping[int, int] | None = None) -> Iterator[pa.RecordBatch]:  # fmt: skip
-    """Rows naming units by their index (column ``id``: Spark's ``range``, so that no Python job
-    makes them) in, segment rows (``SEGMENT_SCHEMA``) out: a Spark task's read. With ``decoder``,
+    """Rows naming units by their place in ``units`` (column ``id``: Spark's ``range``, so that no Python
+    job makes them) in, segment rows (``SEGMENT_SCHEMA``) out: a Spark task's read. With ``decoder``,
     the segments of every connection whose key is not ``crossing`` are decoded here, by the decoder
     made for the unit, and only its pieces (``PIECE`` rows) go on. Its clock follows the unit's other
     segments and then the run's latest time (``last_ts``), so the idle rule ends its connections as
@@ -492,9 +504,9 @@ def read_units(batches: Iterable[pa.RecordBatch], units: list[Unit], crossing: M
     key to (:mod:`kdissect.engines.routes`) in place of its key, and the pieces the one ``pieces_to``
     maps the unit's index to (default: the index)."""
     for batch in batches:
-        for index in batch.column("id").to_pylist():
-            unit = units[index]
-            piece_key = (pieces_to or {}).get(index, index)
+        for place in batch.column("id").to_pylist():
+            unit = units[place]
+            piece_key = (pieces_to or {}).get(unit.index, unit.index)
             yield from _unit_rows(unit, crossing or {}, decoder(unit) if decoder else None, last_ts, piece_key)
 
 

@@ -12,13 +12,14 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import functions as F
 
 from kdissect.analysis.summary import Figures
 from kdissect.engines.partition import unit_decoder
 from kdissect.engines.routes import decoding_work, routes, routing_keys, shares, spark_partition, writing_work
-from kdissect.engines.spark import by_connection, census, segment_rows
+from kdissect.engines.spark import by_connection, census, decode, segment_rows
 from kdissect.engines.spark_session import session
 from kdissect.engines.units import (
     PIECE,
@@ -27,6 +28,7 @@ from kdissect.engines.units import (
     SEGMENT,
     Census,
     connection_key,
+    largest_first,
     plan_units,
     read_units,
     unit_census,
@@ -34,7 +36,7 @@ from kdissect.engines.units import (
 from kdissect.options import Options
 from kdissect.tables.columns import TABLES
 from tests.conftest import require_tool
-from tests.engines.spark_helpers import REAL_CAPTURES, rotate
+from tests.engines.spark_helpers import REAL_CAPTURES, local_tables, rotate
 
 CAPTURE = next(p for p in REAL_CAPTURES if p.endswith("librdkafka-produce-consume.pcap"))
 VALUES = [0, 1, 2, 3, 41, 42, 1 << 31, (1 << 32) + 7, 2**63 - 1, -1, -2, -(2**63), 3_735_928_559, -123_456_789_012]
@@ -194,6 +196,27 @@ def test_each_unit_s_pieces_meet_in_the_partition_routes_deal_it_to(spark, tmp_p
     assert {r["pos"] >> 32 for r in rows} == set(range(len(units)))  # (a piece's place: its unit, then its order)
     for r in rows:
         assert r["key"] == routed[r["pos"] >> 32] and r["p"] == spark_partition(r["key"], partitions)
+
+
+def test_the_read_tasks_take_the_largest_unit_first(spark, tmp_path: Path) -> None:
+    small, large = (next(p for p in REAL_CAPTURES if p.endswith(name))
+                    for name in ("kafka-python-admin.pcap", "librdkafka-midstream-produce.pcap"))  # fmt: skip
+    sizes = {path: os.path.getsize(path) for path in (small, large)}
+    units = plan_units([(small, sizes[small]), (large, sizes[large])], 1 << 40)  # (the small one's times first)
+    assert [u.path for u in largest_first(units, sizes)] == [large, small]
+    ranges = plan_units([(large, sizes[large])], 1 << 20)  # a range's bytes, the last range's to the file's end
+    assert [u.index for u in largest_first(ranges, {})] == [u.index for u in ranges]  # (sizes unknown: in order)
+    assert [u.index for u in largest_first(ranges, sizes)][-1] == ranges[-1].index
+    # nothing crosses the two captures: each read task decodes its unit and its pieces are written by it
+    decoded = decode(spark, [small, large], staging=str(tmp_path / "staging"))
+    try:
+        decoded.write(str(tmp_path / "out"), ["connections"])
+    finally:
+        decoded.close()
+    first = pq.read_table(tmp_path / "out" / "connections" / "part-00000.parquet")
+    ends = ["client_port", "broker_port"]
+    assert sorted(first.select(ends).to_pylist(), key=str) == sorted(
+        local_tables([large])[0]["connections"].select(ends).to_pylist(), key=str)
 
 
 def test_the_census_runs_a_task_per_slot_and_finds_what_the_units_censuses_merged_find(spark, tmp_path: Path) -> None:
