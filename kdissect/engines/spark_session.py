@@ -43,10 +43,6 @@ LOCAL_SQL = {
     # functions kdissect never calls, whose start (Scala reflection for their types) took about a quarter
     # of the JVM's CPU in a small run. Extensions named by spark.sql.extensions still load.
     "spark.sql.extensions.test.loadFromCp": "false",
-    # No adaptive execution: kdissect's shuffles are repartitions into a number it chose (nothing to coalesce
-    # or split), and adaptively the read stage ran as a job of its own, the decode stage as another, the
-    # driver replanning between them while both cores idled (0.25-0.5 s over mixed-1g; 0.01-0.04 in one job).
-    "spark.sql.adaptive.enabled": "false",
 }  # fmt: skip
 
 

@@ -219,22 +219,6 @@ def test_the_read_tasks_take_the_largest_unit_first(spark, tmp_path: Path) -> No
         local_tables([large])[0]["connections"].select(ends).to_pylist(), key=str)
 
 
-def test_the_read_and_decode_stages_run_in_one_job(spark, tmp_path: Path) -> None:
-    # (the census, then one job for the read stage, the shuffle and the decode stage: none between them
-    # while the driver replans, as adaptive execution ran them; spark_session.LOCAL_SQL)
-    paths = rotate(CAPTURE, tmp_path, 3)
-    context = spark.sparkContext
-    context.setJobGroup("decode-jobs", "a run's jobs")
-    try:
-        decoded = decode(spark, paths, staging=str(tmp_path / "staging"))
-        decoded.close()
-    finally:
-        context.setJobGroup("", "")
-    tracker = context.statusTracker()
-    jobs = sorted(tracker.getJobIdsForGroup("decode-jobs"))
-    assert [len(tracker.getJobInfo(job).stageIds) for job in jobs] == [1, 2]
-
-
 def test_the_census_runs_a_task_per_slot_and_finds_what_the_units_censuses_merged_find(spark, tmp_path: Path) -> None:
     paths = rotate(CAPTURE, tmp_path, 5)
     units = plan_units([(p, os.path.getsize(p)) for p in paths], 1 << 40)
