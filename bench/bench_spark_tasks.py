@@ -25,6 +25,7 @@ imports and makes before its first task, the task module and an Arrow batch of P
 from __future__ import annotations
 
 import argparse
+import inspect
 import os
 import pickle
 import sys
@@ -129,7 +130,7 @@ def run_spark(paths: list[str], crossing_all: bool, until: str) -> None:
         pieces = [pickle.loads(row["census"]) for batch in tasks["census_task"](ids(list(range(len(units)))),
                   units=Held(units)) for row in batch.to_pylist()]  # fmt: skip
         found = Census.merge(pieces)
-        every_key = {int(k): (1, 0) for piece in pieces for k in piece.keys}  # (each of one weight and file)
+        every_key = {int(k): (1, 0, 0) for piece in pieces for k in piece.keys}  # (each one segment, of one file)
         clock.lap("census")
     if until == "census":
         return
@@ -149,10 +150,16 @@ def _read_decode_write(tasks: dict, clock: Clock, paths: list[str], units: list,
     from kdissect.tables.columns import TABLES
 
     files, options, tables, partitions = paths, Options(), list(TABLES), 2  # local[1]: 2 partitions
-    crossing = routes(crossing if crossing is not None else (found.crossing if found else {}), partitions)
+    source = crossing if crossing is not None else (found.crossing if found else {})
+    if "routed" in inspect.signature(tasks["read_task"]).parameters:
+        routed = routes(source, found.own if found and crossing is None else [], partitions)
+        crossing, keys = routed.connections, {"routed": Held(routed)}
+    else:  # an older tree (--code): its routes deal the crossing keys only, by (work, file)
+        crossing = routes({key: (value[0], value[-1]) for key, value in source.items()}, partitions)
+        keys = {"crossing": Held(crossing)}
     decoder = partial(unit_decoder, files=files, options=options, tables=tables, staging=staging, figures=Figures,
                       first_task=max(partitions, len(units)))  # fmt: skip
-    read = partial(tasks["read_task"], units=Held(units), crossing=Held(crossing), decoder=decoder,
+    read = partial(tasks["read_task"], units=Held(units), **keys, decoder=decoder,
                    last_ts=found.last_ts if found else None)  # fmt: skip
     decode = partial(tasks["decode_task"], files=files, options=options, tables=tables, staging=staging,
                      figures=Figures)  # fmt: skip

@@ -1,9 +1,10 @@
-"""Which decode task each connection that crosses units goes to, so that the tasks get equal shares.
+"""Which decode task each connection that crosses units goes to, and which task passes on (and so
+writes) each unit's own pieces, so that the decode tasks and the write tasks get equal shares.
 
 Hashed by their key, a few long connections (a chatty capture's busy clients, each a third of its
 file's work) fall into the decode tasks unevenly: over mixed-1g on ``local[2]`` one of four tasks got
-half the stage's work, and one core idled for the last third of the stage. The census knows each
-crossing connection's work (:func:`kdissect.engines.units.decoding_weight`), so the driver deals them
+half the stage's work, and one core idled for the last third of the stage. The census counts each
+crossing connection's segments and payload bytes (:func:`decoding_work`), so the driver deals them
 out heaviest first, each to the task with the least so far (the longest-processing-time rule), and
 numbers the tasks heaviest first: Spark starts a stage's tasks in partition order, so the lighter
 ones fill the cores as the heavy ones end.
@@ -14,16 +15,24 @@ cost more together. Three busy connections of such files took 8 CPU-s in one tas
 when a task's batches still ended where the file changed (they now span files, each segment named
 with its own).
 
-A connection's rows carry, in place of their key, a routing key that Spark's hash partitioning puts
-in its task (:func:`spark_partition`, the hash Spark computes). Where a row goes decides only which
-task decodes it, never what it decodes to: if the hash were not Spark's, every row of a connection
-would still go to one task, by the same routing key.
+The write tasks are the decode tasks' partitions: each finishes and writes its own pieces and those
+of the units whose pieces it passed on. Hashed by unit, those fell unevenly too (over mixed-1g one of
+four write tasks 2.7 CPU-s, the others 1.5-1.8, and a core idle for the stage's last second), so the
+units' own connections are dealt after the crossing ones, by :func:`writing_work`, heaviest first to
+the task with the least writing so far.
+
+A row carries, in place of its key, a routing key that Spark's hash partitioning puts in its task
+(:func:`spark_partition`, the hash Spark computes). Where a row goes decides only which task decodes
+or writes it, never what it decodes to: if the hash were not Spark's, every row of a connection would
+still go to one task, by the same routing key.
 """
 
 from __future__ import annotations
 
 import heapq
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+
+from kdissect.dataclass import dataclass
 
 _M32 = 0xFFFFFFFF
 _SEED = 42  # Spark's seed for hash partitioning (``Murmur3Hash``)
@@ -94,8 +103,39 @@ def shares(crossing: Mapping[int, tuple[int, int]], partitions: int) -> list[lis
     return [dealt[share] for share in order]
 
 
-def routes(crossing: Mapping[int, tuple[int, int]], partitions: int) -> dict[int, int]:
-    """Each key of ``crossing`` -> the routing key its rows carry, which puts them in the partition of
-    its share (:func:`shares`: the heaviest share in partition 0)."""
-    return {key: route for keys, route in zip(shares(crossing, partitions), routing_keys(partitions), strict=True)
-            for key in keys}  # fmt: skip
+def decoding_work(segments: int, payload: int) -> int:
+    """The work of decoding a connection of ``segments`` segments carrying ``payload`` bytes, in segments:
+    over mixed-1g's decode tasks a segment took 8.4 us and a payload byte 8.4 ns, so a segment weighs as
+    1 KB (reports/spark-scale-2026-11-30.md)."""
+    return segments + (payload >> 10)
+
+
+def writing_work(segments: int, payload: int) -> int:
+    """The work of finishing and writing a connection's rows: 0.8 us a segment and 5.6 ns a payload byte
+    over mixed-1g's write tasks (the records' values dominate), so a segment weighs as 128 bytes."""
+    return segments + (payload >> 7)
+
+
+@dataclass(frozen=True, slots=True)
+class Routes:
+    """The routing keys of a read task's rows: per crossing connection's key (its decode task), and per
+    unit index (the task that passes its own pieces on, and writes them)."""
+
+    connections: dict[int, int]
+    units: dict[int, int]
+
+
+def routes(crossing: Mapping[int, tuple[int, int, int]], own: Sequence[tuple[int, int]], partitions: int) -> Routes:
+    """The routing keys for the census's ``crossing`` (key -> (segments, payload bytes, the file it starts
+    in)) and for the units whose own connections hold ``own`` (segments, payload bytes; by unit index):
+    the crossing keys in :func:`shares` (the heaviest share in partition 0), then each unit, most writing
+    first, to the partition with the least writing so far (its share's, and the units' dealt to it)."""
+    keys = routing_keys(partitions)
+    dealt = shares({key: (decoding_work(s, b), file) for key, (s, b, file) in crossing.items()}, partitions)
+    writing = [sum(writing_work(*crossing[key][:2]) for key in share) for share in dealt]
+    units = {}
+    for unit in sorted(range(len(own)), key=lambda u: (-writing_work(*own[u]), u)):
+        least = min(range(partitions), key=lambda p: (writing[p], p))
+        writing[least] += writing_work(*own[unit])
+        units[unit] = keys[least]
+    return Routes({key: route for share, route in zip(dealt, keys, strict=True) for key in share}, units)

@@ -5,7 +5,7 @@ functions its jobs hand to the Python workers are in :mod:`kdissect.engines.spar
 Stages (each a Spark stage; nothing per packet or per row reaches the driver):
 0. census (several work units, or a file that may hold key log blocks): which connection keys more
    than one unit holds, the captures' key log, the run's latest time (:class:`~kdissect.engines.units.Census`);
-1. read: one task per work unit — a file, or a byte range of a large pcap file starting at a proven
+1. read: one task per work unit (the largest first) — a file, or a byte range of a large pcap file starting at a proven
    record boundary (:mod:`kdissect.engines.units`) — decoding every connection wholly inside the
    unit there (the same core as a decode task) and turning the others' capture bytes into segment
    rows keyed by their 4-tuple, with their place in capture order;
@@ -64,7 +64,7 @@ from kdissect.engines.partition import (
     unit_decoder,
 )
 from kdissect.engines.paths import list_captures
-from kdissect.engines.routes import routes
+from kdissect.engines.routes import Routes, routes
 from kdissect.engines.run import RunResult, RunStats, report_figures
 from kdissect.engines.spark_classes import ClassArchive, keep_written
 from kdissect.engines.spark_session import Starting, on_this_machine
@@ -73,6 +73,7 @@ from kdissect.engines.units import (
     SEGMENT_SCHEMA,
     Census,
     Unit,
+    largest_first,
     may_hold_secrets,
     plan_units,
     segment_order,
@@ -239,10 +240,12 @@ def _empty(name: str) -> dict[str, list]:
 
 def segment_rows(spark: SparkSession, units: list[Unit], census: Census | None = None,
                  decoder: Callable[..., PartitionDecoder] | None = None, partitions: int = 1) -> DataFrame:  # fmt: skip
-    """Stage 1: one task per work unit, segment rows out; with ``decoder`` (``partition.unit_decoder``
+    """Stage 1: one task per work unit (in the order of ``units``: task N reads the Nth), segment rows
+    out; with ``decoder`` (``partition.unit_decoder``
     but for the unit and attempt), every connection the ``census`` does not find crossing units
     decoded in the task and only its pieces going on. The crossing connections' rows are keyed for
-    :func:`by_connection` into ``partitions`` to give each decode task an equal share (``routes``)."""
+    :func:`by_connection` into ``partitions`` to give each decode task an equal share, and the units'
+    pieces to give each write task one (``routes``)."""
     read = _reader(spark, units, census, decoder, partitions)
     return _unit_ids(spark, units).mapInArrow(read, from_arrow_schema(SEGMENT_SCHEMA))
 
@@ -255,10 +258,9 @@ def _reader(spark: SparkSession, units: list[Unit], census: Census | None,
             decoder: Callable[..., PartitionDecoder] | None, partitions: int
             ) -> Callable[..., Iterator[pa.RecordBatch]]:  # fmt: skip
     context = spark.sparkContext
-    routed = routes(census.crossing, partitions) if census else {}
-    crossing = context.broadcast(routed)  # (broadcast: sent once per executor)
-    return partial(tasks.read_task, units=context.broadcast(units), crossing=crossing, decoder=decoder,
-                   last_ts=census.last_ts if census else None)  # fmt: skip
+    routed = context.broadcast(routes(census.crossing, census.own, partitions) if census else Routes({}, {}))
+    return partial(tasks.read_task, units=context.broadcast(units), routed=routed, decoder=decoder,
+                   last_ts=census.last_ts if census else None)  # (broadcasts: sent once per executor)  # fmt: skip
 
 
 def census(spark: SparkSession, units: list[Unit]) -> Census | None:
@@ -318,18 +320,19 @@ def decode(spark: SparkSession, paths: Iterable[str], *, options: Options | None
     partitions = partitions or max(2, 2 * spark.sparkContext.defaultParallelism)
     units = plan_units(found, split_bytes)
     found_in = census(spark, units)
+    reading = largest_first(units, sizes)  # (the read tasks' order)
     options = with_secrets(options, found_in.secrets if found_in else [])
     decoder = partial(unit_decoder, files=files, options=options, tables=wanted, staging=staging, figures=figures,
                       first_task=max(partitions, len(units)))  # (numbered after every decode task)  # fmt: skip
     task = partial(tasks.decode_task, files=files, options=options, tables=wanted, staging=staging, figures=figures)
     if found_in is not None and found_in.crossing:
         crossed = partial(task, several_inputs=found_in.repeats)
-        decoded = (by_connection(segment_rows(spark, units, found_in, decoder, partitions), partitions, len(files))
+        decoded = (by_connection(segment_rows(spark, reading, found_in, decoder, partitions), partitions, len(files))
                    .mapInArrow(crossed, from_arrow_schema(ENVELOPE_SCHEMA)))  # fmt: skip
     else:  # no connection crosses units: each read task passes its own rows (its pieces, the unit's
         # anomalies and counters) to a decoder in the same task, with no shuffle and no second worker
-        whole = partial(tasks.read_and_decode_task, read=_reader(spark, units, found_in, decoder, 1), decode=task)
-        decoded = _unit_ids(spark, units).mapInArrow(whole, from_arrow_schema(ENVELOPE_SCHEMA))
+        whole = partial(tasks.read_and_decode_task, read=_reader(spark, reading, found_in, decoder, 1), decode=task)
+        decoded = _unit_ids(spark, reading).mapInArrow(whole, from_arrow_schema(ENVELOPE_SCHEMA))
     envelope, release = kept(decoded, StorageLevel.DISK_ONLY if staging is None else StorageLevel.MEMORY_AND_DISK)
     # The summary's figures are a few KB per task, merged here; a report's (each task's journal may
     # hold journal_records rows) are merged in one task, one at a time, and only the result comes here.

@@ -147,14 +147,15 @@ def write_parts(batches: Iterable[pa.RecordBatch], settled: object, filesystem: 
         yield pa.RecordBatch.from_pylist([dict(zip(WRITTEN.names, row, strict=True)) for row in out], schema=WRITTEN)
 
 
-def read_task(batches: Iterable[pa.RecordBatch], units: object, crossing: object,
+def read_task(batches: Iterable[pa.RecordBatch], units: object, routed: object,
               decoder: Callable[..., PartitionDecoder] | None, last_ts: int | None
               ) -> Iterator[pa.RecordBatch]:  # fmt: skip
-    """Stage 1's task: the units its partition names (one), from the broadcast plan."""
+    """Stage 1's task: the units its partition names (one), from the broadcast plan and routes."""
     worker_tuned()
     attempt = TaskContext.get().attemptNumber()
     made = None if decoder is None else (lambda unit: decoder(unit, attempt))
-    return read_units(batches, units.value, crossing.value, made, last_ts)  # type: ignore[attr-defined]
+    keys = routed.value  # type: ignore[attr-defined]
+    return read_units(batches, units.value, keys.connections, made, last_ts, keys.units)  # type: ignore[attr-defined]
 
 
 def census_task(batches: Iterable[pa.RecordBatch], units: object) -> Iterator[pa.RecordBatch]:

@@ -137,6 +137,18 @@ def plan_units(files: Iterable[tuple[str, int | None]], split_bytes: int) -> lis
     return units
 
 
+def largest_first(units: list[Unit], sizes: Mapping[str, int | None]) -> list[Unit]:
+    """The units in the order to read them: the largest first (``sizes``: each file's bytes, None when
+    unknown; ties in capture order). Spark starts a stage's tasks in partition order, so the small units
+    fill the cores as the large ones end, rather than a large one running alone at the stage's end."""
+
+    def size(unit: Unit) -> int:
+        whole = sizes.get(unit.path) or 0
+        return (whole if unit.end < 0 else unit.end) - unit.start
+
+    return sorted(units, key=lambda unit: (-size(unit), unit.index))
+
+
 def _block_cuts(path: str, split_bytes: int) -> list | None:
     """The proven cuts of a local pcapng file (``split.pcapng_cuts``), or None for any other file."""
     if not is_local(path):
@@ -321,13 +333,15 @@ def _read_range(f: BinaryIO, header: bytes, start: int, end: int, stats: SourceS
 @dataclass(slots=True)
 class UnitCensus:
     """What a first pass over a unit finds: the connection keys of its segments (unique, sorted) with
-    the first and last time each is seen and its :func:`decoding_weight` there, the text of its TLS key
-    log secrets blocks (in file order), and the unit's file."""
+    the first and last time each is seen and its segments and payload bytes there (the work of decoding
+    and writing it, :mod:`kdissect.engines.routes`), the text of its TLS key log secrets blocks (in file
+    order), and the unit's file."""
 
     keys: np.ndarray
     first: np.ndarray
     last: np.ndarray
-    weight: np.ndarray
+    segments: np.ndarray
+    payload: np.ndarray
     secrets: list[bytes]
     file_index: int
 
@@ -336,13 +350,15 @@ class UnitCensus:
 class Census:
     """The units' census merged: the keys found in more than one unit (the connections that must meet
     after the shuffle; every other one lies wholly inside one unit and is decoded by the task that
-    reads it) with the work of decoding each and the file it starts in, the key log blocks in capture
-    order, the run's latest segment time, and whether a packet may repeat one of another file
+    reads it) with their segments and payload bytes and the file each starts in, the segments and payload
+    bytes of each unit's own connections (those only it holds), the key log blocks in capture order, the
+    run's latest segment time, and whether a packet may repeat one of another file
     (:mod:`kdissect.sources.duplicates`): only if a crossing key's times in two files overlap. When none
     can, the decode tasks skip the duplicate filter (and take the native lanes, which it turns off): it
     would drop nothing."""
 
-    crossing: dict[int, tuple[int, int]]  # key -> (its decoding weight summed over the units, its first file)
+    crossing: dict[int, tuple[int, int, int]]  # key -> (segments, payload bytes: over the units; its first file)
+    own: list[tuple[int, int]]  # per unit, in unit order: (segments, payload bytes) of the connections only it holds
     secrets: list[bytes]
     last_ts: int | None
     repeats: bool
@@ -352,11 +368,14 @@ class Census:
         """Of the units' censuses in unit order."""
         found = list(units)
         every = [np.concatenate([getattr(u, name) for u in found] + [np.zeros(0, np.int64)])
-                 for name in ("keys", "first", "last", "weight")]  # fmt: skip
+                 for name in ("keys", "first", "last", "segments", "payload")]  # fmt: skip
         files = np.concatenate([np.full(len(u.keys), u.file_index, np.int64) for u in found] + [np.zeros(0, np.int64)])
         keys, which, counts = np.unique(every[0], return_inverse=True, return_counts=True)
         crossing = keys[counts > 1]
-        weights = np.bincount(which, every[3], len(keys)).astype(np.int64)[counts > 1]
+        sums = [np.bincount(which, every[i], len(keys)).astype(np.int64)[counts > 1].tolist() for i in (3, 4)]
+        alone = (counts == 1)[which]  # per unit's key: held by no other unit
+        unit_of = np.repeat(np.arange(len(found)), [len(u.keys) for u in found])
+        own = [np.bincount(unit_of[alone], every[i][alone], len(found)).astype(np.int64).tolist() for i in (3, 4)]
         spans: dict[tuple[int, int], list[int]] = {}  # (crossing key, file) -> [first, last]
         mask = np.isin(every[0], crossing)
         for key, first, last, file in zip(*(column[mask].tolist() for column in (*every[:3], files)), strict=True):
@@ -365,9 +384,9 @@ class Census:
         starts: dict[int, tuple[int, int]] = {}  # crossing key -> (first time, its file)
         for (key, file), (first, _) in spans.items():
             starts[key] = min(starts.get(key, (first, file)), (first, file))
-        weighed = zip(crossing.tolist(), weights.tolist(), strict=True)
-        return cls({key: (weight, starts[key][1]) for key, weight in weighed},
-                   [block for u in found for block in u.secrets],
+        summed = zip(crossing.tolist(), *sums, strict=True)
+        return cls({key: (segments, payload, starts[key][1]) for key, segments, payload in summed},
+                   list(zip(*own, strict=True)), [block for u in found for block in u.secrets],
                    int(every[2].max()) if len(every[2]) else None, _overlap(spans))  # fmt: skip
 
 
@@ -377,17 +396,9 @@ def _overlap(spans: dict[tuple[int, int], list[int]]) -> bool:
     return any(a[0] == b[0] and b[1] <= a[2] for a, b in pairwise(ordered))
 
 
-def decoding_weight(payload_len: int | np.ndarray) -> int | np.ndarray:
-    """The work of decoding a segment (summed: a connection's), so that the decode tasks can be given
-    equal shares (:mod:`kdissect.engines.routes`): one, and one more per 2 KB of payload. A rule of
-    thumb: a busy chatty client took about 9 us a segment, record-heavy traffic 10-30 ns a byte, so it
-    weighs record-heavy connections light (reports/spark-scale-2026-11-29.md)."""
-    return 1 + (payload_len >> 11)
-
-
 def unit_census(unit: Unit) -> UnitCensus:
     """The census of a unit (one that cannot be read has nothing: reading it again reports that)."""
-    spans: dict[tuple, list[int]] = {}  # 4-tuple -> [key, first time, last time, decoding weight]
+    spans: dict[tuple, list[int]] = {}  # 4-tuple -> [key, first time, last time, segments, payload bytes]
     secrets: list[bytes] = []
     ends_of = _Ends()
     try:
@@ -399,22 +410,25 @@ def unit_census(unit: Unit) -> UnitCensus:
                 early, late = np.full(len(tuples), np.iinfo(np.int64).max), np.full(len(tuples), np.iinfo(np.int64).min)
                 np.minimum.at(early, inverse, ts)
                 np.maximum.at(late, inverse, ts)
-                weight = np.bincount(inverse, decoding_weight(segments["payload_len"]), len(tuples)).astype(np.int64)
-                for ends, t0, t1, w in zip(tuples, early.tolist(), late.tolist(), weight.tolist(), strict=True):
+                count = np.bincount(inverse, minlength=len(tuples)).tolist()
+                payload = np.bincount(inverse, segments["payload_len"], len(tuples)).astype(np.int64).tolist()
+                for ends, t0, t1, n, b in zip(tuples, early.tolist(), late.tolist(), count, payload, strict=True):
                     span = spans.get(ends)
                     if span is None:
-                        spans[ends] = [connection_key(*ends), t0, t1, w]
+                        spans[ends] = [connection_key(*ends), t0, t1, n, b]
                     else:
-                        span[1], span[2], span[3] = min(span[1], t0), max(span[2], t1), span[3] + w
+                        span[1], span[2] = min(span[1], t0), max(span[2], t1)
+                        span[3] += n
+                        span[4] += b
             elif type(ev) is TcpSegment:
                 ts = ev.ts_ns
                 span = spans.get((ev.src_ip, ev.src_port, ev.dst_ip, ev.dst_port))
-                weight = decoding_weight(ev.payload_len)
                 if span is None:
                     ends = (ev.src_ip, ev.src_port, ev.dst_ip, ev.dst_port)
-                    spans[ends] = [connection_key(*ends), ts, ts, weight]
+                    spans[ends] = [connection_key(*ends), ts, ts, 1, ev.payload_len]
                     continue
-                span[3] += weight
+                span[3] += 1
+                span[4] += ev.payload_len
                 if ts > span[2]:
                     span[2] = ts
                 elif ts < span[1]:
@@ -423,15 +437,15 @@ def unit_census(unit: Unit) -> UnitCensus:
                 secrets.append(ev.data)
     except (CaptureFormatError, OSError):
         pass
-    rows = np.array(list(spans.values()), np.int64).reshape(-1, 4)
+    rows = np.array(list(spans.values()), np.int64).reshape(-1, 5)
     rows = rows[np.argsort(rows[:, 0], kind="stable")]
     keys = np.unique(rows[:, 0])  # (a 4-tuple's two directions: one key)
     at = np.searchsorted(rows[:, 0], keys)
     none = np.zeros(0, np.int64)
     first = np.minimum.reduceat(rows[:, 1], at) if len(keys) else none
     last = np.maximum.reduceat(rows[:, 2], at) if len(keys) else none
-    weight = np.add.reduceat(rows[:, 3], at) if len(keys) else none
-    return UnitCensus(keys, first, last, weight, secrets, unit.file_index)
+    count, payload = (np.add.reduceat(rows[:, i], at) if len(keys) else none for i in (3, 4))
+    return UnitCensus(keys, first, last, count, payload, secrets, unit.file_index)
 
 
 class _Ends:
@@ -479,24 +493,26 @@ class UnitDecoder(Protocol):
 
 
 def read_units(batches: Iterable[pa.RecordBatch], units: list[Unit], crossing: Mapping[int, int] | None = None,
-               decoder: Callable[[Unit], UnitDecoder] | None = None, last_ts: int | None = None
-               ) -> Iterator[pa.RecordBatch]:  # fmt: skip
-    """Rows naming units by their index (column ``id``: Spark's ``range``, so that no Python job
-    makes them) in, segment rows (``SEGMENT_SCHEMA``) out: a Spark task's read. With ``decoder``,
+               decoder: Callable[[Unit], UnitDecoder] | None = None, last_ts: int | None = None,
+               pieces_to: Mapping[int, int] | None = None) -> Iterator[pa.RecordBatch]:  # fmt: skip
+    """Rows naming units by their place in ``units`` (column ``id``: Spark's ``range``, so that no Python
+    job makes them) in, segment rows (``SEGMENT_SCHEMA``) out: a Spark task's read. With ``decoder``,
     the segments of every connection whose key is not ``crossing`` are decoded here, by the decoder
     made for the unit, and only its pieces (``PIECE`` rows) go on. Its clock follows the unit's other
     segments and then the run's latest time (``last_ts``), so the idle rule ends its connections as
     in a run over everything. A crossing connection's rows carry the routing key ``crossing`` maps its
-    key to (:mod:`kdissect.engines.routes`) in place of its key."""
+    key to (:mod:`kdissect.engines.routes`) in place of its key, and the pieces the one ``pieces_to``
+    maps the unit's index to (default: the index)."""
     for batch in batches:
-        for index in batch.column("id").to_pylist():
-            unit = units[index]
-            yield from _unit_rows(unit, crossing or {}, decoder(unit) if decoder else None, last_ts)
+        for place in batch.column("id").to_pylist():
+            unit = units[place]
+            piece_key = (pieces_to or {}).get(unit.index, unit.index)
+            yield from _unit_rows(unit, crossing or {}, decoder(unit) if decoder else None, last_ts, piece_key)
 
 
-def _unit_rows(unit: Unit, crossing: Mapping[int, int], decoder: UnitDecoder | None, last_ts: int | None
-               ) -> Iterator[pa.RecordBatch]:  # fmt: skip
-    rows = _Rows(unit, crossing)
+def _unit_rows(unit: Unit, crossing: Mapping[int, int], decoder: UnitDecoder | None, last_ts: int | None,
+               piece_key: int) -> Iterator[pa.RecordBatch]:  # fmt: skip
+    rows = _Rows(unit, crossing, piece_key)
     stats = SourceStats()
     error = None
     here: dict[tuple, bool] = {}  # 4-tuple -> decoded in this task
@@ -654,11 +670,12 @@ class _RunHeaders:
 
 class _Rows:
     """Segment rows being gathered column by column, and runs being gathered per 4-tuple; a connection's
-    rows keyed by the routing key ``routes`` maps its key to, if any."""
+    rows keyed by the routing key ``routes`` maps its key to, if any, the unit's pieces by ``piece_key``."""
 
-    def __init__(self, unit: Unit, routes: Mapping[int, int]) -> None:
+    def __init__(self, unit: Unit, routes: Mapping[int, int], piece_key: int) -> None:
         self.unit = unit
         self.routes = routes
+        self.piece_key = piece_key
         self.base = unit.index << 32
         self.n = 0
         self.columns: dict[str, list] = {name: [] for name in SEGMENT_SCHEMA.names}
@@ -764,7 +781,7 @@ class _Rows:
     def piece(self, table: str, data: bytes | None, path: str | None) -> None:
         """An envelope row of the unit's own decoding (``partition.ENVELOPE_SCHEMA``), passed on by the
         decode task that gets it."""
-        self._add(self.unit.index, PIECE, {"anomaly": table, "payload": data, "detail": path})
+        self._add(self.piece_key, PIECE, {"anomaly": table, "payload": data, "detail": path})
         self.bytes += len(data or b"")
 
     def done(self, stats: SourceStats, error: str | None) -> None:

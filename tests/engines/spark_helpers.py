@@ -98,8 +98,9 @@ def simulated_pieces(paths: list[str], split_bytes: int = 1 << 40, partitions: i
     own = partial(unit_decoder, attempt=0, files=list(paths), options=options, tables=list(TABLES), staging=None,
                   figures=figures, first_task=partitions)  # fmt: skip
     ids = [pa.record_batch({"id": range(len(units))})]
-    routed = routes(census.crossing, partitions)
-    segments = pa.Table.from_batches(list(read_units(ids, units, routed, own, census.last_ts)))
+    routed = routes(census.crossing, census.own, partitions)
+    read = read_units(ids, units, routed.connections, own, census.last_ts, routed.units)
+    segments = pa.Table.from_batches(list(read))
     keys = np.array([spark_partition(key, partitions) for key in segments["key"].to_pylist()])  # as Spark hashes
     order = segment_order(len(paths))
     envelope = []

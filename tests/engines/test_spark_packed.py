@@ -94,7 +94,7 @@ def test_every_capture_s_segments_and_census_are_the_reference_s(path: str) -> N
     census = unit_census(unit)
     with extension(None):
         want = unit_census(unit)
-    for name in ("keys", "first", "last", "weight"):
+    for name in ("keys", "first", "last", "segments", "payload"):
         assert getattr(census, name).tolist() == getattr(want, name).tolist(), name
     assert census.secrets == want.secrets and census.file_index == want.file_index
 

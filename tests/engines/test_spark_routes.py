@@ -7,19 +7,36 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import functions as F
 
-from kdissect.engines.routes import routes, routing_keys, shares, spark_partition
-from kdissect.engines.spark import by_connection, census, segment_rows
+from kdissect.analysis.summary import Figures
+from kdissect.engines.partition import unit_decoder
+from kdissect.engines.routes import decoding_work, routes, routing_keys, shares, spark_partition, writing_work
+from kdissect.engines.spark import by_connection, census, decode, segment_rows
 from kdissect.engines.spark_session import session
-from kdissect.engines.units import RUN, RUN_HEADER, SEGMENT, Census, connection_key, plan_units, read_units, unit_census
+from kdissect.engines.units import (
+    PIECE,
+    RUN,
+    RUN_HEADER,
+    SEGMENT,
+    Census,
+    connection_key,
+    largest_first,
+    plan_units,
+    read_units,
+    unit_census,
+)
+from kdissect.options import Options
+from kdissect.tables.columns import TABLES
 from tests.conftest import require_tool
-from tests.engines.spark_helpers import REAL_CAPTURES, rotate
+from tests.engines.spark_helpers import REAL_CAPTURES, local_tables, rotate
 
 CAPTURE = next(p for p in REAL_CAPTURES if p.endswith("librdkafka-produce-consume.pcap"))
 VALUES = [0, 1, 2, 3, 41, 42, 1 << 31, (1 << 32) + 7, 2**63 - 1, -1, -2, -(2**63), 3_735_928_559, -123_456_789_012]
@@ -71,18 +88,49 @@ def test_a_file_s_connections_stay_in_one_share_while_it_is_not_far_over_an_even
 
 
 def test_routes_send_each_share_to_its_partition_heaviest_in_the_first() -> None:
-    crossing = {10: (5, 0), 11: (4, 1), 12: (3, 2), 13: (3, 3), 14: (1, 4)}
-    routed = routes(crossing, 2)
-    where = {key: spark_partition(route, 2) for key, route in routed.items()}
+    crossing = {10: (5, 0, 0), 11: (4, 0, 1), 12: (3, 0, 2), 13: (3, 0, 3), 14: (1, 0, 4)}
+    routed = routes(crossing, [], 2)
+    where = {key: spark_partition(route, 2) for key, route in routed.connections.items()}
     assert where == {10: 0, 13: 0, 11: 1, 12: 1, 14: 1}
+    # a segment weighs as 1 KB of payload to decode
+    assert decoding_work(3, 5 << 10) == 8 and writing_work(3, 5 << 10) == 43
 
 
-def test_the_census_weighs_each_crossing_connection_by_its_segments_and_payload(tmp_path: Path) -> None:
+def test_each_unit_s_pieces_go_to_the_task_with_the_least_writing_after_the_crossing_shares() -> None:
+    # mixed-1g's shape: three chatty copies' busy clients (much to decode, little to write) in shares of
+    # their own, and a record-heavy capture's many small crossing connections (much to write) in the
+    # fourth; then the units' own connections: six chatty files' few, eighteen record-heavy files' many
+    crossing = {10 * copy + i: (80_000, 14_000_000, copy) for copy in range(3) for i in range(3)}
+    crossing |= {1000 + i: (150, 3_700_000, 3) for i in range(80)}
+    own = [(100, 4_000)] * 6 + [(4_000, 40_000_000 - 2_000_000 * (u % 6)) for u in range(18)]
+    partitions = 4
+    routed = routes(crossing, own, partitions)
+    assert sorted(routed.units) == list(range(24))
+    writing = [0] * partitions
+    for key, route in routed.connections.items():
+        writing[spark_partition(route, partitions)] += writing_work(*crossing[key][:2])
+    decoding = list(writing)
+    for unit, route in routed.units.items():
+        writing[spark_partition(route, partitions)] += writing_work(*own[unit])
+    largest = max(writing_work(*work) for work in own)
+    assert max(writing) - min(writing) <= largest  # (the longest-processing-time rule's bound)
+    # the record-heavy share, heaviest to write, takes the fewest units
+    heavy = decoding.index(max(decoding))
+    taken = [sum(spark_partition(r, partitions) == p for r in routed.units.values()) for p in range(partitions)]
+    assert taken[heavy] == min(taken)
+    # as the pieces went before, by a hash of the unit's index, one task wrote far more than the others
+    hashed = list(decoding)
+    for unit, work in enumerate(own):
+        hashed[spark_partition(unit, partitions)] += writing_work(*work)
+    assert max(hashed) - min(hashed) > 2 * largest
+
+
+def test_the_census_counts_each_connection_s_segments_and_payload(tmp_path: Path) -> None:
     paths = rotate(CAPTURE, tmp_path, 3)
     units = plan_units([(p, os.path.getsize(p)) for p in paths], 1 << 40)
     found = Census.merge(unit_census(u) for u in units)
     rows = pa.Table.from_batches(list(read_units([pa.record_batch({"id": range(len(units))})], units))).to_pylist()
-    weights: dict[int, int] = {}
+    counts: dict[int, list] = {}  # key -> [segments, payload bytes, files]
     starts: dict[int, tuple[int, int]] = {}  # key -> (earliest time, its file)
     for r in rows:
         if r["kind"] == RUN:
@@ -92,12 +140,23 @@ def test_the_census_weighs_each_crossing_connection_by_its_segments_and_payload(
         else:
             continue
         key = connection_key(r["src_ip"], r["src_port"], r["dst_ip"], r["dst_port"])
-        weights[key] = weights.get(key, 0) + sum(1 + (n >> 11) for n in lengths)
+        counted = counts.setdefault(key, [0, 0, set()])
+        counted[0] += len(lengths)
+        counted[1] += sum(lengths)
+        counted[2].add(r["file_index"])
         starts[key] = min(starts.get(key, (r["ts"], r["file_index"])), (r["ts"], r["file_index"]))
     assert found.crossing, "the rotation cuts a connection"
-    assert any(weight > 2 * len(units) for weight, _ in found.crossing.values())
-    assert found.crossing == {key: (weights[key], starts[key][1]) for key in found.crossing}
-    assert len({file for _, file in found.crossing.values()}) > 1
+    assert any(payload > 0 for _, payload, _ in found.crossing.values())
+    assert found.crossing == {key: (*counts[key][:2], starts[key][1]) for key in found.crossing}
+    assert len({file for _, _, file in found.crossing.values()}) > 1
+    # what each unit holds alone: its connections that no other unit holds
+    own = [[0, 0] for _ in units]
+    for key, (segments, payload, files) in counts.items():
+        if key not in found.crossing:
+            (file,) = files
+            own[file][0] += segments
+            own[file][1] += payload
+    assert found.own == [tuple(work) for work in own] and sum(s for s, _ in found.own)
 
 
 def test_crossing_connections_rows_meet_in_the_partition_of_their_share(spark, tmp_path: Path) -> None:
@@ -109,8 +168,9 @@ def test_crossing_connections_rows_meet_in_the_partition_of_their_share(spark, t
     rows = (by_connection(segment_rows(spark, units, found, partitions=partitions), partitions, len(paths))
             .filter(F.col("kind").isin(RUN, SEGMENT))
             .select("src_ip", "src_port", "dst_ip", "dst_port", "key", F.spark_partition_id().alias("p")).collect())
-    planned = {key: p for p, share in enumerate(shares(found.crossing, partitions)) for key in share}
-    routed = routes(found.crossing, partitions)
+    weighed = {key: (decoding_work(work[0], work[1]), work[2]) for key, work in found.crossing.items()}
+    planned = {key: p for p, share in enumerate(shares(weighed, partitions)) for key in share}
+    routed = routes(found.crossing, found.own, partitions).connections
     seen = 0
     for r in rows:
         key = connection_key(r["src_ip"], r["src_port"], r["dst_ip"], r["dst_port"])
@@ -120,6 +180,43 @@ def test_crossing_connections_rows_meet_in_the_partition_of_their_share(spark, t
         else:
             assert r["key"] == key
     assert seen
+
+
+def test_each_unit_s_pieces_meet_in_the_partition_routes_deal_it_to(spark, tmp_path: Path) -> None:
+    paths = rotate(CAPTURE, tmp_path, 3)
+    units = plan_units([(p, os.path.getsize(p)) for p in paths], 1 << 40)
+    found = census(spark, units)
+    assert found is not None and found.crossing
+    partitions = 3
+    decoder = partial(unit_decoder, files=paths, options=Options(), tables=list(TABLES), staging=None,
+                      figures=Figures, first_task=max(partitions, len(units)))  # fmt: skip
+    rows = (by_connection(segment_rows(spark, units, found, decoder, partitions), partitions, len(paths))
+            .filter(F.col("kind") == PIECE).select("key", "pos", F.spark_partition_id().alias("p")).collect())
+    routed = routes(found.crossing, found.own, partitions).units
+    assert {r["pos"] >> 32 for r in rows} == set(range(len(units)))  # (a piece's place: its unit, then its order)
+    for r in rows:
+        assert r["key"] == routed[r["pos"] >> 32] and r["p"] == spark_partition(r["key"], partitions)
+
+
+def test_the_read_tasks_take_the_largest_unit_first(spark, tmp_path: Path) -> None:
+    small, large = (next(p for p in REAL_CAPTURES if p.endswith(name))
+                    for name in ("kafka-python-admin.pcap", "librdkafka-midstream-produce.pcap"))  # fmt: skip
+    sizes = {path: os.path.getsize(path) for path in (small, large)}
+    units = plan_units([(small, sizes[small]), (large, sizes[large])], 1 << 40)  # (the small one's times first)
+    assert [u.path for u in largest_first(units, sizes)] == [large, small]
+    ranges = plan_units([(large, sizes[large])], 1 << 20)  # a range's bytes, the last range's to the file's end
+    assert [u.index for u in largest_first(ranges, {})] == [u.index for u in ranges]  # (sizes unknown: in order)
+    assert [u.index for u in largest_first(ranges, sizes)][-1] == ranges[-1].index
+    # nothing crosses the two captures: each read task decodes its unit and its pieces are written by it
+    decoded = decode(spark, [small, large], staging=str(tmp_path / "staging"))
+    try:
+        decoded.write(str(tmp_path / "out"), ["connections"])
+    finally:
+        decoded.close()
+    first = pq.read_table(tmp_path / "out" / "connections" / "part-00000.parquet")
+    ends = ["client_port", "broker_port"]
+    assert sorted(first.select(ends).to_pylist(), key=str) == sorted(
+        local_tables([large])[0]["connections"].select(ends).to_pylist(), key=str)
 
 
 def test_the_census_runs_a_task_per_slot_and_finds_what_the_units_censuses_merged_find(spark, tmp_path: Path) -> None:
