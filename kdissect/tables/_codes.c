@@ -1,7 +1,8 @@
 /* The codes of a category column, in C: the native part of tables/arrow.py's _codes (a dictionary
  * column's int32 codes into its distinct values, in order of first appearance).
  *
- * codes(values) -> (codes, nulls, distinct): `values` a list; `codes` the int32 codes (native byte
+ * codes(values) -> (codes, nulls, distinct): `values` a list, or a tuple of lists (a column's parts, read
+ * end to end: _spans.c's cells_of); `codes` the int32 codes (native byte
  * order, 0 where the value is None), `nulls` one byte per value (1: None) or None when there is no
  * None, `distinct` the distinct values in order of first appearance. Values are told apart by a
  * dict, as the Python code's dict.setdefault does (same hashing and equality, any hashable value).
@@ -12,36 +13,37 @@
  *
  * Rules: nothing here knows a table or a column; a column of more distinct values than int32 codes
  * hold raises OverflowError (the Python path's int32 column would refuse them too); every reference
- * taken is released on every path.
+ * taken is released on every path; the cells are held (cells_of) while keys' __eq__ may run Python code.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
 
 #include "_codes.h"
+#include "_spans.h"
 
 PyObject *
 category_codes(PyObject *module, PyObject *values)
 {
-    if (!PyList_Check(values)) {
-        PyErr_SetString(PyExc_TypeError, "codes: values must be a list");
+    Py_ssize_t n;
+    PyObject **cells = cells_of(values, &n); /* (strong references: a key's __eq__ may change a list) */
+    if (cells == NULL) {
+        if (n < 0)
+            PyErr_SetString(PyExc_TypeError, "codes: values must be a list or a tuple of lists");
         return NULL;
     }
-    Py_ssize_t n = PyList_GET_SIZE(values);
     PyObject *codes = PyBytes_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(int32_t));
     PyObject *nulls = PyBytes_FromStringAndSize(NULL, n);
     PyObject *index = PyDict_New(), *distinct = PyList_New(0);
     Py_ssize_t none = 0;
-    PyObject *last = NULL; /* the value before, non-None (a strong reference), and its code */
+    PyObject *last = NULL; /* the value before, non-None (borrowed from cells), and its code */
     int32_t last_code = 0;
     if (codes == NULL || nulls == NULL || index == NULL || distinct == NULL)
         goto error;
     int32_t *code = (int32_t *)PyBytes_AS_STRING(codes);
     char *null = PyBytes_AS_STRING(nulls);
-    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(values); i++) { /* (the size is read again: a key's __eq__ runs Python) */
-        PyObject *v = PyList_GET_ITEM(values, i);
-        if (i >= n)
-            break;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *v = cells[i];
         if (v == Py_None) {
             code[i] = 0;
             null[i] = 1;
@@ -53,7 +55,6 @@ category_codes(PyObject *module, PyObject *values)
             code[i] = last_code;
             continue;
         }
-        Py_INCREF(v);
         PyObject *found = PyDict_GetItemWithError(index, v);
         if (found == NULL) {
             Py_ssize_t next = PyList_GET_SIZE(distinct);
@@ -63,29 +64,22 @@ category_codes(PyObject *module, PyObject *values)
             int bad = PyErr_Occurred() || number == NULL || PyDict_SetItem(index, v, number) < 0 ||
                       PyList_Append(distinct, v) < 0;
             Py_XDECREF(number);
-            if (bad) {
-                Py_DECREF(v);
+            if (bad)
                 goto error;
-            }
             code[i] = (int32_t)next;
         } else {
             code[i] = (int32_t)PyLong_AsLong(found);
         }
-        Py_XSETREF(last, v); /* (the reference taken above) */
+        last = v;
         last_code = code[i];
     }
-    Py_XDECREF(last);
-    last = NULL;
-    if (PyList_GET_SIZE(values) != n) {
-        PyErr_SetString(PyExc_RuntimeError, "codes: the list changed size");
-        goto error;
-    }
+    cells_release(cells, n);
     Py_DECREF(index);
     if (none == 0)
         Py_SETREF(nulls, Py_NewRef(Py_None));
     return Py_BuildValue("(NNN)", codes, nulls, distinct);
 error:
-    Py_XDECREF(last);
+    cells_release(cells, n);
     Py_XDECREF(codes);
     Py_XDECREF(nulls);
     Py_XDECREF(index);

@@ -7,4 +7,12 @@
 
 PyObject *binary_spans(PyObject *module, PyObject *args);
 
+/* A column's cells as one C array of strong references: `values` a list (its cells), or a tuple of
+ * lists (a column held in parts, tables/columns.py's Parts: their cells end to end, no list joined).
+ * NULL with *n = -1 when `values` is neither (no error set), NULL with an error set on failure; else
+ * release with cells_release. Holding the references, a pass over them is safe whatever Python code
+ * runs during it (a key's __eq__ changing a list). */
+PyObject **cells_of(PyObject *values, Py_ssize_t *n);
+void cells_release(PyObject **cells, Py_ssize_t n);
+
 #endif
