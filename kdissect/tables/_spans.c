@@ -2,7 +2,7 @@
  * bytes end to end, where each ends, which are null), one pass over the list, no Python step per cell.
  *
  * spans(values, text) -> (data, ends, nulls) or None: `values` a list, or a tuple of lists (a column's
- * parts, read end to end: cells_of); `data` the present cells' bytes
+ * parts, read end to end: parts_of); `data` the present cells' bytes
  * end to end (text as UTF-8, errors replaced, as _utf8_joined encodes it); `ends` n + 1 int64 (native
  * byte order) after a leading 0, a null cell's end the one before it; `nulls` one byte per value (1:
  * None), or None when there is no None. None when a present cell is not exactly what the column holds
@@ -20,41 +20,22 @@
 
 #include "_spans.h"
 
-PyObject **
-cells_of(PyObject *values, Py_ssize_t *n)
+int
+parts_of(PyObject *const *values, PyObject *const **parts, Py_ssize_t *nparts, Py_ssize_t *n)
 {
-    PyObject *const *parts = &values;
-    Py_ssize_t nparts = 1, total = 0;
-    if (PyTuple_CheckExact(values)) {
-        parts = &PyTuple_GET_ITEM(values, 0);
-        nparts = PyTuple_GET_SIZE(values);
+    *parts = values; /* (a list alone: the caller's own variable, one part) */
+    *nparts = 1;
+    if (PyTuple_CheckExact(*values)) {
+        *parts = &PyTuple_GET_ITEM(*values, 0);
+        *nparts = PyTuple_GET_SIZE(*values);
     }
-    for (Py_ssize_t p = 0; p < nparts; p++) {
-        if (!PyList_CheckExact(parts[p])) {
-            *n = -1;
-            return NULL;
-        }
-        total += PyList_GET_SIZE(parts[p]);
+    *n = 0;
+    for (Py_ssize_t p = 0; p < *nparts; p++) {
+        if (!PyList_CheckExact((*parts)[p]))
+            return -1;
+        *n += PyList_GET_SIZE((*parts)[p]);
     }
-    PyObject **cells = PyMem_Malloc((size_t)(total > 0 ? total : 1) * sizeof *cells);
-    *n = total;
-    if (cells == NULL) {
-        PyErr_NoMemory();
-        return NULL;
-    }
-    Py_ssize_t i = 0; /* (nothing runs Python code here: the lists keep their sizes) */
-    for (Py_ssize_t p = 0; p < nparts; p++)
-        for (Py_ssize_t j = 0; j < PyList_GET_SIZE(parts[p]); j++)
-            cells[i++] = Py_NewRef(PyList_GET_ITEM(parts[p], j));
-    return cells;
-}
-
-void
-cells_release(PyObject **cells, Py_ssize_t n)
-{
-    for (Py_ssize_t i = 0; i < n; i++)
-        Py_DECREF(cells[i]);
-    PyMem_Free(cells);
+    return 0;
 }
 
 /* The bytes of a present cell: pointed into the object, or (text that is not ASCII) into its UTF-8
@@ -91,12 +72,17 @@ binary_spans(PyObject *module, PyObject *args)
     int text;
     if (!PyArg_ParseTuple(args, "Op:spans", &values, &text))
         return NULL;
-    Py_ssize_t n, none = 0, total = 0;
-    PyObject **cells = cells_of(values, &n);
-    if (cells == NULL) {
-        if (n < 0)
-            Py_RETURN_NONE;
-        return NULL;
+    PyObject *const *parts;
+    Py_ssize_t nparts, n, none = 0, total = 0;
+    if (parts_of(&values, &parts, &nparts, &n) < 0)
+        Py_RETURN_NONE;
+    /* the cells, borrowed: no Python code runs during the passes, so no list changes under them */
+    PyObject **cells = PyMem_Malloc((size_t)(n > 0 ? n : 1) * sizeof *cells);
+    if (cells == NULL)
+        return PyErr_NoMemory();
+    for (Py_ssize_t p = 0, i = 0; p < nparts; p++) {
+        memcpy(cells + i, &PyList_GET_ITEM(parts[p], 0), (size_t)PyList_GET_SIZE(parts[p]) * sizeof *cells);
+        i += PyList_GET_SIZE(parts[p]);
     }
     PyObject *ends = PyBytes_FromStringAndSize(NULL, (n + 1) * (Py_ssize_t)sizeof(int64_t));
     PyObject *nulls = PyBytes_FromStringAndSize(NULL, n);
@@ -153,7 +139,7 @@ done:
             Py_XDECREF(owned[i]);
         PyMem_Free(owned);
     }
-    cells_release(cells, n);
+    PyMem_Free(cells);
     Py_XDECREF(data);
     Py_XDECREF(ends);
     Py_XDECREF(nulls);
