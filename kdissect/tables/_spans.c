@@ -81,8 +81,10 @@ binary_spans(PyObject *module, PyObject *args)
     if (cells == NULL)
         return PyErr_NoMemory();
     for (Py_ssize_t p = 0, i = 0; p < nparts; p++) {
-        memcpy(cells + i, &PyList_GET_ITEM(parts[p], 0), (size_t)PyList_GET_SIZE(parts[p]) * sizeof *cells);
-        i += PyList_GET_SIZE(parts[p]);
+        Py_ssize_t size = PyList_GET_SIZE(parts[p]);
+        if (size > 0) /* (an empty list may have no item array: memcpy from NULL is undefined) */
+            memcpy(cells + i, &PyList_GET_ITEM(parts[p], 0), (size_t)size * sizeof *cells);
+        i += size;
     }
     PyObject *ends = PyBytes_FromStringAndSize(NULL, (n + 1) * (Py_ssize_t)sizeof(int64_t));
     PyObject *nulls = PyBytes_FromStringAndSize(NULL, n);
