@@ -56,7 +56,7 @@ export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 # in, which a process that aborts on its first report never hands back (the run failed with 0 findings).
 "$PYTHON" -m pytest -s -q -p no:cacheprovider tests/sources/test_native_*.py tests/reassembly/test_native_lanes.py tests/tables/test_detail_walk.py tests/tables/test_walk_bytes.py \
     tests/tables/test_record_rows_native.py tests/tables/test_codes_native.py tests/tables/test_spans_native.py \
-    tests/tables/test_typed_columns.py \
+    tests/tables/test_typed_columns.py tests/tables/test_list_parts.py \
     tests/engines/test_native_differential.py tests/engines/test_live_device_native.py tests/engines/test_spark_packed.py \
     tests/decoders \
     tests/test_fuzz_corpus.py --ignore-glob='*test_bounds_*' >>"$LOG" 2>&1 || status=1

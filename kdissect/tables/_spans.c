@@ -1,11 +1,12 @@
 /* A text or bytes column's Arrow buffers in C: the native part of tables/arrow.py's _binary (the cells'
  * bytes end to end, where each ends, which are null), one pass over the list, no Python step per cell.
  *
- * spans(values, text) -> (data, ends, nulls) or None: `values` a list; `data` the present cells' bytes
+ * spans(values, text) -> (data, ends, nulls) or None: `values` a list, or a tuple of lists (a column's
+ * parts, read end to end: parts_of); `data` the present cells' bytes
  * end to end (text as UTF-8, errors replaced, as _utf8_joined encodes it); `ends` n + 1 int64 (native
  * byte order) after a leading 0, a null cell's end the one before it; `nulls` one byte per value (1:
  * None), or None when there is no None. None when a present cell is not exactly what the column holds
- * (a str for text, a bytes otherwise) or `values` is not a list: the Python path then takes the column
+ * (a str for text, a bytes otherwise) or `values` is neither: the Python path then takes the column
  * (it shows other objects as str() does, joins any bytes-like object).
  *
  * Rules: nothing here knows a table or a column; no Python code runs during the pass (exact str and
@@ -18,6 +19,24 @@
 #include <string.h>
 
 #include "_spans.h"
+
+int
+parts_of(PyObject *const *values, PyObject *const **parts, Py_ssize_t *nparts, Py_ssize_t *n)
+{
+    *parts = values; /* (a list alone: the caller's own variable, one part) */
+    *nparts = 1;
+    if (PyTuple_CheckExact(*values)) {
+        *parts = &PyTuple_GET_ITEM(*values, 0);
+        *nparts = PyTuple_GET_SIZE(*values);
+    }
+    *n = 0;
+    for (Py_ssize_t p = 0; p < *nparts; p++) {
+        if (!PyList_CheckExact((*parts)[p]))
+            return -1;
+        *n += PyList_GET_SIZE((*parts)[p]);
+    }
+    return 0;
+}
 
 /* The bytes of a present cell: pointed into the object, or (text that is not ASCII) into its UTF-8
  * encoding, a new bytes object left in *owned. 1: found; 0: not the column's type; -1: error. */
@@ -53,9 +72,20 @@ binary_spans(PyObject *module, PyObject *args)
     int text;
     if (!PyArg_ParseTuple(args, "Op:spans", &values, &text))
         return NULL;
-    if (!PyList_CheckExact(values))
+    PyObject *const *parts;
+    Py_ssize_t nparts, n, none = 0, total = 0;
+    if (parts_of(&values, &parts, &nparts, &n) < 0)
         Py_RETURN_NONE;
-    Py_ssize_t n = PyList_GET_SIZE(values), none = 0, total = 0;
+    /* the cells, borrowed: no Python code runs during the passes, so no list changes under them */
+    PyObject **cells = PyMem_Malloc((size_t)(n > 0 ? n : 1) * sizeof *cells);
+    if (cells == NULL)
+        return PyErr_NoMemory();
+    for (Py_ssize_t p = 0, i = 0; p < nparts; p++) {
+        Py_ssize_t size = PyList_GET_SIZE(parts[p]);
+        if (size > 0) /* (an empty list may have no item array: memcpy from NULL is undefined) */
+            memcpy(cells + i, &PyList_GET_ITEM(parts[p], 0), (size_t)size * sizeof *cells);
+        i += size;
+    }
     PyObject *ends = PyBytes_FromStringAndSize(NULL, (n + 1) * (Py_ssize_t)sizeof(int64_t));
     PyObject *nulls = PyBytes_FromStringAndSize(NULL, n);
     PyObject **owned = NULL; /* per cell, its UTF-8 encoding when it had to be made (text not ASCII) */
@@ -66,7 +96,7 @@ binary_spans(PyObject *module, PyObject *args)
     char *null = PyBytes_AS_STRING(nulls);
     end[0] = 0;
     for (Py_ssize_t i = 0; i < n; i++) { /* the sizes, and the encodings text needs */
-        PyObject *v = PyList_GET_ITEM(values, i), *made = NULL;
+        PyObject *v = cells[i], *made = NULL;
         const char *at;
         Py_ssize_t size = 0;
         null[i] = v == Py_None;
@@ -96,7 +126,7 @@ binary_spans(PyObject *module, PyObject *args)
         goto done;
     char *out = PyBytes_AS_STRING(data);
     for (Py_ssize_t i = 0; i < n; i++) { /* the bytes */
-        PyObject *v = owned != NULL && owned[i] != NULL ? owned[i] : PyList_GET_ITEM(values, i);
+        PyObject *v = owned != NULL && owned[i] != NULL ? owned[i] : cells[i];
         Py_ssize_t size = (Py_ssize_t)(end[i + 1] - end[i]);
         if (size > 0)
             memcpy(out + end[i], PyBytes_CheckExact(v) ? PyBytes_AS_STRING(v) : (const char *)PyUnicode_DATA(v),
@@ -111,6 +141,7 @@ done:
             Py_XDECREF(owned[i]);
         PyMem_Free(owned);
     }
+    PyMem_Free(cells);
     Py_XDECREF(data);
     Py_XDECREF(ends);
     Py_XDECREF(nulls);

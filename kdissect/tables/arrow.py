@@ -109,9 +109,11 @@ def _array(kind: str, column: list[Any] | Runs | Parts) -> pa.Array | pa.Chunked
     if isinstance(column, Runs):
         return _repeated(kind, column, {})
     if isinstance(column, Parts) and kind == "category":  # one dictionary for the whole column
-        return _dictionary(column.expand())
+        return _dictionary(tuple(column.lists()))
     if isinstance(column, Parts) and kind in NUMPY_TYPES and all(type(p) is not tuple for p in column.parts):
         return _packed(kind, *joined_numbers(kind, column.parts))  # lists and typed arrays: one array
+    if isinstance(column, Parts) and kind == "string" and all(type(p) is list for p in column.parts):
+        return _binary(_TYPES[kind], tuple(column.parts))  # the lists' cells end to end: one array
     if isinstance(column, Parts):
         chunks = [c for part in column.parts
                   for c in _chunks(_array(kind, part) if isinstance(part, list) else _block_array(kind, *part))]
@@ -172,14 +174,16 @@ def _validity(nulls: np.ndarray | None) -> pa.Buffer | None:
     return None if nulls is None or not nulls.any() else pa.py_buffer(np.packbits(~nulls, bitorder="little"))
 
 
-def _binary(arrow_type: pa.DataType, values: list[Any]) -> pa.Array | pa.ChunkedArray:
-    """Bytes (or, for a string type, text) values, None for null; chunked past int32 offsets."""
+def _binary(arrow_type: pa.DataType, values: list[Any] | tuple[list[Any], ...]) -> pa.Array | pa.ChunkedArray:
+    """Bytes (or, for a string type, text) values, None for null, given as a list or as the lists of a
+    column's parts (a tuple: their cells end to end); chunked past int32 offsets."""
     text = arrow_type == pa.string()
     found = None if _native_tables is None else _native_tables.spans(values, text)  # (tables/_spans.c)
     if found is not None:  # (the loops below, in one C pass)
         data, ends, nulls = found
         return _spans(arrow_type, None if nulls is None else np.frombuffer(nulls, dtype=np.bool_),
                       np.frombuffer(ends, dtype=np.int64), data)  # fmt: skip
+    values = _joined(values)
     if None not in values:
         data, sizes = _utf8_joined(values) if text else (b"".join(values), map(len, values))
         ends = array("q", accumulate(sizes, initial=0))  # a C loop, three times numpy.fromiter's speed here
@@ -224,18 +228,26 @@ def _chunks(array: pa.Array | pa.ChunkedArray) -> list[pa.Array]:
     return array.chunks if isinstance(array, pa.ChunkedArray) else [array]
 
 
-def _dictionary(values: list[Any]) -> pa.DictionaryArray:
-    """A category column: int32 codes into the distinct values, in order of first appearance."""
+def _joined(values: list[Any] | tuple[list[Any], ...]) -> list[Any]:
+    """A column's cells as one list (given as the lists of its parts: a tuple)."""
+    return list(chain.from_iterable(values)) if type(values) is tuple else values  # type: ignore[return-value]
+
+
+def _dictionary(values: list[Any] | tuple[list[Any], ...]) -> pa.DictionaryArray:
+    """A category column (a list, or its parts' lists: a tuple): int32 codes into the distinct values,
+    in order of first appearance."""
     codes, nulls, distinct = _codes(values)
     return pa.DictionaryArray.from_arrays(_packed("int32", codes, nulls), _binary(pa.string(), distinct))
 
 
-def _codes(values: list[Any]) -> tuple[np.ndarray, np.ndarray | None, list[Any]]:
-    """A category column's int32 codes (0 where null), its nulls (None: none) and its distinct values."""
-    if _native_tables is not None:  # (tables/_codes.c: the loop below, in C)
+def _codes(values: list[Any] | tuple[list[Any], ...]) -> tuple[np.ndarray, np.ndarray | None, list[Any]]:
+    """A category column's int32 codes (0 where null), its nulls (None: none) and its distinct values
+    (``values``: a list, or its parts' lists, a tuple)."""
+    if _native_tables is not None:  # (tables/_codes.c: the loop below, in C, over the parts as they are)
         codes, nulls, distinct = _native_tables.codes(values)
         return (np.frombuffer(codes, dtype=np.int32), None if nulls is None else np.frombuffer(nulls, dtype=np.bool_),
                 distinct)
+    values = _joined(values)
     if values.count(None) == len(values):  # (a records table's control types, mostly)
         return (*number_arrays("int32", values), [])
     codes, distinct = _code_list(values)

@@ -343,29 +343,46 @@ class Typed:
 @dataclass(slots=True)
 class Parts:
     """A column given in consecutive parts: lists of values, :class:`Typed` arrays, and ``(block, name)``
-    pairs for rows still held as a :class:`~kdissect.tables.blocks.RecordBlock`'s buffers. Values added
-    one by one (``append``, ``extend``) go to a list after the last part."""
+    pairs for rows still held as a :class:`~kdissect.tables.blocks.RecordBlock`'s buffers. A list part may
+    be a native piece's own list, kept as it came (extending one list per column by each piece moved the
+    whole column each time the list grew by its eighth): such a part is never changed. Values added one
+    by one (``append``, ``extend``) go to ``open``, a list of the column's own after the last part."""
 
     parts: list[Any] = field(default_factory=list)
+    open: list[Any] | None = None  # the list values added go to, while it is the last part
+
+    def lists(self) -> list[list[Any]]:
+        """Each part as a list (a list part itself: read it, do not change it)."""
+        return [part if type(part) is list else part.tolist() if type(part) is Typed else part[0].listed(part[1])
+                for part in self.parts]  # fmt: skip
 
     def expand(self) -> list[Any]:
-        out: list[Any] = []
-        for part in self.parts:
-            out.extend(part if type(part) is list else part.tolist() if type(part) is Typed
-                       else part[0].listed(part[1]))  # fmt: skip
-        return out
+        return end_to_end(self.lists())
 
     def tail(self) -> list[Any]:
-        """The list that values added after the last part go to."""
-        if not self.parts or not isinstance(self.parts[-1], list):
-            self.parts.append([])
-        return self.parts[-1]
+        """The list that values added after the last part go to (the column's own, never a piece's)."""
+        if self.open is None or not self.parts or self.parts[-1] is not self.open:
+            self.open = []
+            self.parts.append(self.open)
+        return self.open
 
     def append(self, value: Any) -> None:
         self.tail().append(value)
 
     def extend(self, values: Iterable[Any]) -> None:
         self.tail().extend(values)
+
+
+def end_to_end(lists: Iterable[list[Any]]) -> list[Any]:
+    """The lists' cells end to end, in one new list made at its size (a list extended list by list
+    moves its cells again each time it grows by its eighth)."""
+    lists = list(lists)
+    out: list[Any] = [None] * sum(map(len, lists))
+    at = 0
+    for part in lists:
+        out[at : at + len(part)] = part
+        at += len(part)
+    return out
 
 
 def cells(column: list[Any] | Runs | Parts) -> list[Any]:

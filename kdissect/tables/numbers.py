@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import sys
-from itertools import chain
 from typing import Any
 
 from kdissect.lazy import lazy_module
 
-from .columns import Typed
+from .columns import Typed, end_to_end
 
 np = lazy_module("numpy")
 
@@ -89,7 +88,7 @@ def joined_numbers(kind: str, parts: list[list[Any] | Typed]) -> tuple[np.ndarra
     the typed parts' buffers joined and narrowed at once, the lists' values converted at once, then
     placed (rows of the Python pairing may split a column into thousands of parts)."""
     typed = [p for p in parts if type(p) is Typed]  # (empty parts join and place nothing)
-    listed = list(chain.from_iterable(p for p in parts if type(p) is not Typed))
+    listed = end_to_end([p for p in parts if type(p) is not Typed])
     if not typed:
         return number_arrays(kind, listed)
     joined = narrowed(kind, Typed(bytearray().join(p.buffer for p in typed), typed[0].code))

@@ -135,28 +135,31 @@ class TableRows:
 
     def add_columns(self, columns: Mapping[str, list[Any] | Typed], n: int) -> None:
         """``n`` rows given as a list or a :class:`Typed` array per column (a piece of rows made natively);
-        other columns are None. Typed cells stay typed: their column becomes :class:`Parts`, and a copy of
-        the piece's array (its cells alone, not the room its buffer grew) is its next part, not joined to
-        the part before: the Arrow conversion joins a column's parts once (appending each piece to one
-        buffer copied the column over again each time the buffer grew by its eighth). A piece of fewer
-        than ``JOINED_BELOW`` rows is appended to the last part (a part per few rows would cost more
-        memory than its cells)."""
+        other columns are None. Each column becomes :class:`Parts`: a copy of a piece's typed array (its
+        cells alone, not the room its buffer grew), or the piece's list itself (never changed after: see
+        ``Parts``), is its next part, not joined to the part before: the Arrow conversion reads a column's
+        parts once (extending one list or buffer by each piece copied the column over again each time
+        it grew by its eighth). A piece of fewer than ``JOINED_BELOW`` rows is appended to the last part
+        (a part per few rows would cost more memory than its cells)."""
         self._plain()
         parted = False
         for name, column in self.columns.items():
             values = columns.get(name)
+            if n < JOINED_BELOW and type(values) is not Typed:
+                column.extend(values if values is not None else repeat(None, n))  # type: ignore[union-attr]
+                continue
+            if type(column) is not Parts:
+                column = self.columns[name] = Parts([column], column) if column else Parts()
+            parts = column.parts
             if type(values) is Typed:
-                if type(column) is not Parts:
-                    column = self.columns[name] = Parts([column] if column else [])
-                parts = column.parts
                 last = parts[-1] if parts else None
                 if n < JOINED_BELOW and type(last) is Typed and last.code == values.code:
                     last.buffer += values.buffer
-                else:
-                    parts.append(Typed(bytearray(values.buffer), values.code))
-                    parted = True
-            else:
-                column.extend(values if values is not None else repeat(None, n))  # type: ignore[union-attr]
+                    continue
+                parts.append(Typed(bytearray(values.buffer), values.code))
+            else:  # the piece's list itself (or its Nones, made at their size)
+                parts.append(values if type(values) is list else [None] * n if values is None else list(values))
+            parted = True
         if parted:  # (the lists append_values keeps are no longer the columns' last)
             self._columns_changed()
         self.length += n

@@ -10,8 +10,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
-from itertools import compress, repeat
-from operator import is_not
+from itertools import compress
 from typing import Any
 
 from ..decoders import apis, schema
@@ -592,10 +591,11 @@ class TableSink:
         with_text = "topic_id" in rows.columns
         ids, topics, *text_column = rows.aligned(["_topic_id", "topic", "topic_id"][: 3 if with_text else 2])
         strings = text_column[0] if text_column else None
-        # the rows with an id (found without a Python step per row; not ids.count(None): that calls
-        # UUID.__eq__ per id), and per run of rows of one id object (a struct's partitions, a batch's
-        # records) its name and text looked up once
-        present = list(compress(range(len(ids)), map(is_not, ids, repeat(None))))
+        # the rows with an id (found without a Python step per row: a UUID is true, None false; not
+        # ids.count(None), which calls UUID.__eq__ per id, nor a map asking each cell whether it is None,
+        # which cost three times this), and per run of rows of one id object (a struct's partitions, a
+        # batch's records) its name and text looked up once
+        present = list(compress(range(len(ids)), ids))
         text: dict[uuid.UUID, str] = {}
         last, known, as_text, name = None, False, None, None
         for i in present:
