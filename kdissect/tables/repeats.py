@@ -1,0 +1,154 @@
+"""Records whose payloads repeat earlier rows of the same staged file, staged as a reference to them.
+
+Why: on record-heavy traffic a batch a producer sends is read back by every consumer group, and the
+broker returns the very bytes it was sent, so a Spark task staged each batch's keys, values and header
+values about four times (``large-60MB.pcap``: 18 MB of its 145 MB of values distinct), and writing the
+staged pieces was most of the workers' kernel time. Decoding a staged compressed batch again costs
+more than it saves (reports/spark-staging-2026-11-30.md); this costs a copy: the run's inflate cache
+hands back the very payload object it inflated before (``decoders/inflate_cache.py``), the rows in C
+(``tables/_record_rows.c``) ask :meth:`Repeats.seen` whether rows of this task were made from it, and
+if so decode the batch's payloads cut to nothing (sizes, nulls and header keys kept). The records
+piece then carries ``BACK`` (run-end encoded: one run per batch): for such a row, how many rows back
+its payloads are; the task finishing the file copies them from there (:func:`resolved`).
+
+Bounded: a reference reaches at most :data:`REACH` rows back (the finishing task keeps the pieces in
+reach: mapped from local disk, so page cache, not heap), and the payloads registered are held (so
+their identity stays theirs) up to :data:`HELD_BYTES`, the oldest forgotten first. Only batches whose
+compressed payload the inflate cache keeps (``MIN_PAYLOAD`` bytes or more) are asked about.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+import numpy as np
+import pyarrow as pa
+
+from kdissect.decoders.inflate_cache import MIN_PAYLOAD
+
+from .merge import ROW
+
+BACK = "_back"  # records rows: rows back to the one whose key, value and headers this row's are (null: its own)
+BACK_TYPE = pa.run_end_encoded(pa.int32(), pa.int32())
+PAYLOAD_COLUMNS = ("key", "value", "headers")  # what a reference stands for
+REACH = 200_000  # rows a reference may point back (20 of a Spark task's 10,000-row pieces)
+HELD_BYTES = 32 << 20  # inflated payloads kept registered (the inflate cache keeps as much)
+
+
+class Repeats:
+    """A task's records rows made from each recently inflated payload, and the references made so far.
+
+    The rows in C call :meth:`seen` per compressed batch, with its row in the call; the caller sets
+    :attr:`base` (the task's rows before the call) and, after it, :meth:`commit`\\ s the rows it kept
+    (a declined message's registrations and references are dropped: the reference decodes it whole)."""
+
+    __slots__ = ("_held", "_pending", "_registered", "base", "ranges")
+
+    def __init__(self) -> None:
+        self.base = 0  # the task's records rows before the current C call
+        # id(payload) -> (payload, first row, records): held, so the id stays this payload's
+        self._registered: dict[int, tuple[bytes, int, int]] = {}
+        self._held = 0  # bytes of the registered payloads
+        self._pending: list[tuple[int, int, bytes, int | None]] = []  # (row, records, payload, earlier row)
+        self.ranges: list[tuple[int, int, int]] = []  # (row, records, rows back), in row order, not staged yet
+
+    def target(self) -> tuple:
+        """The C target's seventh item (``tables/_record_rows.c``)."""
+        return (self.seen, MIN_PAYLOAD)
+
+    def seen(self, payload: bytes, row: int, count: int) -> int | None:
+        """The first row of the rows made from ``payload`` (``count`` records) within reach, or None."""
+        row += self.base
+        entry = self._registered.get(id(payload))
+        earlier = entry[1] if entry is not None and entry[2] == count and row - entry[1] <= REACH else None
+        self._pending.append((row, count, payload, earlier))
+        return earlier
+
+    def commit(self, added: int) -> None:
+        """The C call kept its first ``added`` rows (from :attr:`base`)."""
+        end = self.base + added
+        for row, count, payload, earlier in self._pending:
+            if row >= end:
+                break
+            if earlier is not None:
+                self.ranges.append((row, count, row - earlier))
+            elif id(payload) not in self._registered:
+                self._registered[id(payload)] = (payload, row, count)
+                self._held += len(payload)
+        self._pending.clear()
+        self._forget(end)
+
+    def _forget(self, end: int) -> None:
+        """Registrations out of reach of the next rows, and the oldest past :data:`HELD_BYTES`."""
+        registered = self._registered
+        while registered:
+            key = next(iter(registered))
+            payload, row, _ = registered[key]
+            if row >= end - REACH and self._held <= HELD_BYTES:
+                break
+            del registered[key]
+            self._held -= len(payload)
+
+    def column(self, first: int, rows: int) -> pa.Array:
+        """The :data:`BACK` column of the piece of rows ``first`` to ``first + rows`` (the ranges in it
+        are staged and forgotten)."""
+        if not rows:
+            return pa.array([], BACK_TYPE)
+        ends, values, at = [], [], first
+        while self.ranges and self.ranges[0][0] < first + rows:
+            row, count, back = self.ranges.pop(0)
+            if row > at:
+                ends.append(row - first)
+                values.append(None)
+            ends.append(row + count - first)
+            values.append(back)
+            at = row + count
+        if at < first + rows or not ends:
+            ends.append(rows)
+            values.append(None)
+        return pa.RunEndEncodedArray.from_arrays(pa.array(ends, pa.int32()), pa.array(values, pa.int32()),
+                                                 type=BACK_TYPE)  # fmt: skip
+
+
+def resolved(pieces: Iterable[pa.Table]) -> Iterator[pa.Table]:
+    """A staged records file's pieces, in order, with every reference's payloads copied from the rows it
+    points at (:data:`BACK` dropped); the pieces within :data:`REACH` rows kept for that."""
+    kept: list[tuple[int, pa.Table]] = []  # (first row, piece) of the pieces still in reach, ascending
+    for piece in pieces:
+        if BACK not in piece.column_names or not piece.num_rows:
+            yield piece
+            continue
+        first = piece[ROW][0].as_py()
+        kept = [(start, p) for start, p in kept if start + p.num_rows > first - REACH]
+        kept.append((first, piece))
+        back = piece[BACK].chunks[0] if piece[BACK].num_chunks == 1 else piece[BACK].combine_chunks()
+        yield piece.drop_columns([BACK]) if back.values.null_count == len(back.values) else \
+            _copied(piece.drop_columns([BACK]), first, back, kept)  # fmt: skip
+
+
+def _copied(piece: pa.Table, first: int, back: pa.Array, kept: list[tuple[int, pa.Table]]) -> pa.Table:
+    """``piece`` (rows from ``first``) with the payload columns of its referring runs sliced from the
+    kept pieces (its own rows included), joined in one copy."""
+    ends = back.run_ends.to_numpy()  # (an IPC-read piece's array starts at 0)
+    values = back.values
+    backs = values.fill_null(0).to_numpy()
+    starts = [p_first for p_first, _ in kept]
+    slices: list[tuple[pa.Table, int, int]] = []  # (piece, offset, length), in row order
+    start = 0
+    for end, b, ref in zip(ends.tolist(), backs.tolist(), values.is_valid().to_pylist(), strict=True):
+        if not ref:
+            slices.append((piece, start, end - start))
+        else:
+            row, left = first + start - b, end - start
+            while left:  # (a run of batches may span two earlier pieces)
+                at = int(np.searchsorted(starts, row, side="right")) - 1
+                source_first, source = kept[at]
+                n = min(left, source_first + source.num_rows - row)
+                slices.append((source, row - source_first, n))
+                row, left = row + n, left - n
+        start = end
+    for name in PAYLOAD_COLUMNS:
+        arrays = [chunk for source, offset, n in slices for chunk in source[name].slice(offset, n).chunks]
+        piece = piece.set_column(piece.column_names.index(name), name,
+                                 pa.concat_arrays(arrays) if arrays else piece[name])  # fmt: skip
+    return piece
