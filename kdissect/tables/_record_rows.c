@@ -28,11 +28,11 @@
  *            value each takes (-1: None), its run counts,
  *            the block's pieces, and its first offsets and record counts per batch):
  *            TableRows.record_target(); a call's batches, which follow each other in the arena, are
- *            one piece), and optionally a seventh item, (seen, least compressed bytes): for a compressed
- *            batch of at least that many bytes, seen(inflated payload, its first row in the call, its
- *            records) -> None, or a row number: its payloads are those rows' (the inflate cache handed
- *            back the payload object decoded there), so its keys, values and header values are decoded
- *            cut to 0 bytes (sizes, nulls and header keys kept; tables/repeats.py: staged as a reference).
+ *            one piece), and optionally a seventh item, (seen, least bytes): for a batch whose records
+ *            take at least that many bytes on the wire, seen(payload, its first row in the call, its
+ *            records, key) -> None, or a row number: its payloads are those rows' (`repeated`), so its
+ *            keys, values and header values are decoded cut to 0 bytes (sizes, nulls and header keys
+ *            kept; tables/repeats.py: staged as a reference).
  *            None: the records table is not written (batches alone): the arena is scratch,
  *            cut back after each message or exchange, and no records row is made
  *   batches: None (the table is not written), or a column per record_rows.BATCH_NAMES name: a typed
@@ -208,6 +208,34 @@ payload(Call *c, PyObject *raw, Py_ssize_t body, Py_ssize_t end, int codec, Foun
     return 1;
 }
 
+/* Whether a batch's records are a repeat of rows the task made before (the target's seen, see the header):
+ * asked with the inflated payload itself (the inflate cache hands back the object it made: its identity
+ * is the key), or with a copy of an uncompressed batch's records and its CRC-32C as the key. 1, 0 (or
+ * too small to ask about), -1 with an exception set. */
+static int
+repeated(Call *c, PyObject *inflated, PyObject *raw, Py_ssize_t body, Py_ssize_t end, uint32_t crc, int32_t count)
+{
+    PyObject *row;
+    if (inflated != NULL) {
+        if (PyBytes_GET_SIZE(inflated) < c->least || end - body < c->least)
+            return 0;
+        row = PyObject_CallFunction(c->seen, "OnnO", inflated, c->row, (Py_ssize_t)count, Py_None);
+    } else {
+        if (end - body < c->least)
+            return 0;
+        PyObject *records = PyBytes_FromStringAndSize(PyBytes_AS_STRING(raw) + body, end - body);
+        if (records == NULL)
+            return -1;
+        row = PyObject_CallFunction(c->seen, "Onnk", records, c->row, (Py_ssize_t)count, (unsigned long)crc);
+        Py_DECREF(records);
+    }
+    if (row == NULL)
+        return -1;
+    int again = row != Py_None;
+    Py_DECREF(row);
+    return again;
+}
+
 /* One field's batches into the arena. 1: all plain; 0: declined; -1: error. */
 static int
 decode_field(Call *c, Py_ssize_t part, PyObject *raw, FoundList *found)
@@ -251,18 +279,13 @@ decode_field(Call *c, Py_ssize_t part, PyObject *raw, FoundList *found)
             Py_XDECREF(inflated);
             return -1;
         }
-        Py_ssize_t cut = c->cut;
-        if (inflated != NULL && c->seen != NULL && f->compressed >= c->least) {
-            PyObject *row = PyObject_CallFunction(c->seen, "Onn", inflated, c->row, (Py_ssize_t)f->record_count);
-            if (row == NULL) {
-                Py_DECREF(inflated);
-                Py_DECREF(append_ts);
-                return -1;
-            }
-            if (row != Py_None)
-                cut = 0; /* a repeat of rows made before: staged as a reference to them */
-            Py_DECREF(row);
+        int again = c->seen == NULL ? 0 : repeated(c, inflated, raw, body, end, be32(b + pos + 17), f->record_count);
+        if (again < 0) {
+            Py_XDECREF(inflated);
+            Py_DECREF(append_ts);
+            return -1;
         }
+        Py_ssize_t cut = again ? 0 : c->cut; /* a repeat of rows made before: staged as a reference to them */
         lengths(c->arena, f->starts);
         f->count = inflated == NULL
                        ? records_api->v2_into(raw, body, end, f->base_offset, base_ts, append_ts, cut, c->arena)

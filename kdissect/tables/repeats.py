@@ -4,19 +4,20 @@ Why: on record-heavy traffic a batch a producer sends is read back by every cons
 broker returns the very bytes it was sent, so a Spark task staged each batch's keys, values and header
 values about four times (``large-60MB.pcap``: 18 MB of its 145 MB of values distinct), and writing the
 staged pieces was most of the workers' kernel time. Decoding a staged compressed batch again costs
-more than it saves (reports/spark-staging-2026-11-30.md); this costs a copy: the run's inflate cache
-hands back the very payload object it inflated before (``decoders/inflate_cache.py``), the rows in C
-(``tables/_record_rows.c``) ask :meth:`Repeats.seen` whether rows of this task were made from it, and
-if so decode the batch's payloads cut to nothing (sizes, nulls and header keys kept). The records
-piece then carries ``BACK`` (run-end encoded: one run per batch): for such a row, how many rows back
-its payloads are; the task finishing the file copies them from there (:func:`resolved`).
+more than it saves (reports/spark-staging-2026-11-30.md); this costs a copy. The rows in C
+(``tables/_record_rows.c``) ask :meth:`Repeats.seen` about every batch whose records take
+``MIN_PAYLOAD`` bytes or more: a compressed one by its inflated payload (the run's inflate cache hands
+back the very object it inflated before, ``decoders/inflate_cache.py``), an uncompressed one by its
+CRC-32C and a copy of its records; when rows of this task were made from the same bytes, the batch's
+payloads are decoded cut to nothing (sizes, nulls and header keys kept). The records piece then carries
+``BACK`` (run-end encoded: one run per batch): for such a row, how many rows back its payloads are; the
+task reading the staged file back copies them from there (:func:`resolved`).
 
-Bounded: a reference reaches at most :data:`REACH` rows back (the finishing task keeps the pieces in
-reach: mapped from local disk, so page cache, not heap), and the payloads registered are held (so
-their identity stays theirs) up to :data:`HELD_BYTES`, the oldest forgotten first. Only batches whose
-compressed payload the inflate cache keeps (``MIN_PAYLOAD`` bytes or more) are asked about.
+Bounded: a reference reaches at most :data:`REACH` rows back (the reading task keeps the pieces in
+reach: mapped from local disk, so page cache, not heap; a Spark task's pieces are 10,000 rows), and the
+payloads registered are held (so that an identity stays its payload's, and an uncompressed batch's
+bytes can be compared) up to :data:`HELD_BYTES`, the oldest forgotten first.
 """
-
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
@@ -46,34 +47,40 @@ class Repeats:
 
     def __init__(self) -> None:
         self.base = 0  # the task's records rows before the current C call
-        # id(payload) -> (payload, first row, records): held, so the id stays this payload's
+        # key (id(payload), or a CRC-32C) -> (payload, first row, records): held, so an id stays its payload's
         self._registered: dict[int, tuple[bytes, int, int]] = {}
         self._held = 0  # bytes of the registered payloads
-        self._pending: list[tuple[int, int, bytes, int | None]] = []  # (row, records, payload, earlier row)
+        self._pending: list[tuple[int, int, bytes, int, int | None]] = []  # (row, records, payload, key, earlier)
         self.ranges: list[tuple[int, int, int]] = []  # (row, records, rows back), in row order, not staged yet
 
     def target(self) -> tuple:
         """The C target's seventh item (``tables/_record_rows.c``)."""
         return (self.seen, MIN_PAYLOAD)
 
-    def seen(self, payload: bytes, row: int, count: int) -> int | None:
-        """The first row of the rows made from ``payload`` (``count`` records) within reach, or None."""
+    def seen(self, payload: bytes, row: int, count: int, key: int | None) -> int | None:
+        """The first row of the rows made from ``payload`` (``count`` records; ``key``: the batch's
+        CRC-32C for an uncompressed one's records, None for an inflated payload, known by its identity)
+        within reach, or None."""
         row += self.base
-        entry = self._registered.get(id(payload))
-        earlier = entry[1] if entry is not None and entry[2] == count and row - entry[1] <= REACH else None
-        self._pending.append((row, count, payload, earlier))
+        key = id(payload) if key is None else key
+        entry = self._registered.get(key)
+        earlier = None
+        if entry is not None and entry[2] == count and row - entry[1] <= REACH and \
+                (entry[0] is payload or entry[0] == payload):  # fmt: skip
+            earlier = entry[1]
+        self._pending.append((row, count, payload, key, earlier))
         return earlier
 
     def commit(self, added: int) -> None:
         """The C call kept its first ``added`` rows (from :attr:`base`)."""
         end = self.base + added
-        for row, count, payload, earlier in self._pending:
+        for row, count, payload, key, earlier in self._pending:
             if row >= end:
                 break
             if earlier is not None:
                 self.ranges.append((row, count, row - earlier))
-            elif id(payload) not in self._registered:
-                self._registered[id(payload)] = (payload, row, count)
+            elif key not in self._registered:
+                self._registered[key] = (payload, row, count)
                 self._held += len(payload)
         self._pending.clear()
         self._forget(end)
