@@ -27,8 +27,6 @@ import pyarrow as pa
 
 from kdissect.decoders.inflate_cache import MIN_PAYLOAD
 
-from .merge import ROW
-
 BACK = "_back"  # records rows: rows back to the one whose key, value and headers this row's are (null: its own)
 BACK_TYPE = pa.run_end_encoded(pa.int32(), pa.int32())
 PAYLOAD_COLUMNS = ("key", "value", "headers")  # what a reference stands for
@@ -121,16 +119,17 @@ def resolved(pieces: Iterable[pa.Table]) -> Iterator[pa.Table]:
     """A staged records file's pieces, in order, with every reference's payloads copied from the rows it
     points at (:data:`BACK` dropped); the pieces within :data:`REACH` rows kept for that."""
     kept: list[tuple[int, pa.Table]] = []  # (first row, piece) of the pieces still in reach, ascending
+    first = 0  # the piece's first row in the file (a task's records rows, in order)
     for piece in pieces:
         if BACK not in piece.column_names or not piece.num_rows:
             yield piece
             continue
-        first = piece[ROW][0].as_py()
         kept = [(start, p) for start, p in kept if start + p.num_rows > first - REACH]
         kept.append((first, piece))
         back = piece[BACK].chunks[0] if piece[BACK].num_chunks == 1 else piece[BACK].combine_chunks()
         yield piece.drop_columns([BACK]) if back.values.null_count == len(back.values) else \
             _copied(piece.drop_columns([BACK]), first, back, kept)  # fmt: skip
+        first += piece.num_rows
 
 
 def _copied(piece: pa.Table, first: int, back: pa.Array, kept: list[tuple[int, pa.Table]]) -> pa.Table:
