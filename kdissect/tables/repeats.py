@@ -20,9 +20,9 @@ bytes can be compared) up to :data:`HELD_BYTES`, the oldest forgotten first.
 """
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Iterable, Iterator
 
-import numpy as np
 import pyarrow as pa
 
 from kdissect.decoders.inflate_cache import MIN_PAYLOAD
@@ -105,6 +105,10 @@ class Repeats:
             if row > at:
                 ends.append(row - first)
                 values.append(None)
+            elif values and values[-1] == back:  # (a batch right after one of the same rows back: one run)
+                ends[-1] = row + count - first
+                at = row + count
+                continue
             ends.append(row + count - first)
             values.append(back)
             at = row + count
@@ -118,43 +122,47 @@ class Repeats:
 def resolved(pieces: Iterable[pa.Table]) -> Iterator[pa.Table]:
     """A staged records file's pieces, in order, with every reference's payloads copied from the rows it
     points at (:data:`BACK` dropped); the pieces within :data:`REACH` rows kept for that."""
-    kept: list[tuple[int, pa.Table]] = []  # (first row, piece) of the pieces still in reach, ascending
+    kept: list[tuple[int, pa.RecordBatch]] = []  # (first row, payload columns) of the pieces in reach, ascending
     first = 0  # the piece's first row in the file (a task's records rows, in order)
     for piece in pieces:
         if BACK not in piece.column_names or not piece.num_rows:
             yield piece
             continue
         kept = [(start, p) for start, p in kept if start + p.num_rows > first - REACH]
-        kept.append((first, piece))
-        back = piece[BACK].chunks[0] if piece[BACK].num_chunks == 1 else piece[BACK].combine_chunks()
-        yield piece.drop_columns([BACK]) if back.values.null_count == len(back.values) else \
-            _copied(piece.drop_columns([BACK]), first, back, kept)  # fmt: skip
+        kept.append((first, pa.record_batch([_array(piece[name]) for name in PAYLOAD_COLUMNS],
+                                            names=list(PAYLOAD_COLUMNS))))  # fmt: skip
+        back = _array(piece[BACK])
+        piece = piece.drop_columns([BACK])
+        yield piece if back.values.null_count == len(back.values) else _copied(piece, first, back, kept)
         first += piece.num_rows
 
 
-def _copied(piece: pa.Table, first: int, back: pa.Array, kept: list[tuple[int, pa.Table]]) -> pa.Table:
+def _array(column: pa.ChunkedArray) -> pa.Array:
+    """A piece's column as one array (a staged piece's is one chunk already: not copied)."""
+    return column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
+
+
+def _copied(piece: pa.Table, first: int, back: pa.Array, kept: list[tuple[int, pa.RecordBatch]]) -> pa.Table:
     """``piece`` (rows from ``first``) with the payload columns of its referring runs sliced from the
-    kept pieces (its own rows included), joined in one copy."""
-    ends = back.run_ends.to_numpy()  # (an IPC-read piece's array starts at 0)
-    values = back.values
-    backs = values.fill_null(0).to_numpy()
-    starts = [p_first for p_first, _ in kept]
-    slices: list[tuple[pa.Table, int, int]] = []  # (piece, offset, length), in row order
-    start = 0
-    for end, b, ref in zip(ends.tolist(), backs.tolist(), values.is_valid().to_pylist(), strict=True):
-        if not ref:
-            slices.append((piece, start, end - start))
-        else:
-            row, left = first + start - b, end - start
-            while left:  # (a run of batches may span two earlier pieces)
-                at = int(np.searchsorted(starts, row, side="right")) - 1
-                source_first, source = kept[at]
-                n = min(left, source_first + source.num_rows - row)
-                slices.append((source, row - source_first, n))
-                row, left = row + n, left - n
-        start = end
+    kept pieces' (its own last), joined in one copy."""
+    starts = [start for start, _ in kept]
+    slices: list[pa.RecordBatch] = []  # in row order
+    run_start, source, at, length = 0, -1, 0, 0  # the slice being extended: kept[source], rows at, length
+    for end, b in zip(back.run_ends.to_pylist(), back.values.to_pylist(), strict=True):
+        row, left = first + run_start - (b or 0), end - run_start
+        while left:  # (a run of batches may span two earlier pieces)
+            k = len(kept) - 1 if b is None else bisect_right(starts, row) - 1
+            n = min(left, starts[k] + kept[k][1].num_rows - row)
+            if k == source and row - starts[k] == at + length:
+                length += n  # (rows that follow the slice's in the same piece: one slice)
+            else:
+                if length:
+                    slices.append(kept[source][1].slice(at, length))
+                source, at, length = k, row - starts[k], n
+            row, left = row + n, left - n
+        run_start = end
+    slices.append(kept[source][1].slice(at, length))
+    payloads = pa.concat_batches(slices)
     for name in PAYLOAD_COLUMNS:
-        arrays = [chunk for source, offset, n in slices for chunk in source[name].slice(offset, n).chunks]
-        piece = piece.set_column(piece.column_names.index(name), name,
-                                 pa.concat_arrays(arrays) if arrays else piece[name])  # fmt: skip
+        piece = piece.set_column(piece.column_names.index(name), name, payloads.column(name))
     return piece
