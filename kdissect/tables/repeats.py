@@ -71,6 +71,8 @@ class Repeats:
 
     def commit(self, added: int) -> None:
         """The C call kept its first ``added`` rows (from :attr:`base`)."""
+        if not self._pending:  # (no batch asked about: most calls on chatty traffic)
+            return
         end = self.base + added
         for row, count, payload, key, earlier in self._pending:
             if row >= end:
