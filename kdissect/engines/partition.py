@@ -36,7 +36,7 @@ from kdissect.events import Anomaly, ExchangeRows, KafkaEvent
 from kdissect.kafka.pipeline import KafkaPipeline
 from kdissect.options import Options
 from kdissect.sources.segment import TcpSegment, payload_cut
-from kdissect.tables import merge, repeats
+from kdissect.tables import merge, repeats, staged_runs
 from kdissect.tables.arrow import to_arrow
 from kdissect.tables.columns import TABLES, Parts, Runs, cells
 from kdissect.tables.merge import BROKER_SEEN, BROKER_SEEN_TS, OPENED, STATS, TOPIC_ID, TOPICS, ipc_bytes, read_ipc
@@ -100,7 +100,9 @@ def read_pieces(data: bytes | None, path: str | None) -> Iterator[pa.Table]:
     with (pa.memory_map(local_path(path)) if is_local(path) else open_input(path)) as f, \
             pa.ipc.open_stream(f) as reader:  # fmt: skip
         pieces = (pa.Table.from_batches([batch]) for batch in reader)
-        yield from repeats.resolved(pieces) if BACK in reader.schema.names else pieces
+        if BACK in reader.schema.names:
+            pieces = repeats.resolved(pieces)
+        yield from map(staged_runs.decoded, pieces) if staged_runs.encoded_in(reader.schema) else pieces
 
 
 MARKS_WRITTEN = pa.schema([("task", pa.int64()), ("rows", pa.int64())])
@@ -251,7 +253,10 @@ class PartitionDecoder:
                                               exchange_details=self.sink.lane_details()),
                                       opened=self.sink.connection_sources, several_inputs=several)  # fmt: skip
         self.sink.left_made = self._left_made
-        if isinstance(self.pieces, StagedPieces) and self.pieces.mapped and options.payloads.keep != 0:
+        # staged on local disk, read back mapped: records pieces in the compact format (tables/repeats.py,
+        # tables/staged_runs.py)
+        self.staged_locally = isinstance(self.pieces, StagedPieces) and self.pieces.mapped
+        if self.staged_locally and options.payloads.keep != 0:
             # payloads met again staged as references to this task's earlier rows (tables/repeats.py): the
             # finishing task maps the file, so what a reference points at costs it no memory
             self.sink.repeats = Repeats()
@@ -493,6 +498,8 @@ class PartitionDecoder:
             table = table.append_column(merge.ROW, pa.array(range(start, start + table.num_rows), pa.int64()))
             if self.sink.repeats is not None:
                 table = table.append_column(BACK, self.sink.repeats.column(self.records, table.num_rows))
+            if self.staged_locally:
+                table = staged_runs.encoded(table)
             self.records += table.num_rows
         if name == "brokers":
             seen, self.broker_seen = self.broker_seen[: table.num_rows], self.broker_seen[table.num_rows :]
