@@ -31,13 +31,13 @@ BACK = "_back"  # records rows: rows back to the one whose key, value and header
 BACK_TYPE = pa.run_end_encoded(pa.int32(), pa.int32())
 PAYLOAD_COLUMNS = ("key", "value", "headers")  # what a reference stands for
 REACH = 200_000  # rows a reference may point back (20 of a Spark task's 10,000-row pieces)
-HELD_BYTES = 32 << 20  # inflated payloads kept registered (the inflate cache keeps as much)
+HELD_BYTES = 32 << 20  # payloads kept registered (the inflate cache keeps as much)
 
 
 class Repeats:
-    """A task's records rows made from each recently inflated payload, and the references made so far.
+    """A task's records rows made from each recent batch payload, and the references made so far.
 
-    The rows in C call :meth:`seen` per compressed batch, with its row in the call; the caller sets
+    The rows in C call :meth:`seen` per batch they ask about, with its row in the call; the caller sets
     :attr:`base` (the task's rows before the call) and, after it, :meth:`commit`\\ s the rows it kept
     (a declined message's registrations and references are dropped: the reference decodes it whole)."""
 
@@ -59,6 +59,8 @@ class Repeats:
         """The first row of the rows made from ``payload`` (``count`` records; ``key``: the batch's
         CRC-32C for an uncompressed one's records, None for an inflated payload, known by its identity)
         within reach, or None."""
+        if not count:  # (no rows to refer to, nor a run to stage)
+            return None
         row += self.base
         key = id(payload) if key is None else key
         entry = self._registered.get(key)
