@@ -36,10 +36,11 @@ from kdissect.events import Anomaly, ExchangeRows, KafkaEvent
 from kdissect.kafka.pipeline import KafkaPipeline
 from kdissect.options import Options
 from kdissect.sources.segment import TcpSegment, payload_cut
-from kdissect.tables import merge
+from kdissect.tables import merge, repeats, staged_runs
 from kdissect.tables.arrow import to_arrow
 from kdissect.tables.columns import TABLES, Parts, Runs, cells
 from kdissect.tables.merge import BROKER_SEEN, BROKER_SEEN_TS, OPENED, STATS, TOPIC_ID, TOPICS, ipc_bytes, read_ipc
+from kdissect.tables.repeats import BACK, Repeats
 from kdissect.tables.sink import SPILLABLE, Columns
 
 ENVELOPE_SCHEMA = pa.schema([("table", pa.string()), ("data", pa.binary()), ("path", pa.string())])
@@ -68,7 +69,8 @@ class StagedPieces:
 
     def __init__(self, root: str, task: str) -> None:
         self.root, self.task = root.rstrip("/"), task
-        self._options = None if is_local(root) else _COMPRESSED
+        self.mapped = is_local(root)  # read back mapped (else whole pieces, from a compressed stream)
+        self._options = None if self.mapped else _COMPRESSED
         self._writers: dict[str, tuple[object, pa.ipc.RecordBatchStreamWriter]] = {}
 
     def put(self, name: str, table: pa.Table) -> list[Envelope]:
@@ -90,14 +92,17 @@ class StagedPieces:
 
 def read_pieces(data: bytes | None, path: str | None) -> Iterator[pa.Table]:
     """The pieces of an envelope row: its inline piece, or its staged file's pieces one at a time
-    (a local file mapped: its pieces' columns are the mapped bytes, not copies)."""
+    (a local file mapped: its pieces' columns are the mapped bytes, not copies; records rows staged
+    as references to earlier rows get those rows' payloads, ``tables/repeats.py``)."""
     if path is None:
         yield read_ipc(data)  # type: ignore[arg-type]
         return
     with (pa.memory_map(local_path(path)) if is_local(path) else open_input(path)) as f, \
             pa.ipc.open_stream(f) as reader:  # fmt: skip
-        for batch in reader:
-            yield pa.Table.from_batches([batch])
+        pieces = (pa.Table.from_batches([batch]) for batch in reader)
+        if BACK in reader.schema.names:
+            pieces = repeats.resolved(pieces)
+        yield from map(staged_runs.decoded, pieces) if staged_runs.encoded_in(reader.schema) else pieces
 
 
 MARKS_WRITTEN = pa.schema([("task", pa.int64()), ("rows", pa.int64())])
@@ -248,6 +253,13 @@ class PartitionDecoder:
                                               exchange_details=self.sink.lane_details()),
                                       opened=self.sink.connection_sources, several_inputs=several)  # fmt: skip
         self.sink.left_made = self._left_made
+        # staged on local disk, read back mapped: records pieces in the compact format (tables/repeats.py,
+        # tables/staged_runs.py)
+        self.staged_locally = isinstance(self.pieces, StagedPieces) and self.pieces.mapped
+        if self.staged_locally and options.payloads.keep != 0:
+            # payloads met again staged as references to this task's earlier rows (tables/repeats.py): the
+            # finishing task maps the file, so what a reference points at costs it no memory
+            self.sink.repeats = Repeats()
         self.opened_at: list[int] = []  # per local connection id: pos of the segment that opened it
         # per local connection id: its place in the order the run numbers connections in (merge.Opened)
         self.places: list[Place] = []
@@ -484,6 +496,10 @@ class PartitionDecoder:
         if name == "records":
             start = self.task << merge.ROW_BITS | self.records
             table = table.append_column(merge.ROW, pa.array(range(start, start + table.num_rows), pa.int64()))
+            if self.sink.repeats is not None:
+                table = table.append_column(BACK, self.sink.repeats.column(self.records, table.num_rows))
+            if self.staged_locally:
+                table = staged_runs.encoded(table)
             self.records += table.num_rows
         if name == "brokers":
             seen, self.broker_seen = self.broker_seen[: table.num_rows], self.broker_seen[table.num_rows :]

@@ -28,7 +28,12 @@
  *            value each takes (-1: None), its run counts,
  *            the block's pieces, and its first offsets and record counts per batch):
  *            TableRows.record_target(); a call's batches, which follow each other in the arena, are
- *            one piece. None: the records table is not written (batches alone): the arena is scratch,
+ *            one piece), and optionally a seventh item, (seen, least bytes): for a batch whose records
+ *            take at least that many bytes on the wire, seen(payload, its first row in the call, its
+ *            records, key) -> None, or a row number: its payloads are those rows' (`repeated`), so its
+ *            keys, values and header values are decoded cut to 0 bytes (sizes, nulls and header keys
+ *            kept; tables/repeats.py: staged as a reference).
+ *            None: the records table is not written (batches alone): the arena is scratch,
  *            cut back after each message or exchange, and no records row is made
  *   batches: None (the table is not written), or a column per record_rows.BATCH_NAMES name: a typed
  *            buffer (tables/_typed.c: an int64 and a validity byte per cell, no Python object) for the
@@ -170,6 +175,8 @@ typedef struct {
     int slots[MAX_RUNS];     /* which SAME value each run list takes (-1: None), read once */
     PyObject *meter;         /* lane_records: the run's RunMeter (NULL: none, or the caller restores it) */
     PyObject *budget;        /* the meter's `left` before the exchange's first inflate (NULL: none yet) */
+    PyObject *seen;          /* the target's seen(payload, row, count) (NULL: none) */
+    Py_ssize_t least, row;   /* the compressed bytes seen asks about; the next batch's row in the call */
     int span_open;           /* the arena span of the call's batches so far, one ArenaColumns when it ends */
     Py_ssize_t span_starts[COLUMNS], span_ends[COLUMNS], span_count;
 } Call;
@@ -199,6 +206,34 @@ payload(Call *c, PyObject *raw, Py_ssize_t body, Py_ssize_t end, int codec, Foun
     f->decompressed = PyBytes_GET_SIZE(data);
     *owned = data;
     return 1;
+}
+
+/* Whether a batch's records are a repeat of rows the task made before (the target's seen, see the header):
+ * asked with the inflated payload itself (the inflate cache hands back the object it made: its identity
+ * is the key), or with a copy of an uncompressed batch's records and its CRC-32C as the key. 1, 0 (or
+ * too small to ask about), -1 with an exception set. */
+static int
+repeated(Call *c, PyObject *inflated, PyObject *raw, Py_ssize_t body, Py_ssize_t end, uint32_t crc, int32_t count)
+{
+    PyObject *row;
+    if (inflated != NULL) {
+        if (PyBytes_GET_SIZE(inflated) < c->least || end - body < c->least)
+            return 0;
+        row = PyObject_CallFunction(c->seen, "OnnO", inflated, c->row, (Py_ssize_t)count, Py_None);
+    } else {
+        if (end - body < c->least)
+            return 0;
+        PyObject *records = PyBytes_FromStringAndSize(PyBytes_AS_STRING(raw) + body, end - body);
+        if (records == NULL)
+            return -1;
+        row = PyObject_CallFunction(c->seen, "Onnk", records, c->row, (Py_ssize_t)count, (unsigned long)crc);
+        Py_DECREF(records);
+    }
+    if (row == NULL)
+        return -1;
+    int again = row != Py_None;
+    Py_DECREF(row);
+    return again;
 }
 
 /* One field's batches into the arena. 1: all plain; 0: declined; -1: error. */
@@ -244,11 +279,18 @@ decode_field(Call *c, Py_ssize_t part, PyObject *raw, FoundList *found)
             Py_XDECREF(inflated);
             return -1;
         }
+        int again = c->seen == NULL ? 0 : repeated(c, inflated, raw, body, end, be32(b + pos + 17), f->record_count);
+        if (again < 0) {
+            Py_XDECREF(inflated);
+            Py_DECREF(append_ts);
+            return -1;
+        }
+        Py_ssize_t cut = again ? 0 : c->cut; /* a repeat of rows made before: staged as a reference to them */
         lengths(c->arena, f->starts);
         f->count = inflated == NULL
-                       ? records_api->v2_into(raw, body, end, f->base_offset, base_ts, append_ts, c->cut, c->arena)
+                       ? records_api->v2_into(raw, body, end, f->base_offset, base_ts, append_ts, cut, c->arena)
                        : records_api->v2_into(inflated, 0, f->decompressed, f->base_offset, base_ts, append_ts,
-                                              c->cut, c->arena);
+                                              cut, c->arena);
         Py_XDECREF(inflated);
         Py_DECREF(append_ts);
         if (f->count == -1) {
@@ -260,6 +302,7 @@ decode_field(Call *c, Py_ssize_t part, PyObject *raw, FoundList *found)
         if (f->count < 0 || f->count != f->record_count)
             return 0; /* records the reference decodes as objects, or a count it warns about */
         lengths(c->arena, f->ends);
+        c->row += f->count;
         pos = end;
         batches++;
     }
@@ -478,7 +521,8 @@ static int
 check_target(Call *c)
 {
     PyObject *target = c->target;
-    if (!PyTuple_Check(target) || PyTuple_GET_SIZE(target) != 6 || !PyTuple_Check(PyTuple_GET_ITEM(target, 0)) ||
+    if (!PyTuple_Check(target) || PyTuple_GET_SIZE(target) < 6 || PyTuple_GET_SIZE(target) > 7 ||
+        !PyTuple_Check(PyTuple_GET_ITEM(target, 0)) ||
         !PyTuple_Check(PyTuple_GET_ITEM(target, 1)) ||
         PyTuple_GET_SIZE(PyTuple_GET_ITEM(target, 0)) != PyTuple_GET_SIZE(PyTuple_GET_ITEM(target, 1)) ||
         PyTuple_GET_SIZE(PyTuple_GET_ITEM(target, 0)) > MAX_RUNS || !PyList_Check(PyTuple_GET_ITEM(target, 2)) ||
@@ -497,6 +541,16 @@ check_target(Call *c)
             return -1;
         c->slots[i] = slot >= 0 && slot < SAME_COUNT ? (int)slot : -1;
     }
+    if (PyTuple_GET_SIZE(target) == 7 && PyTuple_GET_ITEM(target, 6) != Py_None) {
+        PyObject *repeats = PyTuple_GET_ITEM(target, 6);
+        if (!PyTuple_Check(repeats) || PyTuple_GET_SIZE(repeats) != 2) {
+            PyErr_SetString(PyExc_TypeError, "record_rows: the target's repeats are (seen, least compressed bytes)");
+            return -1;
+        }
+        c->seen = PyTuple_GET_ITEM(repeats, 0);
+        if ((c->least = PyLong_AsSsize_t(PyTuple_GET_ITEM(repeats, 1))) == -1 && PyErr_Occurred())
+            return -1;
+    }
     return 0;
 }
 
@@ -504,8 +558,9 @@ static int
 check_call(Call *c, PyObject *batches)
 {
     PyObject *spec = c->spec;
-    c->meter = c->budget = NULL;
+    c->meter = c->budget = c->seen = NULL;
     c->span_open = 0;
+    c->least = c->row = 0;
     c->batches = batches == Py_None ? NULL : batches;
     if (c->target == Py_None) /* batches alone */
         c->target = NULL;
@@ -613,6 +668,7 @@ lane_exchange(Call *c, PyObject *t, FoundList *found, Py_ssize_t *added, Py_ssiz
         return -1;
     lengths(c->arena, before);
     found->n = 0;
+    c->row = *added;
     for (int d = 0; d < 2; d++) {
         from[d] = found->n;
         if (ok == 1 && PyTuple_GET_ITEM(t, 3 + d) != Py_None) {

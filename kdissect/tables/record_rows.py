@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterable, Iterator
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kdissect.dataclass import dataclass
 from kdissect.decoders.codecs import CODEC_NAMES
@@ -30,6 +30,9 @@ from kdissect.options import Options
 from kdissect.tables.blocks import MAX_MS, WIRE
 from kdissect.tables.rows import TableRows, native_columns, typed, typed_rows
 from kdissect.tables.transactions import BROKER_LIST, TransactionMarks, listed_as_aborted
+
+if TYPE_CHECKING:
+    from kdissect.tables.repeats import Repeats
 
 _TIMESTAMP_TYPES = {0: "create_time", 1: "log_append_time"}
 _native_rows = native_module("tables._native")
@@ -147,10 +150,10 @@ def rows_made_in_c() -> bool:
     return _native_rows is not None and native_enabled()
 
 
-def _target(records: TableRows | None) -> tuple | None:
+def _target(records: TableRows | None, repeats: Repeats | None) -> tuple | None:
     """What the C code appends a records table's rows to (:meth:`TableRows.record_target`, its runs'
-    SAME slots); ``_NO_RECORDS`` without a records table (batches alone); or None: not built, or the
-    table not steady."""
+    SAME slots, and ``repeats``' hook); ``_NO_RECORDS`` without a records table (batches alone); or None:
+    not built, or the table not steady."""
     if not rows_made_in_c():
         return None
     if records is None:
@@ -159,7 +162,8 @@ def _target(records: TableRows | None) -> tuple | None:
     if target is None:
         return None
     lists, names, counts, block = target
-    return lists, _slots_of(names), counts, block.batches, block.first_offsets, block.counts
+    return (lists, _slots_of(names), counts, block.batches, block.first_offsets, block.counts,
+            None if repeats is None else repeats.target())
 
 
 def _cut(options: Options, target: tuple) -> int:
@@ -171,13 +175,14 @@ def _cut(options: Options, target: tuple) -> int:
 
 def rows_in_c(located: list[Located], options: Options, arena: RecordArena, records: TableRows | None,
               batches: TableRows | None, prefix: tuple[int, int | None, str],
-              base_offsets: dict[tuple[str | None, int | None], int]) -> int | None:
+              base_offsets: dict[tuple[str | None, int | None], int], repeats: Repeats | None = None) -> int | None:
     """:func:`record_fields`, :func:`batch_rows` and :func:`add_records` of one message at once, in C
     (``tables/_record_rows.c``), when every batch it carries is plain (see there) and the records table
     is steady (:meth:`TableRows.record_target`) or not written (``records`` None: ``arena`` is scratch,
     emptied after each call): the payload bytes its records hold; else None, with nothing changed (the
-    decompression budget restored), for the reference to decode the message."""
-    target = _target(records)
+    decompression budget restored), for the reference to decode the message. ``repeats``: the task's
+    :class:`~kdissect.tables.repeats.Repeats`, its ``base`` set to the rows before this call's."""
+    target = _target(records, repeats)
     if target is None:
         return None
     meter = options.limits.run
@@ -189,8 +194,12 @@ def rows_in_c(located: list[Located], options: Options, arena: RecordArena, reco
     if found is None:
         if meter is not None:
             meter.left = left
+        if repeats is not None:
+            repeats.commit(0)
         return None
     added, held = found
+    if repeats is not None:
+        repeats.commit(added)
     _add_batches(batches, columns)
     if records is not None:
         records.added_records(added)
@@ -198,13 +207,14 @@ def rows_in_c(located: list[Located], options: Options, arena: RecordArena, reco
 
 
 def lane_rows_in_c(left: list[tuple], start: int, options: Options, arena: RecordArena, records: TableRows | None,
-                   batches: TableRows | None, errors: bool, brokers: bool, allowance: int) -> tuple[int, int]:
+                   batches: TableRows | None, errors: bool, brokers: bool, allowance: int,
+                   repeats: Repeats | None = None) -> tuple[int, int]:  # fmt: skip
     """The records and batches rows of the native pairing's ``left`` exchanges (``LaneParts.left``) from
     ``start`` on, in C, up to the first whose rows the sink makes itself (see ``lane_records`` in
     ``tables/_record_rows.c``; ``errors``/``brokers``: whether those tables are written, ``allowance``:
-    payload bytes the sink may still hold, -1 unbounded; ``records`` None: as in :func:`rows_in_c`): the
-    index of that exchange and the payload bytes the records hold."""
-    target = _target(records)
+    payload bytes the sink may still hold, -1 unbounded; ``records`` None, ``repeats``: as in
+    :func:`rows_in_c`): the index of that exchange and the payload bytes the records hold."""
+    target = _target(records, repeats)
     if target is None:
         return start, 0
     columns = batch_columns() if batches is not None else None
@@ -212,6 +222,8 @@ def lane_rows_in_c(left: list[tuple], start: int, options: Options, arena: Recor
                                                  _cut(options, target), arena.buffers, columns,
                                                  None if target is _NO_RECORDS else target,
                                                  errors, brokers, allowance)
+    if repeats is not None:
+        repeats.commit(added)
     _add_batches(batches, columns)
     if records is not None:
         records.added_records(added)

@@ -11,7 +11,7 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from itertools import compress
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..decoders import apis, schema
 from ..decoders.entities import Context, Entry, carries_records, has_error, is_error_field, walk
@@ -49,6 +49,9 @@ from .record_rows import (
 )
 from .rows import TableRows, typed, typed_rows
 from .transactions import TransactionMarks
+
+if TYPE_CHECKING:
+    from .repeats import Repeats
 
 np = lazy_module("numpy")
 _NOT_PARTITION_TRAFFIC = detail_walk.NOT_PARTITION_TRAFFIC
@@ -245,6 +248,9 @@ class TableSink:
         # a piece that add brokers rows or transaction calls): for an engine that places those in capture
         # order (the Spark tasks, by the piece's ``left_at``).
         self.left_made: Callable[[int], None] | None = None
+        # Set by an engine that stages the records table where a reference to earlier rows can be read back
+        # (the Spark tasks' files on local disk): payloads met again are decoded cut and staged as one.
+        self.repeats: Repeats | None = None
 
     def lane_details(self) -> tuple | None:
         """The spec that has the native pairing make the detail rows of the exchanges it pairs too
@@ -408,7 +414,8 @@ class TableSink:
                 allowance = -1 if self.spill is not None else max(self.options.payload_bytes - self._payload_held, 0)
                 end, held = lane_rows_in_c(left, i, self.options, self._c_arena, self._records_table(),
                                            self.rows["batches"] if "batches" in self.wanted else None,
-                                           "errors" in self.wanted, "brokers" in self.wanted, allowance)
+                                           "errors" in self.wanted, "brokers" in self.wanted, allowance,
+                                           self._repeats())  # fmt: skip
                 self._payload_held += held
                 if end > i:
                     i = end
@@ -450,7 +457,7 @@ class TableSink:
             if self._c_arena is not None and located:  # plain batches: their rows in C
                 held = rows_in_c(located, self.options, self._c_arena, self._records_table(),
                                  self.rows["batches"] if "batches" in self.wanted else None,
-                                 (conn_id, correlation_id, direction), base_offsets)
+                                 (conn_id, correlation_id, direction), base_offsets, self._repeats())
                 if held is not None:
                     self._payload_held += held
                     continue
@@ -472,6 +479,13 @@ class TableSink:
 
     def _records_table(self) -> TableRows | None:
         return self.rows["records"] if self._arena is not None else None
+
+    def _repeats(self) -> Repeats | None:
+        """:attr:`repeats`, numbered from the records rows so far (for the rows in C about to be made)."""
+        repeats = self.repeats
+        if repeats is not None:
+            repeats.base = self.spilled["records"] + self.rows["records"].length
+        return repeats
 
     def _check_payloads(self, conn_id: int, first: At) -> None:
         """After an exchange's records (``first``: its first message's place): the payload budget."""

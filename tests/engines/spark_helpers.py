@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 from kdissect.analysis.report_figures import ReportFigures
 from kdissect.analysis.summary import Figures, Summary
 from kdissect.engines import local
-from kdissect.engines.partition import decode_partition, unit_decoder
+from kdissect.engines.partition import ENVELOPE_SCHEMA, StagedPieces, decode_partition, read_pieces, unit_decoder
 from kdissect.engines.routes import routes, spark_partition
 from kdissect.engines.run import report_figures
 from kdissect.engines.units import Census, plan_units, read_units, segment_order, unit_census
@@ -57,11 +57,11 @@ def read_parquet_dir(directory: Path) -> pa.Table:
 
 
 def simulate(paths: list[str], split_bytes: int = 1 << 40, partitions: int = 3,
-             options: Options | None = None) -> dict[str, pa.Table]:  # fmt: skip
+             options: Options | None = None, staging: str | None = None) -> dict[str, pa.Table]:  # fmt: skip
     """The Spark engine's steps without Spark: the units' census, units read (their own connections
     decoded there), the other rows hashed into partitions and sorted, each partition decoded apart,
-    the pieces merged."""
-    pieces, settled = simulated_pieces(paths, split_bytes, partitions, options=options)
+    the pieces merged (``staging``: a directory the tasks stage their pieces in, else inline)."""
+    pieces, settled = simulated_pieces(paths, split_bytes, partitions, options=options, staging=staging)
     tables = {}
     for name in TABLES:
         done = [merge.finish_piece(name, merge.read_ipc(d), settled) for n, d in pieces if n == name]
@@ -88,14 +88,15 @@ def simulate_report(paths: list[str], options: Options, partitions: int = 3) -> 
 
 
 def simulated_pieces(paths: list[str], split_bytes: int = 1 << 40, partitions: int = 3,
-                     figures: Callable[[], Figures] = Figures, options: Options | None = None
-                     ) -> tuple[list[tuple[str, bytes]], merge.Settled]:  # fmt: skip
-    """Every task's (table, piece) as the Spark engine's steps make them, and what the driver settles."""
+                     figures: Callable[[], Figures] = Figures, options: Options | None = None,
+                     staging: str | None = None) -> tuple[list[tuple[str, bytes]], merge.Settled]:  # fmt: skip
+    """Every task's (table, piece) as the Spark engine's steps make them (staged in ``staging`` and read
+    back, if given), and what the driver settles."""
     paths = in_time_order(list(paths))  # as the Spark engine plans them
     options = options or Options()
     units = plan_units([(p, os.path.getsize(p)) for p in paths], split_bytes)
     census = Census.merge(unit_census(unit) for unit in units)
-    own = partial(unit_decoder, attempt=0, files=list(paths), options=options, tables=list(TABLES), staging=None,
+    own = partial(unit_decoder, attempt=0, files=list(paths), options=options, tables=list(TABLES), staging=staging,
                   figures=figures, first_task=partitions)  # fmt: skip
     ids = [pa.record_batch({"id": range(len(units))})]
     routed = routes(census.crossing, census.own, partitions)
@@ -106,9 +107,12 @@ def simulated_pieces(paths: list[str], split_bytes: int = 1 << 40, partitions: i
     envelope = []
     for part in range(partitions):
         mine = segments.filter(pa.array(keys == part)).sort_by([(c, "ascending") for c in order])
-        envelope += decode_partition(mine.to_batches(), list(paths), options, list(TABLES), task=part,
+        staged = None if staging is None else StagedPieces(staging, f"task-{part:05d}-0")
+        envelope += decode_partition(mine.to_batches(), list(paths), options, list(TABLES), staged, task=part,
                                      figures=figures, several_inputs=census.repeats)  # fmt: skip
-    pieces = [(n, d) for b in envelope for n, d in zip(b["table"].to_pylist(), b["data"].to_pylist(), strict=True)]
+    rows = [row for b in envelope for row in zip(*(b[c].to_pylist() for c in ENVELOPE_SCHEMA.names), strict=True)]
+    pieces = [(n, d) if p is None else (n, merge.ipc_bytes(piece)) for n, d, p in rows
+              for piece in ([None] if p is None else read_pieces(None, p))]  # fmt: skip
     opened = merge.Opened.of_pieces(merge.read_ipc(d) for n, d in pieces if n == merge.OPENED)
     topics = merge.topic_names(merge.read_ipc(d) for n, d in pieces if n == merge.TOPICS)
     journals = [merge.read_ipc(d) for n, d in pieces if n == merge.JOURNAL]

@@ -1,10 +1,12 @@
 """The Spark tasks' records, made in C for every plain message (a task's records table stays steady),
 are the local engine's records, rows and order: every codec, transactional batches, aborted ones,
-null keys and headers, payloads kept whole, cut or not at all (no Spark: the engine's steps
-in-process)."""
+null keys and headers, payloads kept whole, cut or not at all, pieces inline or staged (payloads read
+back by consumers staged as references to the producer's rows: tables/repeats.py) (no Spark: the
+engine's steps in-process)."""
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 
 import pyarrow as pa
@@ -17,6 +19,8 @@ from kdissect.options import LENGTHS_ONLY, Options, Payloads
 from kdissect.tables import sink
 from kdissect.tables.arrow import to_arrow
 from kdissect.tables.columns import TABLES
+from kdissect.tables.record_rows import rows_made_in_c
+from kdissect.tables.repeats import REACH
 from kdissect.tables.transactions import ABORT_MARKER, BROKER_LIST
 from kdissect.testing.cluster import Connection, fetch, fetched, produced
 from kdissect.testing.pcapwrite import write_capture
@@ -90,6 +94,70 @@ def test_records_of_compressed_and_transactional_batches_finish_as_the_local_eng
     # rotated in three: the consumer's and the producer's connections cross the files (decode tasks)
     rotated = rotate(capture, tmp_path / "rotated", cuts=2)
     assert_same_tables(simulate(rotated, options=options), local_run(rotated, options))
+
+
+def read_back_capture(path: Path, groups: int = 3) -> str:
+    """A producer writing 24 batches (every codec, and none) of 20 records of 1,000 hardly compressible
+    bytes (a null key now and then, headers), and ``groups`` consumers each fetching all of them back,
+    four batches an answer: every payload four times on the wire, as on record-heavy traffic."""
+    rng = random.Random(23)
+    producer, consumers = Connection(1, 41301), [Connection(1, 41302 + g) for g in range(groups)]
+    batches, offset = [], 0
+    for i in range(24):
+        records = [new_record(None if j % 9 == 0 else f"key-{i}-{j}".encode(), rng.randbytes(500).hex().encode(),
+                              [("trace", rng.randbytes(8).hex().encode())], offset=j) for j in range(20)]  # fmt: skip
+        batch = encode_batch(records, base_offset=offset, codec=i % 5)
+        request = {"transactional_id": None, "acks": -1, "timeout_ms": 30000,
+                   "topic_data": [{"name": "orders", "partition_data": [{"index": 0, "records": batch}]}]}
+        producer.call(0, 9, request, produced("orders", 0, offset), 10.0 * i, 1, "p")
+        batches.append(batch)
+        offset += 20
+    for g, consumer in enumerate(consumers):
+        for k in range(0, len(batches), 4):
+            answer = fetched("orders", 0, offset, b"".join(batches[k : k + 4]))
+            consumer.call(1, 11, fetch("orders", 0, 20 * k), answer, 500.0 + 100 * g + k, 1, f"c{g}")
+    segments = sorted((s for c in (producer, *consumers) for s in c.segments()), key=lambda s: s.ts_ns)
+    path.write_bytes(write_capture(segments))
+    return str(path)
+
+
+@pytest.mark.parametrize("payloads", [None, Payloads(9), LENGTHS_ONLY], ids=["whole", "cut", "none"])
+def test_staged_records_hold_a_read_back_payload_once_and_finish_as_the_local_engine_s(
+        tmp_path: Path, payloads: Payloads | None) -> None:  # fmt: skip
+    """Staged on local disk, the rows of a batch read back by three consumers hold its keys, values and
+    header values once: the consumers' rows refer to the producer's (tables/repeats.py); the tables
+    are the local engine's, in one file (one task: the references hit) and rotated (decode tasks)."""
+    capture = read_back_capture(tmp_path / "read-back.pcap")
+    options = Options() if payloads is None else Options(payloads=payloads)
+    want = local_run([capture], options)
+    assert_same_tables(simulate([capture], options=options, staging=str(tmp_path / "one")), want)
+    staged = sum(f.stat().st_size for f in (tmp_path / "one" / "records").iterdir())
+    records = want["records"]
+    assert records.num_rows == 4 * 24 * 20
+    held = sum(pc.sum(pc.binary_length(records[c])).as_py() or 0 for c in ("key", "value"))
+    if payloads is None and rows_made_in_c():  # a quarter of the payloads' bytes, and the rest of the rows
+        assert held > 1_900_000 and staged < held / 2, (held, staged)
+    rotated = rotate(capture, tmp_path / "rotated", cuts=2)
+    assert_same_tables(simulate(rotated, options=options, staging=str(tmp_path / "rotated-staged")),
+                       local_run(rotated, options))  # fmt: skip
+    assert_same_tables(simulate(rotated, options=options), local_run(rotated, options))
+
+
+def test_a_reference_reaches_back_a_bounded_number_of_rows(tmp_path: Path, monkeypatch) -> None:
+    """Past ``REACH`` rows back, a payload met again is staged again (what the finishing task keeps in
+    reach is bounded); the tables stay the local engine's."""
+    if not rows_made_in_c():
+        pytest.skip("references are made by the records rows in C (tables/_record_rows.c)")
+    capture = read_back_capture(tmp_path / "read-back.pcap", groups=1)
+    from kdissect.tables import repeats
+
+    monkeypatch.setattr(repeats, "REACH", 100)  # (the consumer's rows come 480 rows after the producer's)
+    assert REACH > 100_000
+    assert_same_tables(simulate([capture], staging=str(tmp_path / "near")), local_run([capture], Options()))
+    near = sum(f.stat().st_size for f in (tmp_path / "near" / "records").iterdir())
+    monkeypatch.setattr(repeats, "REACH", REACH)
+    simulate([capture], staging=str(tmp_path / "far"))
+    assert near > 1.5 * sum(f.stat().st_size for f in (tmp_path / "far" / "records").iterdir())
 
 
 @pytest.mark.parametrize("engine", ["spark", "local"])
