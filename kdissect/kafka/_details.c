@@ -352,19 +352,14 @@ at_append(PyObject *list, Py_ssize_t at)
     return rc;
 }
 
-/* (offset, ts), a new reference (a tuple built directly: Py_BuildValue parsed its format per exchange). */
+/* (offset, ts), a new reference (packed directly: Py_BuildValue parsed its format per exchange). */
 static PyObject *
 place(long long offset, long long ts)
 {
-    PyObject *pair = PyTuple_New(2), *a = PyLong_FromLongLong(offset), *b = PyLong_FromLongLong(ts);
-    if (pair == NULL || a == NULL || b == NULL) {
-        Py_XDECREF(pair);
-        Py_XDECREF(a);
-        Py_XDECREF(b);
-        return NULL;
-    }
-    PyTuple_SET_ITEM(pair, 0, a);
-    PyTuple_SET_ITEM(pair, 1, b);
+    PyObject *a = PyLong_FromLongLong(offset), *b = PyLong_FromLongLong(ts);
+    PyObject *pair = a != NULL && b != NULL ? PyTuple_Pack(2, a, b) : NULL;
+    Py_XDECREF(a);
+    Py_XDECREF(b);
     return pair;
 }
 

@@ -159,11 +159,17 @@ def test_the_census_counts_each_connection_s_segments_and_payload(tmp_path: Path
     assert found.own == [tuple(work) for work in own] and sum(s for s, _ in found.own)
 
 
-def test_crossing_connections_rows_meet_in_the_partition_of_their_share(spark, tmp_path: Path) -> None:
+def _rotated_census(spark, tmp_path: Path) -> tuple[list, list, Census]:
+    """The test capture rotated in three, its units and their census, which finds connections crossing files."""
     paths = rotate(CAPTURE, tmp_path, 3)
     units = plan_units([(p, os.path.getsize(p)) for p in paths], 1 << 40)
     found = census(spark, units)
     assert found is not None and found.crossing
+    return paths, units, found
+
+
+def test_crossing_connections_rows_meet_in_the_partition_of_their_share(spark, tmp_path: Path) -> None:
+    paths, units, found = _rotated_census(spark, tmp_path)
     partitions = 3
     rows = (by_connection(segment_rows(spark, units, found, partitions=partitions), partitions, len(paths))
             .filter(F.col("kind").isin(RUN, SEGMENT))
@@ -183,10 +189,7 @@ def test_crossing_connections_rows_meet_in_the_partition_of_their_share(spark, t
 
 
 def test_each_unit_s_pieces_meet_in_the_partition_routes_deal_it_to(spark, tmp_path: Path) -> None:
-    paths = rotate(CAPTURE, tmp_path, 3)
-    units = plan_units([(p, os.path.getsize(p)) for p in paths], 1 << 40)
-    found = census(spark, units)
-    assert found is not None and found.crossing
+    paths, units, found = _rotated_census(spark, tmp_path)
     partitions = 3
     decoder = partial(unit_decoder, files=paths, options=Options(), tables=list(TABLES), staging=None,
                       figures=Figures, first_task=max(partitions, len(units)))  # fmt: skip
