@@ -26,7 +26,7 @@ import pyarrow as pa
 from ..lazy import lazy_module
 from ..native import native_module
 from .blocks import RecordBlock, ends_of
-from .columns import NULLABLE, TABLES, Parts, Runs, Typed, cells
+from .columns import NULLABLE, TABLES, Parts, Runs, Typed, cells, end_to_end
 from .numbers import NUMPY_TYPES, PYTHON_ROWS, joined_numbers, narrowed, number_arrays
 
 np = lazy_module("numpy")  # not for a small table while nothing else has loaded it (_listed)
@@ -230,7 +230,7 @@ def _chunks(array: pa.Array | pa.ChunkedArray) -> list[pa.Array]:
 
 def _joined(values: list[Any] | tuple[list[Any], ...]) -> list[Any]:
     """A column's cells as one list (given as the lists of its parts: a tuple)."""
-    return list(chain.from_iterable(values)) if type(values) is tuple else values  # type: ignore[return-value]
+    return end_to_end(values) if type(values) is tuple else values  # type: ignore[return-value]
 
 
 def _dictionary(values: list[Any] | tuple[list[Any], ...]) -> pa.DictionaryArray:
