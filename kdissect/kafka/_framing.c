@@ -293,13 +293,10 @@ set_waiting(Framer *f)
 }
 
 int
-framer_take(Framer *f, PyObject *data, long long offset, PyObject *ts, PyObject *frame_type, PyObject *out)
+framer_take(Framer *f, PyObject *data, long long offset, long long now, PyObject *frame_type, PyObject *out)
 {
     const char *d = PyBytes_AS_STRING(data);
     Py_ssize_t n = PyBytes_GET_SIZE(data), pos = 0;
-    long long now = PyLong_AsLongLong(ts);
-    if (now == -1 && PyErr_Occurred())
-        return -1;
     long long rest_from = -1; /* where the run's unframed rest counts from as a chunk (-1: the byte after its frames) */
     if (f->tail_len) { /* _buffered then _next_frame: the run joins the tail up to the end of the tail's frame */
         if (add_chunk(f, offset, now) < 0 || (pos = fill_tail(f, d, n)) < 0)

@@ -66,6 +66,8 @@ static struct {
     PyObject *requests, *responses, *api_names, *error_name, *new_piece, *ok, *error;
     KeySet left, silent;
     PyObject *names;  /* error code -> error_name(code), as met */
+    long long last_code; /* the last code named, and its name (NULL: none yet): a row's code is 0 nearly always */
+    PyObject *last_name;
     PyObject *piece;  /* the piece rows go to while it is the last of the events */
     PyObject *parts;  /* its detail parts (a details piece), or NULL */
     PyObject *columns[COLUMNS];
@@ -104,6 +106,7 @@ read_shared(PyObject *t)
     Py_XSETREF(shared.ok, Py_NewRef(ok));
     Py_XSETREF(shared.error, Py_NewRef(error));
     Py_XSETREF(shared.names, cache);
+    Py_CLEAR(shared.last_name);
     Py_CLEAR(shared.piece);
     return 0;
 }
@@ -648,18 +651,20 @@ piece_ready(PyObject *events, int details)
 static PyObject *
 error_name_of(long long code)
 {
+    if (shared.last_name != NULL && code == shared.last_code)
+        return Py_NewRef(shared.last_name);
     PyObject *k = PyLong_FromLongLong(code);
     if (k == NULL)
         return NULL;
-    PyObject *name = PyDict_GetItemWithError(shared.names, k);
-    if (name != NULL) {
-        Py_DECREF(k);
-        return Py_NewRef(name);
-    }
-    if (!PyErr_Occurred() && (name = PyObject_CallOneArg(shared.error_name, k)) != NULL
+    PyObject *name = Py_XNewRef(PyDict_GetItemWithError(shared.names, k));
+    if (name == NULL && !PyErr_Occurred() && (name = PyObject_CallOneArg(shared.error_name, k)) != NULL
         && PyDict_SetItem(shared.names, k, name) < 0)
         Py_CLEAR(name);
     Py_DECREF(k);
+    if (name != NULL) {
+        Py_XSETREF(shared.last_name, Py_NewRef(name));
+        shared.last_code = code;
+    }
     return name;
 }
 
