@@ -180,8 +180,8 @@ reset(void)
 
 /* Both frames walked in their bytes into the reused parts: 1, 0 (declined: the parts left empty), -1. */
 static int
-walked(PyObject *request, PyObject *requests, PyObject *responses, const char *b, Py_ssize_t n, int api_key,
-       int api_version, Bodies *out)
+walked(PyObject *request, Py_ssize_t request_at, PyObject *requests, PyObject *responses, const char *b, Py_ssize_t n,
+       int api_key, int api_version, Bodies *out)
 {
     if (!PyBytes_CheckExact(request) || PyTuple_GET_SIZE(d.params_fields) > MAX_PARAMS)
         return 0;
@@ -191,8 +191,8 @@ walked(PyObject *request, PyObject *requests, PyObject *responses, const char *b
     if (resp_plan == NULL)
         return -1;
     PartRows *merged = no_partitions ? NULL : &d.rows;
-    int rc = d.walk->walk_bytes(req_plan, requests, (const unsigned char *)PyBytes_AS_STRING(request),
-                                PyBytes_GET_SIZE(request), api_key, api_version, 0, merged,
+    int rc = d.walk->walk_bytes(req_plan, requests, (const unsigned char *)PyBytes_AS_STRING(request) + request_at,
+                                PyBytes_GET_SIZE(request) - request_at, api_key, api_version, 0, merged,
                                 d.reads_records ? d.request_records : NULL, d.learned, NULL, 0,
                                 params ? d.params_fields : NULL, out->params);
     if (rc == 1) {
@@ -229,17 +229,22 @@ body_of(PyObject *frame, PyObject *programs, PyObject *key, PyObject *version)
 }
 
 int
-details_decode(PyObject *request, PyObject *requests, PyObject *responses, const char *b, Py_ssize_t n,
-               int api_key, int api_version, Bodies *out)
+details_decode(PyObject *request, Py_ssize_t request_at, PyObject *requests, PyObject *responses, const char *b,
+               Py_ssize_t n, int api_key, int api_version, Bodies *out)
 {
     memset(out, 0, sizeof *out);
-    int rc = walked(request, requests, responses, b, n, api_key, api_version, out);
+    int rc = walked(request, request_at, requests, responses, b, n, api_key, api_version, out);
     if (rc != 0)
         return rc;
-    if (PyBytes_CheckExact(request))
-        out->request = body_of(request, requests, Py_None, Py_None);
-    else if ((out->request = PyObject_GetAttrString(request, "body")) == Py_None)
+    if (PyBytes_CheckExact(request)) { /* (decoded as bytes of their own) */
+        PyObject *frame = request_at ? PyBytes_FromStringAndSize(PyBytes_AS_STRING(request) + request_at,
+                                                                 PyBytes_GET_SIZE(request) - request_at)
+                                     : Py_NewRef(request);
+        out->request = frame ? body_of(frame, requests, Py_None, Py_None) : NULL;
+        Py_XDECREF(frame);
+    } else if ((out->request = PyObject_GetAttrString(request, "body")) == Py_None) {
         Py_CLEAR(out->request);
+    }
     if (out->request == NULL || !PyDict_Check(out->request)) {
         details_clear(out);
         return PyErr_Occurred() ? -1 : 0;

@@ -76,6 +76,9 @@ typedef struct {
     signed char want[MAX_MEMBERS]; /* its index among the wanted top-level keys, or -1 */
     Py_ssize_t complete;          /* the members before it hold everything the struct's own fields read */
     Py_ssize_t aborted;           /* the aborted transactions member, or -1 */
+    signed char own[MAX_MEMBERS]; /* its scalars read (VALUE, INT, SPAN; not arrays), in member order: all its own */
+    int nown;                     /* fields look at (a skipped scalar holds nothing they read) */
+    long host_port;               /* M_HOST | M_PORT, of those its scalars have */
 } Shape;
 
 /* One struct's members as the pass over its bytes found them. */
@@ -117,6 +120,8 @@ match(const KdNode *nd, PyObject *plan, PyObject *want, Shape *sh)
     sh->matched = 0;
     sh->complete = 0;
     sh->aborted = -1;
+    sh->nown = 0;
+    sh->host_port = 0;
     for (Py_ssize_t i = 0; i < nd->nregular; i++) {
         const KdNode *m = &nd->regular[i];
         while (j < np && !same_key(PyTuple_GET_ITEM(PyTuple_GET_ITEM(plan, j), 0), m->key))
@@ -143,6 +148,11 @@ match(const KdNode *nd, PyObject *plan, PyObject *want, Shape *sh)
         else
             sh->how[i] = ((m->kind >= K_INT8 && m->kind <= K_INT64) || (m->kind >= K_VARINT && m->kind <= K_UVARINT))
                                  && !(m->flags & F_ARRAY) && !(flags & CONTEXT) ? INT : VALUE;
+        if (!(flags & (M_STRUCT | M_ARRAY))) {
+            sh->host_port |= flags & (M_HOST | M_PORT);
+            if (sh->how[i] != SKIP)
+                sh->own[sh->nown++] = (signed char)i;
+        }
         int aborted = same_key(m->key, walk_aborted_key);
         if (aborted && sh->aborted < 0)
             sh->aborted = i;
@@ -262,9 +272,8 @@ merge(Bytes *w, const KdNode *nd, const Members *ms, const Ctx *ctx)
     PartRow *row = part_rows_row(w->rows, ctx->topic, ctx->topic_id, ctx->partition);
     if (row == NULL)
         return -1;
-    for (Py_ssize_t i = 0; i < nd->nregular; i++) {
-        if (ms->s->flags[i] & (M_STRUCT | M_ARRAY))
-            continue;
+    for (int k = 0; k < ms->s->nown; k++) {
+        int i = ms->s->own[k];
         if (ms->s->how[i] == INT) {
             part_rows_merge_int(row, ms->s->flags[i], ms->s->slot[i], ms->number[i], w->response);
             continue;
@@ -315,12 +324,11 @@ static int walk_struct(Bytes *w, const KdNode *nd, PyObject *plan, Py_ssize_t *p
 static int
 own_fields(Bytes *w, const KdNode *nd, const Members *ms, Ctx *ctx)
 {
-    int has_partition = 0, host_port = 0;
-    for (Py_ssize_t i = 0; i < nd->nregular; i++) {
+    int has_partition = 0;
+    for (int k = 0; k < ms->s->nown; k++) {
+        int i = ms->s->own[k];
         long flags = ms->s->flags[i];
         PyObject *v = ms->value[i];
-        if (flags & (M_STRUCT | M_ARRAY))
-            continue;
         if (v == NULL)
             ;
         else if ((flags & M_TOPIC_NAME) && PyUnicode_Check(v))
@@ -333,9 +341,8 @@ own_fields(Bytes *w, const KdNode *nd, const Members *ms, Ctx *ctx)
             ctx->partition = v;
             has_partition = 1;
         }
-        host_port |= flags & (M_HOST | M_PORT);
     }
-    if (w->brokers && w->response && host_port == (M_HOST | M_PORT))
+    if (w->brokers && w->response && ms->s->host_port == (M_HOST | M_PORT))
         return 0;
     if (w->learned != NULL && ctx->topic != NULL && ctx->topic_id != NULL
         && walk_learn_topic(w->learned, ctx->topic, ctx->topic_id) < 0)
@@ -345,11 +352,10 @@ own_fields(Bytes *w, const KdNode *nd, const Members *ms, Ctx *ctx)
         if (rc != 1)
             return rc;
     }
-    for (Py_ssize_t i = 0; i < nd->nregular; i++) {
+    for (int k = 0; k < ms->s->nown; k++) {
+        int i = ms->s->own[k];
         long flags = ms->s->flags[i];
         PyObject *v = ms->value[i];
-        if (flags & (M_STRUCT | M_ARRAY))
-            continue;
         if (flags & M_ERROR && w->response) {
             int set = ms->s->how[i] == INT ? ms->number[i] != 0 : PyObject_IsTrue(v);
             if (set)
@@ -447,6 +453,36 @@ walk_struct(Bytes *w, const KdNode *nd, PyObject *plan, Py_ssize_t *p, const Ctx
     return rc;
 }
 
+/* The frame roots last found per direction (a lane's exchanges are of one message version, nearly always), its
+ * programs held: a program is compiled once per message version and kept (decoders/compiler.py), as the shapes
+ * assume of their nodes. The decoder's frame_roots, without its lookup per frame. */
+typedef struct {
+    PyObject *programs; /* (held) */
+    int api_key, api_version;
+    const KdNode *header, *body;
+} Roots;
+static Roots roots[2];
+
+static int
+roots_of(PyObject *programs, int api_key, int api_version, int response, const KdNode **header, const KdNode **body)
+{
+    Roots *r = &roots[response != 0];
+    if (r->programs == programs && r->api_key == api_key && r->api_version == api_version) {
+        *header = r->header;
+        *body = r->body;
+        return 1;
+    }
+    int rc = api->frame_roots(programs, api_key, api_version, header, body);
+    if (rc == 1) {
+        Py_XSETREF(r->programs, Py_NewRef(programs));
+        r->api_key = api_key;
+        r->api_version = api_version;
+        r->header = *header;
+        r->body = *body;
+    }
+    return rc;
+}
+
 /* walk_bytes(plan, programs, frame b[0:L] with no size, api key and version, response, then the outputs (NULL
  * when not wanted): partition rows, records tuples, topic ids learned (a dict: first name kept), base
  * offsets; ``brokers``: whether a broker struct declines; ``want``: top-level keys whose values go to
@@ -459,7 +495,7 @@ walk_bytes(PyObject *plan, PyObject *programs, const unsigned char *b, Py_ssize_
     if (api == NULL && (api = PyCapsule_Import(SCAN_CAPSULE, 0)) == NULL)
         return -1;
     const KdNode *header, *body;
-    int rc = api->frame_roots(programs, api_key, api_version, &header, &body);
+    int rc = roots_of(programs, api_key, api_version, response, &header, &body);
     Py_ssize_t p = 0, nwant = want != NULL ? PyTuple_GET_SIZE(want) : 0;
     if (rc <= 0 || api->skip(b, L, &p, header))
         return rc < 0 ? -1 : 0;
