@@ -262,10 +262,10 @@ no_memory:
 }
 
 /* The frame at ``offset`` (``size`` bytes at ``bytes``; ``payload``: the run's bytes when they are just this frame and
- * its size field, else NULL) to the lane's pairing, else a Frame appended to ``out``. */
+ * its size field, else NULL) to the lane's pairing, else a Frame appended to ``*out`` (made on the first). */
 static int
 emit(Framer *f, PyObject *frame_type, long long offset, const char *bytes, Py_ssize_t size, PyObject *payload,
-     long long ts_first, long long now, PyObject *out)
+     long long ts_first, long long now, PyObject **out)
 {
     if (f->pairing != NULL && f->pairing->on) {
         int taken = pairing_frame(f->pairing, f->direction, offset, bytes, size, payload, ts_first, now);
@@ -273,9 +273,11 @@ emit(Framer *f, PyObject *frame_type, long long offset, const char *bytes, Py_ss
             return taken < 0 ? -1 : 0;
     }
     PyObject *frame = frame_new(frame_type, offset, PyBytes_FromStringAndSize(bytes, size), ts_first, now);
-    if (frame == NULL)
+    if (frame == NULL || (*out == NULL && (*out = PyList_New(0)) == NULL)) {
+        Py_XDECREF(frame);
         return -1;
-    int rc = PyList_Append(out, frame);
+    }
+    int rc = PyList_Append(*out, frame);
     Py_DECREF(frame);
     return rc;
 }
@@ -293,7 +295,7 @@ set_waiting(Framer *f)
 }
 
 int
-framer_take(Framer *f, PyObject *data, long long offset, long long now, PyObject *frame_type, PyObject *out)
+framer_take(Framer *f, PyObject *data, long long offset, long long now, PyObject *frame_type, PyObject **out)
 {
     const char *d = PyBytes_AS_STRING(data);
     Py_ssize_t n = PyBytes_GET_SIZE(data), pos = 0;

@@ -538,19 +538,17 @@ take(Lanes *self, Lane *lane, int d, const Segment *s, Py_ssize_t at, PyObject *
     if (lane->sink == Py_None)
         return 0;
     if (lane->framed) {
-        PyObject *frames = PyList_New(0);
-        if (frames == NULL)
-            return -1;
+        PyObject *frames = NULL; /* (made when the pairing leaves a frame to the session) */
         lane->pairing.events = out;
         lane->pairing.at = at;
-        int rc = framer_take(&lane->framer[d], s->payload, off, s->ts, lane->frame_type, frames);
+        int rc = framer_take(&lane->framer[d], s->payload, off, s->ts, lane->frame_type, &frames);
         lane->pairing.events = NULL;
-        if (rc == 0 && PyList_GET_SIZE(frames))
+        if (rc == 0 && frames != NULL && PyList_GET_SIZE(frames))
             rc = deliver_frames(lane, d, frames, out);
         if (rc == 0 && lane->pairing.left) /* an orphan answer took the connection out of the common case */
             rc = 1;
         lane->pairing.left = 0;
-        Py_DECREF(frames);
+        Py_XDECREF(frames);
         return rc;
     }
     PyObject *direction = PyLong_FromLong(d), *offset = PyLong_FromLongLong(off), *events = NULL;
@@ -577,7 +575,7 @@ take(Lanes *self, Lane *lane, int d, const Segment *s, Py_ssize_t at, PyObject *
 static SegmentLayout layout; /* TcpSegment's (sources/_segment_layout.h): its fields read in their slots */
 
 /* Field ``i`` of a segment, whose attribute is ``name`` (a new reference, or NULL with an exception set). */
-static PyObject *
+static inline PyObject *
 field(PyObject *obj, int i, PyObject *name)
 {
     if ((PyObject *)Py_TYPE(obj) != layout.type && segment_layout(&layout, (PyObject *)Py_TYPE(obj)) < 0)

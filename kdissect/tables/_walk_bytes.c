@@ -78,6 +78,8 @@ typedef struct {
     Py_ssize_t aborted;           /* the aborted transactions member, or -1 */
     signed char own[MAX_MEMBERS]; /* its scalars read (VALUE, INT, SPAN; not arrays), in member order: all its own */
     int nown;                     /* fields look at (a skipped scalar holds nothing they read) */
+    signed char valued[MAX_MEMBERS]; /* its VALUE members (what holds an object once read), in member order */
+    int nvalued;
     long host_port;               /* M_HOST | M_PORT, of those its scalars have */
 } Shape;
 
@@ -120,7 +122,7 @@ match(const KdNode *nd, PyObject *plan, PyObject *want, Shape *sh)
     sh->matched = 0;
     sh->complete = 0;
     sh->aborted = -1;
-    sh->nown = 0;
+    sh->nown = sh->nvalued = 0;
     sh->host_port = 0;
     for (Py_ssize_t i = 0; i < nd->nregular; i++) {
         const KdNode *m = &nd->regular[i];
@@ -148,6 +150,8 @@ match(const KdNode *nd, PyObject *plan, PyObject *want, Shape *sh)
         else
             sh->how[i] = ((m->kind >= K_INT8 && m->kind <= K_INT64) || (m->kind >= K_VARINT && m->kind <= K_UVARINT))
                                  && !(m->flags & F_ARRAY) && !(flags & CONTEXT) ? INT : VALUE;
+        if (sh->how[i] == VALUE)
+            sh->valued[sh->nvalued++] = (signed char)i;
         if (!(flags & (M_STRUCT | M_ARRAY))) {
             sh->host_port |= flags & (M_HOST | M_PORT);
             if (sh->how[i] != SKIP)
@@ -445,7 +449,8 @@ walk_struct(Bytes *w, const KdNode *nd, PyObject *plan, Py_ssize_t *p, const Ctx
     }
     if (rc == 1 && ms.s->complete == n)
         rc = own_then_nested(w, nd, &ms, &ctx, depth);
-    for (Py_ssize_t i = 0; i < n; i++) {
+    for (int k = 0; k < (n ? ms.s->nvalued : 0); k++) {
+        int i = ms.s->valued[k];
         if (rc == 1 && ms.s->want[i] >= 0 && got[ms.s->want[i]] == NULL)
             got[ms.s->want[i]] = Py_NewRef(ms.value[i]);
         Py_XDECREF(ms.value[i]);
