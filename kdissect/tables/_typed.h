@@ -34,9 +34,9 @@ typed_put(PyObject *column, const void *value, Py_ssize_t n)
         if (PyByteArray_Resize(column, a->ob_exports > 0 ? need : need + need / 2 + 16) < 0)
             return -1;
     }
-    memcpy(PyByteArray_AS_STRING(column) + size, value, (size_t)n);
+    memcpy(a->ob_start + size, value, (size_t)n); /* (room for need + 1 bytes: ob_start is the buffer) */
     Py_SET_SIZE(a, need); /* (within the room: what PyByteArray_Resize's quick exit does) */
-    PyByteArray_AS_STRING(column)[need] = '\0';
+    a->ob_start[need] = '\0';
     return 0;
 }
 
