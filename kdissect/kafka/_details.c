@@ -343,7 +343,8 @@ partition_rows(PyObject *columns, const Paired *x, const Shared *c, int walked)
     int rc = 0;
     for (pos = 0; rc == 0 && PyDict_Next(d.partitions, &pos, &key, &row);)
         for (Py_ssize_t k = 0; rc == 0 && k < ncol; k++)
-            rc = d.walk->append_cell(PyTuple_GET_ITEM(columns, k), k < PREFIX ? prefix[k] : PyList_GET_ITEM(row, k - PREFIX));
+            rc = d.walk->append_cell(PyTuple_GET_ITEM(columns, k),
+                                     k < PREFIX ? prefix[k] : PyList_GET_ITEM(row, k - PREFIX));
     return rc;
 }
 
@@ -361,7 +362,8 @@ at_append(PyObject *list, Py_ssize_t at)
 static PyObject *
 place(long long offset, long long ts, PyObject *ts_int)
 {
-    PyObject *pair = PyTuple_New(2), *a = PyLong_FromLongLong(offset), *b = ts_int ? Py_NewRef(ts_int) : PyLong_FromLongLong(ts);
+    PyObject *pair = PyTuple_New(2), *a = PyLong_FromLongLong(offset),
+             *b = ts_int ? Py_NewRef(ts_int) : PyLong_FromLongLong(ts);
     if (pair == NULL || a == NULL || b == NULL) {
         Py_XDECREF(pair);
         Py_XDECREF(a);
@@ -489,8 +491,8 @@ int
 details_emit(PyObject *parts, const Paired *x, const Bodies *bodies)
 {
     PyObject *p[N_PARTS]; /* (partitions columns, params columns, topics, left, left_at, topics_at) */
-    int params = keyset_has(&d.params_apis, x->api_key), rows = bodies->walked ? d.rows.n : PyDict_GET_SIZE(d.partitions),
-        left = left_read(), rc = parts_of(parts, p);
+    int params = keyset_has(&d.params_apis, x->api_key), left = left_read(), rc = parts_of(parts, p);
+    Py_ssize_t rows = bodies->walked ? d.rows.n : PyDict_GET_SIZE(d.partitions);
     Shared c = {NULL, NULL, NULL};
     if (rc == 0 && (rows || params || left)) {
         c = (Shared){PyLong_FromLongLong(x->correlation_id), PyLong_FromLong(x->api_key),

@@ -166,7 +166,8 @@ int
 part_rows_merge(PartRow *row, long flags, long slot, PyObject *v, int response)
 {
     long long x = 0;
-    int in_slot = slot >= 0 && slot < PART_VALUES && !(row->has_value >> slot & 1u), code = response && (flags & M_ERROR_CODE);
+    int in_slot = slot >= 0 && slot < PART_VALUES && !(row->has_value >> slot & 1u);
+    int code = response && (flags & M_ERROR_CODE);
     if (v == Py_None) /* (a null value fills no slot, and is no error code) */
         return !code;
     if (!in_slot && !code)

@@ -370,7 +370,8 @@ own_fields(Bytes *w, const KdNode *nd, const Members *ms, Ctx *ctx)
             if (rc <= 0)
                 return rc;
         }
-        if (flags & M_BASE_OFFSET && w->base_offsets != NULL && has_partition && base_offset(w, v, ms->s->how[i] == INT ? ms->number[i] : 0, ctx) < 0)
+        if (flags & M_BASE_OFFSET && w->base_offsets != NULL && has_partition
+            && base_offset(w, v, ms->s->how[i] == INT ? ms->number[i] : 0, ctx) < 0)
             return -1;
     }
     return 1;
@@ -430,10 +431,11 @@ walk_struct(Bytes *w, const KdNode *nd, PyObject *plan, Py_ssize_t *p, const Ctx
         ms.at[i] = *p;
         if (ms.s->how[i] == NESTED && i >= ms.s->complete)
             rc = nested(w, m, ms.s->member[i], p, &ctx, depth);
-        else if (ms.s->how[i] == VALUE)
-            rc = (ms.value[i] = m->kind == K_STRING && !(m->flags & F_ARRAY) ? text_value(w, p, m)
-                                                                              : api->value(w->b, w->L, p, m)) != NULL
-                     ? 1 : PyErr_Occurred() ? -1 : 0;
+        else if (ms.s->how[i] == VALUE) {
+            int text = m->kind == K_STRING && !(m->flags & F_ARRAY);
+            ms.value[i] = text ? text_value(w, p, m) : api->value(w->b, w->L, p, m);
+            rc = ms.value[i] != NULL ? 1 : PyErr_Occurred() ? -1 : 0;
+        }
         else if (ms.s->how[i] == INT)
             rc = api->integer(w->b, w->L, p, m, &ms.number[i]) == 1;
         else if (ms.s->how[i] == SPAN)
