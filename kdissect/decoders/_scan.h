@@ -76,6 +76,9 @@ typedef struct {
     /* an array of structs or a struct: 1 with *n the structs that follow from *p (a struct: 1), 0 null, else it
      * declines (*p after the count or the nullable struct's marker) */
     int (*items)(const unsigned char *b, Py_ssize_t L, Py_ssize_t *p, const KdNode *nd, long long *n);
+    /* an integer field (not an array, not a bool: a kind an int64 holds): 1 with *v its value, as machine value (no
+     * object made), else it declines */
+    int (*integer)(const unsigned char *b, Py_ssize_t L, Py_ssize_t *p, const KdNode *nd, long long *v);
 } ScanApi;
 
 #endif

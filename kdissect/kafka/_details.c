@@ -180,8 +180,8 @@ reset(void)
 
 /* Both frames walked in their bytes into the reused parts: 1, 0 (declined: the parts left empty), -1. */
 static int
-walked(PyObject *request, PyObject *requests, PyObject *responses, const char *b, Py_ssize_t n, int api_key,
-       int api_version, Bodies *out)
+walked(PyObject *request, Py_ssize_t request_at, PyObject *requests, PyObject *responses, const char *b, Py_ssize_t n,
+       int api_key, int api_version, Bodies *out)
 {
     if (!PyBytes_CheckExact(request) || PyTuple_GET_SIZE(d.params_fields) > MAX_PARAMS)
         return 0;
@@ -191,8 +191,8 @@ walked(PyObject *request, PyObject *requests, PyObject *responses, const char *b
     if (resp_plan == NULL)
         return -1;
     PartRows *merged = no_partitions ? NULL : &d.rows;
-    int rc = d.walk->walk_bytes(req_plan, requests, (const unsigned char *)PyBytes_AS_STRING(request),
-                                PyBytes_GET_SIZE(request), api_key, api_version, 0, merged,
+    int rc = d.walk->walk_bytes(req_plan, requests, (const unsigned char *)PyBytes_AS_STRING(request) + request_at,
+                                PyBytes_GET_SIZE(request) - request_at, api_key, api_version, 0, merged,
                                 d.reads_records ? d.request_records : NULL, d.learned, NULL, 0,
                                 params ? d.params_fields : NULL, out->params);
     if (rc == 1) {
@@ -229,17 +229,22 @@ body_of(PyObject *frame, PyObject *programs, PyObject *key, PyObject *version)
 }
 
 int
-details_decode(PyObject *request, PyObject *requests, PyObject *responses, const char *b, Py_ssize_t n,
-               int api_key, int api_version, Bodies *out)
+details_decode(PyObject *request, Py_ssize_t request_at, PyObject *requests, PyObject *responses, const char *b,
+               Py_ssize_t n, int api_key, int api_version, Bodies *out)
 {
     memset(out, 0, sizeof *out);
-    int rc = walked(request, requests, responses, b, n, api_key, api_version, out);
+    int rc = walked(request, request_at, requests, responses, b, n, api_key, api_version, out);
     if (rc != 0)
         return rc;
-    if (PyBytes_CheckExact(request))
-        out->request = body_of(request, requests, Py_None, Py_None);
-    else if ((out->request = PyObject_GetAttrString(request, "body")) == Py_None)
+    if (PyBytes_CheckExact(request)) { /* (decoded as bytes of their own) */
+        PyObject *frame = request_at ? PyBytes_FromStringAndSize(PyBytes_AS_STRING(request) + request_at,
+                                                                 PyBytes_GET_SIZE(request) - request_at)
+                                     : Py_NewRef(request);
+        out->request = frame ? body_of(frame, requests, Py_None, Py_None) : NULL;
+        Py_XDECREF(frame);
+    } else if ((out->request = PyObject_GetAttrString(request, "body")) == Py_None) {
         Py_CLEAR(out->request);
+    }
     if (out->request == NULL || !PyDict_Check(out->request)) {
         details_clear(out);
         return PyErr_Occurred() ? -1 : 0;
@@ -289,21 +294,24 @@ taken(PyObject **part)
     return full;
 }
 
+/* An exchange's integer cells its detail rows share, made once for all of them (new references). */
+typedef struct {
+    PyObject *correlation_id, *api_key, *request_ts;
+} Shared;
+
 /* The request_params row: the request body's params_fields (as the bytes walk read them, or from the body). */
 static int
-params_row(PyObject *columns, const Paired *x, const Bodies *bodies)
+params_row(PyObject *columns, const Paired *x, const Shared *c, const Bodies *bodies)
 {
     Py_ssize_t fields = PyTuple_GET_SIZE(d.params_fields);
     if (PyTuple_GET_SIZE(columns) != fields + 3) {
         PyErr_SetString(PyExc_ValueError, "request_params lists do not match params_fields");
         return -1;
     }
-    PyObject *head[3] = {Py_NewRef(x->conn_id), PyLong_FromLongLong(x->correlation_id), PyLong_FromLong(x->api_key)};
-    int rc = head[1] != NULL && head[2] != NULL ? 0 : -1;
+    PyObject *head[3] = {x->conn_id, c->correlation_id, c->api_key};
+    int rc = 0;
     for (int k = 0; k < 3 && rc == 0; k++)
         rc = d.walk->append_cell(PyTuple_GET_ITEM(columns, k), head[k]);
-    for (int k = 0; k < 3; k++)
-        Py_XDECREF(head[k]);
     for (Py_ssize_t k = 0; k < fields && rc == 0; k++) {
         PyObject *v = bodies->walked ? bodies->params[k]
                                      : PyDict_GetItemWithError(bodies->request, PyTuple_GET_ITEM(d.params_fields, k));
@@ -319,7 +327,7 @@ params_row(PyObject *columns, const Paired *x, const Bodies *bodies)
  * row lists (as append_rows would, with no tuple per exchange). Lengths are checked before anything is
  * appended. */
 static int
-partition_rows(PyObject *columns, const Paired *x, int walked)
+partition_rows(PyObject *columns, const Paired *x, const Shared *c, int walked)
 {
     enum { PREFIX = 5 };
     Py_ssize_t pos = 0, ncol = PyTuple_GET_SIZE(columns);
@@ -329,16 +337,14 @@ partition_rows(PyObject *columns, const Paired *x, int walked)
             PyErr_SetString(PyExc_ValueError, "a partition row's values do not fill the partitions columns");
             return -1;
         }
-    PyObject *prefix[PREFIX] = {Py_NewRef(x->conn_id), PyLong_FromLongLong(x->correlation_id),
-                                PyLong_FromLong(x->api_key), Py_NewRef(x->api_name), PyLong_FromLongLong(x->request_ts)};
-    int rc = prefix[1] && prefix[2] && prefix[4] ? 0 : -1;
-    if (rc == 0 && walked)
-        rc = d.walk->rows_emit(&d.rows, columns, prefix, PREFIX);
-    for (pos = 0; rc == 0 && !walked && PyDict_Next(d.partitions, &pos, &key, &row);)
-        for (Py_ssize_t c = 0; rc == 0 && c < ncol; c++)
-            rc = d.walk->append_cell(PyTuple_GET_ITEM(columns, c), c < PREFIX ? prefix[c] : PyList_GET_ITEM(row, c - PREFIX));
-    for (int k = 0; k < PREFIX; k++)
-        Py_XDECREF(prefix[k]);
+    PyObject *prefix[PREFIX] = {x->conn_id, c->correlation_id, c->api_key, x->api_name, c->request_ts};
+    if (walked)
+        return d.walk->rows_emit(&d.rows, columns, prefix, PREFIX);
+    int rc = 0;
+    for (pos = 0; rc == 0 && PyDict_Next(d.partitions, &pos, &key, &row);)
+        for (Py_ssize_t k = 0; rc == 0 && k < ncol; k++)
+            rc = d.walk->append_cell(PyTuple_GET_ITEM(columns, k),
+                                     k < PREFIX ? prefix[k] : PyList_GET_ITEM(row, k - PREFIX));
     return rc;
 }
 
@@ -352,28 +358,35 @@ at_append(PyObject *list, Py_ssize_t at)
     return rc;
 }
 
-/* (offset, ts), a new reference (packed directly: Py_BuildValue parsed its format per exchange). */
+/* (offset, ts), a new reference; ``ts`` given (borrowed) when the caller has it as an int, else NULL. */
 static PyObject *
-place(long long offset, long long ts)
+place(long long offset, long long ts, PyObject *ts_int)
 {
-    PyObject *a = PyLong_FromLongLong(offset), *b = PyLong_FromLongLong(ts);
-    PyObject *pair = a != NULL && b != NULL ? PyTuple_Pack(2, a, b) : NULL;
-    Py_XDECREF(a);
-    Py_XDECREF(b);
+    PyObject *pair = PyTuple_New(2), *a = PyLong_FromLongLong(offset),
+             *b = ts_int ? Py_NewRef(ts_int) : PyLong_FromLongLong(ts);
+    if (pair == NULL || a == NULL || b == NULL) {
+        Py_XDECREF(pair);
+        Py_XDECREF(a);
+        Py_XDECREF(b);
+        return NULL;
+    }
+    PyTuple_SET_ITEM(pair, 0, a);
+    PyTuple_SET_ITEM(pair, 1, b);
     return pair;
 }
 
 /* The sink's per-exchange rest: (connection_id, correlation_id, api_key, request (offset, ts), response
  * (offset, ts), errors, brokers, request records, response records, base offsets). */
 static int
-left_item(PyObject *left, const Paired *x)
+left_item(PyObject *left, const Paired *x, const Shared *c)
 {
     enum { N = 10 };
     PyObject *item = PyTuple_New(N);
     if (item == NULL)
         return -1;
-    PyObject *v[N] = {Py_NewRef(x->conn_id), PyLong_FromLongLong(x->correlation_id), PyLong_FromLong(x->api_key),
-                      place(x->request_offset, x->request_ts), place(x->response_offset, x->response_ts),
+    PyObject *v[N] = {Py_NewRef(x->conn_id), Py_NewRef(c->correlation_id), Py_NewRef(c->api_key),
+                      place(x->request_offset, x->request_ts, c->request_ts),
+                      place(x->response_offset, x->response_ts, NULL),
                       taken(&d.errors), taken(&d.brokers), taken(&d.request_records), taken(&d.response_records),
                       taken(&d.base_offsets)};
     int rc = 0;
@@ -478,13 +491,23 @@ int
 details_emit(PyObject *parts, const Paired *x, const Bodies *bodies)
 {
     PyObject *p[N_PARTS]; /* (partitions columns, params columns, topics, left, left_at, topics_at) */
-    int params = keyset_has(&d.params_apis, x->api_key), rc = parts_of(parts, p);
-    if (rc == 0 && (bodies->walked ? d.rows.n : PyDict_GET_SIZE(d.partitions)))
-        rc = partition_rows(p[0], x, bodies->walked);
+    int params = keyset_has(&d.params_apis, x->api_key), left = left_read(), rc = parts_of(parts, p);
+    Py_ssize_t rows = bodies->walked ? d.rows.n : PyDict_GET_SIZE(d.partitions);
+    Shared c = {NULL, NULL, NULL};
+    if (rc == 0 && (rows || params || left)) {
+        c = (Shared){PyLong_FromLongLong(x->correlation_id), PyLong_FromLong(x->api_key),
+                     PyLong_FromLongLong(x->request_ts)};
+        rc = c.correlation_id && c.api_key && c.request_ts ? 0 : -1;
+    }
+    if (rc == 0 && rows)
+        rc = partition_rows(p[0], x, &c, bodies->walked);
     if (rc == 0 && params)
-        rc = params_row(p[1], x, bodies);
-    if (rc == 0 && left_read())
-        rc = left_item(p[3], x) < 0 ? -1 : at_append(p[4], x->at);
+        rc = params_row(p[1], x, &c, bodies);
+    if (rc == 0 && left)
+        rc = left_item(p[3], x, &c) < 0 ? -1 : at_append(p[4], x->at);
+    Py_XDECREF(c.correlation_id);
+    Py_XDECREF(c.api_key);
+    Py_XDECREF(c.request_ts);
     reset();
     return rc;
 }

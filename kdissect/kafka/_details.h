@@ -47,9 +47,10 @@ PyObject *details_new_piece(void);
 int details_left(int api_key);
 /* Both frames walked in their bytes (tables/_walk_bytes.c), or where that walk declines, both bodies decoded
  * by the decoder's C path: 1 (``out`` set), 0 (it leaves the frame to Python: hand the pairing back), -1.
- * ``request`` is the request's bytes, or the session's KafkaMessage (its body). */
-int details_decode(PyObject *request, PyObject *requests, PyObject *responses, const char *b, Py_ssize_t n,
-                   int api_key, int api_version, Bodies *out);
+ * ``request`` is bytes holding the request's frame from ``request_at`` on (0, or 4: the payload that held just it and
+ * its size field), or the session's KafkaMessage (its body). */
+int details_decode(PyObject *request, Py_ssize_t request_at, PyObject *requests, PyObject *responses, const char *b,
+                   Py_ssize_t n, int api_key, int api_version, Bodies *out);
 /* What the exchanges row takes from the walk: the first non-zero error code, how many, the response's
  * throttle_time_ms (a new reference, None when absent). */
 typedef struct {

@@ -262,10 +262,10 @@ no_memory:
 }
 
 /* The frame at ``offset`` (``size`` bytes at ``bytes``; ``payload``: the run's bytes when they are just this frame and
- * its size field, else NULL) to the lane's pairing, else a Frame appended to ``out``. */
+ * its size field, else NULL) to the lane's pairing, else a Frame appended to ``*out`` (made on the first). */
 static int
 emit(Framer *f, PyObject *frame_type, long long offset, const char *bytes, Py_ssize_t size, PyObject *payload,
-     long long ts_first, long long now, PyObject *out)
+     long long ts_first, long long now, PyObject **out)
 {
     if (f->pairing != NULL && f->pairing->on) {
         int taken = pairing_frame(f->pairing, f->direction, offset, bytes, size, payload, ts_first, now);
@@ -273,9 +273,11 @@ emit(Framer *f, PyObject *frame_type, long long offset, const char *bytes, Py_ss
             return taken < 0 ? -1 : 0;
     }
     PyObject *frame = frame_new(frame_type, offset, PyBytes_FromStringAndSize(bytes, size), ts_first, now);
-    if (frame == NULL)
+    if (frame == NULL || (*out == NULL && (*out = PyList_New(0)) == NULL)) {
+        Py_XDECREF(frame);
         return -1;
-    int rc = PyList_Append(out, frame);
+    }
+    int rc = PyList_Append(*out, frame);
     Py_DECREF(frame);
     return rc;
 }
@@ -293,13 +295,10 @@ set_waiting(Framer *f)
 }
 
 int
-framer_take(Framer *f, PyObject *data, long long offset, PyObject *ts, PyObject *frame_type, PyObject *out)
+framer_take(Framer *f, PyObject *data, long long offset, long long now, PyObject *frame_type, PyObject **out)
 {
     const char *d = PyBytes_AS_STRING(data);
     Py_ssize_t n = PyBytes_GET_SIZE(data), pos = 0;
-    long long now = PyLong_AsLongLong(ts);
-    if (now == -1 && PyErr_Occurred())
-        return -1;
     long long rest_from = -1; /* where the run's unframed rest counts from as a chunk (-1: the byte after its frames) */
     if (f->tail_len) { /* _buffered then _next_frame: the run joins the tail up to the end of the tail's frame */
         if (add_chunk(f, offset, now) < 0 || (pos = fill_tail(f, d, n)) < 0)

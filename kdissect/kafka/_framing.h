@@ -34,8 +34,9 @@ void framer_clear(Framer *f);
 /* Whether ``data`` (the next bytes, at frame_at + tail_len) keeps the direction in sync with no
  * event but frames: 1 yes (``*frames`` set to how many it completes), 0 no, -1 error. */
 int framer_check(Framer *f, const unsigned char *data, Py_ssize_t n, Py_ssize_t *frames);
-/* Commit what framer_check approved: the completed frames (Frame objects) appended to ``out``. */
-int framer_take(Framer *f, PyObject *data, long long offset, PyObject *ts, PyObject *frame_type, PyObject *out);
+/* Commit what framer_check approved (``now``: the run's capture time): the completed frames the lane's pairing does not
+ * take (Frame objects) appended to ``*out``, a list made on the first (NULL while there is none). */
+int framer_take(Framer *f, PyObject *data, long long offset, long long now, PyObject *frame_type, PyObject **out);
 /* (frame_at, tail bytes, [(chunk start, ts), ...], waiting_end or None): what FrameSplitter.adopt takes. */
 PyObject *framer_state(const Framer *f);
 /* Whether the tail holds bytes. */

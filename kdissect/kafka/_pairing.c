@@ -66,6 +66,8 @@ static struct {
     PyObject *requests, *responses, *api_names, *error_name, *new_piece, *ok, *error;
     KeySet left, silent;
     PyObject *names;  /* error code -> error_name(code), as met */
+    long long last_code; /* the last code named, and its name (NULL: none yet): a row's code is 0 nearly always */
+    PyObject *last_name;
     PyObject *piece;  /* the piece rows go to while it is the last of the events */
     PyObject *parts;  /* its detail parts (a details piece), or NULL */
     PyObject *columns[COLUMNS];
@@ -104,6 +106,7 @@ read_shared(PyObject *t)
     Py_XSETREF(shared.ok, Py_NewRef(ok));
     Py_XSETREF(shared.error, Py_NewRef(error));
     Py_XSETREF(shared.names, cache);
+    Py_CLEAR(shared.last_name);
     Py_CLEAR(shared.piece);
     return 0;
 }
@@ -584,9 +587,8 @@ request(Pairing *p, long long offset, const char *b, Py_ssize_t n, PyObject *pay
         if (keyset_has(&shared.silent, key))
             return 0;
     }
-    /* the frame's bytes wait as the payload holding them when it holds nothing else (a details run decodes them as
-     * bytes of their own) */
-    int keep = payload != NULL && !p->details;
+    /* the frame's bytes wait as the payload holding them when it holds nothing else */
+    int keep = payload != NULL;
     if (waiting_reserve(p, p->count + 1) < 0)
         return -1;
     PyObject *client_id = client_id_of(p, b, &s), *data = NULL, *topics = NULL;
@@ -648,18 +650,20 @@ piece_ready(PyObject *events, int details)
 static PyObject *
 error_name_of(long long code)
 {
+    if (shared.last_name != NULL && code == shared.last_code)
+        return Py_NewRef(shared.last_name);
     PyObject *k = PyLong_FromLongLong(code);
     if (k == NULL)
         return NULL;
-    PyObject *name = PyDict_GetItemWithError(shared.names, k);
-    if (name != NULL) {
-        Py_DECREF(k);
-        return Py_NewRef(name);
-    }
-    if (!PyErr_Occurred() && (name = PyObject_CallOneArg(shared.error_name, k)) != NULL
+    PyObject *name = Py_XNewRef(PyDict_GetItemWithError(shared.names, k));
+    if (name == NULL && !PyErr_Occurred() && (name = PyObject_CallOneArg(shared.error_name, k)) != NULL
         && PyDict_SetItem(shared.names, k, name) < 0)
         Py_CLEAR(name);
     Py_DECREF(k);
+    if (name != NULL) {
+        Py_XSETREF(shared.last_name, Py_NewRef(name));
+        shared.last_code = code;
+    }
     return name;
 }
 
@@ -689,37 +693,30 @@ row(Pairing *p, const Waiting *w, int overtook, long long resp_first, long long 
 {
     if (piece_ready(p->events, p->details) < 0)
         return -1;
-    PyObject *cells[COLUMNS] = {0}; /* the list columns' cells */
     PyObject *api_name = w->api_key < PyList_GET_SIZE(shared.api_names) ? PyList_GET_ITEM(shared.api_names, w->api_key)
                                                                           : Py_None;
-    cells[C_CLIENT_IP] = Py_NewRef(p->client_ip);
-    cells[C_BROKER_IP] = Py_NewRef(p->broker_ip);
-    cells[C_API_NAME] = Py_NewRef(api_name);
-    cells[C_CLIENT_ID] = Py_NewRef(w->client_id);
-    cells[C_ERROR_NAME] = error_name_of(o->first_error);
-    cells[C_THROTTLE_TIME_MS] = Py_NewRef(o->throttle);
-    cells[C_STATUS] = Py_NewRef(o->errors ? shared.error : shared.ok);
-    cells[C_WARNINGS] = Py_NewRef(Py_None);
+    PyObject *error_name = error_name_of(o->first_error);
+    if (error_name == NULL)
+        return -1;
+    enum { OBJECTS = 8 }; /* the list columns' cells (borrowed), in column order */
+    static const int object_column[OBJECTS] = {C_CLIENT_IP, C_BROKER_IP, C_API_NAME, C_CLIENT_ID, C_ERROR_NAME,
+                                               C_THROTTLE_TIME_MS, C_STATUS, C_WARNINGS};
+    PyObject *cells[OBJECTS] = {p->client_ip, p->broker_ip, api_name, w->client_id, error_name, o->throttle,
+                                o->errors ? shared.error : shared.ok, Py_None};
     int rc = 0;
-    for (int k = 0; k < COLUMNS; k++)
-        if (KIND[k] == 'O' && cells[k] == NULL)
-            rc = -1;
-    if (rc == 0 /* (on a failure the run fails: the piece is not consumed) */
-        && (put_int(C_CONNECTION_ID, p->conn) || put_int(C_CLIENT_PORT, p->client_port_n)
-            || put_int(C_BROKER_PORT, p->broker_port_n) || put_int(C_API_KEY, w->api_key)
-            || put_int(C_API_VERSION, w->api_version) || put_int(C_CORRELATION_ID, w->correlation_id)
-            || put_int(C_REQUEST_TS, w->ts_first) || put_int(C_RESPONSE_TS, resp_first)
-            || put_double(C_LATENCY_MS, (double)(resp_first - w->ts_last) / 1e6)
-            || put_double(C_TOTAL_MS, (double)(resp_last - w->ts_first) / 1e6)
-            || put_int(C_REQUEST_BYTES, w->size + 4) || put_int(C_RESPONSE_BYTES, resp_size + 4)
-            || put_int(C_ERROR_CODE, o->first_error) || put_int(C_ERROR_COUNT, o->errors)
-            || put_bool(C_OUT_OF_ORDER, overtook) || put_bool(C_INFERRED, 0)))
-        rc = -1;
-    for (int k = 0; k < COLUMNS && rc == 0; k++)
-        if (KIND[k] == 'O')
-            rc = PyList_Append(shared.columns[k], cells[k]);
-    for (int k = 0; k < COLUMNS; k++)
-        Py_XDECREF(cells[k]);
+    if (put_int(C_CONNECTION_ID, p->conn) || put_int(C_CLIENT_PORT, p->client_port_n)
+        || put_int(C_BROKER_PORT, p->broker_port_n) || put_int(C_API_KEY, w->api_key)
+        || put_int(C_API_VERSION, w->api_version) || put_int(C_CORRELATION_ID, w->correlation_id)
+        || put_int(C_REQUEST_TS, w->ts_first) || put_int(C_RESPONSE_TS, resp_first)
+        || put_double(C_LATENCY_MS, (double)(resp_first - w->ts_last) / 1e6)
+        || put_double(C_TOTAL_MS, (double)(resp_last - w->ts_first) / 1e6)
+        || put_int(C_REQUEST_BYTES, w->size + 4) || put_int(C_RESPONSE_BYTES, resp_size + 4)
+        || put_int(C_ERROR_CODE, o->first_error) || put_int(C_ERROR_COUNT, o->errors)
+        || put_bool(C_OUT_OF_ORDER, overtook) || put_bool(C_INFERRED, 0))
+        rc = -1; /* (on a failure the run fails: the piece is not consumed) */
+    for (int k = 0; k < OBJECTS && rc == 0; k++)
+        rc = PyList_Append(shared.columns[object_column[k]], cells[k]);
+    Py_DECREF(error_name);
     if (rc == 0 && p->names) { /* (not scanned: a response with no error code that names no topic id) */
         PyObject *codes = s ? codes_of(s) : PyTuple_New(0), *named = s ? named_of(b, s) : PyTuple_New(0);
         if (codes == NULL || named == NULL || PyList_Append(shared.topics, w->topics) < 0
@@ -830,8 +827,8 @@ response(Pairing *p, long long offset, const char *b, Py_ssize_t n, long long ts
     Paired x = {p->conn_id, api_name, w->correlation_id, w->api_key, w->api_version, w->offset, w->ts_first, offset,
                 ts_first, p->at};
     if (p->details) {
-        int ok = details_decode(w->data ? w->data : w->message, shared.requests, shared.responses, b, n, w->api_key,
-                                w->api_version, &bodies);
+        int ok = details_decode(w->data ? w->data : w->message, w->data_at, shared.requests, shared.responses, b, n,
+                                w->api_key, w->api_version, &bodies);
         if (ok <= 0)
             return ok;
         /* with names, the scan lists the response's error codes and named ids: none where the walk over its bytes

@@ -538,19 +538,17 @@ take(Lanes *self, Lane *lane, int d, const Segment *s, Py_ssize_t at, PyObject *
     if (lane->sink == Py_None)
         return 0;
     if (lane->framed) {
-        PyObject *frames = PyList_New(0);
-        if (frames == NULL)
-            return -1;
+        PyObject *frames = NULL; /* (made when the pairing leaves a frame to the session) */
         lane->pairing.events = out;
         lane->pairing.at = at;
-        int rc = framer_take(&lane->framer[d], s->payload, off, ts, lane->frame_type, frames);
+        int rc = framer_take(&lane->framer[d], s->payload, off, s->ts, lane->frame_type, &frames);
         lane->pairing.events = NULL;
-        if (rc == 0 && PyList_GET_SIZE(frames))
+        if (rc == 0 && frames != NULL && PyList_GET_SIZE(frames))
             rc = deliver_frames(lane, d, frames, out);
         if (rc == 0 && lane->pairing.left) /* an orphan answer took the connection out of the common case */
             rc = 1;
         lane->pairing.left = 0;
-        Py_DECREF(frames);
+        Py_XDECREF(frames);
         return rc;
     }
     PyObject *direction = PyLong_FromLong(d), *offset = PyLong_FromLongLong(off), *events = NULL;
@@ -577,7 +575,7 @@ take(Lanes *self, Lane *lane, int d, const Segment *s, Py_ssize_t at, PyObject *
 static SegmentLayout layout; /* TcpSegment's (sources/_segment_layout.h): its fields read in their slots */
 
 /* Field ``i`` of a segment, whose attribute is ``name`` (a new reference, or NULL with an exception set). */
-static PyObject *
+static inline PyObject *
 field(PyObject *obj, int i, PyObject *name)
 {
     if ((PyObject *)Py_TYPE(obj) != layout.type && segment_layout(&layout, (PyObject *)Py_TYPE(obj)) < 0)
@@ -586,36 +584,44 @@ field(PyObject *obj, int i, PyObject *name)
     return v != NULL ? Py_NewRef(v) : PyObject_GetAttr(obj, name);
 }
 
+/* An int field's value; one that is no int or beyond int64 makes the segment unusual (not an exception: the
+ * overflow-reporting conversion, which for a capture time's three digits costs a fifth of PyLong_AsLongLong's). */
+static long long
+int_field(PyObject *v, int *unusual)
+{
+    int overflow = 0;
+    long long x = PyLong_CheckExact(v) ? PyLong_AsLongLongAndOverflow(v, &overflow) : 0;
+    *unusual |= !PyLong_CheckExact(v) || overflow;
+    return overflow ? 0 : x;
+}
+
 /* Reads a segment's fields: 0, or 1 when one is not what the sources build (the reference takes it), -1 on error. */
 static int
 read_segment(PyObject *obj, Segment *s, PyObject **ts)
 {
     PyObject *v;
     int unusual = 0;
-#define READ(i, name, field_, conv)                                                                              \
+    long long x;
+#define READ(i, name, field_, low)                                                                               \
     if ((v = field(obj, i, name)) == NULL)                                                                       \
         return -1;                                                                                               \
-    s->field_ = PyLong_CheckExact(v) ? conv(v) : 0;                                                              \
-    unusual |= !PyLong_CheckExact(v);                                                                            \
+    x = int_field(v, &unusual);                                                                                  \
+    unusual |= x < (low); /* (an unsigned field's negative value) */                                             \
+    s->field_ = x < (low) ? 0 : x;                                                                               \
     Py_DECREF(v);
-    READ(SF_SEQ, s_seq, seq, PyLong_AsUnsignedLong)
-    READ(SF_ACK, s_ack, ack, PyLong_AsUnsignedLong)
-    READ(SF_FLAGS, s_flags, flags, PyLong_AsUnsignedLong)
-    READ(SF_WINDOW, s_window, window, PyLong_AsLongLong)
-    READ(SF_PAYLOAD_LEN, s_payload_len, payload_len, PyLong_AsLongLong)
+    READ(SF_SEQ, s_seq, seq, 0)
+    READ(SF_ACK, s_ack, ack, 0)
+    READ(SF_FLAGS, s_flags, flags, 0)
+    READ(SF_WINDOW, s_window, window, LLONG_MIN)
+    READ(SF_PAYLOAD_LEN, s_payload_len, payload_len, LLONG_MIN)
 #undef READ
     if ((*ts = field(obj, SF_TS_NS, s_ts_ns)) == NULL)
         return -1;
-    s->ts = PyLong_CheckExact(*ts) ? PyLong_AsLongLong(*ts) : 0;
-    unusual |= !PyLong_CheckExact(*ts);
+    s->ts = int_field(*ts, &unusual);
     if ((s->payload = field(obj, SF_PAYLOAD, s_payload)) == NULL)
         return -1;
     Py_DECREF(s->payload); /* the segment holds it */
     unusual |= !PyBytes_CheckExact(s->payload);
-    if (PyErr_Occurred()) { /* a number out of range */
-        PyErr_Clear();
-        unusual = 1;
-    }
     return unusual || s->seq > SEQ_MASK || s->ack > SEQ_MASK;
 }
 

@@ -67,6 +67,24 @@ walk_error_name(PyObject *code)
     return name;
 }
 
+static long long last_code;
+static PyObject *last_name; /* walk_code_name's: last_code's name, or NULL (emptied by setup) */
+
+PyObject *
+walk_code_name(long long code)
+{
+    if (last_name != NULL && code == last_code)
+        return Py_NewRef(last_name);
+    PyObject *v = PyLong_FromLongLong(code);
+    PyObject *name = v ? walk_error_name(v) : NULL;
+    Py_XDECREF(v);
+    if (name != NULL) {
+        Py_XSETREF(last_name, Py_NewRef(name));
+        last_code = code;
+    }
+    return name;
+}
+
 typedef struct {
     PyObject *key;   /* member key, or NULL for an array index */
     Py_ssize_t index;
@@ -457,6 +475,7 @@ static PyObject *setup(PyObject *self, PyObject *args)
     Py_XSETREF(uuid_type, Py_NewRef(uuid));
     Py_XSETREF(error_name_func, Py_NewRef(names));
     Py_XSETREF(error_names, cache);
+    Py_CLEAR(last_name);
     Py_RETURN_NONE;
 }
 

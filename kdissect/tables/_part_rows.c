@@ -149,22 +149,32 @@ as_int64(PyObject *v, long long *out)
     return !overflow;
 }
 
-int
-part_rows_merge(PartRow *row, long flags, long slot, PyObject *v, int response)
+void
+part_rows_merge_int(PartRow *row, long flags, long slot, long long x, int response)
 {
-    long long x;
-    if (slot >= 0 && slot < PART_VALUES && !(row->has_value >> slot & 1u) && v != Py_None) {
-        if (!as_int64(v, &x))
-            return 0;
+    if (slot >= 0 && slot < PART_VALUES && !(row->has_value >> slot & 1u)) {
         row->value[slot] = x;
         row->has_value |= 1u << slot;
     }
     if (response && (flags & M_ERROR_CODE)) {
-        if (!as_int64(v, &x))
-            return 0;
         row->error_code = x;
         row->has_error_code = 1;
     }
+}
+
+int
+part_rows_merge(PartRow *row, long flags, long slot, PyObject *v, int response)
+{
+    long long x = 0;
+    int in_slot = slot >= 0 && slot < PART_VALUES && !(row->has_value >> slot & 1u);
+    int code = response && (flags & M_ERROR_CODE);
+    if (v == Py_None) /* (a null value fills no slot, and is no error code) */
+        return !code;
+    if (!in_slot && !code)
+        return 1;
+    if (!as_int64(v, &x))
+        return 0;
+    part_rows_merge_int(row, flags, slot, x, response);
     return 1;
 }
 
@@ -191,12 +201,7 @@ part_rows_clear(PartRows *rows)
 static PyObject *
 error_name_of(const PartRow *row)
 {
-    if (!row->has_error_code)
-        return Py_NewRef(Py_None);
-    PyObject *code = PyLong_FromLongLong(row->error_code);
-    PyObject *name = code ? walk_error_name(code) : NULL;
-    Py_XDECREF(code);
-    return name;
+    return row->has_error_code ? walk_code_name(row->error_code) : Py_NewRef(Py_None);
 }
 
 /* An object cell (None for NULL) to a list or a typed buffer. 0 or -1. */

@@ -36,6 +36,8 @@ PartRow *part_rows_row(PartRows *rows, PyObject *topic, PyObject *topic_id, PyOb
 /* One scalar of a struct (its plan flags and value slot) folded into its row as _native.c's walk_merge_value
  * folds it: 1, 0 (a value the row cannot hold as a machine value: the walk declines), -1. */
 int part_rows_merge(PartRow *row, long flags, long slot, PyObject *v, int response);
+/* The same for a value read as a machine value (the walk's INT members: an int64 holds it). */
+void part_rows_merge_int(PartRow *row, long flags, long slot, long long x, int response);
 /* Every row, emptied (the allocation kept unless it grew large). */
 void part_rows_clear(PartRows *rows);
 /* Each row after ``prefix`` (nprefix cells shared by the exchange's rows) into ``columns`` (lists, or

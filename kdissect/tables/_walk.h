@@ -33,6 +33,8 @@ extern PyObject *walk_aborted_key; /* "aborted_transactions" */
 int walk_is_uuid(PyObject *v);
 /* error_name(code), a new reference (cached per code). */
 PyObject *walk_error_name(PyObject *code);
+/* The same from a machine value, the last code's name kept (rows of a capture share one code, 0, nearly always). */
+PyObject *walk_code_name(long long code);
 /* topic id -> topic into ``topics``, first name kept, the nil id skipped: 0 or -1. */
 int walk_learn_topic(PyObject *topics, PyObject *topic, PyObject *topic_id);
 /* The walk over a frame's bytes (_walk_bytes.c; see _native.h). */

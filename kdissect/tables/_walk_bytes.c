@@ -20,6 +20,11 @@
  *   brokers are read, records beside non-null aborted transactions, a struct wider than MAX_MEMBERS, a
  *   partition row's value a machine value cannot hold as the dict does (part_rows_merge: not an int, or
  *   beyond int64).
+ * - A string a struct reads (a topic name, a group id) is decoded once per distinct bytes: the text of
+ *   the last TEXTS distinct strings of at most TEXT_MAX bytes is kept by their bytes, and the same bytes
+ *   give the same str (decoding is a function of the bytes; the span is read by the decoder's rules first,
+ *   so a string it would decline is declined the same). A producer names its topic in every request and
+ *   the broker in every response: both rows then hold one object, hashed once, compared by identity.
  * - Memory and time: recursion follows the program, bounded by WALK_MAX_DEPTH; a nested member before
  *   the last field its struct reads is skipped, then walked (each skip is the decoder's walk, building
  *   nothing), so a byte is passed over at most once per level of nesting; values are released before
@@ -52,8 +57,11 @@ typedef struct {
     PyObject *topic, *topic_id, *partition, *group; /* borrowed; NULL when unknown */
 } Ctx;
 
-/* How the walk takes a member in the struct's pass over its bytes. */
-enum { SKIP, VALUE, SPAN, NESTED };
+/* How the walk takes a member in the struct's pass over its bytes: INT is a VALUE an int64 holds that the walk only
+ * folds into a row, tests or keeps (an error code, a partition value, a base offset), read as a machine value. */
+enum { SKIP, VALUE, INT, SPAN, NESTED };
+/* The plan flags whose value the struct's context holds as the object itself. */
+#define CONTEXT (M_TOPIC_NAME | M_GROUP_ID | M_TOPIC_ID | M_PARTITION)
 
 /* A struct's members matched to its plan (``match``): what the walk does with each, the same for every
  * struct of that node, plan and wanted keys, so compiled once (``shape_of``) and kept. */
@@ -64,10 +72,15 @@ typedef struct {
     int matched;                  /* 1, or 0: the walk declines this struct */
     PyObject *member[MAX_MEMBERS]; /* its plan member (key, flags, child plan, slot; borrowed from plan) */
     long flags[MAX_MEMBERS], slot[MAX_MEMBERS]; /* its plan flags and partition value slot */
-    char how[MAX_MEMBERS];        /* SKIP, VALUE, SPAN (records), NESTED (a struct or an array of structs) */
+    char how[MAX_MEMBERS];        /* SKIP, VALUE, INT, SPAN (records), NESTED (a struct or an array of structs) */
     signed char want[MAX_MEMBERS]; /* its index among the wanted top-level keys, or -1 */
     Py_ssize_t complete;          /* the members before it hold everything the struct's own fields read */
     Py_ssize_t aborted;           /* the aborted transactions member, or -1 */
+    signed char own[MAX_MEMBERS]; /* its scalars read (VALUE, INT, SPAN; not arrays), in member order: all its own */
+    int nown;                     /* fields look at (a skipped scalar holds nothing they read) */
+    signed char valued[MAX_MEMBERS]; /* its VALUE members (what holds an object once read), in member order */
+    int nvalued;
+    long host_port;               /* M_HOST | M_PORT, of those its scalars have */
 } Shape;
 
 /* One struct's members as the pass over its bytes found them. */
@@ -75,6 +88,7 @@ typedef struct {
     const Shape *s;
     Py_ssize_t at[MAX_MEMBERS];   /* where its bytes start */
     PyObject *value[MAX_MEMBERS]; /* the values read (new references), else NULL */
+    long long number[MAX_MEMBERS]; /* the INT members' values */
     Py_ssize_t records_at, records_n; /* the records field's bytes (n -1: null; records_at -1: none) */
 } Members;
 
@@ -108,6 +122,8 @@ match(const KdNode *nd, PyObject *plan, PyObject *want, Shape *sh)
     sh->matched = 0;
     sh->complete = 0;
     sh->aborted = -1;
+    sh->nown = sh->nvalued = 0;
+    sh->host_port = 0;
     for (Py_ssize_t i = 0; i < nd->nregular; i++) {
         const KdNode *m = &nd->regular[i];
         while (j < np && !same_key(PyTuple_GET_ITEM(PyTuple_GET_ITEM(plan, j), 0), m->key))
@@ -129,12 +145,22 @@ match(const KdNode *nd, PyObject *plan, PyObject *want, Shape *sh)
             sh->how[i] = SKIP;
         else if (flags & M_RECORDS)
             sh->how[i] = SPAN;
+        else if (!(flags & READS || slot >= 0))
+            sh->how[i] = SKIP;
         else
-            sh->how[i] = flags & READS || slot >= 0 ? VALUE : SKIP;
+            sh->how[i] = ((m->kind >= K_INT8 && m->kind <= K_INT64) || (m->kind >= K_VARINT && m->kind <= K_UVARINT))
+                                 && !(m->flags & F_ARRAY) && !(flags & CONTEXT) ? INT : VALUE;
+        if (sh->how[i] == VALUE)
+            sh->valued[sh->nvalued++] = (signed char)i;
+        if (!(flags & (M_STRUCT | M_ARRAY))) {
+            sh->host_port |= flags & (M_HOST | M_PORT);
+            if (sh->how[i] != SKIP)
+                sh->own[sh->nown++] = (signed char)i;
+        }
         int aborted = same_key(m->key, walk_aborted_key);
         if (aborted && sh->aborted < 0)
             sh->aborted = i;
-        if ((sh->how[i] == VALUE && (flags & READS || slot >= 0)) || sh->how[i] == SPAN || aborted)
+        if ((sh->how[i] == VALUE && (flags & READS || slot >= 0)) || sh->how[i] == INT || sh->how[i] == SPAN || aborted)
             sh->complete = i + 1; /* (a wanted field's value is only handed back: read where it is) */
     }
     if (PyErr_Occurred())
@@ -181,6 +207,45 @@ shape_of(const KdNode *nd, PyObject *plan, PyObject *want, Shape *spare)
     return sh;
 }
 
+/* The strings met, by their bytes (direct-mapped: a slot keeps the last text of its hash). */
+#define TEXTS 64
+#define TEXT_MAX 255 /* (a topic name is at most 249 bytes) */
+typedef struct {
+    Py_ssize_t n;
+    PyObject *text; /* NULL: empty slot */
+    char bytes[TEXT_MAX];
+} Text;
+static Text texts[TEXTS];
+
+/* A string member's value (a new reference): its text as met before when its bytes were, else decoded (and kept,
+ * when short). NULL: declined (no exception) or an error (exception set), as the decoder's value(). */
+static PyObject *
+text_value(Bytes *w, Py_ssize_t *p, const KdNode *m)
+{
+    Py_ssize_t at, n, q = *p;
+    if (api->span(w->b, w->L, &q, m, &at, &n) != 1 || n > TEXT_MAX)
+        return api->value(w->b, w->L, p, m); /* (declines as span did, or a long string: decoded) */
+    if (n < 0) {
+        *p = q;
+        return Py_NewRef(Py_None);
+    }
+    uint32_t h = 2166136261u; /* FNV-1a */
+    for (Py_ssize_t k = 0; k < n; k++)
+        h = (h ^ w->b[at + k]) * 16777619u;
+    Text *slot = &texts[h % TEXTS];
+    if (slot->text != NULL && slot->n == n && !memcmp(slot->bytes, w->b + at, (size_t)n)) {
+        *p = q;
+        return Py_NewRef(slot->text);
+    }
+    PyObject *v = api->value(w->b, w->L, p, m);
+    if (v != NULL) {
+        Py_XSETREF(slot->text, Py_NewRef(v));
+        slot->n = n;
+        memcpy(slot->bytes, w->b + at, (size_t)n);
+    }
+    return v;
+}
+
 /* The records tuple (topic, topic id, partition, bytes, aborted transactions) of _native.c's add_records,
  * the aborted transactions a null or absent field (else it declines). 1, 0, -1. */
 static int
@@ -211,9 +276,12 @@ merge(Bytes *w, const KdNode *nd, const Members *ms, const Ctx *ctx)
     PartRow *row = part_rows_row(w->rows, ctx->topic, ctx->topic_id, ctx->partition);
     if (row == NULL)
         return -1;
-    for (Py_ssize_t i = 0; i < nd->nregular; i++) {
-        if (ms->s->flags[i] & (M_STRUCT | M_ARRAY))
+    for (int k = 0; k < ms->s->nown; k++) {
+        int i = ms->s->own[k];
+        if (ms->s->how[i] == INT) {
+            part_rows_merge_int(row, ms->s->flags[i], ms->s->slot[i], ms->number[i], w->response);
             continue;
+        }
         int rc = ms->value[i] == NULL ? 1 : part_rows_merge(row, ms->s->flags[i], ms->s->slot[i], ms->value[i], w->response);
         if (rc != 1)
             return rc;
@@ -225,15 +293,18 @@ merge(Bytes *w, const KdNode *nd, const Members *ms, const Ctx *ctx)
     return 1;
 }
 
-/* Base offset >= 0 kept per (topic, partition) (_native.c's walk, produce_base_offsets). 0 or -1. */
+/* Base offset >= 0 kept per (topic, partition) (_native.c's walk, produce_base_offsets): the member's value (v, or
+ * an INT member's x). 0 or -1. */
 static int
-base_offset(Bytes *w, PyObject *v, const Ctx *ctx)
+base_offset(Bytes *w, PyObject *v, long long x, const Ctx *ctx)
 {
     int ge;
-    if (PyLong_CheckExact(v)) { /* (the decoder's int64: its sign, with no zero object to compare with) */
+    if (v == NULL) {
+        ge = x >= 0;
+    } else if (PyLong_CheckExact(v)) { /* (the decoder's int64: its sign, with no zero object to compare with) */
         int overflow;
-        long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
-        ge = overflow ? overflow > 0 : x >= 0;
+        long long n = PyLong_AsLongLongAndOverflow(v, &overflow);
+        ge = overflow ? overflow > 0 : n >= 0;
     } else {
         PyObject *zero = PyLong_FromLong(0);
         ge = zero ? PyObject_RichCompareBool(v, zero, Py_GE) : -1;
@@ -241,9 +312,11 @@ base_offset(Bytes *w, PyObject *v, const Ctx *ctx)
     }
     if (ge <= 0)
         return ge;
-    PyObject *key = PyTuple_Pack(2, ctx->topic ? ctx->topic : Py_None, ctx->partition);
-    int rc = key ? PyDict_SetItem(w->base_offsets, key, v) : -1;
+    PyObject *key = PyTuple_Pack(2, ctx->topic ? ctx->topic : Py_None, ctx->partition),
+             *value = v != NULL ? Py_NewRef(v) : PyLong_FromLongLong(x);
+    int rc = key && value ? PyDict_SetItem(w->base_offsets, key, value) : -1;
     Py_XDECREF(key);
+    Py_XDECREF(value);
     return rc;
 }
 
@@ -255,12 +328,11 @@ static int walk_struct(Bytes *w, const KdNode *nd, PyObject *plan, Py_ssize_t *p
 static int
 own_fields(Bytes *w, const KdNode *nd, const Members *ms, Ctx *ctx)
 {
-    int has_partition = 0, host_port = 0;
-    for (Py_ssize_t i = 0; i < nd->nregular; i++) {
+    int has_partition = 0;
+    for (int k = 0; k < ms->s->nown; k++) {
+        int i = ms->s->own[k];
         long flags = ms->s->flags[i];
         PyObject *v = ms->value[i];
-        if (flags & (M_STRUCT | M_ARRAY))
-            continue;
         if (v == NULL)
             ;
         else if ((flags & M_TOPIC_NAME) && PyUnicode_Check(v))
@@ -273,9 +345,8 @@ own_fields(Bytes *w, const KdNode *nd, const Members *ms, Ctx *ctx)
             ctx->partition = v;
             has_partition = 1;
         }
-        host_port |= flags & (M_HOST | M_PORT);
     }
-    if (w->brokers && w->response && host_port == (M_HOST | M_PORT))
+    if (w->brokers && w->response && ms->s->host_port == (M_HOST | M_PORT))
         return 0;
     if (w->learned != NULL && ctx->topic != NULL && ctx->topic_id != NULL
         && walk_learn_topic(w->learned, ctx->topic, ctx->topic_id) < 0)
@@ -285,13 +356,12 @@ own_fields(Bytes *w, const KdNode *nd, const Members *ms, Ctx *ctx)
         if (rc != 1)
             return rc;
     }
-    for (Py_ssize_t i = 0; i < nd->nregular; i++) {
+    for (int k = 0; k < ms->s->nown; k++) {
+        int i = ms->s->own[k];
         long flags = ms->s->flags[i];
         PyObject *v = ms->value[i];
-        if (flags & (M_STRUCT | M_ARRAY))
-            continue;
         if (flags & M_ERROR && w->response) {
-            int set = PyObject_IsTrue(v);
+            int set = ms->s->how[i] == INT ? ms->number[i] != 0 : PyObject_IsTrue(v);
             if (set)
                 return set < 0 ? -1 : 0;
         }
@@ -300,7 +370,8 @@ own_fields(Bytes *w, const KdNode *nd, const Members *ms, Ctx *ctx)
             if (rc <= 0)
                 return rc;
         }
-        if (flags & M_BASE_OFFSET && w->base_offsets != NULL && has_partition && base_offset(w, v, ctx) < 0)
+        if (flags & M_BASE_OFFSET && w->base_offsets != NULL && has_partition
+            && base_offset(w, v, ms->s->how[i] == INT ? ms->number[i] : 0, ctx) < 0)
             return -1;
     }
     return 1;
@@ -360,8 +431,13 @@ walk_struct(Bytes *w, const KdNode *nd, PyObject *plan, Py_ssize_t *p, const Ctx
         ms.at[i] = *p;
         if (ms.s->how[i] == NESTED && i >= ms.s->complete)
             rc = nested(w, m, ms.s->member[i], p, &ctx, depth);
-        else if (ms.s->how[i] == VALUE)
-            rc = (ms.value[i] = api->value(w->b, w->L, p, m)) != NULL ? 1 : PyErr_Occurred() ? -1 : 0;
+        else if (ms.s->how[i] == VALUE) {
+            int text = m->kind == K_STRING && !(m->flags & F_ARRAY);
+            ms.value[i] = text ? text_value(w, p, m) : api->value(w->b, w->L, p, m);
+            rc = ms.value[i] != NULL ? 1 : PyErr_Occurred() ? -1 : 0;
+        }
+        else if (ms.s->how[i] == INT)
+            rc = api->integer(w->b, w->L, p, m, &ms.number[i]) == 1;
         else if (ms.s->how[i] == SPAN)
             rc = api->span(w->b, w->L, p, m, &ms.records_at, &ms.records_n) == 1;
         else
@@ -375,10 +451,41 @@ walk_struct(Bytes *w, const KdNode *nd, PyObject *plan, Py_ssize_t *p, const Ctx
     }
     if (rc == 1 && ms.s->complete == n)
         rc = own_then_nested(w, nd, &ms, &ctx, depth);
-    for (Py_ssize_t i = 0; i < n; i++) {
+    for (int k = 0; k < (n ? ms.s->nvalued : 0); k++) {
+        int i = ms.s->valued[k];
         if (rc == 1 && ms.s->want[i] >= 0 && got[ms.s->want[i]] == NULL)
             got[ms.s->want[i]] = Py_NewRef(ms.value[i]);
         Py_XDECREF(ms.value[i]);
+    }
+    return rc;
+}
+
+/* The frame roots last found per direction (a lane's exchanges are of one message version, nearly always), its
+ * programs held: a program is compiled once per message version and kept (decoders/compiler.py), as the shapes
+ * assume of their nodes. The decoder's frame_roots, without its lookup per frame. */
+typedef struct {
+    PyObject *programs; /* (held) */
+    int api_key, api_version;
+    const KdNode *header, *body;
+} Roots;
+static Roots roots[2];
+
+static int
+roots_of(PyObject *programs, int api_key, int api_version, int response, const KdNode **header, const KdNode **body)
+{
+    Roots *r = &roots[response != 0];
+    if (r->programs == programs && r->api_key == api_key && r->api_version == api_version) {
+        *header = r->header;
+        *body = r->body;
+        return 1;
+    }
+    int rc = api->frame_roots(programs, api_key, api_version, header, body);
+    if (rc == 1) {
+        Py_XSETREF(r->programs, Py_NewRef(programs));
+        r->api_key = api_key;
+        r->api_version = api_version;
+        r->header = *header;
+        r->body = *body;
     }
     return rc;
 }
@@ -395,7 +502,7 @@ walk_bytes(PyObject *plan, PyObject *programs, const unsigned char *b, Py_ssize_
     if (api == NULL && (api = PyCapsule_Import(SCAN_CAPSULE, 0)) == NULL)
         return -1;
     const KdNode *header, *body;
-    int rc = api->frame_roots(programs, api_key, api_version, &header, &body);
+    int rc = roots_of(programs, api_key, api_version, response, &header, &body);
     Py_ssize_t p = 0, nwant = want != NULL ? PyTuple_GET_SIZE(want) : 0;
     if (rc <= 0 || api->skip(b, L, &p, header))
         return rc < 0 ? -1 : 0;

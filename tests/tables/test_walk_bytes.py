@@ -138,6 +138,29 @@ def test_many_partitions_merge_as_the_body_walk_merges_them(topics: list[tuple[s
     assert _compare(0, 9, True, _frame(0, 9, True, body))
 
 
+def test_a_name_met_again_is_one_text_and_names_sharing_a_slot_keep_their_own() -> None:
+    """A string the bytes walk reads is decoded once per distinct bytes (_walk_bytes.c's texts): a topic named
+    in two frames is one object in both walks' rows (hashed once, compared by identity). More names than the
+    texts kept (so that some share a slot), met again after others took their slot, and one longer than any
+    text kept, each come out as the body walk finds them."""
+    names = [f"topic-{i}" for i in range(300)] + ["x" * 300]
+    for name in names + names[:5] + names[-1:]:
+        body = {**PRODUCE_RESPONSE, "responses": [{**PRODUCE_RESPONSE["responses"][0], "name": name}]}
+        assert _compare(0, 9, True, _frame(0, 9, True, body))
+    frame = _frame(0, 9, True, PRODUCE_RESPONSE)
+    programs = compiler.FRAME_PROGRAMS["response"]
+    plan = detail_walk.plan_of(schema.api_message(0, 9, "response"))
+    walk = detail_walk.native
+    assert walk is not None
+    topics = []
+    for _ in range(2):
+        partitions: dict = {}
+        walk.walk_frame(plan, programs, frame, 0, 9, True, partitions, None, None, None, True, ())
+        (row,) = partitions.values()
+        topics.append(row[0])  # (PARTITION_SLOTS: the topic first)
+    assert topics[0] == "orders" and topics[0] is topics[1]
+
+
 @pytest.mark.parametrize("change", ["error", "tagged", "trailing"])
 def test_what_the_bytes_walk_does_not_reproduce_is_declined(change: str) -> None:
     """An error code (the errors rows want paths), tagged fields, bytes after the body: the caller decodes."""
