@@ -18,25 +18,13 @@
 #include <stdint.h>
 #include <string.h>
 
-/* A typed cell's record: the value, then 1; or zeros then 0 when not ``valid``. */
-static int
-put_record(PyObject *column, int64_t v, int valid)
-{
-    unsigned char cell[TYPED_RECORD] = {0};
-    if (valid) {
-        memcpy(cell, &v, sizeof v);
-        cell[sizeof v] = 1;
-    }
-    return typed_put(column, cell, TYPED_RECORD);
-}
-
 int
 typed_append(PyObject *column, PyObject *value)
 {
     if (!PyByteArray_CheckExact(column))
         return PyList_Append(column, value);
     if (value == Py_None)
-        return put_record(column, 0, 0);
+        return typed_put_record(column, 0, 0);
     if (!PyLong_Check(value)) {
         PyErr_Format(PyExc_TypeError, "a typed column's value is %.100s, not an integer", Py_TYPE(value)->tp_name);
         return -1;
@@ -45,14 +33,14 @@ typed_append(PyObject *column, PyObject *value)
     int64_t v = (int64_t)PyLong_AsLongLongAndOverflow(value, &overflow);
     if (v == -1 && PyErr_Occurred())
         return -1;
-    return put_record(column, v, !overflow);
+    return typed_put_record(column, v, !overflow);
 }
 
 int
 typed_put_int(PyObject *column, int64_t v, int valid)
 {
     if (PyByteArray_CheckExact(column))
-        return put_record(column, v, valid);
+        return typed_put_record(column, v, valid);
     PyObject *value = valid ? PyLong_FromLongLong(v) : Py_NewRef(Py_None);
     if (value == NULL)
         return -1;

@@ -60,7 +60,7 @@ def to_arrow(table: str, columns: Mapping[str, list[Any] | Runs | Parts]) -> pa.
     as an Arrow table of the table's schema."""
     arrays = None if "numpy" in sys.modules else _listed(table, columns)
     if arrays is None:
-        counts: dict[int, np.ndarray] = {}  # per runs' counts list (a table's runs share one): its array
+        counts: dict[int, np.ndarray | slice | None] = {}  # per runs' counts list (shared): _run_of_rows
         arrays = [_repeated(kind, column, counts) if isinstance(column := columns[name], Runs)
                   else _array(kind, column) for name, kind in TABLES[table]]  # fmt: skip
     schema = arrow_schema(table).with_metadata({b"pandas": _pandas_metadata(table, arrays)})
@@ -145,25 +145,46 @@ def _packed(kind: str, data: np.ndarray, nulls: np.ndarray | None) -> pa.Array:
     return _fixed(_TYPES[kind], length, data, nulls)
 
 
-def _repeated(kind: str, runs: Runs, arrays: dict[int, np.ndarray]) -> pa.Array | pa.ChunkedArray:
-    """A column of runs: each run's value converted once, then repeated by numpy (Arrow's ``take``
-    would load ``pyarrow.compute``, which costs more than the repeating). ``arrays``: the counts lists
-    converted so far (by id: the columns hold them), each converted once for every column sharing it."""
-    counts = arrays.get(id(runs.counts))
-    if counts is None:
-        counts = arrays[id(runs.counts)] = np.asarray(runs.counts, dtype=np.int64)
+def _repeated(kind: str, runs: Runs, arrays: dict[int, np.ndarray | slice | None]) -> pa.Array | pa.ChunkedArray:
+    """A column of runs: each run's value converted once, then taken by numpy at each row's run (Arrow's
+    ``take`` would load ``pyarrow.compute``, which costs more). ``arrays``: the counts lists converted
+    so far (by id: the columns hold them) to the runs of the rows (None: a run per row, the runs
+    themselves), each converted once for every column sharing it."""
+    key = id(runs.counts)
+    if key not in arrays:
+        arrays[key] = _run_of_rows(np.fromiter(runs.counts, dtype=np.int64, count=len(runs.counts)))
+    rows = arrays[key]
 
     def spread(data: np.ndarray, nulls: np.ndarray | None) -> tuple[np.ndarray, np.ndarray | None]:
-        return np.repeat(data, counts), None if nulls is None else np.repeat(nulls, counts)
+        if rows is None:
+            return data, nulls
+        return data[rows], None if nulls is None else nulls[rows]
 
     if kind in NUMPY_TYPES:
         values = runs.values
-        found = narrowed(kind, Typed(values, NULLABLE)) if type(values) is bytearray else number_arrays(kind, values)
-        return _packed(kind, *spread(*found))
+        if type(values) is bytearray:
+            return _packed(kind, *spread(*narrowed(kind, Typed(values, NULLABLE))))
+        if type(rows) is slice:  # (the runs with rows alone: the empty run of a table made steady is None,
+            return _packed(kind, *number_arrays(kind, values[rows]))  # which would make this a pass per run)
+        return _packed(kind, *spread(*number_arrays(kind, values)))
     if kind == "category":
         codes, nulls, distinct = _codes(runs.values)
         return pa.DictionaryArray.from_arrays(_packed("int32", *spread(codes, nulls)), _binary(pa.string(), distinct))
     return _array(kind, runs.expand())
+
+
+def _run_of_rows(counts: np.ndarray) -> np.ndarray | slice | None:
+    """Each row's run (runs of ``counts`` rows each), to take the runs' values with: found once for the
+    columns sharing the counts, where repeating each column by them (``numpy.repeat``, an item at a time)
+    cost more than the conversion. None when every run is a row (a batch per record: chatty traffic)."""
+    if counts.max(initial=0) > 1:
+        return np.repeat(np.arange(len(counts), dtype=np.intp), counts)
+    rows = np.flatnonzero(counts)  # (runs of no row: a records table made steady before its first batch)
+    if len(rows) == len(counts):
+        return None
+    if len(rows) and rows[-1] - rows[0] + 1 == len(rows):  # (a range of runs: a view of them, no copy)
+        return slice(int(rows[0]), int(rows[-1]) + 1)
+    return rows
 
 
 def _fixed(arrow_type: pa.DataType, length: int, data: np.ndarray, nulls: np.ndarray | None) -> pa.Array:
