@@ -74,6 +74,7 @@
 #define CODECS 8
 #define BATCH_COLUMNS 25 /* record_rows.BATCH_NAMES */
 #define MAX_RUNS 64    /* the records table's run columns (fewer: record_rows.SAME) */
+#define RESERVED 4096  /* lane_records: the batches rows a call's columns are given room for at most */
 
 /* A records row's values shared by its batch, in record_rows.SAME's order. */
 enum {
@@ -152,21 +153,21 @@ next_found(FoundList *l)
     return &l->items[l->n++];
 }
 
-/* Room for a list's next item: past what it has allocated, half as much again. PyList_Append grows a
- * list by an eighth, copying it each time (realloc seldom extends in place): the records table's run
- * lists, a value per batch for the whole run, were copied some eight times over, a third of the rows'
+/* Room for `more` items past a list's size: past what it has allocated, half as much again. PyList_Append
+ * grows a list by an eighth, copying it each time (realloc seldom extends in place): the records table's
+ * run lists, a value per batch for the whole run, were copied some eight times over, a third of the rows'
  * cost on chatty traffic. 0, or -1 with an exception set. */
 static int
-list_room(PyListObject *list)
+list_room(PyListObject *list, Py_ssize_t more)
 {
     Py_ssize_t n = Py_SIZE(list);
-    if (n < list->allocated)
+    if (more <= list->allocated - n)
         return 0;
-    if (n > (PY_SSIZE_T_MAX / (Py_ssize_t)sizeof(PyObject *) - 16) / 2) {
+    if (n > (PY_SSIZE_T_MAX / (Py_ssize_t)sizeof(PyObject *) - 16) / 2 - more) {
         PyErr_NoMemory();
         return -1;
     }
-    Py_ssize_t room = n + n / 2 + 16;
+    Py_ssize_t room = n + more > n + n / 2 + 16 ? n + more : n + n / 2 + 16;
     PyObject **items = PyMem_Realloc(list->ob_item, (size_t)room * sizeof(PyObject *));
     if (items == NULL) {
         PyErr_NoMemory();
@@ -184,7 +185,7 @@ put_obj(PyObject *column, PyObject *value)
 {
     if (PyList_CheckExact(column)) {
         PyListObject *list = (PyListObject *)column;
-        if (list_room(list) < 0)
+        if (list_room(list, 1) < 0)
             return -1;
         list->ob_item[Py_SIZE(list)] = Py_NewRef(value);
         Py_SET_SIZE(list, Py_SIZE(list) + 1);
@@ -202,6 +203,30 @@ put_obj_steal(PyObject *column, PyObject *value)
     int bad = put_obj(column, value);
     Py_DECREF(value);
     return bad;
+}
+
+/* Room for `rows` more cells in each column of a call's batches piece (lane_records: a cell per
+ * exchange's batch, the piece's columns otherwise grown a step at a time from empty, each step a copy).
+ * A typed column's room is allocated with its size kept (into_size, _records.h). 0, or -1. */
+static int
+reserve_rows(PyObject *columns, Py_ssize_t rows)
+{
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(columns); i++) {
+        PyObject *column = PyTuple_GET_ITEM(columns, i);
+        if (PyList_CheckExact(column)) {
+            if (list_room((PyListObject *)column, rows) < 0)
+                return -1;
+            continue;
+        }
+        PyByteArrayObject *a = (PyByteArrayObject *)column;
+        Py_ssize_t size = Py_SIZE(a), need = size + rows * TYPED_RECORD;
+        if (!PyByteArray_CheckExact(column) || a->ob_exports > 0 || need < a->ob_alloc)
+            continue;
+        if (PyByteArray_Resize(column, need) < 0)
+            return -1;
+        into_size(column, size);
+    }
+    return 0;
 }
 
 /* An integer cell as a machine value: a typed column's record written inline (_typed.h), a list's int. */
@@ -794,7 +819,9 @@ lane_records(PyObject *module, PyObject *args)
         return NULL;
     c.meter = PyTuple_GET_ITEM(c.spec, 5) == Py_None ? NULL : PyTuple_GET_ITEM(c.spec, 5);
     FoundList found = {NULL, 0, 0};
-    Py_ssize_t i = start < 0 ? 0 : start;
+    Py_ssize_t i = start < 0 ? 0 : start, exchanges = PyList_GET_SIZE(left) - i;
+    if (c.batches != NULL && exchanges > 0 && reserve_rows(c.batches, exchanges < RESERVED ? exchanges : RESERVED) < 0)
+        return NULL;
     int ok = 1;
     for (; i < PyList_GET_SIZE(left); i++) {
         PyObject *t = PyList_GET_ITEM(left, i);

@@ -14,6 +14,8 @@ int typed_append(PyObject *column, PyObject *value);
 int typed_put_int(PyObject *column, int64_t v, int valid);
 /* Whether every column is a list or a bytearray. */
 int typed_columns(PyObject *columns);
+/* bools(values) -> bytes | None: a bool column's list as a byte per value (see _typed.c). */
+PyObject *typed_bools(PyObject *module, PyObject *values);
 
 #define TYPED_RECORD 9 /* int64 in machine order, then a byte: 1 valid, 0 null */
 
@@ -36,9 +38,10 @@ typed_put(PyObject *column, const void *value, Py_ssize_t n)
         if (PyByteArray_Resize(column, a->ob_exports > 0 ? need : need + need / 2 + 16) < 0)
             return -1;
     }
-    memcpy(PyByteArray_AS_STRING(column) + size, value, (size_t)n);
+    /* (ob_start, not PyByteArray_AS_STRING: that is a shared "" while the size is 0, room or not) */
+    memcpy(a->ob_start + size, value, (size_t)n);
     Py_SET_SIZE(a, need); /* (within the room: what PyByteArray_Resize's quick exit does) */
-    PyByteArray_AS_STRING(column)[need] = '\0';
+    a->ob_start[need] = '\0';
     return 0;
 }
 

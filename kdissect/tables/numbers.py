@@ -6,10 +6,12 @@ import sys
 from typing import Any
 
 from kdissect.lazy import lazy_module
+from kdissect.native import native_module
 
 from .columns import Typed, end_to_end
 
 np = lazy_module("numpy")
+_native_tables = native_module("tables._native")
 
 # abstract type -> numpy type name, for the kinds converted through numpy (names: importing this loads no numpy)
 NUMPY_TYPES = {"int64": "int64", "int32": "int32", "int16": "int16", "int8": "int8", "float64": "float64",
@@ -63,7 +65,8 @@ def _without_nulls(wide_type: str, values: list[Any]) -> np.ndarray | None:
     refuses None at the first (``numpy.array`` reads every value first)."""
     try:
         if wide_type == "bool" and type(values) is list:  # (bytes() of a buffer would copy its bytes)
-            return np.frombuffer(bytes(values), dtype=np.uint8) != 0
+            found = None if _native_tables is None else _native_tables.bools(values)  # (tables/_typed.c: True
+            return np.frombuffer(bytes(values) if found is None else found, dtype=np.uint8) != 0  # and False)
         if wide_type == "int64":
             return np.fromiter(values, dtype=np.int64, count=len(values))  # (stops at a None: np.array does not)
     except (TypeError, ValueError):  # (None among them; or a bool column's value bytes cannot hold)
