@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import sys
 from array import array
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from functools import cache
 from itertools import accumulate, chain, compress, repeat
 from operator import is_, is_not, itemgetter
@@ -27,7 +27,7 @@ from ..lazy import lazy_module
 from ..native import native_module
 from .blocks import RecordBlock, ends_of
 from .columns import NULLABLE, TABLES, Parts, Runs, Typed, cells, end_to_end
-from .numbers import NUMPY_TYPES, PYTHON_ROWS, joined_numbers, narrowed, number_arrays
+from .numbers import NUMPY_TYPES, PYTHON_ROWS, joined_numbers, narrowed, number_arrays, spread_rows, spreading
 
 np = lazy_module("numpy")  # not for a small table while nothing else has loaded it (_listed)
 _native_tables = native_module("tables._native")
@@ -60,7 +60,7 @@ def to_arrow(table: str, columns: Mapping[str, list[Any] | Runs | Parts]) -> pa.
     as an Arrow table of the table's schema."""
     arrays = None if "numpy" in sys.modules else _listed(table, columns)
     if arrays is None:
-        counts: dict[int, np.ndarray | slice | None] = {}  # per runs' counts list (shared): _run_of_rows
+        counts: dict[int, Callable[[np.ndarray], np.ndarray] | slice | None] = {}  # per runs' counts list
         arrays = [_repeated(kind, column, counts) if isinstance(column := columns[name], Runs)
                   else _array(kind, column) for name, kind in TABLES[table]]  # fmt: skip
     schema = arrow_schema(table).with_metadata({b"pandas": _pandas_metadata(table, arrays)})
@@ -145,20 +145,19 @@ def _packed(kind: str, data: np.ndarray, nulls: np.ndarray | None) -> pa.Array:
     return _fixed(_TYPES[kind], length, data, nulls)
 
 
-def _repeated(kind: str, runs: Runs, arrays: dict[int, np.ndarray | slice | None]) -> pa.Array | pa.ChunkedArray:
-    """A column of runs: each run's value converted once, then taken by numpy at each row's run (Arrow's
-    ``take`` would load ``pyarrow.compute``, which costs more). ``arrays``: the counts lists converted
-    so far (by id: the columns hold them) to the runs of the rows (None: a run per row, the runs
-    themselves), each converted once for every column sharing it."""
+def _repeated(kind: str, runs: Runs, arrays: dict[int, Callable[[np.ndarray], np.ndarray] | slice | None]
+              ) -> pa.Array | pa.ChunkedArray:  # fmt: skip
+    """A column of runs: each run's value converted once, then spread to its rows by numpy (Arrow's
+    ``take`` would load ``pyarrow.compute``, which costs more). ``arrays``: the counts lists seen so far
+    (by id: the columns hold them), each turned once into the spreading every column sharing it takes
+    (:func:`~.numbers.spreading`)."""
     key = id(runs.counts)
     if key not in arrays:
-        arrays[key] = _run_of_rows(np.fromiter(runs.counts, dtype=np.int64, count=len(runs.counts)))
+        arrays[key] = spreading(np.fromiter(runs.counts, dtype=np.int64, count=len(runs.counts)))
     rows = arrays[key]
 
     def spread(data: np.ndarray, nulls: np.ndarray | None) -> tuple[np.ndarray, np.ndarray | None]:
-        if rows is None:
-            return data, nulls
-        return data[rows], None if nulls is None else nulls[rows]
+        return spread_rows(rows, data), None if nulls is None else spread_rows(rows, nulls)
 
     if kind in NUMPY_TYPES:
         values = runs.values
@@ -171,20 +170,6 @@ def _repeated(kind: str, runs: Runs, arrays: dict[int, np.ndarray | slice | None
         codes, nulls, distinct = _codes(runs.values)
         return pa.DictionaryArray.from_arrays(_packed("int32", *spread(codes, nulls)), _binary(pa.string(), distinct))
     return _array(kind, runs.expand())
-
-
-def _run_of_rows(counts: np.ndarray) -> np.ndarray | slice | None:
-    """Each row's run (runs of ``counts`` rows each), to take the runs' values with: found once for the
-    columns sharing the counts, where repeating each column by them (``numpy.repeat``, an item at a time)
-    cost more than the conversion. None when every run is a row (a batch per record: chatty traffic)."""
-    if counts.max(initial=0) > 1:
-        return np.repeat(np.arange(len(counts), dtype=np.intp), counts)
-    rows = np.flatnonzero(counts)  # (runs of no row: a records table made steady before its first batch)
-    if len(rows) == len(counts):
-        return None
-    if len(rows) and rows[-1] - rows[0] + 1 == len(rows):  # (a range of runs: a view of them, no copy)
-        return slice(int(rows[0]), int(rows[-1]) + 1)
-    return rows
 
 
 def _fixed(arrow_type: pa.DataType, length: int, data: np.ndarray, nulls: np.ndarray | None) -> pa.Array:

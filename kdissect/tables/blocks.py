@@ -18,6 +18,7 @@ from kdissect.lazy import lazy_module
 
 from ..decoders.records import ArenaColumns, RecordColumns
 from .columns import NULLABLE, Typed, typed_cell
+from .numbers import spread_rows, spreading
 
 np = lazy_module("numpy")
 
@@ -113,11 +114,11 @@ class RecordBlock:
                   wire: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
         """The offsets of batches whose first offsets (``firsts``: ``unknown`` where None, ``wire`` where
         WIRE) all fit in int64 with their records, a numpy step per column rather than a step per batch."""
-        starts = np.where(unknown, 0, firsts)
-        rows = np.repeat(~(unknown | wire), counts)
-        index = np.arange(len(values), dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
-        values = np.where(rows, np.repeat(starts, counts) + index, values)
-        nulls = np.repeat(unknown, counts)
+        how = spreading(counts)  # (each batch's value to its records: numpy.repeat, or less for a record each)
+        rows = spread_rows(how, ~(unknown | wire))
+        index = np.arange(len(values), dtype=np.int64) - spread_rows(how, np.cumsum(counts) - counts)
+        values = np.where(rows, spread_rows(how, np.where(unknown, 0, firsts)) + index, values)
+        nulls = spread_rows(how, unknown)
         return values, nulls if nulls.any() else None
 
     def _offsets_by_batch(self, values: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
+from functools import partial
+from operator import itemgetter
 from typing import Any
 
 from kdissect.lazy import lazy_module
@@ -120,3 +123,24 @@ def null_out_of_range(kind: str, values: list[Any]) -> list[Any]:
     bits = _INT_BITS[kind]
     low, high = -(2**bits), 2**bits - 1
     return [v if v is None or low <= v <= high else None for v in values]
+
+
+def spreading(counts: np.ndarray) -> Callable[[np.ndarray], np.ndarray] | slice | None:
+    """How the runs' values (runs of ``counts`` rows each) become the rows' values, found once for the
+    columns sharing the counts: repeated by ``numpy.repeat`` (runs of many rows: record-heavy traffic);
+    else, a run per row (a batch per record: chatty traffic), the values themselves (None), or those of
+    the runs with a row (a slice of them, or a function taking them), without ``numpy.repeat``'s step
+    per run (an item at a time, several times the conversion's cost there)."""
+    if counts.max(initial=0) > 1:
+        return partial(np.repeat, repeats=counts)
+    rows = np.flatnonzero(counts)  # (runs of no row: a records table made steady before its first batch)
+    if len(rows) == len(counts):
+        return None
+    if len(rows) and rows[-1] - rows[0] + 1 == len(rows):  # (a range of runs: a view of them, no copy)
+        return slice(int(rows[0]), int(rows[-1]) + 1)
+    return itemgetter(rows)
+
+
+def spread_rows(how: Callable[[np.ndarray], np.ndarray] | slice | None, values: np.ndarray) -> np.ndarray:
+    """The runs' ``values`` spread to their rows as :func:`spreading` found it (``how``)."""
+    return values if how is None else values[how] if type(how) is slice else how(values)
