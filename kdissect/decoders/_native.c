@@ -1268,8 +1268,9 @@ typedef struct {
     Py_ssize_t from; /* its length before this call */
 } Buf;
 
+/* put's every case: its own bytes object, an arena column to grow. */
 static int
-put(Buf *b, const void *s, Py_ssize_t n)
+put_any(Buf *b, const void *s, Py_ssize_t n)
 {
     if (n == 0)
         return 0; /* (an empty payload into a buffer not yet allocated: no object to copy into) */
@@ -1300,6 +1301,18 @@ put(Buf *b, const void *s, Py_ssize_t n)
             return -1;
     }
     memcpy(PyBytes_AS_STRING(b->bytes) + b->len, s, (size_t)n);
+    b->len += n;
+    return 0;
+}
+
+/* `n` bytes to a column: inline where they fit the room an arena column has (nearly every value of a
+ * chatty capture's records), else put_any. 0, or -1 with an exception set. */
+static inline int
+put(Buf *b, const void *s, Py_ssize_t n)
+{
+    if (b->into == NULL || n == 0 || !into_room((PyByteArrayObject *)b->into, b->len + n))
+        return put_any(b, s, n);
+    memcpy(((PyByteArrayObject *)b->into)->ob_start + b->len, s, (size_t)n);
     b->len += n;
     return 0;
 }
