@@ -1311,24 +1311,26 @@ typedef struct {
     Py_ssize_t from; /* its length before this call */
 } Buf;
 
+/* put's every case: its own bytes object, an arena column to grow. */
 static int
-put(Buf *b, const void *s, Py_ssize_t n)
+put_any(Buf *b, const void *s, Py_ssize_t n)
 {
     if (n == 0)
         return 0; /* (an empty payload into a buffer not yet allocated: no object to copy into) */
     if (b->into != NULL) {
-        if (n > PyByteArray_GET_SIZE(b->into) - b->len) {
-            /* First the room already allocated (the size cut back at the end of each call leaves it,
-             * and setting a size within it moves nothing), then half as much again as needed. */
-            Py_ssize_t need = b->len + n, alloc = ((PyByteArrayObject *)b->into)->ob_alloc;
+        PyByteArrayObject *a = (PyByteArrayObject *)b->into;
+        if (!into_room(a, b->len + n) && n > Py_SIZE(a) - b->len) {
+            /* Past the room allocated, or an exported bytearray (which PyByteArray_Resize refuses):
+             * half as much again as needed. */
+            Py_ssize_t need = b->len + n;
             if (need > PY_SSIZE_T_MAX / 3) {
                 PyErr_NoMemory();
                 return -1;
             }
-            if (PyByteArray_Resize(b->into, need < alloc ? alloc - 1 : need + need / 2) < 0)
+            if (PyByteArray_Resize(b->into, need + need / 2) < 0)
                 return -1; /* (BufferError while the bytearray is exported: the caller starts new ones) */
         }
-        memcpy(PyByteArray_AS_STRING(b->into) + b->len, s, (size_t)n);
+        memcpy(a->ob_start + b->len, s, (size_t)n); /* (not PyByteArray_AS_STRING: "" while its size is 0) */
         b->len += n;
         return 0;
     }
@@ -1342,6 +1344,18 @@ put(Buf *b, const void *s, Py_ssize_t n)
             return -1;
     }
     memcpy(PyBytes_AS_STRING(b->bytes) + b->len, s, (size_t)n);
+    b->len += n;
+    return 0;
+}
+
+/* `n` bytes to a column: inline where they fit the room an arena column has (nearly every value of a
+ * chatty capture's records), else put_any. 0, or -1 with an exception set. */
+static inline int
+put(Buf *b, const void *s, Py_ssize_t n)
+{
+    if (b->into == NULL || n == 0 || !into_room((PyByteArrayObject *)b->into, b->len + n))
+        return put_any(b, s, n);
+    memcpy(((PyByteArrayObject *)b->into)->ob_start + b->len, s, (size_t)n);
     b->len += n;
     return 0;
 }
@@ -1476,13 +1490,8 @@ columns_of(PyObject *buf, Py_ssize_t p, Py_ssize_t end, long long base_offset, l
 done:
     for (int i = 0; i < COL_COUNT; i++) {
         Py_XDECREF(col[i].bytes);
-        if (col[i].into != NULL && PyByteArray_GET_SIZE(col[i].into) != (out == NULL ? col[i].from : col[i].len)) {
-            /* (a shrink: it cannot fail, and keeps an exception being raised) */
-            PyObject *type, *value, *tb;
-            PyErr_Fetch(&type, &value, &tb);
-            PyByteArray_Resize(col[i].into, out == NULL ? col[i].from : col[i].len);
-            PyErr_Restore(type, value, tb);
-        }
+        if (col[i].into != NULL)
+            into_size(col[i].into, out == NULL ? col[i].from : col[i].len);
     }
     if (out == NULL && PyErr_ExceptionMatches(Error)) {
         PyErr_Clear();

@@ -492,6 +492,8 @@ static PyMethodDef methods[] = {
      "and batches rows, or None (see _record_rows.c)."},
     {"codes", category_codes, METH_O,
      "codes(values) -> (int32 codes, nulls, distinct): a category column's (see _codes.c)."},
+    {"bools", typed_bools, METH_O,
+     "bools(values) -> bytes or None: a bool column's list as a byte per value (see _typed.c)."},
     {"spans", binary_spans, METH_VARARGS,
      "spans(values, text) -> (data, int64 ends, nulls) or None: a text or bytes column's (see _spans.c)."},
     {"lane_records", lane_records, METH_VARARGS,

@@ -26,7 +26,7 @@
  *   prefix:  (connection id, correlation id, direction)
  *   target:  (the records table's run values (lists, or typed buffers: rows.TYPED_RUNS), which SAME
  *            value each takes (-1: None), its run counts,
- *            the block's pieces, and its first offsets and record counts per batch):
+ *            the block's pieces, and its first offsets (a typed buffer) and record counts per batch):
  *            TableRows.record_target(); a call's batches, which follow each other in the arena, are
  *            one piece), and optionally a seventh item, (seen, least bytes): for a batch whose records
  *            take at least that many bytes on the wire, seen(payload, its first row in the call, its
@@ -74,6 +74,7 @@
 #define CODECS 8
 #define BATCH_COLUMNS 25 /* record_rows.BATCH_NAMES */
 #define MAX_RUNS 64    /* the records table's run columns (fewer: record_rows.SAME) */
+#define RESERVED 4096  /* lane_records: the batches rows a call's columns are given room for at most */
 
 /* A records row's values shared by its batch, in record_rows.SAME's order. */
 enum {
@@ -101,9 +102,11 @@ static RecordsApi *records_api;
 static int64_t
 be64(const unsigned char *b)
 {
-    uint64_t v = 0;
-    for (int i = 0; i < 8; i++)
-        v = v << 8 | b[i];
+    uint64_t v;
+    memcpy(&v, b, sizeof v);
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    v = __builtin_bswap64(v);
+#endif
     return (int64_t)v;
 }
 
@@ -126,18 +129,14 @@ lengths(PyObject *arena, Py_ssize_t *out)
         out[i] = PyByteArray_GET_SIZE(PyTuple_GET_ITEM(arena, i));
 }
 
-/* Cut the arena back to `to` (a shrink, which cannot fail; an exception being raised is kept). */
+/* Cut the arena back to `to` (a shrink, which cannot fail; an exception being raised is kept), in the
+ * room each bytearray has (_records.h: a scratch arena, cut back after every exchange, is not
+ * reallocated smaller and grown again each time). */
 static void
 cut_back(PyObject *arena, const Py_ssize_t *to)
 {
-    PyObject *type, *value, *tb;
-    PyErr_Fetch(&type, &value, &tb);
-    for (int i = 0; i < COLUMNS; i++) {
-        PyObject *a = PyTuple_GET_ITEM(arena, i);
-        if (PyByteArray_GET_SIZE(a) != to[i] && PyByteArray_Resize(a, to[i]) < 0)
-            PyErr_Clear();
-    }
-    PyErr_Restore(type, value, tb);
+    for (int i = 0; i < COLUMNS; i++)
+        into_size(PyTuple_GET_ITEM(arena, i), to[i]);
 }
 
 static Found *
@@ -156,16 +155,88 @@ next_found(FoundList *l)
     return &l->items[l->n++];
 }
 
-/* A cell given as an object (a new reference, stolen; NULL: the error it failed with) to a column: a
- * list's item, or a typed column's record (typed_append). 0, or -1 with an exception set. */
+/* Room for `more` items past a list's size: past what it has allocated, twice as much. PyList_Append
+ * grows a list by an eighth, copying it each time (realloc seldom extends in place): the records table's
+ * run lists, a value per batch for the whole run, were copied some eight times over, a third of the rows'
+ * cost on chatty traffic (a pointer per batch: the room left unused is small beside the batch's rows).
+ * 0, or -1 with an exception set. */
+static int
+list_room(PyListObject *list, Py_ssize_t more)
+{
+    Py_ssize_t n = Py_SIZE(list);
+    if (more <= list->allocated - n)
+        return 0;
+    if (n > (PY_SSIZE_T_MAX / (Py_ssize_t)sizeof(PyObject *) - 16) / 2 - more) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    Py_ssize_t room = n + more > 2 * n + 16 ? n + more : 2 * n + 16;
+    PyObject **items = PyMem_Realloc(list->ob_item, (size_t)room * sizeof(PyObject *));
+    if (items == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    list->ob_item = items;
+    list->allocated = room;
+    return 0;
+}
+
+/* A cell given as an object to a column: a list's item (what PyList_Append does, growing it as
+ * list_room does), or a typed column's record (typed_append). 0, or -1 with an exception set. */
+static inline int
+put_obj(PyObject *column, PyObject *value)
+{
+    if (PyList_CheckExact(column)) {
+        PyListObject *list = (PyListObject *)column;
+        if (list_room(list, 1) < 0)
+            return -1;
+        list->ob_item[Py_SIZE(list)] = Py_NewRef(value);
+        Py_SET_SIZE(list, Py_SIZE(list) + 1);
+        return 0;
+    }
+    return typed_append(column, value);
+}
+
+/* put_obj of a new reference (stolen; NULL: the error it failed with). */
 static int
 put_obj_steal(PyObject *column, PyObject *value)
 {
     if (value == NULL)
         return -1;
-    int bad = typed_append(column, value);
+    int bad = put_obj(column, value);
     Py_DECREF(value);
     return bad;
+}
+
+/* Room for `rows` more cells in each column of a call's batches piece (lane_records: a cell per
+ * exchange's batch, the piece's columns otherwise grown a step at a time from empty, each step a copy).
+ * A typed column's room is allocated with its size kept (into_size, _records.h). 0, or -1. */
+static int
+reserve_rows(PyObject *columns, Py_ssize_t rows)
+{
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(columns); i++) {
+        PyObject *column = PyTuple_GET_ITEM(columns, i);
+        if (PyList_CheckExact(column)) {
+            if (list_room((PyListObject *)column, rows) < 0)
+                return -1;
+            continue;
+        }
+        PyByteArrayObject *a = (PyByteArrayObject *)column;
+        Py_ssize_t size = Py_SIZE(a), need = size + rows * TYPED_RECORD;
+        if (!PyByteArray_CheckExact(column) || a->ob_exports > 0 || need < a->ob_alloc)
+            continue;
+        if (PyByteArray_Resize(column, need) < 0)
+            return -1;
+        into_size(column, size);
+    }
+    return 0;
+}
+
+/* An integer cell as a machine value: a typed column's record written inline (_typed.h), a list's int. */
+static inline int
+put_int(PyObject *column, int64_t v, int valid)
+{
+    return PyByteArray_CheckExact(column) ? typed_put_record(column, v, valid) : typed_put_int(column, v, valid);
 }
 
 /* The arguments both entry points share, checked once per call, and what a call keeps from batch to batch. */
@@ -378,8 +449,8 @@ static int
 put_cell(PyObject *column, const Cell *cell)
 {
     if (cell->machine && (cell->obj == NULL || PyByteArray_CheckExact(column)))
-        return typed_put_int(column, cell->v, cell->valid);
-    return typed_append(column, cell->obj);
+        return put_int(column, cell->v, cell->valid);
+    return put_obj(column, cell->obj);
 }
 
 /* A batch's batches row, a cell per column of `columns` (BATCH_NAMES: the prefix, then batch_rows' values). */
@@ -390,19 +461,19 @@ batch_cells(PyObject *columns, const Found *f, const Cell loc[3], const Cell pre
     int ratio = f->decompressed && f->compressed;
     return put_cell(COL(0), &prefix[0]) || put_cell(COL(1), &prefix[1]) || put_cell(COL(2), &prefix[2]) ||
            put_cell(COL(3), &loc[0]) || put_cell(COL(4), &loc[1]) || put_cell(COL(5), &loc[2]) ||
-           typed_put_int(COL(6), f->position, 1) ||
-           typed_put_int(COL(7), f->base_offset, 1) || typed_put_int(COL(8), f->base_offset + f->last_delta, 1) ||
-           typed_put_int(COL(9), 2, 1) || put_obj_steal(COL(10), Py_NewRef(codec_name)) ||
-           typed_put_int(COL(11), f->record_count, 1) || typed_put_int(COL(12), f->count, 1) ||
-           typed_put_int(COL(13), f->size, 1) ||
-           typed_put_int(COL(14), f->compressed, f->compressed != 0) ||
-           typed_put_int(COL(15), f->decompressed, f->decompressed != 0) ||
+           put_int(COL(6), f->position, 1) ||
+           put_int(COL(7), f->base_offset, 1) || put_int(COL(8), f->base_offset + f->last_delta, 1) ||
+           put_int(COL(9), 2, 1) || put_obj(COL(10), codec_name) ||
+           put_int(COL(11), f->record_count, 1) || put_int(COL(12), f->count, 1) ||
+           put_int(COL(13), f->size, 1) ||
+           put_int(COL(14), f->compressed, f->compressed != 0) ||
+           put_int(COL(15), f->decompressed, f->decompressed != 0) ||
            put_obj_steal(COL(16), ratio ? PyFloat_FromDouble((double)f->decompressed / (double)f->compressed)
                                         : Py_NewRef(Py_None)) ||
-           put_obj_steal(COL(17), Py_NewRef(Py_True)) || put_obj_steal(COL(18), Py_NewRef(Py_True)) ||
-           put_obj_steal(COL(19), Py_NewRef(Py_False)) || put_obj_steal(COL(20), Py_NewRef(Py_False)) ||
-           typed_put_int(COL(21), f->producer_id, 1) || typed_put_int(COL(22), f->producer_epoch, 1) ||
-           typed_put_int(COL(23), f->base_sequence, 1) || put_obj_steal(COL(24), Py_NewRef(Py_None))
+           put_obj(COL(17), Py_True) || put_obj(COL(18), Py_True) ||
+           put_obj(COL(19), Py_False) || put_obj(COL(20), Py_False) ||
+           put_int(COL(21), f->producer_id, 1) || put_int(COL(22), f->producer_epoch, 1) ||
+           put_int(COL(23), f->base_sequence, 1) || put_obj(COL(24), Py_None)
                ? -1
                : 0;
 #undef COL
@@ -431,7 +502,7 @@ flush_span(Call *c)
  * that follow each other in the arena: they do within a call), its first offset and count to the
  * block's, its shared values to the runs. */
 static int
-add_batch(Call *c, const Found *f, PyObject *first, const Cell same[SAME_COUNT])
+add_batch(Call *c, const Found *f, const Cell *first, const Cell same[SAME_COUNT])
 {
     PyObject *runs = PyTuple_GET_ITEM(c->target, 0), *counts = PyTuple_GET_ITEM(c->target, 2);
     PyObject *firsts = PyTuple_GET_ITEM(c->target, 4), *batch_counts = PyTuple_GET_ITEM(c->target, 5);
@@ -447,15 +518,52 @@ add_batch(Call *c, const Found *f, PyObject *first, const Cell same[SAME_COUNT])
         c->span_open = 1;
     }
     PyObject *count = PyLong_FromSsize_t(f->count);
-    int bad = count == NULL || PyList_Append(firsts, first) < 0 || PyList_Append(batch_counts, count) < 0;
+    int bad = count == NULL || put_cell(firsts, first) < 0 || put_obj(batch_counts, count) < 0;
     for (Py_ssize_t i = 0; !bad && i < PyTuple_GET_SIZE(runs); i++) {
         int slot = c->slots[i];
         bad = (slot >= 0 ? put_cell(PyTuple_GET_ITEM(runs, i), &same[slot])
-                         : typed_append(PyTuple_GET_ITEM(runs, i), Py_None)) < 0;
+                         : put_obj(PyTuple_GET_ITEM(runs, i), Py_None)) < 0;
     }
-    bad = bad || PyList_Append(counts, count) < 0;
+    bad = bad || put_obj(counts, count) < 0;
     Py_XDECREF(count);
     return bad ? -1 : 0;
+}
+
+/* Whether an object is a str or None (a topic), or an int or None (a partition): the items of a base
+ * offsets key that are equal only where their hashes are. */
+#define TOPIC_LIKE(o) (PyUnicode_CheckExact(o) || (o) == Py_None)
+#define PARTITION_LIKE(o) (PyLong_CheckExact(o) || (o) == Py_None)
+
+/* The base offset the broker assigned to (topic, partition), from the exchange's `base_offsets` dict
+ * (borrowed; NULL: none, or an error set). A dict of a few (str or None, int or None) keys (an
+ * exchange's partitions: one, on chatty traffic) is scanned with each key's items compared, as the
+ * lookup compares them, without the key tuple and its hash a lookup makes; any other, looked up. */
+static PyObject *
+base_offset_of(PyObject *base_offsets, PyObject *topic, PyObject *partition)
+{
+    Py_ssize_t at = 0;
+    PyObject *key, *value;
+    int scan = PyDict_GET_SIZE(base_offsets) <= 4 && TOPIC_LIKE(topic) && PARTITION_LIKE(partition);
+    while (scan && PyDict_Next(base_offsets, &at, &key, &value)) {
+        if (!PyTuple_CheckExact(key) || PyTuple_GET_SIZE(key) != 2 || !TOPIC_LIKE(PyTuple_GET_ITEM(key, 0)) ||
+            !PARTITION_LIKE(PyTuple_GET_ITEM(key, 1))) {
+            scan = 0;
+            break;
+        }
+        int same = PyObject_RichCompareBool(PyTuple_GET_ITEM(key, 0), topic, Py_EQ);
+        if (same > 0)
+            same = PyObject_RichCompareBool(PyTuple_GET_ITEM(key, 1), partition, Py_EQ);
+        if (same < 0)
+            return NULL;
+        if (same)
+            return value;
+    }
+    if (scan)
+        return NULL;
+    key = PyTuple_Pack(2, topic, partition);
+    value = key == NULL ? NULL : PyDict_GetItemWithError(base_offsets, key);
+    Py_XDECREF(key);
+    return value;
 }
 
 /* The rows of the batches found[from:to] (one message's, `located`; `prefix`: connection id, correlation
@@ -466,6 +574,7 @@ make_rows(Call *c, const FoundList *found, Py_ssize_t from, Py_ssize_t to, PyObj
 {
     PyObject *codec_names = PyTuple_GET_ITEM(c->spec, 1), *ts_names = PyTuple_GET_ITEM(c->spec, 2);
     PyObject *assigned = NULL; /* the part's base offset (borrowed) */
+    Cell base = {NULL, 0, 0, 0}; /* its machine value */
     Py_ssize_t part = -1, index = 0;  /* records of the part so far */
     Cell cells[3], loc_cells[3]; /* the prefix's, and the part's topic, topic id and partition */
     for (int k = 0; k < 3; k++)
@@ -478,24 +587,24 @@ make_rows(Call *c, const FoundList *found, Py_ssize_t from, Py_ssize_t to, PyObj
             index = 0;
             for (int k = 0; k < 3; k++)
                 loc_cells[k] = object_cell(PyTuple_GET_ITEM(loc, k));
-            PyObject *key = PyTuple_Pack(2, PyTuple_GET_ITEM(loc, 0), PyTuple_GET_ITEM(loc, 2));
-            assigned = key == NULL ? NULL : PyDict_GetItemWithError(base_offsets, key);
-            Py_XDECREF(key);
+            assigned = base_offset_of(base_offsets, PyTuple_GET_ITEM(loc, 0), PyTuple_GET_ITEM(loc, 2));
             if (assigned == NULL && PyErr_Occurred())
                 return -1;
+            if (assigned != NULL && !(base = object_cell(assigned)).machine) {
+                PyErr_SetString(PyExc_TypeError, "record_rows: a base offset is not an int");
+                return -1;
+            }
         }
         PyObject *codec_name = PyTuple_GET_ITEM(codec_names, f->attrs & ATTR_CODEC);
         if (c->batches != NULL && batch_cells(c->batches, f, loc_cells, cells, codec_name) < 0)
             return -1;
         if (f->count == 0 || c->target == NULL) /* (add_records passes batches without records by) */
             continue;
-        PyObject *first;
-        if (assigned != NULL) {
-            PyObject *at = PyLong_FromSsize_t(index);
-            first = at == NULL ? NULL : PyNumber_Add(assigned, at);
-            Py_XDECREF(at);
-        } else
-            first = fetch ? PyLong_FromLong(-1) : Py_NewRef(Py_None); /* blocks.WIRE: the records' own offsets */
+        /* The first offset: assigned + index (null past int64, as typed_cell makes it: its records' offsets
+         * are unknown either way), WIRE (-1: fetch, the records' own offsets), or null (unknown). */
+        Cell first = machine_cell(-1, fetch);
+        if (assigned != NULL)
+            first.valid = base.valid && !__builtin_add_overflow(base.v, (int64_t)index, &first.v);
         index += f->count;
         const Cell same[SAME_COUNT] = {
             cells[0], cells[1], cells[2], loc_cells[0], loc_cells[1], loc_cells[2],
@@ -506,9 +615,7 @@ make_rows(Call *c, const FoundList *found, Py_ssize_t from, Py_ssize_t to, PyObj
             object_cell(Py_False), object_cell(Py_None),
             object_cell(PyTuple_GET_ITEM(ts_names, (f->attrs & ATTR_LOG_APPEND_TIME) >> 3)),
         };
-        int bad = first == NULL || add_batch(c, f, first, same) < 0;
-        Py_XDECREF(first);
-        if (bad)
+        if (add_batch(c, f, &first, same) < 0)
             return -1;
         *added += f->count;
     }
@@ -526,7 +633,7 @@ check_target(Call *c)
         !PyTuple_Check(PyTuple_GET_ITEM(target, 1)) ||
         PyTuple_GET_SIZE(PyTuple_GET_ITEM(target, 0)) != PyTuple_GET_SIZE(PyTuple_GET_ITEM(target, 1)) ||
         PyTuple_GET_SIZE(PyTuple_GET_ITEM(target, 0)) > MAX_RUNS || !PyList_Check(PyTuple_GET_ITEM(target, 2)) ||
-        !PyList_Check(PyTuple_GET_ITEM(target, 3)) || !PyList_Check(PyTuple_GET_ITEM(target, 4)) ||
+        !PyList_Check(PyTuple_GET_ITEM(target, 3)) || !PyByteArray_CheckExact(PyTuple_GET_ITEM(target, 4)) ||
         !PyList_Check(PyTuple_GET_ITEM(target, 5))) {
         PyErr_SetString(PyExc_TypeError, "record_rows: see tables/_record_rows.c for the target");
         return -1;
@@ -715,7 +822,9 @@ lane_records(PyObject *module, PyObject *args)
         return NULL;
     c.meter = PyTuple_GET_ITEM(c.spec, 5) == Py_None ? NULL : PyTuple_GET_ITEM(c.spec, 5);
     FoundList found = {NULL, 0, 0};
-    Py_ssize_t i = start < 0 ? 0 : start;
+    Py_ssize_t i = start < 0 ? 0 : start, exchanges = PyList_GET_SIZE(left) - i;
+    if (c.batches != NULL && exchanges > 0 && reserve_rows(c.batches, exchanges < RESERVED ? exchanges : RESERVED) < 0)
+        return NULL;
     int ok = 1;
     for (; i < PyList_GET_SIZE(left); i++) {
         PyObject *t = PyList_GET_ITEM(left, i);

@@ -12,6 +12,8 @@
 int typed_append(PyObject *column, PyObject *value);
 /* Whether every column is a list or a bytearray. */
 int typed_columns(PyObject *columns);
+/* bools(values) -> bytes | None: a bool column's list as a byte per value (see _typed.c). */
+PyObject *typed_bools(PyObject *module, PyObject *values);
 
 #define TYPED_RECORD 9 /* int64 in machine order, then a byte: 1 valid, 0 null */
 
@@ -34,21 +36,23 @@ typed_put(PyObject *column, const void *value, Py_ssize_t n)
         if (PyByteArray_Resize(column, a->ob_exports > 0 ? need : need + need / 2 + 16) < 0)
             return -1;
     }
-    memcpy(a->ob_start + size, value, (size_t)n); /* (room for need + 1 bytes: ob_start is the buffer) */
+    /* (ob_start, not PyByteArray_AS_STRING: that is a shared "" while the size is 0, room or not) */
+    memcpy(a->ob_start + size, value, (size_t)n);
     Py_SET_SIZE(a, need); /* (within the room: what PyByteArray_Resize's quick exit does) */
     a->ob_start[need] = '\0';
     return 0;
 }
 
-/* A typed cell's record: the value, then 1; or zeros then 0 when not ``valid``. */
+/* A typed cell's record (a bytearray column's): the value, then 1; or zeros then 0 when not ``valid``.
+ * Inline, for the rows made in C a cell at a time (tables/_record_rows.c: some forty cells a batch).
+ * 0, or -1 with an exception set. */
 static inline int
 typed_put_record(PyObject *column, int64_t v, int valid)
 {
-    unsigned char cell[TYPED_RECORD] = {0};
-    if (valid) {
-        memcpy(cell, &v, sizeof v);
-        cell[sizeof v] = 1;
-    }
+    unsigned char cell[TYPED_RECORD];
+    int64_t value = valid ? v : 0;
+    memcpy(cell, &value, sizeof value);
+    cell[sizeof value] = valid != 0;
     return typed_put(column, cell, TYPED_RECORD);
 }
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import sys
 from array import array
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from functools import cache
 from itertools import accumulate, chain, compress, repeat
 from operator import is_, is_not, itemgetter
@@ -27,7 +27,7 @@ from ..lazy import lazy_module
 from ..native import native_module
 from .blocks import RecordBlock, ends_of
 from .columns import NULLABLE, TABLES, Parts, Runs, Typed, cells, end_to_end
-from .numbers import NUMPY_TYPES, PYTHON_ROWS, joined_numbers, narrowed, number_arrays
+from .numbers import NUMPY_TYPES, PYTHON_ROWS, joined_numbers, narrowed, number_arrays, spread_rows, spreading
 
 np = lazy_module("numpy")  # not for a small table while nothing else has loaded it (_listed)
 _native_tables = native_module("tables._native")
@@ -60,7 +60,7 @@ def to_arrow(table: str, columns: Mapping[str, list[Any] | Runs | Parts]) -> pa.
     as an Arrow table of the table's schema."""
     arrays = None if "numpy" in sys.modules else _listed(table, columns)
     if arrays is None:
-        counts: dict[int, np.ndarray] = {}  # per runs' counts list (a table's runs share one): its array
+        counts: dict[int, Callable[[np.ndarray], np.ndarray] | slice | None] = {}  # per runs' counts list
         arrays = [_repeated(kind, column, counts) if isinstance(column := columns[name], Runs)
                   else _array(kind, column) for name, kind in TABLES[table]]  # fmt: skip
     schema = arrow_schema(table).with_metadata({b"pandas": _pandas_metadata(table, arrays)})
@@ -145,21 +145,27 @@ def _packed(kind: str, data: np.ndarray, nulls: np.ndarray | None) -> pa.Array:
     return _fixed(_TYPES[kind], length, data, nulls)
 
 
-def _repeated(kind: str, runs: Runs, arrays: dict[int, np.ndarray]) -> pa.Array | pa.ChunkedArray:
-    """A column of runs: each run's value converted once, then repeated by numpy (Arrow's ``take``
-    would load ``pyarrow.compute``, which costs more than the repeating). ``arrays``: the counts lists
-    converted so far (by id: the columns hold them), each converted once for every column sharing it."""
-    counts = arrays.get(id(runs.counts))
-    if counts is None:
-        counts = arrays[id(runs.counts)] = np.asarray(runs.counts, dtype=np.int64)
+def _repeated(kind: str, runs: Runs, arrays: dict[int, Callable[[np.ndarray], np.ndarray] | slice | None]
+              ) -> pa.Array | pa.ChunkedArray:  # fmt: skip
+    """A column of runs: each run's value converted once, then spread to its rows by numpy (Arrow's
+    ``take`` would load ``pyarrow.compute``, which costs more). ``arrays``: the counts lists seen so far
+    (by id: the columns hold them), each turned once into the spreading every column sharing it takes
+    (:func:`~.numbers.spreading`)."""
+    key = id(runs.counts)
+    if key not in arrays:
+        arrays[key] = spreading(np.fromiter(runs.counts, dtype=np.int64, count=len(runs.counts)))
+    rows = arrays[key]
 
     def spread(data: np.ndarray, nulls: np.ndarray | None) -> tuple[np.ndarray, np.ndarray | None]:
-        return np.repeat(data, counts), None if nulls is None else np.repeat(nulls, counts)
+        return spread_rows(rows, data), None if nulls is None else spread_rows(rows, nulls)
 
     if kind in NUMPY_TYPES:
         values = runs.values
-        found = narrowed(kind, Typed(values, NULLABLE)) if type(values) is bytearray else number_arrays(kind, values)
-        return _packed(kind, *spread(*found))
+        if type(values) is bytearray:
+            return _packed(kind, *spread(*narrowed(kind, Typed(values, NULLABLE))))
+        if type(rows) is slice:  # (the runs with rows alone: the empty run of a table made steady is None,
+            return _packed(kind, *number_arrays(kind, values[rows]))  # which would make this a pass per run)
+        return _packed(kind, *spread(*number_arrays(kind, values)))
     if kind == "category":
         codes, nulls, distinct = _codes(runs.values)
         return pa.DictionaryArray.from_arrays(_packed("int32", *spread(codes, nulls)), _binary(pa.string(), distinct))

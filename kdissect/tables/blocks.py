@@ -17,6 +17,8 @@ from typing import Any
 from kdissect.lazy import lazy_module
 
 from ..decoders.records import ArenaColumns, RecordColumns
+from .columns import NULLABLE, Typed, typed_cell
+from .numbers import spread_rows, spreading
 
 np = lazy_module("numpy")
 
@@ -36,7 +38,9 @@ class RecordBlock:
     def __init__(self) -> None:
         self.batches: list[RecordColumns | ArenaColumns] = []  # the pieces: a batch's, or (C) several batches'
         # per batch: WIRE, the log offset of its first record (produce, once the broker answered), or None
-        self.first_offsets: list[int | None] = []
+        # (unknown, as is an offset past int64: its records' offsets are unknown either way), as a typed
+        # buffer (NULLABLE records: read back without an object array, a batch per record on chatty traffic)
+        self.first_offsets = bytearray()
         self.counts: list[int] = []  # per batch: its records
         self.length = 0
         self.merged: list[Any] | None = None  # see _pieces
@@ -47,7 +51,7 @@ class RecordBlock:
     def add(self, columns: RecordColumns | ArenaColumns, first_offset: int | None) -> None:
         self.batches.append(columns)
         self.merged = None
-        self.first_offsets.append(first_offset)
+        self.first_offsets += typed_cell(first_offset)
         self.counts.append(columns.count)
         self.length += columns.count
 
@@ -95,12 +99,12 @@ class RecordBlock:
 
     def _offsets(self) -> tuple[np.ndarray, np.ndarray | None]:
         values = self._ints("offset", np.int64)
-        firsts = np.array(self.first_offsets, dtype=object)  # (one pass per step below, each in C:
-        wire = np.equal(firsts, WIRE)  # chatty traffic has a batch per record)
+        firsts, nulls = Typed(self.first_offsets, NULLABLE).arrays()  # (one pass per step below, each in C:
+        unknown = np.zeros(len(firsts), dtype=np.bool_) if nulls is None else nulls  # a batch per record)
+        wire = (firsts == WIRE) & ~unknown
         if wire.all():
             return values, None
-        counts = np.asarray(self.counts, dtype=np.int64)
-        unknown = np.equal(firsts, None)
+        counts = np.fromiter(self.counts, dtype=np.int64, count=len(self.counts))
         assigned = firsts[~(unknown | wire)]
         if not len(assigned) or assigned.max() <= _INT64_MAX - int(counts.max(initial=0)):
             return self._assigned(values, counts, firsts, unknown, wire)
@@ -108,22 +112,20 @@ class RecordBlock:
 
     def _assigned(self, values: np.ndarray, counts: np.ndarray, firsts: np.ndarray, unknown: np.ndarray,
                   wire: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
-        """The offsets of batches whose first offsets (``firsts``, an object array: ``unknown`` where None,
-        ``wire`` where WIRE) all fit in int64 with their records, a numpy step per column rather than a
-        step per batch."""
-        firsts[unknown] = 0
-        starts = firsts.astype(np.int64)
-        rows = np.repeat(~(unknown | wire), counts)
-        index = np.arange(len(values), dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
-        values = np.where(rows, np.repeat(starts, counts) + index, values)
-        nulls = np.repeat(unknown, counts)
+        """The offsets of batches whose first offsets (``firsts``: ``unknown`` where None, ``wire`` where
+        WIRE) all fit in int64 with their records, a numpy step per column rather than a step per batch."""
+        how = spreading(counts)  # (each batch's value to its records: numpy.repeat, or less for a record each)
+        rows = spread_rows(how, ~(unknown | wire))
+        index = np.arange(len(values), dtype=np.int64) - spread_rows(how, np.cumsum(counts) - counts)
+        values = np.where(rows, spread_rows(how, np.where(unknown, 0, firsts)) + index, values)
+        nulls = spread_rows(how, unknown)
         return values, nulls if nulls.any() else None
 
     def _offsets_by_batch(self, values: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
         """:meth:`_offsets` batch by batch, for first offsets near the end of int64 (hostile input)."""
         values, nulls = values.copy(), np.zeros(len(values), dtype=np.bool_)
         row = 0
-        for n, first in zip(self.counts, self.first_offsets, strict=True):
+        for n, first in zip(self.counts, Typed(self.first_offsets, NULLABLE).tolist(), strict=True):
             if first is None:
                 nulls[row : row + n] = True
             elif first != WIRE:  # offsets past int64 (a hostile base offset) are unknown, as on the Record path

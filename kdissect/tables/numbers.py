@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
+from functools import partial
+from operator import itemgetter
 from typing import Any
 
 from kdissect.lazy import lazy_module
+from kdissect.native import native_module
 
 from .columns import Typed, end_to_end
 
 np = lazy_module("numpy")
+_native_tables = native_module("tables._native")
 
 # abstract type -> numpy type name, for the kinds converted through numpy (names: importing this loads no numpy)
 NUMPY_TYPES = {"int64": "int64", "int32": "int32", "int16": "int16", "int8": "int8", "float64": "float64",
@@ -63,7 +68,8 @@ def _without_nulls(wide_type: str, values: list[Any]) -> np.ndarray | None:
     refuses None at the first (``numpy.array`` reads every value first)."""
     try:
         if wide_type == "bool" and type(values) is list:  # (bytes() of a buffer would copy its bytes)
-            return np.frombuffer(bytes(values), dtype=np.uint8) != 0
+            found = None if _native_tables is None else _native_tables.bools(values)  # (tables/_typed.c: True
+            return np.frombuffer(bytes(values) if found is None else found, dtype=np.uint8) != 0  # and False)
         if wide_type == "int64":
             return np.fromiter(values, dtype=np.int64, count=len(values))  # (stops at a None: np.array does not)
     except (TypeError, ValueError):  # (None among them; or a bool column's value bytes cannot hold)
@@ -117,3 +123,24 @@ def null_out_of_range(kind: str, values: list[Any]) -> list[Any]:
     bits = _INT_BITS[kind]
     low, high = -(2**bits), 2**bits - 1
     return [v if v is None or low <= v <= high else None for v in values]
+
+
+def spreading(counts: np.ndarray) -> Callable[[np.ndarray], np.ndarray] | slice | None:
+    """How the runs' values (runs of ``counts`` rows each) become the rows' values, found once for the
+    columns sharing the counts: repeated by ``numpy.repeat`` (runs of many rows: record-heavy traffic);
+    else, a run per row (a batch per record: chatty traffic), the values themselves (None), or those of
+    the runs with a row (a slice of them, or a function taking them), without ``numpy.repeat``'s step
+    per run (an item at a time, several times the conversion's cost there)."""
+    if counts.max(initial=0) > 1:
+        return partial(np.repeat, repeats=counts)
+    rows = np.flatnonzero(counts)  # (runs of no row: a records table made steady before its first batch)
+    if len(rows) == len(counts):
+        return None
+    if len(rows) and rows[-1] - rows[0] + 1 == len(rows):  # (a range of runs: a view of them, no copy)
+        return slice(int(rows[0]), int(rows[-1]) + 1)
+    return itemgetter(rows)
+
+
+def spread_rows(how: Callable[[np.ndarray], np.ndarray] | slice | None, values: np.ndarray) -> np.ndarray:
+    """The runs' ``values`` spread to their rows as :func:`spreading` found it (``how``)."""
+    return values if how is None else values[how] if type(how) is slice else how(values)

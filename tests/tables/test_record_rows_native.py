@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from kdissect.decoders.records import Limits, RunMeter
 from kdissect.options import Options
 from kdissect.tables import record_rows, sink
-from kdissect.tables.columns import cells
+from kdissect.tables.columns import NULLABLE, Typed, cells
 from kdissect.tables.detail_walk import LaneParts
 from kdissect.tables.sink import TableSink
 from kdissect.testing.records_encode import control_record, encode_batch, encode_message_set, new_record
@@ -160,6 +160,6 @@ def test_the_batches_of_a_call_are_one_piece_of_the_records_block() -> None:
     block = out.rows["records"].block
     assert block is not None
     assert block.counts == [0] + [1] * len(msgs)  # (the steady table's empty start: TableRows.steady)
-    assert block.first_offsets == [None] + [100 + cid for cid in range(len(msgs))]
+    assert Typed(block.first_offsets, NULLABLE).tolist() == [None] + [100 + cid for cid in range(len(msgs))]
     assert len(block.batches) == 2  # that empty start, then the one C call's
     assert sum(piece.count for piece in block.batches) == len(msgs)

@@ -127,3 +127,16 @@ def test_a_piece_with_typed_buffers_joins_a_table_as_one_typed_part() -> None:
 def test_a_value_that_is_not_an_integer_is_refused() -> None:
     with pytest.raises(TypeError, match="not an integer"):
         native.append_rows((bytearray(),), (), [("7",)])  # type: ignore[union-attr]
+
+
+@settings(deadline=None)
+@given(st.lists(st.one_of(st.booleans(), st.booleans(), st.none(), st.integers(0, 2)), max_size=40))
+def test_a_bool_list_is_a_byte_per_value_as_bytes_makes_it(values: list[Any]) -> None:
+    """``bools`` (numbers.py's step for a bool column's list) gives bytes(values) for True and False alone;
+    None for any other value (an int, None), which the reference's own steps then take."""
+    found = native.bools(values)  # type: ignore[union-attr]
+    if all(type(v) is bool for v in values):
+        assert found == bytes(values)
+    else:
+        assert found is None
+    assert native.bools(tuple(values)) is None  # type: ignore[union-attr]
