@@ -21,7 +21,7 @@ import json
 import pickle
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
-from functools import lru_cache
+from functools import cache, lru_cache
 from uuid import UUID
 
 import numpy as np
@@ -29,6 +29,8 @@ import pyarrow as pa
 
 from kdissect.analysis.summary import Figures
 from kdissect.dataclass import dataclass
+from kdissect.decoders.inflate_cache import InflateCache
+from kdissect.decoders.records import RunMeter
 from kdissect.engines.local import SEGMENT_BATCH, SEGMENT_BATCH_BYTES, SUMMARY_TABLES
 from kdissect.engines.run import TableRun
 from kdissect.engines.storage import is_local, local_path, open_input, open_output
@@ -242,7 +244,10 @@ class PartitionDecoder:
         self.mapped = MappedFiles(files)
         self.wanted = [t for t in TABLES if t in set(tables) or t in SUMMARY_TABLES]
         self.figures = figures()  # the summary's (or report's) figures of this task's rows, merged on the driver
-        self.run = TableRun(options, self.wanted, written=self.wanted, writer=self.write, figures=self.figures,
+        # the task's decompression budget, as a run's; its inflated payloads the worker's (_kept_inflations)
+        metered = replace(options, limits=replace(options.limits, run=RunMeter(options.decompressed_run,
+                                                                                _kept_inflations())))  # fmt: skip
+        self.run = TableRun(metered, self.wanted, written=self.wanted, writer=self.write, figures=self.figures,
                             resolve_topics=False)  # fmt: skip
         self.sink = self.run.sink
         # ``several_inputs`` False when no packet can repeat one of another input: a read task's own
@@ -507,6 +512,15 @@ class PartitionDecoder:
             table = table.append_column(BROKER_SEEN_TS, pa.array([ts for ts, _ in seen], pa.int64()))
             table = table.append_column(BROKER_SEEN, pa.array([pos for _, pos in seen], pa.int64()))
         self.out += self.pieces.put(name, table)
+
+
+@cache
+def _kept_inflations() -> InflateCache:
+    """The record payloads this process inflated lately, kept across its tasks (a Spark worker runs one
+    after another): a batch a consumer fetches in another task than the one its producer's or another
+    consumer's fetch was decoded in is inflated once, not once per task, as the local engine's run-wide
+    cache does (bounded as that one; reports/spark-core-2026-11-30.md)."""
+    return InflateCache()
 
 
 def _topic_ids(column: list | Runs | Parts) -> pa.Array:
