@@ -174,9 +174,9 @@ class RunMeter:
 
     __slots__ = ("inflated", "left", "total")
 
-    def __init__(self, total: int) -> None:
+    def __init__(self, total: int, inflated: InflateCache | None = None) -> None:
         self.total = self.left = total
-        self.inflated = InflateCache()
+        self.inflated = InflateCache() if inflated is None else inflated  # (one a process keeps: a Spark worker's)
 
 
 @dataclass(frozen=True, slots=True)

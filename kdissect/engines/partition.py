@@ -21,13 +21,16 @@ import json
 import pickle
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
-from functools import lru_cache
+from functools import cache, lru_cache
+from uuid import UUID
 
 import numpy as np
 import pyarrow as pa
 
 from kdissect.analysis.summary import Figures
 from kdissect.dataclass import dataclass
+from kdissect.decoders.inflate_cache import InflateCache
+from kdissect.decoders.records import RunMeter
 from kdissect.engines.local import SEGMENT_BATCH, SEGMENT_BATCH_BYTES, SUMMARY_TABLES
 from kdissect.engines.run import TableRun
 from kdissect.engines.storage import is_local, local_path, open_input, open_output
@@ -241,7 +244,10 @@ class PartitionDecoder:
         self.mapped = MappedFiles(files)
         self.wanted = [t for t in TABLES if t in set(tables) or t in SUMMARY_TABLES]
         self.figures = figures()  # the summary's (or report's) figures of this task's rows, merged on the driver
-        self.run = TableRun(options, self.wanted, written=self.wanted, writer=self.write, figures=self.figures,
+        # the task's decompression budget, as a run's; its inflated payloads the worker's (_kept_inflations)
+        metered = replace(options, limits=replace(options.limits, run=RunMeter(options.decompressed_run,
+                                                                                _kept_inflations())))  # fmt: skip
+        self.run = TableRun(metered, self.wanted, written=self.wanted, writer=self.write, figures=self.figures,
                             resolve_topics=False)  # fmt: skip
         self.sink = self.run.sink
         # ``several_inputs`` False when no packet can repeat one of another input: a read task's own
@@ -495,7 +501,7 @@ class PartitionDecoder:
             table = table.append_column(TOPIC_ID, _topic_ids(columns["_topic_id"]))
         if name == "records":
             start = self.task << merge.ROW_BITS | self.records
-            table = table.append_column(merge.ROW, pa.array(range(start, start + table.num_rows), pa.int64()))
+            table = table.append_column(merge.ROW, pa.array(np.arange(start, start + table.num_rows, dtype=np.int64)))
             if self.sink.repeats is not None:
                 table = table.append_column(BACK, self.sink.repeats.column(self.records, table.num_rows))
             if self.staged_locally:
@@ -508,21 +514,39 @@ class PartitionDecoder:
         self.out += self.pieces.put(name, table)
 
 
+@cache
+def _kept_inflations() -> InflateCache:
+    """The record payloads this process inflated lately, kept across its tasks (a Spark worker runs one
+    after another): a batch a consumer fetches in another task than the one its producer's or another
+    consumer's fetch was decoded in is inflated once, not once per task, as the local engine's run-wide
+    cache does (bounded as that one; reports/spark-core-2026-11-30.md)."""
+    return InflateCache()
+
+
 def _topic_ids(column: list | Runs | Parts) -> pa.Array:
-    """Topic ids (UUIDs; None or the zero id: none) as text: made once per run when the column is runs
-    (a batch's records share one), else once per distinct id of the piece."""
+    """Topic ids (UUIDs; None or the zero id: none) as text, made once per UUID object (a message's rows
+    share their topic's) and per id across pieces, per run when the column is runs; all null with no text
+    made when no row has an id (most rows: a topic named, or the zero id). The objects are told apart by
+    identity, not value: a UUID's hash and equality are Python code, twice per row before
+    (reports/spark-core-2026-11-30.md)."""
+    values = column.value_list() if isinstance(column, Runs) else cells(column)
+    _, first, index = np.unique(np.fromiter(map(id, values), np.int64, len(values)), return_index=True,
+                                return_inverse=True)  # fmt: skip
+    texts = [_id_text(values[i]) for i in first.tolist()]
+    if not any(texts):
+        return pa.nulls(len(index) if not isinstance(column, Runs) else sum(column.counts), pa.string())
     if isinstance(column, Runs):
-        values = column.value_list()
-        text = pa.array([_id_text(t) for t in values], pa.string())
-        return text.take(pa.array(np.repeat(np.arange(len(values), dtype=np.int64), column.counts)))
-    ids = cells(column)
-    distinct = {t: _id_text(t) for t in set(ids)}
-    return pa.array([distinct[t] for t in ids], pa.string())
+        index = np.repeat(index, column.counts)
+    return pa.array(texts, pa.string()).take(pa.array(index.astype(np.int64, copy=False)))
+
+
+def _id_text(topic_id: object) -> str | None:
+    return None if topic_id is None or topic_id.int == 0 else _uuid_text(topic_id.int)  # type: ignore[attr-defined]
 
 
 @lru_cache(maxsize=1 << 14)  # (a run's topics recur in every piece)
-def _id_text(topic_id: object) -> str | None:
-    return None if topic_id is None or topic_id.int == 0 else str(topic_id)  # type: ignore[attr-defined]
+def _uuid_text(value: int) -> str:
+    return str(UUID(int=value))
 
 
 def decode_partition(batches: Iterable[pa.RecordBatch], files: list[str], options: Options, tables: list[str],

@@ -121,3 +121,20 @@ def test_pieces_say_where_their_left_rows_and_topic_ids_came_in(chatty: str) -> 
         assert all(0 <= at < partition.SEGMENT_BATCH for at in parts.left_at + parts.topics_at)
         assert parts.left_at == sorted(parts.left_at) and parts.topics_at == sorted(parts.topics_at)
     assert max(len(set(p.details.left_at)) for p in pieces) > 50  # (a piece spans many segments)
+
+
+def test_a_piece_s_topic_ids_are_each_row_s_text_whichever_object_holds_it() -> None:
+    """Told apart by identity, an id held by two objects still gets one text per row; the zero id and
+    None none; runs expanded per record; no id at all: a null column."""
+    from uuid import UUID, uuid4
+
+    from kdissect.tables.columns import Runs
+
+    a, zero = uuid4(), UUID(int=0)
+    rows = [None, a, UUID(a.hex), zero, None, a]
+    assert partition._topic_ids(rows).to_pylist() == [None, str(a), str(a), None, None, str(a)]
+    runs = Runs([a, None, UUID(int=0), UUID(a.hex)], [2, 1, 3, 1])
+    assert partition._topic_ids(runs).to_pylist() == [str(a)] * 2 + [None] * 4 + [str(a)]
+    none = partition._topic_ids(Runs([None, zero], [2, 3]))
+    assert none.null_count == len(none) == 5
+    assert partition._topic_ids([]).to_pylist() == []

@@ -191,3 +191,28 @@ def _special(raw: bytes) -> bool:
             return True
         at += 12 + int.from_bytes(raw[at + 8 : at + 12], "big")
     return False
+
+
+def test_a_worker_s_tasks_inflate_a_payload_once_whichever_task_meets_it(tmp_path: Path, monkeypatch) -> None:
+    """A worker runs its tasks one after another: a compressed batch decoded in one task is not inflated
+    again in the next (the local engine's run-wide cache does the same across its files), and the
+    tables are still the local engine's."""
+    from kdissect.decoders import inflate_cache
+    from kdissect.engines import partition
+
+    capture = read_back_capture(tmp_path / "read-back.pcap")
+    want = local_run([capture], Options())
+    inflations: list[int] = []
+    real = inflate_cache.decompress
+
+    def counted(codec: int, payload: bytes, limit: int, legacy_lz4: bool = False) -> object:
+        inflations.append(len(payload))
+        return real(codec, payload, limit, legacy_lz4=legacy_lz4)
+
+    monkeypatch.setattr(inflate_cache, "decompress", counted)
+    partition._kept_inflations.cache_clear()  # (earlier tests' tasks inflated these very batches)
+    simulate([capture])
+    first = len(inflations)
+    assert first >= 19  # the 24 batches but the five uncompressed, each inflated once though fetched three times
+    assert_same_tables(simulate([capture]), want)
+    assert len(inflations) == first
