@@ -703,16 +703,15 @@ make_rows(Call *c, const FoundList *found, Py_ssize_t from, Py_ssize_t to, PyObj
         if (assigned != NULL)
             first.valid = base.valid && !__builtin_add_overflow(base.v, (int64_t)index, &first.v);
         index += f->count;
-        const Cell same[SAME_COUNT] = { /* (constant_cell's slots: written by flush_rows) */
-            [S_CONNECTION] = cells[0], [S_CORRELATION] = cells[1], [S_DIRECTION] = cells[2],
-            [S_TOPIC] = loc_cells[0], [S_TOPIC_ID] = loc_cells[1], [S_PARTITION] = loc_cells[2],
-            [S_BATCH_BASE_OFFSET] = machine_cell(f->base_offset, 1), [S_COMPRESSION] = object_cell(codec_name),
-            [S_BATCH_BYTES] = machine_cell(f->decompressed ? f->decompressed : f->size, 1),
-            [S_COMPRESSED_BYTES] = machine_cell(f->compressed, f->compressed != 0),
-            [S_PRODUCER_ID] = machine_cell(f->producer_id, 1), [S_PRODUCER_EPOCH] = machine_cell(f->producer_epoch, 1),
-            [S_BASE_SEQUENCE] = machine_cell(f->base_sequence, 1),
-            [S_TIMESTAMP_TYPE] = object_cell(PyTuple_GET_ITEM(ts_names, (f->attrs & ATTR_LOG_APPEND_TIME) >> 3)),
-        };
+        Cell same[SAME_COUNT]; /* (constant_cell's slots left unset: flush_rows writes them, add_batch reads no other) */
+        same[S_CONNECTION] = cells[0], same[S_CORRELATION] = cells[1], same[S_DIRECTION] = cells[2];
+        same[S_TOPIC] = loc_cells[0], same[S_TOPIC_ID] = loc_cells[1], same[S_PARTITION] = loc_cells[2];
+        same[S_BATCH_BASE_OFFSET] = machine_cell(f->base_offset, 1), same[S_COMPRESSION] = object_cell(codec_name);
+        same[S_BATCH_BYTES] = machine_cell(f->decompressed ? f->decompressed : f->size, 1);
+        same[S_COMPRESSED_BYTES] = machine_cell(f->compressed, f->compressed != 0);
+        same[S_PRODUCER_ID] = machine_cell(f->producer_id, 1), same[S_PRODUCER_EPOCH] = machine_cell(f->producer_epoch, 1);
+        same[S_BASE_SEQUENCE] = machine_cell(f->base_sequence, 1);
+        same[S_TIMESTAMP_TYPE] = object_cell(PyTuple_GET_ITEM(ts_names, (f->attrs & ATTR_LOG_APPEND_TIME) >> 3));
         if (add_batch(c, f, &first, same) < 0)
             return -1;
         *added += f->count;
