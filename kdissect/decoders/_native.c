@@ -1393,8 +1393,9 @@ is_ascii(const unsigned char *s, Py_ssize_t n)
     return any < 0x80;
 }
 
-/* One record at the cursor, appended to the column buffers (partly, on failure). */
-static int
+/* One record at the cursor, appended to the column buffers (partly, on failure). (Inline: the loop
+ * of column_records, per record.) */
+static inline __attribute__((always_inline)) int
 column_record(Cursor *c, Py_ssize_t end, const RecordContext *ctx, Buf *col)
 {
     RecordSpan r;
@@ -1431,55 +1432,90 @@ column_record(Cursor *c, Py_ssize_t end, const RecordContext *ctx, Buf *col)
                : 0;
 }
 
+/* The context of a call's records (its append time read as a C integer) and its bounds checked:
+ * 1, 0 where v2_columns gives None, or -1 with an exception set. */
+static int
+context_of(RecordContext *ctx, PyObject *buf, Py_ssize_t p, Py_ssize_t end, long long base_offset,
+           long long base_ts, PyObject *append_ts, Py_ssize_t cut)
+{
+    *ctx = (RecordContext){NULL, base_offset, base_ts, append_ts, 0, cut};
+    if (!PyBytes_CheckExact(buf) || p < 0 || p > end || end > PyBytes_GET_SIZE(buf) || cut < 0)
+        return 0;
+    if (append_ts != Py_None) {
+        int overflow;
+        ctx->append_ms = PyLong_Check(append_ts) ? PyLong_AsLongLongAndOverflow(append_ts, &overflow) : 0;
+        if (!PyLong_Check(append_ts) || overflow)
+            return 0;
+        if (ctx->append_ms == -1 && PyErr_Occurred())
+            return -1;
+    }
+    return 1;
+}
+
+/* The records in buf[p:end] appended to `col`: their count, or -1 (an exception set; the columns
+ * partly written). */
+static Py_ssize_t
+column_records(PyObject *buf, Py_ssize_t p, Py_ssize_t end, const RecordContext *ctx, Buf *col)
+{
+    Cursor c = {(const unsigned char *)PyBytes_AS_STRING(buf), p};
+    Py_ssize_t count = 0;
+    for (; c.p < end; count++)
+        if (column_record(&c, end, ctx, col) < 0)
+            return -1;
+    return count;
+}
+
+/* v2_columns with `into` (the capsule's v2_into, _records.h): the records appended to an arena's 13
+ * bytearrays; their count, -2 where v2_columns gives None (the arena as it was), -1 with an exception
+ * set. A call per batch (one record, on chatty traffic): its columns are set up field by field, only
+ * the ones written are sized again, and the count is no Python int. */
+static Py_ssize_t
+v2_into(PyObject *buf, Py_ssize_t p, Py_ssize_t end, long long base_offset, long long base_ts, PyObject *append_ts,
+        Py_ssize_t cut, PyObject *into)
+{
+    RecordContext ctx;
+    int ok = context_of(&ctx, buf, p, end, base_offset, base_ts, append_ts, cut);
+    if (ok <= 0)
+        return ok == 0 ? -2 : -1;
+    if (!PyTuple_CheckExact(into) || PyTuple_GET_SIZE(into) != COL_COUNT) {
+        PyErr_SetString(PyExc_TypeError, "v2_columns: into must be a tuple of 13 bytearrays");
+        return -1;
+    }
+    Buf col[COL_COUNT];
+    for (int i = 0; i < COL_COUNT; i++) {
+        PyObject *a = PyTuple_GET_ITEM(into, i);
+        if (!PyByteArray_CheckExact(a)) {
+            PyErr_SetString(PyExc_TypeError, "v2_columns: into must be a tuple of 13 bytearrays");
+            return -1;
+        }
+        col[i] = (Buf){NULL, PyByteArray_GET_SIZE(a), a, PyByteArray_GET_SIZE(a)};
+    }
+    Py_ssize_t count = column_records(buf, p, end, &ctx, col);
+    for (int i = 0; i < COL_COUNT; i++)
+        if (col[i].len != col[i].from) /* (a column not written keeps its size, and its trailing null) */
+            into_size(col[i].into, count < 0 ? col[i].from : col[i].len);
+    if (count < 0 && PyErr_ExceptionMatches(Error)) {
+        PyErr_Clear();
+        return -2;
+    }
+    return count;
+}
+
 /* The records in buf[p:end] as columns: see v2_columns. */
 static PyObject *
 columns_of(PyObject *buf, Py_ssize_t p, Py_ssize_t end, long long base_offset, long long base_ts,
            PyObject *append_ts, Py_ssize_t cut, PyObject *into)
 {
-    RecordContext ctx = {NULL};
-    ctx.append_ts = append_ts;
-    ctx.cut = cut;
-    if (!PyBytes_CheckExact(buf) || p < 0 || p > end || end > PyBytes_GET_SIZE(buf) || ctx.cut < 0)
-        Py_RETURN_NONE;
+    if (into != Py_None) {
+        Py_ssize_t count = v2_into(buf, p, end, base_offset, base_ts, append_ts, cut, into);
+        return count == -2 ? Py_NewRef(Py_None) : count < 0 ? NULL : PyLong_FromSsize_t(count);
+    }
+    RecordContext ctx;
+    int ok = context_of(&ctx, buf, p, end, base_offset, base_ts, append_ts, cut);
+    if (ok <= 0)
+        return ok == 0 ? Py_NewRef(Py_None) : NULL;
     Buf col[COL_COUNT] = {{0}};
-    if (into != Py_None) {
-        if (!PyTuple_CheckExact(into) || PyTuple_GET_SIZE(into) != COL_COUNT) {
-            PyErr_SetString(PyExc_TypeError, "v2_columns: into must be a tuple of 13 bytearrays");
-            return NULL;
-        }
-        for (int i = 0; i < COL_COUNT; i++) {
-            PyObject *a = PyTuple_GET_ITEM(into, i);
-            if (!PyByteArray_CheckExact(a)) {
-                PyErr_SetString(PyExc_TypeError, "v2_columns: into must be a tuple of 13 bytearrays");
-                return NULL;
-            }
-            col[i].into = a;
-            col[i].len = col[i].from = PyByteArray_GET_SIZE(a);
-        }
-    }
-    if (ctx.append_ts != Py_None) {
-        int overflow;
-        ctx.append_ms = PyLong_Check(ctx.append_ts) ? PyLong_AsLongLongAndOverflow(ctx.append_ts, &overflow) : 0;
-        if (!PyLong_Check(ctx.append_ts) || overflow)
-            Py_RETURN_NONE;
-        if (ctx.append_ms == -1 && PyErr_Occurred())
-            return NULL;
-    }
-    ctx.base_offset = base_offset;
-    ctx.base_ts = base_ts;
-    Cursor c = {(const unsigned char *)PyBytes_AS_STRING(buf), p};
-    PyObject *out = NULL;
-    Py_ssize_t count = 0;
-    while (c.p < end) {
-        if (column_record(&c, end, &ctx, col) < 0)
-            goto done;
-        count++;
-    }
-    if (into != Py_None) {
-        out = PyLong_FromSsize_t(count);
-        goto done;
-    }
-    out = PyTuple_New(COL_COUNT);
+    PyObject *out = column_records(buf, p, end, &ctx, col) < 0 ? NULL : PyTuple_New(COL_COUNT);
     for (int i = 0; out != NULL && i < COL_COUNT; i++) {
         if (col[i].bytes == NULL ? (col[i].bytes = PyBytes_FromStringAndSize(NULL, 0)) == NULL
                                  : _PyBytes_Resize(&col[i].bytes, col[i].len) < 0)
@@ -1487,12 +1523,8 @@ columns_of(PyObject *buf, Py_ssize_t p, Py_ssize_t end, long long base_offset, l
         else
             PyTuple_SET_ITEM(out, i, Py_NewRef(col[i].bytes));
     }
-done:
-    for (int i = 0; i < COL_COUNT; i++) {
+    for (int i = 0; i < COL_COUNT; i++)
         Py_XDECREF(col[i].bytes);
-        if (col[i].into != NULL)
-            into_size(col[i].into, out == NULL ? col[i].from : col[i].len);
-    }
     if (out == NULL && PyErr_ExceptionMatches(Error)) {
         PyErr_Clear();
         Py_RETURN_NONE;
@@ -1518,19 +1550,6 @@ v2_columns(PyObject *module, PyObject *args)
                           &cut, &into))
         return NULL;
     return columns_of(buf, p, end, base_offset, base_ts, append_ts, cut, into);
-}
-
-/* The capsule's v2_into (_records.h): columns_of into an arena, as a count. */
-static Py_ssize_t
-v2_into(PyObject *buf, Py_ssize_t p, Py_ssize_t end, long long base_offset, long long base_ts, PyObject *append_ts,
-        Py_ssize_t cut, PyObject *into)
-{
-    PyObject *out = columns_of(buf, p, end, base_offset, base_ts, append_ts, cut, into);
-    if (out == NULL)
-        return -1;
-    Py_ssize_t count = out == Py_None ? -2 : PyLong_AsSsize_t(out);
-    Py_DECREF(out);
-    return count;
 }
 
 /* ---- CRC-32C of a record batch ----------------------------------------------------------

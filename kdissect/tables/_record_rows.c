@@ -49,7 +49,9 @@
  * not keep: batches rows and the records table's integer runs go to typed columns as machine values
  * (a Cell: the prefix's and a part's ints read once, a batch's own values never made ints), a call's
  * batches are one span of the arena (one block piece), the run slots are read once per call, the
- * decompression budget only around an inflate.
+ * decompression budget only around an inflate. The cells every row a call makes has the same value in
+ * (magic, crc_ok, is_control, ...: constant_cell, batch_constant_at) are written once per call as a
+ * repeated item or record (flush_rows), not a cell per batch.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -244,6 +246,8 @@ typedef struct {
     PyObject *spec, *arena, *target, *batches; /* target, batches: NULL when not written */
     Py_ssize_t cut, max_batches;
     int slots[MAX_RUNS];     /* which SAME value each run list takes (-1: None), read once */
+    int runs[MAX_RUNS], varying; /* the run lists whose value is the batch's own (not constant_cell's) */
+    Py_ssize_t batch_rows, run_rows; /* rows made in the call, their constant cells not yet written */
     PyObject *meter;         /* lane_records: the run's RunMeter (NULL: none, or the caller restores it) */
     PyObject *budget;        /* the meter's `left` before the exchange's first inflate (NULL: none yet) */
     PyObject *seen;          /* the target's seen(payload, row, count) (NULL: none) */
@@ -444,8 +448,8 @@ object_cell(PyObject *obj)
     return cell;
 }
 
-/* A cell to a column. 0, or -1 with an exception set. */
-static int
+/* A cell to a column. 0, or -1 with an exception set. (Inline: some thirty a batch.) */
+static inline int
 put_cell(PyObject *column, const Cell *cell)
 {
     if (cell->machine && (cell->obj == NULL || PyByteArray_CheckExact(column)))
@@ -453,7 +457,80 @@ put_cell(PyObject *column, const Cell *cell)
     return put_obj(column, cell->obj);
 }
 
-/* A batch's batches row, a cell per column of `columns` (BATCH_NAMES: the prefix, then batch_rows' values). */
+/* The same cell `n` times to a column: put_cell once, then its item (a list's) or its record (a typed
+ * column's) repeated in room made once. The constant columns of a call's rows, written when it ends
+ * (flush_rows) and not a cell per batch: every row the call makes has the same value there, and no
+ * other code appends to the call's columns while it runs. 0, or -1 with an exception set. */
+static int
+put_many(PyObject *column, const Cell *cell, Py_ssize_t n)
+{
+    if (n <= 0 || put_cell(column, cell) < 0)
+        return n <= 0 ? 0 : -1;
+    Py_ssize_t size = Py_SIZE(column), more = n - 1;
+    if (PyList_CheckExact(column)) {
+        PyListObject *list = (PyListObject *)column;
+        if (list_room(list, more) < 0)
+            return -1;
+        for (Py_ssize_t i = 0; i < more; i++)
+            list->ob_item[size + i] = Py_NewRef(list->ob_item[size - 1]);
+        Py_SET_SIZE(list, size + more);
+        return 0;
+    }
+    if (!PyByteArray_CheckExact(column)) { /* (a list subclass: a cell at a time) */
+        for (Py_ssize_t i = 0; i < more; i++)
+            if (put_cell(column, cell) < 0)
+                return -1;
+        return 0;
+    }
+    if (more > (PY_SSIZE_T_MAX - size) / TYPED_RECORD - 1) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    Py_ssize_t need = size + more * TYPED_RECORD; /* (grown as typed_put grows it: not a copy per call) */
+    if (!into_room((PyByteArrayObject *)column, need) &&
+        PyByteArray_Resize(column, need > PY_SSIZE_T_MAX / 3 ? need : need + need / 2 + 16) < 0)
+        return -1;
+    into_size(column, need);
+    char *at = PyByteArray_AS_STRING(column) + size;
+    for (Py_ssize_t i = 0; i < more; i++)
+        memcpy(at + i * TYPED_RECORD, at - TYPED_RECORD, TYPED_RECORD);
+    return 0;
+}
+
+/* The value a records run (a SAME slot; -1: none, None) takes in every row made in C, where it is one
+ * (batch_cells and make_rows make only plain batches: magic 2, CRC right, neither control nor
+ * transactional, nor aborted). 1 and the cell, or 0: the batch's own. */
+static int
+constant_cell(int slot, Cell *cell)
+{
+    switch (slot) {
+    case S_MAGIC:
+        *cell = machine_cell(2, 1);
+        return 1;
+    case S_CRC_OK:
+        *cell = object_cell(Py_True);
+        return 1;
+    case S_IS_CONTROL:
+    case S_TRANSACTIONAL:
+    case S_ABORTED:
+        *cell = object_cell(Py_False);
+        return 1;
+    case S_ABORTED_BY:
+    case -1:
+        *cell = object_cell(Py_None);
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+/* The batches columns every plain batch's row has the same value in (BATCH_NAMES: magic, crc_ok,
+ * complete, is_control, transactional, warnings), which batch_cells leaves to flush_rows. */
+#define BATCH_CONSTANTS 6
+static const int batch_constant_at[BATCH_CONSTANTS] = {9, 17, 18, 19, 20, 24};
+
+/* A batch's batches row, a cell per column of `columns` (BATCH_NAMES: the prefix, then batch_rows' values)
+ * but the constant ones (batch_constant_at, written by flush_rows). */
 static int
 batch_cells(PyObject *columns, const Found *f, const Cell loc[3], const Cell prefix[3], PyObject *codec_name)
 {
@@ -463,17 +540,15 @@ batch_cells(PyObject *columns, const Found *f, const Cell loc[3], const Cell pre
            put_cell(COL(3), &loc[0]) || put_cell(COL(4), &loc[1]) || put_cell(COL(5), &loc[2]) ||
            put_int(COL(6), f->position, 1) ||
            put_int(COL(7), f->base_offset, 1) || put_int(COL(8), f->base_offset + f->last_delta, 1) ||
-           put_int(COL(9), 2, 1) || put_obj(COL(10), codec_name) ||
+           put_obj(COL(10), codec_name) ||
            put_int(COL(11), f->record_count, 1) || put_int(COL(12), f->count, 1) ||
            put_int(COL(13), f->size, 1) ||
            put_int(COL(14), f->compressed, f->compressed != 0) ||
            put_int(COL(15), f->decompressed, f->decompressed != 0) ||
            put_obj_steal(COL(16), ratio ? PyFloat_FromDouble((double)f->decompressed / (double)f->compressed)
                                         : Py_NewRef(Py_None)) ||
-           put_obj(COL(17), Py_True) || put_obj(COL(18), Py_True) ||
-           put_obj(COL(19), Py_False) || put_obj(COL(20), Py_False) ||
            put_int(COL(21), f->producer_id, 1) || put_int(COL(22), f->producer_epoch, 1) ||
-           put_int(COL(23), f->base_sequence, 1) || put_obj(COL(24), Py_None)
+           put_int(COL(23), f->base_sequence, 1)
                ? -1
                : 0;
 #undef COL
@@ -498,6 +573,29 @@ flush_span(Call *c)
     return bad;
 }
 
+/* The call's rows made whole: the open span to the block, and the constant cells of the rows made since
+ * the last flush (put_many). 0, or -1 with an exception set. */
+static int
+flush_rows(Call *c)
+{
+    if (flush_span(c) < 0)
+        return -1;
+    const Cell batch_constant[BATCH_CONSTANTS] = {machine_cell(2, 1), object_cell(Py_True), object_cell(Py_True),
+                                                  object_cell(Py_False), object_cell(Py_False), object_cell(Py_None)};
+    for (int k = 0; c->batches != NULL && k < BATCH_CONSTANTS; k++)
+        if (put_many(PyTuple_GET_ITEM(c->batches, batch_constant_at[k]), &batch_constant[k], c->batch_rows) < 0)
+            return -1;
+    c->batch_rows = 0;
+    for (Py_ssize_t i = 0; c->target != NULL && i < PyTuple_GET_SIZE(PyTuple_GET_ITEM(c->target, 0)); i++) {
+        Cell cell;
+        if (constant_cell(c->slots[i], &cell) &&
+            put_many(PyTuple_GET_ITEM(PyTuple_GET_ITEM(c->target, 0), i), &cell, c->run_rows) < 0)
+            return -1;
+    }
+    c->run_rows = 0;
+    return 0;
+}
+
 /* A batch's records rows: its records to the arena span of the call (one block entry for the batches
  * that follow each other in the arena: they do within a call), its first offset and count to the
  * block's, its shared values to the runs. */
@@ -519,12 +617,10 @@ add_batch(Call *c, const Found *f, const Cell *first, const Cell same[SAME_COUNT
     }
     PyObject *count = PyLong_FromSsize_t(f->count);
     int bad = count == NULL || put_cell(firsts, first) < 0 || put_obj(batch_counts, count) < 0;
-    for (Py_ssize_t i = 0; !bad && i < PyTuple_GET_SIZE(runs); i++) {
-        int slot = c->slots[i];
-        bad = (slot >= 0 ? put_cell(PyTuple_GET_ITEM(runs, i), &same[slot])
-                         : put_obj(PyTuple_GET_ITEM(runs, i), Py_None)) < 0;
-    }
+    for (Py_ssize_t i = 0; !bad && i < c->varying; i++)
+        bad = put_cell(PyTuple_GET_ITEM(runs, c->runs[i]), &same[c->slots[c->runs[i]]]) < 0;
     bad = bad || put_obj(counts, count) < 0;
+    c->run_rows++;
     Py_XDECREF(count);
     return bad ? -1 : 0;
 }
@@ -598,6 +694,7 @@ make_rows(Call *c, const FoundList *found, Py_ssize_t from, Py_ssize_t to, PyObj
         PyObject *codec_name = PyTuple_GET_ITEM(codec_names, f->attrs & ATTR_CODEC);
         if (c->batches != NULL && batch_cells(c->batches, f, loc_cells, cells, codec_name) < 0)
             return -1;
+        c->batch_rows += c->batches != NULL;
         if (f->count == 0 || c->target == NULL) /* (add_records passes batches without records by) */
             continue;
         /* The first offset: assigned + index (null past int64, as typed_cell makes it: its records' offsets
@@ -606,15 +703,15 @@ make_rows(Call *c, const FoundList *found, Py_ssize_t from, Py_ssize_t to, PyObj
         if (assigned != NULL)
             first.valid = base.valid && !__builtin_add_overflow(base.v, (int64_t)index, &first.v);
         index += f->count;
-        const Cell same[SAME_COUNT] = {
-            cells[0], cells[1], cells[2], loc_cells[0], loc_cells[1], loc_cells[2],
-            machine_cell(f->base_offset, 1), machine_cell(2, 1), object_cell(codec_name),
-            machine_cell(f->decompressed ? f->decompressed : f->size, 1), machine_cell(f->compressed, f->compressed != 0),
-            object_cell(Py_True), object_cell(Py_False), machine_cell(f->producer_id, 1),
-            machine_cell(f->producer_epoch, 1), machine_cell(f->base_sequence, 1), object_cell(Py_False),
-            object_cell(Py_False), object_cell(Py_None),
-            object_cell(PyTuple_GET_ITEM(ts_names, (f->attrs & ATTR_LOG_APPEND_TIME) >> 3)),
-        };
+        Cell same[SAME_COUNT]; /* (constant_cell's slots left unset: flush_rows writes them, add_batch reads no other) */
+        same[S_CONNECTION] = cells[0], same[S_CORRELATION] = cells[1], same[S_DIRECTION] = cells[2];
+        same[S_TOPIC] = loc_cells[0], same[S_TOPIC_ID] = loc_cells[1], same[S_PARTITION] = loc_cells[2];
+        same[S_BATCH_BASE_OFFSET] = machine_cell(f->base_offset, 1), same[S_COMPRESSION] = object_cell(codec_name);
+        same[S_BATCH_BYTES] = machine_cell(f->decompressed ? f->decompressed : f->size, 1);
+        same[S_COMPRESSED_BYTES] = machine_cell(f->compressed, f->compressed != 0);
+        same[S_PRODUCER_ID] = machine_cell(f->producer_id, 1), same[S_PRODUCER_EPOCH] = machine_cell(f->producer_epoch, 1);
+        same[S_BASE_SEQUENCE] = machine_cell(f->base_sequence, 1);
+        same[S_TIMESTAMP_TYPE] = object_cell(PyTuple_GET_ITEM(ts_names, (f->attrs & ATTR_LOG_APPEND_TIME) >> 3));
         if (add_batch(c, f, &first, same) < 0)
             return -1;
         *added += f->count;
@@ -647,6 +744,9 @@ check_target(Call *c)
         if (slot == -1 && PyErr_Occurred())
             return -1;
         c->slots[i] = slot >= 0 && slot < SAME_COUNT ? (int)slot : -1;
+        Cell unused;
+        if (!constant_cell(c->slots[i], &unused))
+            c->runs[c->varying++] = (int)i;
     }
     if (PyTuple_GET_SIZE(target) == 7 && PyTuple_GET_ITEM(target, 6) != Py_None) {
         PyObject *repeats = PyTuple_GET_ITEM(target, 6);
@@ -667,7 +767,8 @@ check_call(Call *c, PyObject *batches)
     PyObject *spec = c->spec;
     c->meter = c->budget = c->seen = NULL;
     c->span_open = 0;
-    c->least = c->row = 0;
+    c->least = c->row = c->batch_rows = c->run_rows = 0;
+    c->varying = 0;
     c->batches = batches == Py_None ? NULL : batches;
     if (c->target == Py_None) /* batches alone */
         c->target = NULL;
@@ -745,7 +846,7 @@ record_rows(PyObject *module, PyObject *args)
     int ok = decode_message(&c, fields, &found);
     if (ok == 1) {
         PyObject *values[3] = {PyTuple_GET_ITEM(prefix, 0), PyTuple_GET_ITEM(prefix, 1), PyTuple_GET_ITEM(prefix, 2)};
-        if (make_rows(&c, &found, 0, found.n, fields, values, base_offsets, fetch, &added) == 0 && flush_span(&c) == 0)
+        if (make_rows(&c, &found, 0, found.n, fields, values, base_offsets, fetch, &added) == 0 && flush_rows(&c) == 0)
             out = Py_BuildValue("(nn)", added, c.target == NULL ? 0 : held_by(&found, 0));
         if (c.target == NULL) /* a scratch arena */
             cut_back(c.arena, before);
@@ -843,7 +944,7 @@ lane_records(PyObject *module, PyObject *args)
         }
     }
     free(found.items);
-    if (ok >= 0 && flush_span(&c) < 0)
+    if (ok >= 0 && flush_rows(&c) < 0)
         ok = -1;
     if (ok < 0)
         return NULL;
